@@ -1,0 +1,40 @@
+# Two entry points for a fresh machine: `make demo` and `make test`. Both build .venv from nothing.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.nemo_pc-installed
+
+.PHONY: install test lint format demo bench clean
+
+$(STAMP): setup.cfg pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	# torch first: the pinned release is a local CPU wheel; an unpinned torch would pull a CUDA build.
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e ".[test]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+test: install
+	$(VENV)/bin/ruff check nemo_pc tests examples benchmarks
+	$(VENV)/bin/ruff format --check nemo_pc tests examples benchmarks
+	$(PY) -m pytest tests
+
+lint: install
+	$(VENV)/bin/ruff check nemo_pc tests examples benchmarks
+
+format: install
+	$(VENV)/bin/ruff format nemo_pc tests examples benchmarks
+	$(VENV)/bin/ruff check --fix nemo_pc tests examples benchmarks
+
+demo: install
+	@echo "make demo: not yet. The end-to-end demo (synthetic corpus, LibriSpeech-PC manifests, models, report)"
+	@echo "lands with its own issue. Today you can score a prediction manifest:"
+	@echo "  $(VENV)/bin/nemo-pc evaluate manifests/sample_predictions.json"
+	$(VENV)/bin/nemo-pc evaluate manifests/sample_predictions.json
+
+bench: install
+	$(PY) benchmarks/bench_evaluate.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis

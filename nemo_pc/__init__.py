@@ -1,0 +1,14 @@
+"""nemo_pc: punctuated and cased speech recognition for NVIDIA NeMo.
+
+Importing this package is cheap: it does not import NeMo. It makes sure that NeMo 3.0's config-target
+allowlist (``nemo.core.classes.common.ALLOWED_TARGET_PREFIXES``) accepts ``nemo_pc.`` targets, either at once
+when NeMo is already imported or, through a small import hook, the moment NeMo imports that module.
+"""
+
+from nemo_pc._registration import NEMO_PC_TARGET_PREFIX, register_target_prefix
+
+__version__ = "0.1.0"
+
+__all__ = ["NEMO_PC_TARGET_PREFIX", "register_target_prefix", "__version__"]
+
+register_target_prefix()

@@ -1,0 +1,1 @@
+"""Shared building blocks: the text rules live in :mod:`nemo_pc.parts.text`."""

@@ -1,0 +1,172 @@
+"""The text rules of nemo_pc: the one place that says what a word, a mark and normalized text are.
+
+Every other part of the package (metrics, manifest builders, datasets, the text formatter) imports these
+functions instead of writing its own regular expressions.
+
+Definitions:
+    * A **word** is a run of letters and digits. An apostrophe between two letters or digits stays inside the
+      word ("don't", "rock'n'roll"), and so does a ``.`` or ``,`` between two digits ("12.3", "1,000"), because
+      removing it would change the number. Curly apostrophes are written as ``'``.
+    * A **hyphen** between two word characters splits the word by default ("well-known" -> "well", "known"), as
+      in LibriSpeech's normalized transcripts; ``hyphens="keep"`` keeps such words whole.
+    * A **mark** is one of the characters of the mark set, a parameter everywhere (default ``.,?``).
+    * Everything else (quotes, brackets, dashes, symbols, marks outside the set) is dropped.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+
+DEFAULT_MARKS = ".,?"
+"""The mark set of the LibriSpeech-PC training recipe (papers/002 §5)."""
+
+DEFAULT_MARK_MAP: Mapping[str, str] = {"!": ".", ";": ".", ":": ","}
+"""How marks outside the default set are folded into it before training (papers/003 appendix)."""
+
+SEGMENT_MARKS = ";.?!"
+"""Sentence-ending marks that papers/001 §3.1 maps to one segmentation mark."""
+
+CASE_CLASSES = ("LOWER", "CAPITAL", "ACRONYM", "MIXED")
+"""Truecasing classes of papers/003 §3.1."""
+
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u02bc": "'", "\u2018": "'", "`": "'"})
+_HYPHENS = "-\u2010\u2011"
+_ALNUM = r"[^\W_]"
+
+
+def _marks_key(marks: str | Iterable[str]) -> str:
+    key = "".join(sorted(set(marks)))
+    for mark in key:
+        if len(mark) != 1 or _is_word_char(mark) or mark.isspace():
+            raise ValueError(f"a mark must be one punctuation character, got {mark!r}")
+    return key
+
+
+def _is_word_char(ch: str) -> bool:
+    return ch.isalnum()
+
+
+@lru_cache(maxsize=64)
+def _token_regex(marks: str, keep_hyphens: bool) -> re.Pattern:
+    joiners = [r"'(?=" + _ALNUM + ")", r"(?<=\d)[.,](?=\d)"]
+    if keep_hyphens:
+        joiners.append(f"[{re.escape(_HYPHENS)}](?={_ALNUM})")
+    word = f"{_ALNUM}+(?:(?:{'|'.join(joiners)}){_ALNUM}+)*"
+    if not marks:
+        return re.compile(word)
+    return re.compile(f"{word}|[{re.escape(marks)}]")
+
+
+def canonicalize(text: str) -> str:
+    """Applies NFC, writes every apostrophe variant as ``'`` and collapses whitespace."""
+    return " ".join(unicodedata.normalize("NFC", text).translate(_APOSTROPHES).split())
+
+
+def tokenize(text: str, marks: str | Iterable[str] = DEFAULT_MARKS, hyphens: str = "split") -> list[str]:
+    """Splits text into words and marks for punctuation-aware scoring; case is kept.
+
+    Args:
+        text: any text.
+        marks: the mark set; each of its characters becomes a token of its own.
+        hyphens: ``"split"`` (default) or ``"keep"`` for words joined by hyphens.
+
+    Returns:
+        Tokens in order, e.g. ``tokenize("Let's eat, Bob!", ".,?!") == ["Let's", "eat", ",", "Bob", "!"]``.
+    """
+    if hyphens not in ("split", "keep"):
+        raise ValueError(f"hyphens must be 'split' or 'keep', got {hyphens!r}")
+    return _token_regex(_marks_key(marks), hyphens == "keep").findall(canonicalize(text))
+
+
+def words(text: str, hyphens: str = "split") -> list[str]:
+    """The words of ``text`` with their case, without any mark."""
+    return tokenize(text, marks="", hyphens=hyphens)
+
+
+def normalize(text: str) -> str:
+    """Lower-cases, drops every mark except apostrophes inside words, and collapses spaces."""
+    return " ".join(words(text)).lower()
+
+
+def is_mark(token: str, marks: str | Iterable[str] = DEFAULT_MARKS) -> bool:
+    """Whether a token from :func:`tokenize` is a mark of the given set."""
+    return len(token) == 1 and token in set(marks)
+
+
+def map_marks(text: str, mark_map: Mapping[str, str]) -> str:
+    """Replaces marks character by character, e.g. ``{"!": "."}``; an empty target deletes the mark."""
+    return canonicalize(text).translate(str.maketrans(dict(mark_map)))
+
+
+def word_marks(text: str, marks: str | Iterable[str] = DEFAULT_MARKS) -> list[tuple[str, str | None]]:
+    """Pairs each word with the mark that follows it (``None`` when no mark follows).
+
+    A run of marks keeps its first mark; marks before the first word are dropped.
+    """
+    mark_set = set(marks)
+    pairs: list[tuple[str, str | None]] = []
+    for token in tokenize(text, marks):
+        if len(token) == 1 and token in mark_set:
+            if pairs and pairs[-1][1] is None:
+                pairs[-1] = (pairs[-1][0], token)
+        else:
+            pairs.append((token, None))
+    return pairs
+
+
+def join_word_marks(pairs: Iterable[tuple[str, str | None]], separate_marks: bool = False) -> str:
+    """Inverse of :func:`word_marks`: writes words with their marks, attached or space-separated."""
+    parts = []
+    for word, mark in pairs:
+        parts.append(word)
+        if mark:
+            if separate_marks:
+                parts.append(mark)
+            else:
+                parts[-1] += mark
+    return " ".join(parts)
+
+
+def preprocess_punctuated(
+    text: str,
+    marks: str | Iterable[str] = DEFAULT_MARKS,
+    mark_map: Mapping[str, str] | None = None,
+    separate_marks: bool = False,
+) -> str:
+    """The training-text preprocessing of papers/002 §5, with case kept.
+
+    ``mark_map`` (default :data:`DEFAULT_MARK_MAP`) first folds other marks into the set; then only the marks
+    of ``marks`` are kept, one per gap between words, and whitespace is collapsed. With ``separate_marks`` a
+    space goes before every mark ("done." -> "done .").
+    """
+    mapped = map_marks(text, DEFAULT_MARK_MAP if mark_map is None else mark_map)
+    return join_word_marks(word_marks(mapped, marks), separate_marks=separate_marks)
+
+
+def strip_marks(text: str) -> str:
+    """Cased text without marks: the words of ``text`` joined by single spaces."""
+    return " ".join(words(text))
+
+
+def case_class(word: str) -> str:
+    """The truecasing class of a word: ``LOWER``, ``CAPITAL``, ``ACRONYM`` or ``MIXED`` (papers/003 §3.1).
+
+    Only cased letters count: "2024" and "don't" are LOWER, "I" and "Paris" CAPITAL, "NASA" and "U.S." ACRONYM,
+    "McDonald's" and "iPhone" MIXED.
+    """
+    letters = [ch for ch in word if ch.isupper() or ch.islower()]
+    if not letters or not any(ch.isupper() for ch in letters):
+        return "LOWER"
+    if all(ch.isupper() for ch in letters):
+        return "CAPITAL" if len(letters) == 1 else "ACRONYM"
+    if letters[0].isupper() and all(ch.islower() for ch in letters[1:]):
+        return "CAPITAL"
+    return "MIXED"
+
+
+def has_upper(word: str) -> bool:
+    """Whether a word contains an upper-case letter (it counts in N_c of papers/000 eq. 8)."""
+    return any(ch.isupper() for ch in word)
