@@ -1,0 +1,120 @@
+"""Reading and writing NeMo JSON-lines manifests, with errors that name the file and the line.
+
+Schema (../DESIGN.md): ``audio_filepath``, ``duration``, optional ``offset``, ``text`` (punctuated and cased where
+known), ``text_normalized``, ``pc_source`` (``book`` | ``formatter`` | ``none``) and, where known, ``utt_id``,
+``speaker``, ``chapter`` and ``split``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PC_SOURCES = ("book", "formatter", "none")
+
+
+class ManifestError(ValueError):
+    """A manifest line that cannot be used; the message names the file and the 1-based line number."""
+
+    def __init__(self, path: str | Path, line: int, message: str) -> None:
+        self.path = str(path)
+        self.line = line
+        self.reason = message
+        super().__init__(f"{path}:{line}: {message}")
+
+
+@dataclass
+class DropCounter:
+    """Counts dropped manifest lines by reason, so that nothing is dropped silently."""
+
+    counts: Counter = field(default_factory=Counter)
+    examples: dict[str, str] = field(default_factory=dict)
+
+    def add(self, reason: str, where: str) -> None:
+        self.counts[reason] += 1
+        self.examples.setdefault(reason, where)
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    def as_dict(self) -> dict:
+        return {"total": self.total, "by_reason": dict(self.counts), "first_example": dict(self.examples)}
+
+
+def iter_manifest(path: str | Path) -> Iterator[tuple[int, dict]]:
+    """Yields ``(line_number, entry)`` for every non-blank line of a JSON-lines manifest.
+
+    Raises:
+        FileNotFoundError: the manifest does not exist.
+        ManifestError: a line is not UTF-8, not JSON, or not a JSON object.
+    """
+    path = Path(path)
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise ManifestError(path, number, f"not UTF-8 ({err.reason} at byte {err.start})") from None
+            if not line.strip():
+                continue
+            try:
+                entry = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise ManifestError(path, number, f"bad JSON: {err.msg} (column {err.colno})") from None
+            if not isinstance(entry, dict):
+                raise ManifestError(path, number, f"expected a JSON object, got {type(entry).__name__}")
+            yield number, entry
+
+
+def require_text(entry: Mapping, field_name: str, path: str | Path, line: int, allow_empty: bool = True) -> str:
+    """Returns ``entry[field_name]`` as a string, or raises a :class:`ManifestError` naming the field."""
+    if field_name not in entry:
+        raise ManifestError(path, line, f"missing field {field_name!r} (fields: {', '.join(sorted(entry))})")
+    value = entry[field_name]
+    if not isinstance(value, str):
+        raise ManifestError(path, line, f"field {field_name!r} must be a string, got {type(value).__name__}")
+    if not allow_empty and not value.strip():
+        raise ManifestError(path, line, f"field {field_name!r} is empty")
+    return value
+
+
+def read_manifest(path: str | Path) -> list[dict]:
+    """All entries of a manifest (see :func:`iter_manifest` for the errors)."""
+    return [entry for _, entry in iter_manifest(path)]
+
+
+@contextmanager
+def atomic_open(path: str | Path, mode: str = "w") -> Iterator:
+    """Opens a temporary file next to ``path`` and renames it onto ``path`` only if the block succeeds."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as handle:
+            yield handle
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_manifest(path: str | Path, entries: Iterable[Mapping]) -> Path:
+    """Writes a JSON-lines manifest atomically: a temporary file in the same folder, then a rename."""
+    with atomic_open(path) as handle:
+        for entry in entries:
+            handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
+    return Path(path)
+
+
+def write_text_atomic(path: str | Path, text: str) -> Path:
+    """Writes a text file atomically (temporary file, then rename)."""
+    with atomic_open(path) as handle:
+        handle.write(text)
+    return Path(path)
