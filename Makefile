@@ -4,9 +4,12 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.nemo_pc-installed
 
-.PHONY: install test lint format demo bench clean
+.PHONY: install sysdeps test lint format demo bench clean
 
-$(STAMP): setup.cfg pyproject.toml
+APT_PACKAGES := $(shell grep -v '^\#' apt-packages.txt)
+
+$(STAMP): setup.cfg pyproject.toml apt-packages.txt
+	$(MAKE) sysdeps
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	# torch first: the pinned release is a local CPU wheel; an unpinned torch would pull a CUDA build.
 	$(PY) -m pip install --quiet torch==2.13.0
@@ -14,6 +17,15 @@ $(STAMP): setup.cfg pyproject.toml
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# Installs the Debian packages of apt-packages.txt that are missing (as root, or through sudo).
+sysdeps:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  sudo=""; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
+	  echo "installing Debian packages:$$missing"; \
+	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
 
 test: install
 	$(VENV)/bin/ruff check nemo_pc tests examples benchmarks
