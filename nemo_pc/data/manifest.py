@@ -11,7 +11,7 @@ import json
 import os
 import tempfile
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,10 +22,11 @@ PC_SOURCES = ("book", "formatter", "none")
 class ManifestError(ValueError):
     """A manifest line that cannot be used; the message names the file and the 1-based line number."""
 
-    def __init__(self, path: str | Path, line: int, message: str) -> None:
+    def __init__(self, path: str | Path, line: int, message: str, kind: str = "bad line") -> None:
         self.path = str(path)
         self.line = line
         self.reason = message
+        self.kind = kind
         super().__init__(f"{path}:{line}: {message}")
 
 
@@ -48,40 +49,66 @@ class DropCounter:
         return {"total": self.total, "by_reason": dict(self.counts), "first_example": dict(self.examples)}
 
 
-def iter_manifest(path: str | Path) -> Iterator[tuple[int, dict]]:
+def iter_manifest(
+    path: str | Path, on_error: Callable[[ManifestError], None] | None = None
+) -> Iterator[tuple[int, dict]]:
     """Yields ``(line_number, entry)`` for every non-blank line of a JSON-lines manifest.
+
+    Args:
+        path: the manifest.
+        on_error: called with the error of a line that is not UTF-8, not JSON or not a JSON object; that line is
+            then skipped. Without it the error is raised.
 
     Raises:
         FileNotFoundError: the manifest does not exist.
-        ManifestError: a line is not UTF-8, not JSON, or not a JSON object.
+        ManifestError: a bad line, when ``on_error`` is not given.
     """
     path = Path(path)
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
             try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as err:
-                raise ManifestError(path, number, f"not UTF-8 ({err.reason} at byte {err.start})") from None
-            if not line.strip():
+                entry = _parse_line(raw, path, number)
+            except ManifestError as err:
+                if on_error is None:
+                    raise
+                on_error(err)
                 continue
-            try:
-                entry = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise ManifestError(path, number, f"bad JSON: {err.msg} (column {err.colno})") from None
-            if not isinstance(entry, dict):
-                raise ManifestError(path, number, f"expected a JSON object, got {type(entry).__name__}")
-            yield number, entry
+            if entry is not None:
+                yield number, entry
+
+
+def _parse_line(raw: bytes, path: Path, number: int) -> dict | None:
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ManifestError(path, number, f"not UTF-8 ({err.reason} at byte {err.start})", "not UTF-8") from None
+    if not line.strip():
+        return None
+    try:
+        entry = json.loads(line)
+    except json.JSONDecodeError as err:
+        raise ManifestError(path, number, f"bad JSON: {err.msg} (column {err.colno})", "bad JSON") from None
+    if not isinstance(entry, dict):
+        raise ManifestError(path, number, f"expected a JSON object, got {type(entry).__name__}", "not an object")
+    return entry
 
 
 def require_text(entry: Mapping, field_name: str, path: str | Path, line: int, allow_empty: bool = True) -> str:
     """Returns ``entry[field_name]`` as a string, or raises a :class:`ManifestError` naming the field."""
     if field_name not in entry:
-        raise ManifestError(path, line, f"missing field {field_name!r} (fields: {', '.join(sorted(entry))})")
+        raise ManifestError(
+            path, line, f"missing field {field_name!r} (fields: {', '.join(sorted(entry))})", f"missing {field_name}"
+        )
     value = entry[field_name]
     if not isinstance(value, str):
-        raise ManifestError(path, line, f"field {field_name!r} must be a string, got {type(value).__name__}")
+        raise ManifestError(
+            path,
+            line,
+            f"field {field_name!r} must be a string, got {type(value).__name__}",
+            f"non-string {field_name}",
+        )
     if not allow_empty and not value.strip():
-        raise ManifestError(path, line, f"field {field_name!r} is empty")
+        raise ManifestError(path, line, f"field {field_name!r} is empty", f"empty {field_name}")
     return value
 
 
