@@ -111,19 +111,23 @@ def _rate(name: str, err: Callable, den: Callable, source: str) -> Metric:
     return Metric(name, lambda t: _ratio(err(t), den(t)), den, errors=err, source=source)
 
 
-def _f1_family(name: str, key: Callable[[str], str], source: str) -> list[Metric]:
-    """Precision, recall and F1 metrics over ``key(kind)`` counts (kind in tp / fp / fn)."""
-    support = lambda t: t[key("tp")] + t[key("fn")]  # noqa: E731
-    parts = lambda t: precision_recall_f1(t[key("tp")], t[key("fp")], t[key("fn")])  # noqa: E731
+def _f1_family(name: str, keys: Callable[[str], list[str]], source: str) -> list[Metric]:
+    """Precision, recall and F1 over the counts ``keys(kind)`` summed, for kind in tp / fp / fn."""
+
+    def get(t: Mapping, kind: str):
+        return sum(t[key] for key in keys(kind))
+
+    def support(t: Mapping):
+        return get(t, "tp") + get(t, "fn")
+
+    def parts(t: Mapping) -> tuple:
+        return precision_recall_f1(get(t, "tp"), get(t, "fp"), get(t, "fn"))
+
     return [
         Metric(f"{name}_precision", lambda t: parts(t)[0], support, True, source=source),
         Metric(f"{name}_recall", lambda t: parts(t)[1], support, True, source=source),
         Metric(f"{name}_f1", lambda t: parts(t)[2], support, True, source=source),
     ]
-
-
-def _summed(keys_of: Callable[[str], list[str]]) -> Callable[[str], Callable]:
-    return lambda kind: lambda t: sum(t[k] for k in keys_of(kind))
 
 
 def build_metrics(marks: str = DEFAULT_MARKS) -> list[Metric]:
@@ -144,9 +148,9 @@ def build_metrics(marks: str = DEFAULT_MARKS) -> list[Metric]:
     ]
     for m in marks:
         metrics.append(_rate(f"per[{m}]", lambda t, m=m: per_errors(t, m), lambda t, m=m: per_total(t, m), "002 T4"))
-    metrics += _f1_family("punct_micro", _summed(lambda k: [f"f1|{m}|{k}" for m in marks]), "004 §5.3")
+    metrics += _f1_family("punct_micro", lambda k: [f"f1|{m}|{k}" for m in marks], "004 §5.3")
     for m in marks:
-        metrics += _f1_family(f"punct[{m}]", lambda k, m=m: f"f1|{m}|{k}", "004 §5.3")
+        metrics += _f1_family(f"punct[{m}]", lambda k, m=m: [f"f1|{m}|{k}"], "004 §5.3")
     metrics.append(
         Metric(
             "punct_macro_f1",
@@ -156,11 +160,11 @@ def build_metrics(marks: str = DEFAULT_MARKS) -> list[Metric]:
             source="004 Table 2",
         )
     )
-    metrics += _f1_family("seg", lambda k: f"seg|{k}", "001 §3.1")
+    metrics += _f1_family("seg", lambda k: [f"seg|{k}"], "001 §3.1")
     for c in CASE_CLASSES:
-        metrics += _f1_family(f"case[{c.lower()}]", lambda k, c=c: f"case|{c}|{k}", "003 Table 5")
-    metrics += _f1_family("wer0_cap", lambda k: f"wer0|cap|{k}", "002 Table 2")
-    metrics += _f1_family("wer0_punct", _summed(lambda k: [f"wer0|{m}|{k}" for m in marks]), "002 Table 2")
+        metrics += _f1_family(f"case[{c.lower()}]", lambda k, c=c: [f"case|{c}|{k}"], "003 Table 5")
+    metrics += _f1_family("wer0_cap", lambda k: [f"wer0|cap|{k}"], "002 Table 2")
+    metrics += _f1_family("wer0_punct", lambda k: [f"wer0|{m}|{k}" for m in marks], "002 Table 2")
     return metrics
 
 

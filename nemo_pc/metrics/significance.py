@@ -83,7 +83,8 @@ def paired_bootstrap(
         for weights in bootstrap_weights(n, num_resamples, seed):
             totals_a, totals_b = _columns(keys, weights @ counts_a), _columns(keys, weights @ counts_b)
             for m in metrics:
-                deltas[m.name].append(np.asarray(m.value(totals_a), float) - np.asarray(m.value(totals_b), float))
+                delta = np.asarray(m.value(totals_a), float) - np.asarray(m.value(totals_b), float)
+                deltas[m.name].append(np.broadcast_to(delta, (weights.shape[0],)))
     result = {}
     for m in metrics:
         delta = observed[m.name]
