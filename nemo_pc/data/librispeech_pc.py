@@ -1,0 +1,326 @@
+"""LibriSpeech-PC manifests: punctuation and case restored from the books (papers/002 §4).
+
+Works on real LibriSpeech with its ``original-books`` and on the synthetic corpus of :mod:`nemo_pc.data.synth`.
+Drop rules, in the order papers/002 §4 lists them (the first that applies is reported):
+
+=================== ====================================================================================
+``unicode_mismatch`` a book word matches its transcript word only after removing accents ("Kutúzov")
+``deviation``        the transcript and its book span differ by more than ``max_deviation`` words
+``short``            the utterance lasts less than ``min_duration`` seconds
+``all_upper``        every letter of the restored text is upper case (an error in the book's text)
+``not_in_book``      the utterance could not be located in its book
+``inconsistent``     the restored text does not normalize back to the transcript
+=================== ====================================================================================
+
+Outputs in ``output_dir``: ``<split>.json`` manifests, ``drops.jsonl`` (every dropped line with its reason),
+``retention.json`` and ``retention.txt`` (papers/002 Table 1 per split), and ``.work/`` with one result file per
+chapter, so an interrupted run resumes and a finished one only re-reads what exists.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from nemo_pc.data.books import ChapterInfo, CorpusError, find_book_file, read_book_text, read_chapters_txt
+from nemo_pc.data.manifest import DropCounter, iter_manifest, read_manifest, write_manifest, write_text_atomic
+from nemo_pc.data.restore import BookIndex, Restoration, restore_chapter
+from nemo_pc.data.spoken import SpokenForm, book_words
+from nemo_pc.parts.text import normalize, preprocess_punctuated
+
+DROP_REASONS = ("not_in_book", "unicode_mismatch", "deviation", "short", "all_upper", "inconsistent")
+FALLBACKS = ("drop", "formatter")
+_UTT_ID = re.compile(r"(\d+)-(\d+)-(\d+)")
+
+
+@dataclass
+class RestoreOptions:
+    """How utterances are restored, checked and written.
+
+    Attributes:
+        fallback: ``"drop"`` removes utterances that cannot be restored; ``"formatter"`` keeps them with
+            ``pc_source: none`` and ``text`` equal to ``text_normalized``, waiting for the text formatter to give
+            them auto-punctuated text (P', papers/000 §III-B).
+        marks: ``None`` keeps the book's punctuation; a mark set such as ``".,?"`` applies the preprocessing of
+            papers/002 §5 (:func:`nemo_pc.parts.text.preprocess_punctuated`).
+        mark_map: ``"default"`` folds ``! ; :`` into the set first (papers/003 appendix); ``"none"`` drops them.
+        separate_marks: write "done ." instead of "done." (papers/002 §5, step 2).
+        min_duration: the ``short`` threshold in seconds; max_deviation: the ``deviation`` threshold in words.
+        tn: how book text becomes spoken form (:class:`nemo_pc.data.spoken.SpokenForm`).
+    """
+
+    fallback: str = "drop"
+    marks: str | None = None
+    mark_map: str = "default"
+    separate_marks: bool = False
+    min_duration: float = 1.0
+    max_deviation: int = 2
+    tn: str = "nemo"
+
+    def __post_init__(self) -> None:
+        if self.fallback not in FALLBACKS:
+            raise ValueError(f"fallback must be one of {FALLBACKS}, got {self.fallback!r}")
+        if self.mark_map not in ("default", "none"):
+            raise ValueError(f"mark_map must be 'default' or 'none', got {self.mark_map!r}")
+
+    def fingerprint(self) -> str:
+        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:12]
+
+
+@dataclass
+class ChapterTask:
+    """One ``*.trans.txt`` file with everything needed to restore it."""
+
+    split: str
+    trans: Path
+    info: ChapterInfo
+    book: Path
+    result: Path
+    durations: dict[str, float] | None = field(default=None, repr=False)
+
+
+def read_transcripts(path: Path) -> list[tuple[str, str]]:
+    """``(utt_id, transcript)`` pairs of a ``*.trans.txt`` file; a malformed line raises :class:`CorpusError`."""
+    chapter = path.name.removesuffix(".trans.txt")
+    pairs = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        utt_id, _, transcript = line.strip().partition(" ")
+        if not _UTT_ID.fullmatch(utt_id) or not utt_id.startswith(chapter + "-"):
+            raise CorpusError(path, number, f"expected '<speaker>-<chapter>-<utt> TRANSCRIPT', got {line!r}")
+        if not transcript.strip():
+            raise CorpusError(path, number, f"utterance {utt_id} has an empty transcript")
+        pairs.append((utt_id, transcript))
+    return pairs
+
+
+def find_tasks(corpus_dir: Path, books_dir: Path, work: Path, splits: list[str] | None) -> list[ChapterTask]:
+    """Every chapter of every split folder, with its book; a chapter without metadata or book is an error."""
+    chapters_txt = corpus_dir / "CHAPTERS.TXT"
+    if not chapters_txt.is_file():
+        raise FileNotFoundError(f"{chapters_txt} not found: corpus_dir must be LibriSpeech's root folder")
+    infos = read_chapters_txt(chapters_txt)
+    lines = _chapter_lines(chapters_txt)
+    found = splits or sorted(p.name for p in corpus_dir.iterdir() if p.is_dir() and any(p.glob("*/*/*.trans.txt")))
+    tasks = []
+    for split in found:
+        for trans in sorted((corpus_dir / split).glob("*/*/*.trans.txt")):
+            chapter = int(trans.parent.name)
+            if chapter not in infos:
+                raise CorpusError(trans, 1, f"chapter {chapter} is not listed in {chapters_txt}")
+            book = find_book_file(books_dir, infos[chapter].book_id)
+            if book is None:
+                message = f"book {infos[chapter].book_id} of chapter {chapter} not found under {books_dir}"
+                raise CorpusError(chapters_txt, lines[chapter], message)
+            result = work / split / f"{trans.parent.parent.name}-{chapter}.jsonl"
+            tasks.append(ChapterTask(split, trans, infos[chapter], book, result))
+    return tasks
+
+
+def _chapter_lines(path: Path) -> dict[int, int]:
+    lines = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        head = line.split("|", 1)[0].strip()
+        if head.isdigit():
+            lines[int(head)] = number
+    return lines
+
+
+def restore_book(tasks: list[ChapterTask], options: RestoreOptions, spoken: SpokenForm) -> int:
+    """Restores all chapters of one book (the book is read and indexed once) and writes their result files."""
+    index = BookIndex(book_words(read_book_text(tasks[0].book), spoken))
+    for task in tasks:
+        pairs = read_transcripts(task.trans)
+        normalized = [normalize(transcript) for _, transcript in pairs]
+        restorations = restore_chapter(index, [text.split() for text in normalized])
+        records = []
+        for number, ((utt_id, _), text_normalized, restored) in enumerate(
+            zip(pairs, normalized, restorations, strict=True), start=1
+        ):
+            duration, audio = _duration(task, utt_id, number)
+            reason = drop_reason(restored, duration, options)
+            entry = {"audio_filepath": str(audio), "duration": round(duration, 3), "text": restored.text,
+                     "text_normalized": text_normalized, "pc_source": "book", "utt_id": utt_id,
+                     "speaker": utt_id.split("-")[0], "chapter": str(task.info.chapter_id),
+                     "split": task.split}  # fmt: skip
+            if reason is None:
+                entry["text"] = _preprocess(restored.text, options)
+            records.append({"entry": entry, "reason": reason, "edits": restored.edits})
+        write_manifest(task.result, records)
+    return len(tasks)
+
+
+def _duration(task: ChapterTask, utt_id: str, line: int) -> tuple[float, Path]:
+    audio = task.trans.parent / f"{utt_id}.flac"
+    if task.durations is not None:
+        if utt_id not in task.durations:
+            raise CorpusError(task.trans, line, f"no duration for {utt_id} in the durations file")
+        return task.durations[utt_id], audio
+    if not audio.is_file():
+        raise CorpusError(task.trans, line, f"audio file {audio} is missing")
+    import soundfile
+
+    return soundfile.info(str(audio)).duration, audio
+
+
+def drop_reason(restored: Restoration, duration: float, options: RestoreOptions) -> str | None:
+    """The first drop rule of papers/002 §4 that an utterance breaks, or ``None`` when it is kept."""
+    if restored.text is None:
+        return "not_in_book"
+    if restored.unicode_mismatch:
+        return "unicode_mismatch"
+    if restored.edits > options.max_deviation:
+        return "deviation"
+    if duration < options.min_duration:
+        return "short"
+    letters = [ch for ch in restored.text if ch.isalpha()]
+    if len(letters) > 1 and all(ch.isupper() for ch in letters):
+        return "all_upper"
+    if not restored.consistent:
+        return "inconsistent"
+    return None
+
+
+def _preprocess(text: str, options: RestoreOptions) -> str:
+    if options.marks is None:
+        return text
+    mark_map = None if options.mark_map == "default" else {}
+    return preprocess_punctuated(text, options.marks, mark_map=mark_map, separate_marks=options.separate_marks)
+
+
+def _restore_worker(arguments: tuple) -> int:
+    return restore_book(*arguments)
+
+
+def read_durations(path: str | Path) -> dict[str, float]:
+    """``utt_id -> duration`` from a JSON-lines file with those two fields (e.g. a synthetic corpus's SYNTH.jsonl)."""
+    durations = {}
+    for number, entry in iter_manifest(path):
+        if "utt_id" not in entry or not isinstance(entry.get("duration"), int | float):
+            raise CorpusError(path, number, "expected fields 'utt_id' and a numeric 'duration'")
+        durations[str(entry["utt_id"])] = float(entry["duration"])
+    return durations
+
+
+def prepare_librispeech_pc(
+    corpus_dir: str | Path,
+    books_dir: str | Path | None,
+    output_dir: str | Path,
+    num_jobs: int = 1,
+    splits: list[str] | None = None,
+    options: RestoreOptions | None = None,
+    durations: str | Path | dict[str, float] | None = None,
+    cache_dir: str | Path | None = None,
+) -> dict[str, Path]:
+    """Builds LibriSpeech-PC manifests from a LibriSpeech-layout corpus and its books.
+
+    Args:
+        corpus_dir: LibriSpeech's root folder (``CHAPTERS.TXT`` and one folder per split).
+        books_dir: the books in either layout of ``original-books``; default ``corpus_dir/books``.
+        output_dir: where manifests and reports go.
+        num_jobs: worker processes (one book at a time each).
+        splits: split folders to use; default every folder with transcripts.
+        options: restoration options (:class:`RestoreOptions`).
+        durations: ``utt_id -> seconds`` or a JSON-lines file of them, for corpora without audio; by default
+            durations come from the flac headers.
+        cache_dir: TN cache (see :class:`nemo_pc.data.spoken.SpokenForm`).
+
+    Returns:
+        ``split -> manifest path``. Calling it again reuses every finished chapter.
+    """
+    from tqdm import tqdm
+
+    corpus_dir, output_dir = Path(corpus_dir), Path(output_dir)
+    books_dir = Path(books_dir) if books_dir else corpus_dir / "books"
+    options = options or RestoreOptions()
+    tasks = find_tasks(corpus_dir, books_dir, output_dir / ".work" / options.fingerprint(), splits)
+    todo = [task for task in tasks if not task.result.is_file()]
+    if durations is not None:
+        _attach_durations(todo, read_durations(durations) if isinstance(durations, str | Path) else durations)
+    groups: dict[Path, list[ChapterTask]] = defaultdict(list)
+    for task in todo:
+        groups[task.book].append(task)
+    spoken = SpokenForm(options.tn, cache_dir)
+    jobs = [(group, options, spoken) for group in groups.values()]
+    with tqdm(total=len(todo), unit="chapter", desc="librispeech-pc") as progress:
+        for done in _map(jobs, num_jobs, spoken):
+            progress.update(done)
+    return merge_results(tasks, output_dir, options)
+
+
+def _attach_durations(tasks: list[ChapterTask], durations: dict[str, float]) -> None:
+    by_chapter: dict[str, dict[str, float]] = defaultdict(dict)
+    for utt_id, seconds in durations.items():
+        by_chapter[utt_id.rsplit("-", 1)[0]][utt_id] = seconds
+    for task in tasks:
+        task.durations = by_chapter.get(task.trans.name.removesuffix(".trans.txt"), {})
+
+
+def _map(jobs: list[tuple], num_jobs: int, spoken: SpokenForm):
+    if num_jobs <= 1 or len(jobs) <= 1:
+        yield from map(_restore_worker, jobs)
+        return
+    import multiprocessing
+
+    if spoken.tn == "nemo":
+        spoken.warm_up()
+    with multiprocessing.get_context("spawn").Pool(num_jobs) as pool:
+        yield from pool.imap_unordered(_restore_worker, jobs)
+
+
+def merge_results(tasks: list[ChapterTask], output_dir: Path, options: RestoreOptions) -> dict[str, Path]:
+    """Joins the chapter results into one manifest per split, the drop report and the retention table."""
+    entries: dict[str, list[dict]] = defaultdict(list)
+    drops: list[dict] = []
+    counters: dict[str, DropCounter] = defaultdict(DropCounter)
+    hours: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
+    for task in tasks:
+        for record in read_manifest(task.result):
+            entry, reason = record["entry"], record["reason"]
+            hours[task.split][0] += entry["duration"] / 3600
+            if reason is None:
+                entries[task.split].append(entry)
+                hours[task.split][1] += entry["duration"] / 3600
+                continue
+            counters[task.split].add(reason, entry["utt_id"])
+            kept = options.fallback == "formatter"
+            drops.append({"utt_id": entry["utt_id"], "split": task.split, "reason": reason, "edits": record["edits"],
+                          "kept_as_pc_source_none": kept, "text_normalized": entry["text_normalized"],
+                          "restored": entry["text"], "trans": str(task.trans)})  # fmt: skip
+            if kept:
+                entries[task.split].append({**entry, "text": entry["text_normalized"], "pc_source": "none"})
+                hours[task.split][2] += entry["duration"] / 3600
+    paths = {split: write_manifest(output_dir / f"{split}.json", rows) for split, rows in sorted(entries.items())}
+    write_manifest(output_dir / "drops.jsonl", drops)
+    table = retention_rows(hours, counters)
+    write_text_atomic(output_dir / "retention.json", json.dumps(table, indent=2) + "\n")
+    write_text_atomic(output_dir / "retention.txt", format_retention(table) + "\n")
+    return paths
+
+
+def retention_rows(hours: dict[str, list[float]], counters: dict[str, DropCounter]) -> list[dict]:
+    """Per split: hours before and after restoration and the retention rate, as papers/002 Table 1."""
+    rows = []
+    for split in sorted(hours):
+        total, restored, fallback = hours[split]
+        rows.append({"split": split, "hours": round(total, 4), "pc_hours": round(restored, 4),
+                     "retention_pct": round(100 * restored / total, 2) if total else 0.0,
+                     "fallback_hours": round(fallback, 4),
+                     "dropped": counters[split].as_dict()["by_reason"]})  # fmt: skip
+    return rows
+
+
+def format_retention(rows: list[dict]) -> str:
+    """The retention table as aligned text, one line per split and the drop counts by reason."""
+    header = f"{'Subset':<18}{'Original (h)':>14}{'PC (h)':>10}{'Retention (%)':>15}  Dropped by reason"
+    lines = [header, "-" * len(header)]
+    for row in rows:
+        reasons = ", ".join(f"{reason}: {n}" for reason, n in sorted(row["dropped"].items())) or "none"
+        lines.append(f"{row['split']:<18}{row['hours']:>14.3f}{row['pc_hours']:>10.3f}{row['retention_pct']:>15.2f}"
+                     f"  {reasons}")  # fmt: skip
+    return "\n".join(lines)

@@ -1,0 +1,308 @@
+"""A synthetic corpus in LibriSpeech's layout, read from book text by offline TTS voices.
+
+Layout under ``root``::
+
+    <split>/<speaker>/<chapter>/<speaker>-<chapter>-<utt>.flac    16 kHz mono flac
+    <split>/<speaker>/<chapter>/<speaker>-<chapter>.trans.txt     "UTT-ID TRANSCRIPT" in upper case
+    CHAPTERS.TXT, SPEAKERS.TXT, BOOKS.TXT                         LibriSpeech's metadata files
+    books/utf-8/<book_id>/<name>.txt.utf-8                        the written books
+    synth/<split>/<speaker>-<chapter>.jsonl                       what each utterance really says (reference)
+    SYNTH.jsonl                                                   all reference lines; SYNTH_CONFIG.json
+
+Each voice is a speaker, and no voice reads in two splits. Utterances are cut from the spoken form of a chapter
+(:func:`nemo_pc.data.spoken.book_words`), sometimes at a sentence end and sometimes mid-sentence. With
+``deviation_rate`` a reader now and then skips, repeats or substitutes a plain lower-case word; the transcript
+and the reference record what was read, while the book keeps the original. The reference ``text`` is the read
+words with the case and punctuation of the book, the target of a LibriSpeech-PC restoration.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from nemo_pc.data.books import Book, ChapterInfo, write_book, write_chapters_txt
+from nemo_pc.data.manifest import atomic_open, read_manifest, write_manifest, write_text_atomic
+from nemo_pc.data.spoken import BookWords, SpokenForm, book_words, render
+from nemo_pc.data.voices import ENGINES, Voice, available_voices, synthesize
+from nemo_pc.parts.text import normalize
+
+SUBSTITUTES = ("a", "the", "and", "this", "that", "his", "her", "in", "on", "to", "of", "was", "is")
+"""Words a reader says instead of the written one in a substitution."""
+
+
+@dataclass
+class SynthConfig:
+    """Everything that decides the corpus; the same config and seed give the same corpus.
+
+    Attributes:
+        hours: total audio to plan (estimated from ``words_per_second`` before synthesis).
+        splits: split name -> share of the hours. Every split gets its own voices.
+        seed: the random seed.
+        deviation_rate: chance per eligible word that the reader skips, repeats or substitutes it.
+        min_words, max_words: utterance length in words.
+        sentence_cut: chance that an utterance ends at a sentence end rather than mid-sentence.
+        tempo: (low, high) sox tempo factor per utterance; pitch: (low, high) shift in cents per speaker.
+        engines: TTS engines whose voices may be used.
+        audio: ``False`` writes transcripts, references and estimated durations without audio.
+        tn: ``"nemo"`` (spoken form from NeMo TN) or ``"none"`` (text without digits or abbreviations).
+        words_per_second: speaking rate used for planning and for the durations of ``audio=False`` corpora.
+    """
+
+    hours: float = 0.2
+    splits: dict[str, float] = field(default_factory=lambda: {"train": 0.8, "dev": 0.1, "test": 0.1})
+    seed: int = 0
+    deviation_rate: float = 0.01
+    min_words: int = 4
+    max_words: int = 30
+    sentence_cut: float = 0.6
+    tempo: tuple[float, float] = (0.9, 1.15)
+    pitch: tuple[float, float] = (-200.0, 200.0)
+    engines: tuple[str, ...] = ENGINES
+    audio: bool = True
+    tn: str = "nemo"
+    words_per_second: float = 2.6
+
+
+@dataclass
+class ChapterJob:
+    """One chapter to synthesize: who reads which words of which book, into which split."""
+
+    split: str
+    speaker: int
+    voice: Voice
+    chapter: int
+    book_id: int
+    book_title: str
+    chapter_title: str
+    text: str
+    max_words: int
+    pitch: float
+
+
+def plan(books: list[Book], config: SynthConfig, voices: list[Voice]) -> list[ChapterJob]:
+    """Assigns chapters to splits and voices until each split has its share of the hours."""
+    rng = random.Random(f"plan:{config.seed}")
+    pools = split_voices(voices, list(config.splits), rng)
+    chapters = [(book, chapter) for book in books for chapter in book.chapters if chapter.text.strip()]
+    rng.shuffle(chapters)
+    speaker_of = {voice.key: 100 + k for k, voice in enumerate(voices)}
+    pitch_of = {voice.key: rng.uniform(*config.pitch) for voice in voices}
+    jobs: list[ChapterJob] = []
+    for split, share in config.splits.items():
+        budget = round(config.hours * share * 3600 * config.words_per_second)
+        pool = pools[split]
+        while budget > 0 and chapters:
+            book, chapter = chapters.pop()
+            size = len(chapter.text.split())
+            voice = pool[len([j for j in jobs if j.split == split]) % len(pool)]
+            jobs.append(ChapterJob(split, speaker_of[voice.key], voice, 10000 + len(jobs), book.book_id, book.title,
+                                   chapter.title, chapter.text, min(size, budget), pitch_of[voice.key]))  # fmt: skip
+            budget -= size
+    return jobs
+
+
+def split_voices(voices: list[Voice], splits: list[str], rng: random.Random) -> dict[str, list[Voice]]:
+    """Disjoint voice pools: each held-out split gets about a tenth of the voices (at least one), train the rest."""
+    if len(voices) < len(splits):
+        raise ValueError(f"{len(voices)} voices cannot give {len(splits)} splits disjoint speakers")
+    shuffled = sorted(voices, key=lambda v: v.key)
+    rng.shuffle(shuffled)
+    held_out = [s for s in splits if not s.startswith("train")] or splits[1:]
+    per_split = max(1, len(voices) // 10)
+    pools: dict[str, list[Voice]] = {}
+    for split in held_out:
+        pools[split], shuffled = shuffled[:per_split], shuffled[per_split:]
+    train = [s for s in splits if s not in pools]
+    for k, split in enumerate(train):
+        pools[split] = shuffled[k :: len(train)]
+    return pools
+
+
+def cut_utterances(book: BookWords, limit: int, config: SynthConfig, rng: random.Random) -> list[tuple[int, int]]:
+    """Word ranges of consecutive utterances; some end at a sentence end, the others anywhere between words."""
+    limit = min(limit, len(book))
+    spans = []
+    start = 0
+    while start < limit:
+        end = min(limit, start + rng.randint(config.min_words, config.max_words))
+        if rng.random() < config.sentence_cut:
+            ends = [i + 1 for i in range(start + config.min_words - 1, end) if book.sentence_end[i]]
+            end = ends[-1] if ends else end
+        while end < limit and not book.space[end - 1]:
+            end += 1
+        spans.append((start, end))
+        start = end
+    return spans
+
+
+def read_with_deviations(book: BookWords, start: int, end: int, rate: float, rng: random.Random) -> tuple[list, list]:
+    """The pieces a reader says for words ``start:end``, and the deviations as ``[op, word index, word]`` lists.
+
+    Only plain lower-case words without marks, inside the utterance, are skipped, repeated or substituted.
+    """
+    pieces, deviations = [], []
+    for i in range(start, end):
+        piece = book.piece(i)
+        plain = start < i < end - 1 and book.surface[i].islower() and not (book.before[i] or book.after[i])
+        if not (plain and book.space[i] and rng.random() < rate):
+            pieces.append(piece)
+            continue
+        op = rng.choice(("skip", "repeat", "substitute"))
+        if op == "repeat":
+            pieces += [piece, list(piece)]
+        elif op == "substitute":
+            piece[1] = rng.choice([w for w in SUBSTITUTES if w != book.keys[i]])
+            pieces.append(piece)
+        deviations.append([op, i, book.surface[i]])
+    return pieces, deviations
+
+
+def synth_chapter(root: Path, job: ChapterJob, config: SynthConfig, spoken: SpokenForm) -> list[dict]:
+    """Synthesizes one chapter (skipping utterances whose flac exists) and writes its transcripts last.
+
+    Returns:
+        The chapter's reference lines.
+    """
+    reference = root / "synth" / job.split / f"{job.speaker}-{job.chapter}.jsonl"
+    trans = root / job.split / str(job.speaker) / str(job.chapter) / f"{job.speaker}-{job.chapter}.trans.txt"
+    if reference.is_file() and trans.is_file():
+        return read_manifest(reference)
+    rng = random.Random(f"chapter:{config.seed}:{job.chapter}")
+    book = book_words(job.text, spoken)
+    lines = []
+    for k, (start, end) in enumerate(cut_utterances(book, job.max_words, config, rng)):
+        pieces, deviations = read_with_deviations(book, start, end, config.deviation_rate, rng)
+        tempo = rng.uniform(*config.tempo)
+        utt_id = f"{job.speaker}-{job.chapter}-{k:04d}"
+        text = render(pieces)
+        flac = trans.parent / f"{utt_id}.flac"
+        if config.audio:
+            if not flac.is_file():
+                synthesize(job.voice, text, flac, tempo=tempo, pitch_cents=job.pitch)
+            duration = _flac_duration(flac)
+        else:
+            duration = len(pieces) / config.words_per_second / tempo + 0.3
+        lines.append({"utt_id": utt_id, "split": job.split, "speaker": str(job.speaker), "chapter": str(job.chapter),
+                      "book_id": job.book_id, "voice": job.voice.key, "duration": round(duration, 3), "text": text,
+                      "text_book": book.text(start, end), "deviations": deviations, "tempo": round(tempo, 3),
+                      "pitch_cents": round(job.pitch, 1)})  # fmt: skip
+    write_manifest(reference, lines)
+    with atomic_open(trans) as handle:
+        handle.writelines(f"{line['utt_id']} {normalize(line['text']).upper()}\n" for line in lines)
+    return lines
+
+
+def _flac_duration(path: Path) -> float:
+    import soundfile
+
+    return soundfile.info(str(path)).duration
+
+
+def _worker(arguments: tuple) -> list[dict]:
+    return synth_chapter(*arguments)
+
+
+def config_fingerprint(config: SynthConfig, books: list[Book]) -> str:
+    """A hash of the config and the book texts, stored with the corpus so a resumed run cannot mix two corpora."""
+    digest = hashlib.sha256(json.dumps(asdict(config), sort_keys=True, default=str).encode())
+    for book in books:
+        digest.update(book.full_text().encode())
+    return digest.hexdigest()[:16]
+
+
+def synthesize_corpus(
+    root: str | Path, books: list[Book], config: SynthConfig, num_jobs: int = 1, cache_dir: str | Path | None = None
+) -> Path:
+    """Makes (or finishes) a LibriSpeech-layout corpus under ``root``.
+
+    Args:
+        root: the corpus folder (LibriSpeech's ``LibriSpeech/``).
+        books: the source books (see :mod:`nemo_pc.data.books`).
+        config: sizes, seed and realism knobs.
+        num_jobs: parallel worker processes.
+        cache_dir: cache of TN grammars and spoken forms (default :func:`nemo_pc.data.spoken.default_cache_dir`).
+
+    Returns:
+        ``root``. A second call with the same arguments only checks what exists; finished chapters and
+        utterances are skipped after an interruption.
+
+    Raises:
+        ValueError: ``root`` holds a corpus made from another config or other books.
+    """
+    from tqdm import tqdm
+
+    root = Path(root)
+    stamp = root / "SYNTH_CONFIG.json"
+    fingerprint = config_fingerprint(config, books)
+    if stamp.is_file() and json.loads(stamp.read_text())["fingerprint"] != fingerprint:
+        raise ValueError(f"{root} holds a corpus made with another config or other books; use a new folder")
+    voices = available_voices(tuple(config.engines))
+    jobs = plan(books, config, voices)
+    write_text_atomic(stamp, json.dumps({"fingerprint": fingerprint, "config": asdict(config)}, default=str) + "\n")
+    used = {job.book_id for job in jobs}
+    for book in books:
+        if book.book_id in used:
+            write_book(root / "books", book)
+    spoken = SpokenForm(config.tn, cache_dir)
+    if num_jobs > 1:
+        spoken.warm_up()
+    tasks = [(root, job, config, spoken) for job in jobs]
+    results: dict[int, list[dict]] = {}
+    with tqdm(total=len(jobs), unit="chapter", desc="synth") as progress:
+        for job, lines in zip(jobs, _map(tasks, num_jobs), strict=True):
+            results[job.chapter] = lines
+            progress.update()
+    write_metadata(root, books, jobs, results)
+    write_manifest(root / "SYNTH.jsonl", [line for job in jobs for line in results[job.chapter]])
+    return root
+
+
+def _map(tasks: list[tuple], num_jobs: int):
+    if num_jobs <= 1:
+        yield from map(_worker, tasks)
+        return
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(num_jobs) as pool:
+        yield from pool.imap(_worker, tasks)
+
+
+def write_metadata(root: Path, books: list[Book], jobs: list[ChapterJob], results: dict[int, list[dict]]) -> None:
+    """Writes ``CHAPTERS.TXT``, ``SPEAKERS.TXT`` and ``BOOKS.TXT`` for the synthesized chapters."""
+    minutes = {job.chapter: sum(line["duration"] for line in results[job.chapter]) / 60 for job in jobs}
+    chapters = [ChapterInfo(job.chapter, job.speaker, minutes[job.chapter], job.split, job.book_id, job.book_id,
+                            job.chapter_title, job.book_title) for job in jobs]  # fmt: skip
+    write_chapters_txt(root / "CHAPTERS.TXT", chapters)
+    speakers: dict[int, tuple[ChapterJob, float]] = {}
+    for job in jobs:
+        previous = speakers.get(job.speaker, (job, 0.0))[1]
+        speakers[job.speaker] = (job, previous + minutes[job.chapter])
+    lines = [";ID  |SEX| SUBSET           |MINUTES| NAME"]
+    lines += [f"{spk:<5}| {job.voice.sex} | {job.split:<16} | {total:5.2f} | {job.voice.key}"
+              for spk, (job, total) in sorted(speakers.items())]  # fmt: skip
+    write_text_atomic(root / "SPEAKERS.TXT", "\n".join(lines) + "\n")
+    titles = {book.book_id: book.title for book in books if book.book_id in {job.book_id for job in jobs}}
+    write_text_atomic(root / "BOOKS.TXT", "".join(f"{bid:<6}| {title}\n" for bid, title in sorted(titles.items())))
+
+
+def load_sources(sources: list[str]) -> list[Book]:
+    """Books from source specs: ``kjv``, ``wiki:<wheel or json>``, ``text:<file>`` (book ids stay distinct)."""
+    from nemo_pc.data import books as book_sources
+
+    books: list[Book] = []
+    for k, spec in enumerate(sources):
+        kind, _, arg = spec.partition(":")
+        first_id = 10001 + 10000 * k
+        if kind == "kjv":
+            books += book_sources.kjv_books(first_id=first_id)
+        elif kind == "wiki" and arg:
+            books += book_sources.wiki_books(arg, first_id=first_id)
+        elif kind == "text" and arg:
+            books += book_sources.text_books([arg], first_id=first_id)
+        else:
+            raise ValueError(f"unknown text source {spec!r}; use kjv, wiki:<file> or text:<file>")
+    return books
