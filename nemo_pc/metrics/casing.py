@@ -6,7 +6,7 @@ from __future__ import annotations
 from rapidfuzz.distance import Levenshtein
 
 from nemo_pc.metrics.align import align_pairs, region_errors
-from nemo_pc.parts.text import CASE_CLASSES, case_class, strip_marks, words
+from nemo_pc.parts.text import CASE_CLASSES, case_class, fold_case, strip_marks, words
 
 
 def case_f1_counts(ref: str, hyp: str) -> dict[str, int]:
@@ -17,8 +17,8 @@ def case_f1_counts(ref: str, hyp: str) -> dict[str, int]:
     """
     counts = {f"case|{c}|{kind}": 0 for c in CASE_CLASSES for kind in ("tp", "fp", "fn")}
     ref_words, hyp_words = words(ref), words(hyp)
-    for i, j in align_pairs([w.lower() for w in ref_words], [w.lower() for w in hyp_words]):
-        if i is None or j is None or ref_words[i].lower() != hyp_words[j].lower():
+    for i, j in align_pairs([fold_case(w) for w in ref_words], [fold_case(w) for w in hyp_words]):
+        if i is None or j is None or fold_case(ref_words[i]) != fold_case(hyp_words[j]):
             continue
         ref_class, hyp_class = case_class(ref_words[i]), case_class(hyp_words[j])
         if ref_class == hyp_class:
@@ -44,8 +44,8 @@ def mwer_counts(ref: str, hyp: str) -> dict[str, int]:
     ref_words, hyp_words = words(ref), words(hyp)
     region = [i for i, word in enumerate(ref_words) if case_class(word) == "MIXED"]
     errors = region_errors(
-        [w.lower() for w in ref_words],
-        [w.lower() for w in hyp_words],
+        [fold_case(w) for w in ref_words],
+        [fold_case(w) for w in hyp_words],
         region,
         same=lambda i, j: ref_words[i] == hyp_words[j],
     )

@@ -9,12 +9,12 @@ errors on those words are counted.
 from __future__ import annotations
 
 from nemo_pc.metrics.align import align_pairs, region_errors
-from nemo_pc.parts.text import normalize, words
+from nemo_pc.parts.text import fold_case, normalize, words
 
 
 def itn_positions(written: str, spoken: str) -> list[int]:
     """Positions of the words of ``written`` (as :func:`nemo_pc.parts.text.words`) that need ITN."""
-    written_words = [w.lower() for w in words(written)]
+    written_words = [fold_case(w) for w in words(written)]
     spoken_words = normalize(spoken).split()
     matched = {
         i
@@ -27,6 +27,6 @@ def itn_positions(written: str, spoken: str) -> list[int]:
 def iwer_counts(ref: str, hyp: str, spoken: str) -> dict[str, int]:
     """I-WER counts ``iwer_E`` / ``iwer_N`` for one utterance, given the spoken form of the reference."""
     region = itn_positions(ref, spoken)
-    ref_words = [w.lower() for w in words(ref)]
-    hyp_words = [w.lower() for w in words(hyp)]
+    ref_words = [fold_case(w) for w in words(ref)]
+    hyp_words = [fold_case(w) for w in words(hyp)]
     return {"iwer_E": region_errors(ref_words, hyp_words, region), "iwer_N": len(region)}

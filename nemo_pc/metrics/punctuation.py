@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 from nemo_pc.metrics.align import align_pairs
-from nemo_pc.parts.text import DEFAULT_MARKS, SEGMENT_MARKS, map_marks, normalize, tokenize, word_marks
+from nemo_pc.parts.text import DEFAULT_MARKS, SEGMENT_MARKS, fold_case, map_marks, normalize, tokenize, word_marks
 
 PER_OPERATIONS = ("Correct", "Deletions", "Insertions", "Substitutions")
 SEGMENT_MARK = "."
@@ -30,7 +30,7 @@ def _per_text(text: str, marks: str) -> str:
     """Tokens joined by spaces, words rewritten so that NeMo's ``[\\w']+`` tokenizer sees each as one word."""
     mark_set = set(marks)
     tokens = tokenize(text, marks)
-    return " ".join(t if (len(t) == 1 and t in mark_set) else _NOT_PER_WORD.sub("_", t.lower()) for t in tokens)
+    return " ".join(t if (len(t) == 1 and t in mark_set) else _NOT_PER_WORD.sub("_", fold_case(t)) for t in tokens)
 
 
 def per_counts(ref: str, hyp: str, marks: str | Iterable[str] = DEFAULT_MARKS) -> dict[str, int]:
@@ -65,7 +65,7 @@ def _score_marks(counts: dict, prefix: str, ref_mark: str | None, hyp_mark: str 
 
 def _pair_marks(ref: str, hyp: str, marks: str) -> tuple[list, list, list]:
     ref_pairs, hyp_pairs = word_marks(ref, marks), word_marks(hyp, marks)
-    alignment = align_pairs([w.lower() for w, _ in ref_pairs], [w.lower() for w, _ in hyp_pairs])
+    alignment = align_pairs([fold_case(w) for w, _ in ref_pairs], [fold_case(w) for w, _ in hyp_pairs])
     return ref_pairs, hyp_pairs, alignment
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from nemo_pc.metrics.align import edit_distance
-from nemo_pc.parts.text import DEFAULT_MARKS, has_upper, tokenize
+from nemo_pc.parts.text import DEFAULT_MARKS, fold_case, has_upper, tokenize
 
 VARIANTS = ("np_nc", "np_c", "p_nc", "p_c")
 
@@ -23,9 +23,9 @@ def text_variants(text: str, marks: str | Iterable[str] = DEFAULT_MARKS) -> dict
     mark_set = set(marks)
     np_c = [token for token in p_c if not (len(token) == 1 and token in mark_set)]
     return {
-        "np_nc": [token.lower() for token in np_c],
+        "np_nc": [fold_case(token) for token in np_c],
         "np_c": np_c,
-        "p_nc": [token.lower() for token in p_c],
+        "p_nc": [fold_case(token) for token in p_c],
         "p_c": p_c,
     }
 

@@ -34,7 +34,7 @@ CASE_CLASSES = ("LOWER", "CAPITAL", "ACRONYM", "MIXED")
 
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u02bc": "'", "\u2018": "'", "`": "'"})
 _HYPHENS = "-\u2010\u2011"
-_ALNUM = r"[^\W_]"
+_ALNUM = r"(?:[^\W_]|[\u0300-\u036f])"  # letters, digits and the combining diacritics that lower() may produce
 
 
 def _marks_key(marks: str | Iterable[str]) -> str:
@@ -86,9 +86,14 @@ def words(text: str, hyphens: str = "split") -> list[str]:
     return tokenize(text, marks="", hyphens=hyphens)
 
 
+def fold_case(word: str) -> str:
+    """Lower case in NFC; the case-insensitive form of a word everywhere in nemo_pc."""
+    return unicodedata.normalize("NFC", word.lower())
+
+
 def normalize(text: str) -> str:
     """Lower-cases, drops every mark except apostrophes inside words, and collapses spaces."""
-    return " ".join(words(text)).lower()
+    return " ".join(fold_case(word) for word in words(text))
 
 
 def is_mark(token: str, marks: str | Iterable[str] = DEFAULT_MARKS) -> bool:

@@ -1,0 +1,61 @@
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+from nemo_pc.metrics import PCMetrics
+from nemo_pc.metrics.significance import compare_systems, matched_pairs_test, paired_bootstrap
+
+
+def test_matched_pairs_by_hand():
+    result = matched_pairs_test(np.array([1, 2, 3, 4]), np.zeros(4))
+    z = 2.5 / math.sqrt((5 / 3) / 4)
+    assert result["z"] == pytest.approx(z)
+    assert result["p"] == pytest.approx(2 * norm.sf(z))
+
+
+def test_matched_pairs_degenerate_cases():
+    assert matched_pairs_test(np.array([1, 1]), np.array([1, 1]))["p"] == 1.0
+    assert matched_pairs_test(np.array([2, 2]), np.array([1, 1]))["p"] == 0.0
+    assert matched_pairs_test(np.array([]), np.array([]))["p"] == 1.0
+
+
+def _systems(n=60, seed=0):
+    rng = np.random.default_rng(seed)
+    refs = [f"Item {k}, done." for k in range(n)]
+    good, bad = PCMetrics(), PCMetrics()
+    for k, ref in enumerate(refs):
+        good.update(ref, ref if rng.random() > 0.1 else f"item {k} done", utt_id=str(k))
+        bad.update(ref, f"item {k} done" if rng.random() > 0.2 else ref, utt_id=str(k))
+    return good, bad
+
+
+def test_clearly_different_systems_get_small_p_and_identical_ones_p_one():
+    good, bad = _systems()
+    result = compare_systems(good, bad, num_resamples=500, seed=1)
+    assert result["per"]["p"] < 0.01 and result["per"]["p_mapsswe"] < 0.01
+    assert result["per"]["delta"] < 0 and result["per"]["ci95"][1] < 0
+    assert result["punct_micro_f1"]["delta"] > 0 and result["punct_micro_f1"]["p"] < 0.01
+    assert "p_mapsswe" not in result["punct_micro_f1"]
+    same = compare_systems(good, good, num_resamples=200)
+    assert same["per"]["p"] == 1.0 and same["per"]["p_mapsswe"] == 1.0 and same["per"]["delta"] == 0.0
+
+
+def test_bootstrap_is_deterministic_for_a_seed():
+    good, bad = _systems()
+    first = compare_systems(good, bad, num_resamples=200, seed=3)
+    assert compare_systems(good, bad, num_resamples=200, seed=3) == first
+
+
+def test_compare_requires_the_same_utterances():
+    good, _ = _systems(n=5)
+    other = PCMetrics()
+    other.update("x", "x", utt_id="zzz")
+    with pytest.raises(ValueError, match="same utterances"):
+        compare_systems(good, other)
+
+
+def test_bootstrap_rejects_mismatched_matrices():
+    with pytest.raises(ValueError, match="shape"):
+        paired_bootstrap(["a"], np.zeros((2, 1)), np.zeros((3, 1)), [])

@@ -1,0 +1,112 @@
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nemo_pc.parts.text import (
+    DEFAULT_MARKS,
+    case_class,
+    fold_case,
+    is_mark,
+    join_word_marks,
+    normalize,
+    preprocess_punctuated,
+    strip_marks,
+    tokenize,
+    word_marks,
+    words,
+)
+
+# Text that looks like book prose: words, marks and the punctuation that must be dropped or mapped.
+PIECES = ["the", "Bob", "don't", "U.S.", "1,000", "12.3", "well-known", "McDonald's", "Kutúzov", "iPhone", "İa"]
+PUNCT = [".", ",", "?", "!", ";", ":", '"', "(", ")", "--", "...", "’", "'", "-", " "]
+prose = st.lists(st.sampled_from(PIECES + PUNCT), max_size=25).map(" ".join)
+any_text = st.one_of(st.text(max_size=60), prose)
+
+
+def test_normalize_matches_librispeech_conventions():
+    assert normalize('"Well-known," said Mr. O’Brien -- don\'t!') == "well known said mr o'brien don't"
+    assert normalize("  In 1990,  GDP was $12.3 billion.  ") == "in 1990 gdp was 12.3 billion"
+    assert normalize("'Tis the dogs' bone") == "tis the dogs bone"
+
+
+def test_tokenize_keeps_apostrophes_numbers_and_the_mark_set():
+    assert tokenize("Let’s eat, Bob!", ".,?!") == ["Let's", "eat", ",", "Bob", "!"]
+    assert tokenize("Let’s eat, Bob!") == ["Let's", "eat", ",", "Bob"]
+    assert tokenize("It cost 1,000.50, i.e. a lot.") == [
+        "It",
+        "cost",
+        "1,000.50",
+        ",",
+        "i",
+        ".",
+        "e",
+        ".",
+        "a",
+        "lot",
+        ".",
+    ]
+    assert tokenize("a well-known fact", hyphens="keep") == ["a", "well-known", "fact"]
+    assert tokenize("a well-known fact") == ["a", "well", "known", "fact"]
+
+
+def test_preprocess_follows_librispeech_pc_recipe():
+    text = 'He said: "Stop!" Then; silence... Really?!'
+    assert preprocess_punctuated(text) == "He said, Stop. Then. silence. Really?"
+    assert preprocess_punctuated(text, separate_marks=True) == "He said , Stop . Then . silence . Really ?"
+    assert preprocess_punctuated(text, marks=".,?!", mark_map={}) == "He said Stop! Then silence. Really?"
+    assert preprocess_punctuated("done.", separate_marks=True) == "done ."
+
+
+def test_word_marks_and_join_are_inverse_on_clean_text():
+    pairs = word_marks("Hello, world. How are you?")
+    assert pairs == [("Hello", ","), ("world", "."), ("How", None), ("are", None), ("you", "?")]
+    assert join_word_marks(pairs) == "Hello, world. How are you?"
+    assert word_marks(", leading marks are dropped") == [
+        ("leading", None),
+        ("marks", None),
+        ("are", None),
+        ("dropped", None),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("word", "expected"),
+    [("the", "LOWER"), ("2024", "LOWER"), ("Paris", "CAPITAL"), ("I", "CAPITAL"), ("NASA", "ACRONYM"),
+     ("McDonald's", "MIXED"), ("iPhone", "MIXED"), ("Élodie", "CAPITAL")],
+)  # fmt: skip
+def test_case_class(word, expected):
+    assert case_class(word) == expected
+
+
+def test_bad_mark_set_is_rejected():
+    with pytest.raises(ValueError, match="one punctuation character"):
+        tokenize("x", marks="a")
+    with pytest.raises(ValueError, match="hyphens"):
+        tokenize("x", hyphens="drop")
+
+
+@given(any_text)
+def test_normalize_is_idempotent_and_clean(text):
+    once = normalize(text)
+    assert normalize(once) == once
+    assert once == once.strip() and "  " not in once
+    assert once == fold_case(once)
+    assert normalize(text).split() == [fold_case(w) for w in words(text)]
+
+
+@given(any_text, st.booleans())
+def test_preprocess_keeps_words_and_only_set_marks(text, separate):
+    out = preprocess_punctuated(text, separate_marks=separate)
+    assert normalize(out) == normalize(text)
+    assert strip_marks(out) == strip_marks(text)
+    assert preprocess_punctuated(out, separate_marks=separate) == out
+    for token in tokenize(out, marks=DEFAULT_MARKS + "!;:"):
+        assert is_mark(token, DEFAULT_MARKS) or token[0].isalnum() or not token.isascii()
+
+
+@given(any_text)
+def test_tokens_are_words_or_marks(text):
+    for token in tokenize(text, ".,?!"):
+        assert token.strip() == token and token
+        if len(token) == 1 and not token.isalnum():
+            assert token in ".,?!" or "\u0300" <= token <= "\u036f"
