@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 PC_SOURCES = ("book", "formatter", "none")
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
 
 
 class ManifestError(ValueError):
@@ -126,6 +128,7 @@ def atomic_open(path: str | Path, mode: str = "w") -> Iterator:
     try:
         with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as handle:
             yield handle
+        os.chmod(tmp, 0o666 & ~_UMASK)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

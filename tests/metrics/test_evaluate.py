@@ -1,0 +1,101 @@
+import json
+
+import pytest
+
+from nemo_pc.cli import main
+from nemo_pc.data.manifest import ManifestError
+from nemo_pc.metrics.evaluate import EvalConfig, evaluate, evaluate_manifest
+
+ROWS = [
+    {"utt_id": "a", "text": "Hello, world.", "text_normalized": "hello world", "pred_text": "Hello world."},
+    {"utt_id": "b", "text": "Is it 2024?", "text_normalized": "is it twenty twenty four", "pred_text": "is it 2024?"},
+    {"utt_id": "c", "text": "Yes, McDonald's.", "text_normalized": "yes mcdonald's", "pred_text": ""},
+]
+QUIET = EvalConfig(progress=False)
+
+
+def _write(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" if isinstance(r, dict) else r for r in rows), encoding="utf-8")
+    return path
+
+
+def test_evaluate_scores_every_line(tmp_path):
+    report = evaluate(_write(tmp_path / "m.json", ROWS), QUIET)
+    assert report["num_utterances"] == 3 and report["dropped"]["total"] == 0
+    assert report["support"]["i_wer"] == 1  # "2024" is the one word that needed ITN
+    assert report["metrics"]["i_wer"] == 0.0 and report["metrics"]["m_wer"] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("{not json\n", "m.json:2: bad JSON"),
+        ("[1, 2]\n", "m.json:2: expected a JSON object"),
+        (json.dumps({"utt_id": "x", "pred_text": "hi"}) + "\n", "m.json:2: missing field 'text'"),
+        (json.dumps({"utt_id": "x", "text": "  ", "pred_text": "hi"}) + "\n", "m.json:2: field 'text' is empty"),
+        (json.dumps({"utt_id": "x", "text": "Hi."}) + "\n", "m.json:2: missing field 'pred_text'"),
+        (json.dumps({"utt_id": "x", "text": "Hi.", "pred_text": 3}) + "\n", "m.json:2: field 'pred_text' must be"),
+        (json.dumps({"utt_id": "a", "text": "Hi.", "pred_text": "hi"}) + "\n", "m.json:2: duplicate utterance 'a'"),
+    ],
+)
+def test_bad_lines_name_the_file_and_line(tmp_path, line, message):
+    path = _write(tmp_path / "m.json", [ROWS[0], line])
+    with pytest.raises(ManifestError, match=message):
+        evaluate_manifest(path, QUIET)
+
+
+def test_non_utf8_line_is_reported(tmp_path):
+    path = tmp_path / "m.json"
+    path.write_bytes(json.dumps(ROWS[0]).encode() + b"\n" + b'{"text": "caf\xe9"}\n')
+    with pytest.raises(ManifestError, match="m.json:2: not UTF-8"):
+        evaluate_manifest(path, QUIET)
+
+
+def test_skip_mode_counts_every_dropped_line_by_reason(tmp_path):
+    rows = [ROWS[0], "{bad\n", json.dumps({"text": "", "pred_text": "x"}) + "\n", ROWS[1], "\n"]
+    path = tmp_path / "m.json"
+    path.write_bytes(b"".join((json.dumps(r) + "\n").encode() if isinstance(r, dict) else r.encode() for r in rows))
+    with open(path, "ab") as handle:
+        handle.write(b"\xff\xfe\n")
+    result = evaluate_manifest(path, EvalConfig(progress=False, on_bad="skip"))
+    assert len(result.metrics.rows) == 2
+    assert result.dropped.as_dict()["by_reason"] == {"bad JSON": 1, "empty text": 1, "not UTF-8": 1}
+    assert result.dropped.examples["bad JSON"].endswith("m.json:2")
+
+
+def test_configurable_fields(tmp_path):
+    rows = [{"ref": "Hi, there.", "hyp": "Hi there."}]
+    report = evaluate(
+        _write(tmp_path / "m.json", rows),
+        EvalConfig(pred_field="hyp", ref_field="ref", spoken_field="", progress=False),
+    )
+    assert report["metrics"]["per"] == 0.5 and report["counts"]["iwer_missing"] == 1
+
+
+def test_compare_matches_utterances_by_id_in_any_order(tmp_path):
+    first = _write(tmp_path / "a.json", ROWS)
+    perfect = [dict(r, pred_text=r["text"]) for r in reversed(ROWS)]
+    report = evaluate(first, QUIET, compare=_write(tmp_path / "b.json", perfect), num_resamples=100)
+    row = report["compare"]["metrics"]["wer"]
+    assert row["a"] > 0 and row["b"] == 0.0 and row["delta"] == row["a"]
+    with pytest.raises(ValueError, match="1 missing"):
+        evaluate(first, QUIET, compare=_write(tmp_path / "c.json", perfect[:2]))
+
+
+def test_cli_writes_table_json_and_png(tmp_path, capsys):
+    manifest = _write(tmp_path / "m.json", ROWS)
+    out_json, out_png = tmp_path / "r.json", tmp_path / "r.png"
+    code = main(["evaluate", str(manifest), "--json", str(out_json), "--png", str(out_png), "--no-progress"])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "PER by mark" in printed and "WER-PC" in printed
+    saved = json.loads(out_json.read_text())
+    assert saved["num_utterances"] == 3 and set(saved["per_mark"]) == {".", ",", "?"}
+    assert out_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out_png.stat().st_size > 10_000
+
+
+def test_cli_reports_bad_input_without_a_traceback(tmp_path, capsys):
+    manifest = _write(tmp_path / "m.json", [ROWS[0], "oops\n"])
+    assert main(["evaluate", str(manifest), "--no-progress"]) == 2
+    assert "m.json:2: bad JSON" in capsys.readouterr().err
+    assert main(["evaluate", str(tmp_path / "missing.json"), "--no-progress"]) == 2
