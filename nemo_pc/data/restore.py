@@ -24,8 +24,8 @@ _FOLD = str.maketrans({"æ": "ae", "œ": "oe", "ß": "ss", "ø": "o", "ł": "l",
 EDGE_PAD = 3
 """Book words allowed before the first and after the last located word of a chapter. More would let the edges
 of the transcript scatter over the book words around the chapter at equal alignment cost."""
-MAX_GRAM_HITS = 4
-"""A trigram seen more often than this in a book is too common to locate a chapter with."""
+GRAM_HIT_LIMITS = (4, 64)
+"""How often a trigram may occur in a book to help locate a chapter: rare ones first, then more common ones."""
 
 
 @dataclass
@@ -66,20 +66,30 @@ class BookIndex:
             self.grams.setdefault((keys[p], keys[p + 1], keys[p + 2]), []).append(p)
 
     def locate(self, words: Sequence[str]) -> tuple[int, int] | None:
-        """The region ``[start, end)`` of the book that holds ``words``, or ``None`` when too little matches."""
-        hits: list[tuple[int, int]] = []
-        for t in range(len(words) - 2):
-            positions = self.grams.get((words[t], words[t + 1], words[t + 2]))
-            if positions and len(positions) <= MAX_GRAM_HITS:
-                hits.extend((t, -p) for p in positions)
-        hits.sort()
-        chain = _longest_chain([(t, -neg_p) for t, neg_p in hits])
-        if len(chain) < min(3, max(1, len(words) // 4)):
+        """The region ``[start, end)`` of the book that holds ``words``, or ``None`` when too little matches.
+
+        Rare trigrams are tried first; if they give too short a chain (a chapter that repeats text found elsewhere
+        in the book), more frequent ones are allowed.
+        """
+        needed = min(3, max(1, len(words) // 4))
+        for max_hits in GRAM_HIT_LIMITS:
+            chain = self._chain(words, max_hits)
+            if len(chain) >= needed:
+                break
+        else:
             return None
         chain = _trim_chain(chain)
         (t0, p0), (t1, p1) = chain[0], chain[-1]
-        pad = EDGE_PAD
-        return max(0, p0 - t0 - pad), min(len(self.keys), p1 + (len(words) - t1) + pad)
+        return max(0, p0 - t0 - EDGE_PAD), min(len(self.keys), p1 + (len(words) - t1) + EDGE_PAD)
+
+    def _chain(self, words: Sequence[str], max_hits: int) -> list[tuple[int, int]]:
+        hits: list[tuple[int, int]] = []
+        for t in range(len(words) - 2):
+            positions = self.grams.get((words[t], words[t + 1], words[t + 2]))
+            if positions and len(positions) <= max_hits:
+                hits.extend((t, -p) for p in positions)
+        hits.sort()
+        return _longest_chain([(t, -negative_p) for t, negative_p in hits])
 
 
 def _longest_chain(hits: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -1,0 +1,149 @@
+import json
+import shutil
+
+import pytest
+
+from nemo_pc.data.books import CorpusError
+from nemo_pc.data.librispeech_pc import RestoreOptions, prepare_librispeech_pc, read_transcripts
+from nemo_pc.data.manifest import read_manifest
+from nemo_pc.data.synth import SynthConfig, synthesize_corpus
+from nemo_pc.parts.text import normalize
+from nemo_pc.testing import PARAGRAPH, make_book, write_chapter
+
+OPTIONS = RestoreOptions(tn="none")
+EXTRA = " JULIE WAS GOING TO THE WRONG HOUSE. Then Kutúzov rode slowly along the front of the army."
+
+
+@pytest.fixture(scope="module")
+def text_corpus(tmp_path_factory):
+    root = tmp_path_factory.mktemp("corpus")
+    config = SynthConfig(hours=0.04, audio=False, tn="none", deviation_rate=0.05, seed=5, min_words=6)
+    synthesize_corpus(root, [make_book(chapters=6)], config)
+    return root
+
+
+def test_text_only_corpus_is_restored_exactly(text_corpus, tmp_path):
+    paths = prepare_librispeech_pc(text_corpus, None, tmp_path, durations=text_corpus / "SYNTH.jsonl",
+                                   options=OPTIONS)  # fmt: skip
+    reference = {line["utt_id"]: line for line in read_manifest(text_corpus / "SYNTH.jsonl")}
+    kept = [entry for path in paths.values() for entry in read_manifest(path)]
+    drops = read_manifest(tmp_path / "drops.jsonl")
+    assert len(kept) + len(drops) == len(reference)
+    assert any(line["deviations"] for line in reference.values())
+    assert all(entry["text"] == reference[entry["utt_id"]]["text"] for entry in kept)
+    assert all(entry["pc_source"] == "book" and entry["text_normalized"] == normalize(entry["text"]) for entry in kept)
+    assert all(drop["reason"] in ("short", "deviation") for drop in drops)
+    rows = json.loads((tmp_path / "retention.json").read_text())
+    assert {row["split"] for row in rows} == set(paths) and all(row["retention_pct"] > 80 for row in rows)
+
+
+def _drop_corpus(root):
+    utterances = [
+        "in the beginning the old house stood alone upon the hill",
+        "and nobody in the village would go near it",
+        "why should we asked the miller's wife",
+        "the well known answer was always the same fear",
+        "but julie was braver than the rest",
+        "she climbed the path at dawn opened the gate",
+        "and walked into a kitchen where cats sat wild among the stones",
+        "julie was going to the wrong house",
+        "then kutuzov rode slowly along the front",
+    ]
+    ids = write_chapter(root, PARAGRAPH + EXTRA.replace("JULIE", "\n\nJULIE"), utterances)
+    ids += write_chapter(
+        root, PARAGRAPH, ["entirely other words about steam engines"], speaker=8, chapter=80, book_id=902
+    )
+    durations = dict.fromkeys(ids, 3.0)
+    durations[ids[4]] = 0.6
+    return ids, durations
+
+
+def test_every_drop_reason_is_reported(tmp_path):
+    ids, durations = _drop_corpus(tmp_path / "corpus")
+    paths = prepare_librispeech_pc(tmp_path / "corpus", None, tmp_path / "out", durations=durations, options=OPTIONS)
+    kept = {entry["utt_id"]: entry for entry in read_manifest(paths["test"])}
+    reasons = {drop["utt_id"]: drop["reason"] for drop in read_manifest(tmp_path / "out" / "drops.jsonl")}
+    assert reasons == {ids[4]: "short", ids[6]: "deviation", ids[7]: "all_upper", ids[8]: "unicode_mismatch",
+                       ids[9]: "not_in_book"}  # fmt: skip
+    assert kept[ids[2]]["text"] == '"Why should we?" asked the miller\'s wife;'
+    assert kept[ids[3]]["text"] == "the well-known answer was always the same: fear."
+    table = (tmp_path / "out" / "retention.txt").read_text()
+    for reason in ("short", "all_upper", "unicode_mismatch", "deviation", "not_in_book"):
+        assert f"{reason}: 1" in table
+
+
+def test_formatter_fallback_keeps_unrestored_lines_without_pc(tmp_path):
+    ids, durations = _drop_corpus(tmp_path / "corpus")
+    options = RestoreOptions(tn="none", fallback="formatter")
+    paths = prepare_librispeech_pc(tmp_path / "corpus", None, tmp_path / "out", durations=durations, options=options)
+    entries = {entry["utt_id"]: entry for entry in read_manifest(paths["test"])}
+    assert set(entries) == set(ids)
+    assert entries[ids[0]]["pc_source"] == "book" and entries[ids[8]]["pc_source"] == "none"
+    assert entries[ids[9]]["pc_source"] == "none"
+    assert entries[ids[9]]["text"] == entries[ids[9]]["text_normalized"] == "entirely other words about steam engines"
+    assert all(drop["kept_as_pc_source_none"] for drop in read_manifest(tmp_path / "out" / "drops.jsonl"))
+
+
+@pytest.mark.parametrize(
+    ("marks", "separate", "mark_map", "expected"),
+    [
+        (".,?", False, "default", "Why should we? asked the miller's wife."),
+        (".,?", True, "default", "Why should we ? asked the miller's wife ."),
+        (".,?", False, "none", "Why should we? asked the miller's wife"),
+    ],
+)
+def test_preprocessing_variants(tmp_path, marks, separate, mark_map, expected):
+    ids = write_chapter(tmp_path / "corpus", PARAGRAPH, ["why should we asked the miller's wife"])
+    options = RestoreOptions(tn="none", marks=marks, separate_marks=separate, mark_map=mark_map)
+    paths = prepare_librispeech_pc(tmp_path / "corpus", None, tmp_path / "out", durations={ids[0]: 2.0},
+                                   options=options)  # fmt: skip
+    assert read_manifest(paths["test"])[0]["text"] == expected
+
+
+def test_second_run_reuses_results_and_resumes(tmp_path):
+    ids, durations = _drop_corpus(tmp_path / "corpus")
+    out = tmp_path / "out"
+    first = prepare_librispeech_pc(tmp_path / "corpus", None, out, durations=durations, options=OPTIONS)
+    results = sorted(out.glob(".work/*/test/*.jsonl"))
+    assert len(results) == 2
+    stamps = {path: path.stat().st_mtime_ns for path in results}
+    manifest = first["test"].read_text()
+    results[1].unlink()
+    second = prepare_librispeech_pc(tmp_path / "corpus", None, out, durations=durations, options=OPTIONS)
+    assert results[0].stat().st_mtime_ns == stamps[results[0]]
+    assert results[1].is_file() and second["test"].read_text() == manifest
+
+
+def test_ascii_book_layout_is_accepted(tmp_path):
+    ids = write_chapter(tmp_path / "corpus", PARAGRAPH, ["but julie was braver than the rest"], book_id=901)
+    utf8 = next((tmp_path / "corpus" / "books" / "utf-8" / "901").iterdir())
+    ascii_dir = tmp_path / "corpus" / "books" / "ascii" / "901"
+    ascii_dir.mkdir(parents=True)
+    shutil.move(utf8, ascii_dir / "901.txt")
+    paths = prepare_librispeech_pc(tmp_path / "corpus", None, tmp_path / "out", durations={ids[0]: 2.0},
+                                   options=OPTIONS)  # fmt: skip
+    assert read_manifest(paths["test"])[0]["text"] == "But Julie was braver than the rest."
+
+
+def test_bad_input_names_file_and_line(tmp_path):
+    root = tmp_path / "corpus"
+    write_chapter(root, PARAGRAPH, ["she climbed the path"])
+    trans = root / "test" / "7" / "70" / "7-70.trans.txt"
+    trans.write_text("7-70-0000 SHE CLIMBED\n7-70-0001\n")
+    with pytest.raises(CorpusError, match=r"7-70\.trans\.txt:2: "):
+        read_transcripts(trans)
+    chapters = root / "CHAPTERS.TXT"
+    chapters.write_text(chapters.read_text() + "71 | 7 | 1.0 | test\n")
+    with pytest.raises(CorpusError, match=r"CHAPTERS\.TXT:5: expected 8"):
+        prepare_librispeech_pc(root, None, tmp_path / "out", options=OPTIONS)
+    chapters.write_text(chapters.read_text().replace("71 | 7 | 1.0 | test\n", ""))
+    shutil.rmtree(root / "books")
+    trans.write_text("7-70-0000 SHE CLIMBED\n")
+    with pytest.raises(CorpusError, match=r"CHAPTERS\.TXT:4: book 900 of chapter 70 not found"):
+        prepare_librispeech_pc(root, None, tmp_path / "out", options=OPTIONS)
+
+
+def test_missing_audio_names_the_transcript_line(tmp_path):
+    write_chapter(tmp_path / "corpus", PARAGRAPH, ["she climbed the path", "at dawn"])
+    with pytest.raises(CorpusError, match=r"7-70\.trans\.txt:1: audio file .*7-70-0000\.flac is missing"):
+        prepare_librispeech_pc(tmp_path / "corpus", None, tmp_path / "out", options=OPTIONS)
