@@ -84,7 +84,11 @@ class ChapterJob:
 
 
 def plan(books: list[Book], config: SynthConfig, voices: list[Voice]) -> list[ChapterJob]:
-    """Assigns chapters to splits and voices until each split has its share of the hours."""
+    """Assigns chapters to splits and voices until each split has its share of the hours.
+
+    Held-out splits are filled first, so a small corpus still has every split; the last chapter of a split is cut
+    short to fit its budget.
+    """
     rng = random.Random(f"plan:{config.seed}")
     pools = split_voices(voices, list(config.splits), rng)
     chapters = [(book, chapter) for book in books for chapter in book.chapters if chapter.text.strip()]
@@ -92,7 +96,7 @@ def plan(books: list[Book], config: SynthConfig, voices: list[Voice]) -> list[Ch
     speaker_of = {voice.key: 100 + k for k, voice in enumerate(voices)}
     pitch_of = {voice.key: rng.uniform(*config.pitch) for voice in voices}
     jobs: list[ChapterJob] = []
-    for split, share in config.splits.items():
+    for split, share in sorted(config.splits.items(), key=lambda item: item[0].startswith("train")):
         budget = round(config.hours * share * 3600 * config.words_per_second)
         pool = pools[split]
         while budget > 0 and chapters:
