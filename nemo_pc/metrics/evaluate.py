@@ -132,7 +132,7 @@ def evaluate(
         The :meth:`PCMetrics.compute` report plus ``manifest``, ``fields``, ``dropped`` and, with ``compare``,
         ``compare`` (both systems' values, delta, 95% CI, bootstrap p and MAPSSWE p for each metric).
     """
-    from nemo_pc.metrics.significance import compare_systems
+    from nemo_pc.metrics.significance import compare_systems, wer0_intersection
 
     config = config or EvalConfig()
     main = evaluate_manifest(path, config)
@@ -149,5 +149,6 @@ def evaluate(
             "num_resamples": num_resamples,
             "seed": seed,
             "metrics": compare_systems(main.metrics, ordered, num_resamples, seed),
+            "wer0_intersection": wer0_intersection(main.metrics, ordered),
         }
     return report

@@ -108,7 +108,21 @@ def format_comparison(compare: dict) -> list[str]:
             )
         )
     head = f"A vs B ({compare['manifest']}), paired bootstrap ({compare['num_resamples']} resamples) and MAPSSWE"
-    return [head, *_table(("metric", "A %", "B %", "A-B", "p boot", "p MAPSSWE"), rows)]
+    out = [head, *_table(("metric", "A %", "B %", "A-B", "p boot", "p MAPSSWE"), rows)]
+    inter = compare.get("wer0_intersection")
+    if inter:
+        out += [
+            "",
+            f"F1 on the {inter['utterances']} of {inter['of']} utterances with WER = 0 for both (papers/002 §6.1)",
+        ]
+        out += _table(
+            ("", "A P", "A R", "A F1", "B P", "B R", "B F1"),
+            [
+                (label, *(pct(inter[s][f"wer0_{key}_{v}"]) for s in ("a", "b") for v in ("precision", "recall", "f1")))
+                for label, key in (("capital letters", "cap"), ("punctuation", "punct"))
+            ],
+        )
+    return out
 
 
 def write_json(report: dict, path: str | Path) -> Path:

@@ -129,3 +129,24 @@ def compare_systems(
             row["p_mapsswe"] = matched_pairs_test(errors_a, errors_b)["p"]
         result[m.name] = row
     return result
+
+
+def wer0_intersection(system_a: PCMetrics, system_b: PCMetrics) -> dict:
+    """Capital-letter and punctuation P/R/F1 of both systems on the utterances that both recognized with WER = 0.
+
+    papers/002 §6.1 argues that only this intersection gives a fair F1 comparison; its size is reported too.
+    """
+    both = [
+        k
+        for k, (a, b) in enumerate(zip(system_a.rows, system_b.rows, strict=True))
+        if a["wer0|utts"] and b["wer0|utts"]
+    ]
+    names = [m.name for m in system_a.metrics if m.name.startswith("wer0_")]
+    result: dict = {"utterances": len(both), "of": len(system_a.rows)}
+    for label, system in (("a", system_a), ("b", system_b)):
+        totals = Totals()
+        for k in both:
+            for key, value in system.rows[k].items():
+                totals[key] += value
+        result[label] = {m.name: as_number(m.value(totals)) for m in system.metrics if m.name in names}
+    return result

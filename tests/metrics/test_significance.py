@@ -5,7 +5,7 @@ import pytest
 from scipy.stats import norm
 
 from nemo_pc.metrics import PCMetrics
-from nemo_pc.metrics.significance import compare_systems, matched_pairs_test, paired_bootstrap
+from nemo_pc.metrics.significance import compare_systems, matched_pairs_test, paired_bootstrap, wer0_intersection
 
 
 def test_matched_pairs_by_hand():
@@ -59,3 +59,17 @@ def test_compare_requires_the_same_utterances():
 def test_bootstrap_rejects_mismatched_matrices():
     with pytest.raises(ValueError, match="shape"):
         paired_bootstrap(["a"], np.zeros((2, 1)), np.zeros((3, 1)), [])
+
+
+def test_wer0_intersection_scores_both_systems_on_shared_exact_utterances():
+    refs = ["One, two.", "Three four.", "Five, six?"]
+    a, b = PCMetrics(), PCMetrics()
+    for k, (hyp_a, hyp_b) in enumerate(
+        [("One, two.", "won two"), ("three four.", "Three, four."), ("five sex", "Five six?")]
+    ):
+        a.update(refs[k], hyp_a, utt_id=str(k))
+        b.update(refs[k], hyp_b, utt_id=str(k))
+    result = wer0_intersection(a, b)
+    assert (result["utterances"], result["of"]) == (1, 3)  # only "Three four." is exact for both
+    assert result["a"]["wer0_cap_recall"] == 0.0 and result["b"]["wer0_cap_recall"] == 1.0
+    assert result["a"]["wer0_punct_f1"] == 1.0 and result["b"]["wer0_punct_precision"] == 0.5
