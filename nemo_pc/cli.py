@@ -14,6 +14,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "evaluate": ("nemo_pc.metrics.cli", "score a NeMo prediction manifest with every metric of the five papers"),
     "synth": ("nemo_pc.data.synth_cli", "synthesize a LibriSpeech-layout corpus with offline TTS voices"),
     "librispeech-pc": ("nemo_pc.data.librispeech_pc_cli", "build LibriSpeech-PC manifests from a corpus and books"),
+    "build-tokenizer": ("nemo_pc.data.tokenizer_cli", "train the cased, punctuated SentencePiece tokenizer"),
+    "formatter-data": ("nemo_pc.formatter.data_cli", "build text-formatter training data from written text"),
+    "format": ("nemo_pc.formatter.format_cli", "punctuate, truecase and inverse-normalize text or manifests"),
 }
 
 
@@ -23,7 +26,7 @@ def _available_commands() -> dict[str, tuple[object, str]]:
         try:
             found[name] = (importlib.import_module(module_name), help_text)
         except ModuleNotFoundError as err:
-            if err.name != module_name:
+            if err.name is None or not (module_name + ".").startswith(err.name + "."):
                 raise
     return found
 

@@ -27,3 +27,13 @@ def test_cli_lists_evaluate():
     parser = build_parser()
     args = parser.parse_args(["evaluate", "m.json", "--marks", ".,?!"])
     assert args.marks == ".,?!" and callable(args._run)
+
+
+def test_every_registered_command_imports():
+    import importlib
+
+    from nemo_pc.cli import COMMANDS
+
+    for module_name, _ in COMMANDS.values():
+        module = importlib.import_module(module_name)
+        assert callable(module.add_arguments) and callable(module.run), module_name
