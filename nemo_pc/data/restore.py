@@ -10,17 +10,14 @@ transcript and the utterance can be reported as a unicode mismatch instead of as
 from __future__ import annotations
 
 import bisect
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 from rapidfuzz.distance import Levenshtein
 
 from nemo_pc.data.spoken import BookWords, render
-from nemo_pc.parts.text import normalize
+from nemo_pc.parts.text import fold, normalize, recase
 
-_FOLD = str.maketrans({"æ": "ae", "œ": "oe", "ß": "ss", "ø": "o", "ł": "l", "đ": "d", "ð": "d", "þ": "th"})
 EDGE_PAD = 3
 """Book words allowed before the first and after the last located word of a chapter. More would let the edges
 of the transcript scatter over the book words around the chapter at equal alignment cost."""
@@ -43,15 +40,6 @@ class Restoration:
     edits: int = 0
     unicode_mismatch: bool = False
     consistent: bool = True
-
-
-@lru_cache(maxsize=1 << 16)
-def fold(word: str) -> str:
-    """A comparison key for a normalized word: accents removed and ligatures spelled out."""
-    if word.isascii():
-        return word
-    decomposed = unicodedata.normalize("NFKD", word.translate(_FOLD))
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
 
 class BookIndex:
@@ -227,13 +215,3 @@ def _fix_repeats(pieces: list[list], keys: list[str], kinds: list[str]) -> None:
         elif i > 0 and keys[i - 1] == keys[i]:
             pieces[i][1] = pieces[i - 1][1]
             pieces[i][2:4], pieces[i - 1][2:4] = pieces[i - 1][2:4], ["", True]
-
-
-def recase(word: str, model: str) -> str:
-    """Writes a lower-case word in the case pattern of ``model``: all upper, capitalized, or lower."""
-    letters = [ch for ch in model if ch.isalpha()]
-    if len(letters) > 1 and all(ch.isupper() for ch in letters):
-        return word.upper()
-    if letters and letters[0].isupper():
-        return word[:1].upper() + word[1:]
-    return word

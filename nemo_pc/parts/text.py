@@ -32,6 +32,7 @@ SEGMENT_MARKS = ";.?!"
 CASE_CLASSES = ("LOWER", "CAPITAL", "ACRONYM", "MIXED")
 """Truecasing classes of papers/003 §3.1."""
 
+_FOLD = str.maketrans({"æ": "ae", "œ": "oe", "ß": "ss", "ø": "o", "ł": "l", "đ": "d", "ð": "d", "þ": "th"})
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u02bc": "'", "\u2018": "'", "`": "'"})
 _HYPHENS = "-\u2010\u2011"
 _ALNUM = r"(?:[^\W_]|[\u0300-\u036f])"  # letters, digits and the combining diacritics that lower() may produce
@@ -175,3 +176,22 @@ def case_class(word: str) -> str:
 def has_upper(word: str) -> bool:
     """Whether a word contains an upper-case letter (it counts in N_c of papers/000 eq. 8)."""
     return any(ch.isupper() for ch in word)
+
+
+@lru_cache(maxsize=1 << 16)
+def fold(word: str) -> str:
+    """A comparison key for a normalized word: accents removed and ligatures spelled out."""
+    if word.isascii():
+        return word
+    decomposed = unicodedata.normalize("NFKD", word.translate(_FOLD))
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def recase(word: str, model: str) -> str:
+    """Writes a lower-case word in the case pattern of ``model``: all upper, capitalized, or lower."""
+    letters = [ch for ch in model if ch.isalpha()]
+    if len(letters) > 1 and all(ch.isupper() for ch in letters):
+        return word.upper()
+    if letters and letters[0].isupper():
+        return word[:1].upper() + word[1:]
+    return word
