@@ -121,7 +121,7 @@ def derive_labels(written: str, spoken: str, max_gap: int = 2, marks: str = DEFA
     """
     book = written_words(written)
     spoken_words = normalize(spoken).split()
-    units = _units([fold_case(w) for w in book.surface], spoken_words, max_gap)
+    units = _units(book, spoken_words, max_gap, marks)
     labeled = LabeledText(spoken_words, ["O"] * len(spoken_words), ["LOWER"] * len(spoken_words),
                           ["O"] * len(spoken_words))  # fmt: skip
     unit_of_word = [0] * len(spoken_words)
@@ -134,29 +134,42 @@ def derive_labels(written: str, spoken: str, max_gap: int = 2, marks: str = DEFA
     return labeled
 
 
-def _units(written_keys: list[str], spoken_words: list[str], max_gap: int) -> list[_Unit]:
+def _units(book: BookWords, spoken_words: list[str], max_gap: int, marks: str) -> list[_Unit]:
     """One unit per matched word pair and one per merged run of edits."""
     units: list[_Unit] = []
-    for tag, w0, w1, s0, s1 in Levenshtein.opcodes(written_keys, spoken_words):
+    for tag, w0, w1, s0, s1 in Levenshtein.opcodes([fold_case(w) for w in book.surface], spoken_words):
         if tag == "equal":
             units.extend(_Unit(s0 + k, s0 + k + 1, w0 + k, w0 + k + 1, True) for k in range(w1 - w0))
         else:
             units.append(_Unit(s0, s1, w0, w1, False))
-    return _merge_gaps(units, max_gap)
+    breaks = {i for i in range(len(book)) if mark_label(book.after[i], marks) != "O"}
+    return _merge_gaps(units, max_gap, breaks)
 
 
-def _merge_gaps(units: list[_Unit], max_gap: int) -> list[_Unit]:
+def _merge_gaps(units: list[_Unit], max_gap: int, breaks: set[int]) -> list[_Unit]:
+    """Merges edit units at most ``max_gap`` units apart unless a written mark (in ``breaks``) lies between."""
     merged: list[_Unit] = []
     last_edit = None
     for unit in units:
-        if not unit.equal and last_edit is not None and len(merged) - last_edit - 1 <= max_gap:
-            prev = merged[last_edit]
+        prev = merged[last_edit] if last_edit is not None else None
+        if (
+            not unit.equal
+            and prev is not None
+            and len(merged) - last_edit - 1 <= max_gap
+            and not breaks.intersection(_between(prev, unit))
+        ):
             merged[last_edit:] = [_Unit(prev.s0, unit.s1, prev.w0, unit.w1, False)]
         else:
             merged.append(unit)
         if not unit.equal:
             last_edit = len(merged) - 1
     return merged
+
+
+def _between(prev: _Unit, unit: _Unit) -> range:
+    """Written words whose mark would separate two units; a unit without written words has no side of a mark."""
+    first = prev.w1 - 1 if prev.w1 > prev.w0 else prev.w1
+    return range(first, unit.w0 if unit.w1 > unit.w0 else unit.w0 - 1)
 
 
 def _label_unit(labeled: LabeledText, book: BookWords, unit: _Unit, marks: str) -> None:

@@ -9,6 +9,7 @@ import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from nemo_pc.formatter.labels import span_input
 from nemo_pc.parts.text import normalize
 
 WRITTEN_SPOKEN = [
@@ -93,3 +94,51 @@ def tiny_rewriter_config(tokenizer_file: str | Path, train_manifest: str | Path 
         cfg["train_ds"] = {"manifest_filepath": str(train_manifest), "batch_size": 8, "shuffle": True}
     cfg.update(overrides)
     return cfg
+
+
+def fit_steps(model, steps: int) -> None:
+    """Trains a model for a fixed number of steps on CPU without logging or checkpoints.
+
+    Tiny models gain nothing from intra-op threads, and on a busy two-core machine the threads only contend, so
+    this sets torch to one thread for the rest of the process.
+    """
+    import torch
+    from lightning.pytorch import Trainer
+
+    torch.set_num_threads(1)
+    trainer = Trainer(
+        max_steps=steps,
+        accelerator="cpu",
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
+    trainer.fit(model)
+
+
+def train_tiny_formatter(folder: str | Path, pairs=WRITTEN_SPOKEN, steps: int = 200, context: int = 2):
+    """A tiny tagger and rewriter that have memorized ``pairs`` (about 10 s on two CPU cores).
+
+    Returns:
+        ``(tagger, rewriter)``, both in eval mode.
+    """
+    from nemo_pc.formatter.labels import derive_labels
+    from nemo_pc.formatter.tokenizer import train_rewriter_tokenizer
+    from nemo_pc.models.rewriter import SpanRewriterModel
+    from nemo_pc.models.tagger import PCTaggerModel
+
+    folder = Path(folder)
+    labeled = [derive_labels(written, spoken) for written, spoken in pairs]
+    vocab = write_wordpiece_vocab(folder / "vocab.txt", [spoken for _, spoken in pairs])
+    tagger_data = write_jsonl(folder / "tagger.json", [item.to_dict() for item in labeled])
+    span_pairs = [{"input": span_input(item.words, start, end, context), "target": text}
+                  for item in labeled for start, end, text in item.spans]  # fmt: skip
+    rewriter_data = write_jsonl(folder / "rewriter.json", span_pairs)
+    texts = [p["input"] for p in span_pairs] + [p["target"] for p in span_pairs]
+    tokenizer = train_rewriter_tokenizer(texts, folder / "tokenizer.json", vocab_size=300)
+    tagger = PCTaggerModel(tiny_tagger_config(vocab, tagger_data))
+    rewriter = SpanRewriterModel(tiny_rewriter_config(tokenizer, rewriter_data))
+    fit_steps(tagger, steps)
+    fit_steps(rewriter, steps)
+    return tagger.eval(), rewriter.eval()

@@ -1,0 +1,175 @@
+"""TextFormatter: spoken-form text in, written text out (papers/003 Fig. 1).
+
+1. The tagger labels every word (mark, truecasing class, ITN span). Long texts are cut into overlapping windows;
+   each word takes its labels from the window in which it sits farthest from an edge.
+2. Runs of ITN or MIXED words become spans, each with a few words of spoken context on both sides.
+3. The rewriter converts all spans of all texts in length-sorted batches (greedy decoding).
+4. :func:`~nemo_pc.formatter.labels.compose` writes the result. Words outside spans keep their letters; only
+   the tagger's case and mark change them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from nemo_pc.data.manifest import iter_manifest, require_text, write_manifest
+from nemo_pc.formatter.labels import LabeledText, find_spans, span_input
+from nemo_pc.parts.text import normalize
+
+
+def chunk_windows(num_words: int, size: int, overlap: int) -> list[tuple[int, int, int, int]]:
+    """Overlapping windows over ``num_words`` words as ``(start, end, own_start, own_end)``.
+
+    Windows are ``size`` words long and overlap by ``overlap`` words; the ``own`` ranges tile ``0:num_words``
+    exactly, each word owned by the window where it is farthest from an edge.
+    """
+    if size <= overlap or size < 1:
+        raise ValueError(f"chunk size ({size}) must be positive and larger than the overlap ({overlap})")
+    step = size - overlap
+    starts = list(range(0, max(num_words - overlap, 1), step))
+    windows = []
+    for k, start in enumerate(starts):
+        end = min(start + size, num_words)
+        own_start = 0 if k == 0 else start + overlap // 2
+        own_end = num_words if k + 1 == len(starts) else starts[k + 1] + overlap // 2
+        windows.append((start, end, own_start, own_end))
+    return windows
+
+
+class TextFormatter:
+    """Punctuation, truecasing and ITN for spoken-form text with a tagger and a span rewriter.
+
+    Args:
+        tagger: a :class:`~nemo_pc.models.tagger.PCTaggerModel`, or any object with the same ``tag`` method
+            (e.g. :class:`~nemo_pc.formatter.baselines.SeparateTaggers`).
+        rewriter: a :class:`~nemo_pc.models.rewriter.SpanRewriterModel`; without one, spans keep their words.
+        context_words: spoken words of context on each side of a span.
+        chunk_words, chunk_overlap: the tagger's window length and overlap, in words.
+        batch_size: tagger windows and rewriter spans per batch.
+        max_growth: a rewrite longer than ``max_growth`` times its span's spoken text (plus 8 characters) is
+            treated as a hallucination and the span keeps its words.
+    """
+
+    def __init__(
+        self,
+        tagger,
+        rewriter=None,
+        context_words: int = 2,
+        chunk_words: int = 128,
+        chunk_overlap: int = 32,
+        batch_size: int = 32,
+        max_growth: float = 2.0,
+    ) -> None:
+        chunk_windows(1, chunk_words, chunk_overlap)
+        self.tagger = tagger
+        self.rewriter = rewriter
+        self.context_words = context_words
+        self.chunk_words = chunk_words
+        self.chunk_overlap = chunk_overlap
+        self.batch_size = batch_size
+        self.max_growth = max_growth
+
+    @classmethod
+    def from_files(cls, tagger: str | Path, rewriter: str | Path | None = None, **kwargs) -> TextFormatter:
+        """Restores the two models from ``.nemo`` files (on CPU) and builds the pipeline."""
+        from nemo_pc.models.rewriter import SpanRewriterModel
+        from nemo_pc.models.tagger import PCTaggerModel
+
+        tagger_model = PCTaggerModel.restore_from(str(tagger), map_location="cpu")
+        rewriter_model = SpanRewriterModel.restore_from(str(rewriter), map_location="cpu") if rewriter else None
+        return cls(tagger_model, rewriter_model, **kwargs)
+
+    def format(self, texts: Sequence[str]) -> list[str]:
+        """The written form of each spoken-form text."""
+        return [labeled.reference() for labeled in self.annotate(texts)]
+
+    def annotate(self, texts: Sequence[str]) -> list[LabeledText]:
+        """Predicted labels and spans (with their rewrites) of each text."""
+        all_words = [normalize(text).split() for text in texts]
+        labeled = self._tag(all_words)
+        requests = []
+        for k, item in enumerate(labeled):
+            for start, end in find_spans(item.itn, item.case):
+                requests.append((k, start, end))
+        rewrites = self._rewrite(labeled, requests)
+        for (k, start, end), written in zip(requests, rewrites, strict=True):
+            labeled[k].spans.append((start, end, written))
+        return labeled
+
+    def _tag(self, all_words: list[list[str]]) -> list[LabeledText]:
+        windows = [(k, w) for k, words in enumerate(all_words)
+                   for w in chunk_windows(len(words), self.chunk_words, self.chunk_overlap)]  # fmt: skip
+        predicted = self.tagger.tag([all_words[k][w[0] : w[1]] for k, w in windows], batch_size=self.batch_size)
+        labeled = [LabeledText(words, [], [], []) for words in all_words]
+        for (k, (start, _, own_start, own_end)), labels in zip(windows, predicted, strict=True):
+            item = labeled[k]
+            item.punct += labels["punct"][own_start - start : own_end - start]
+            item.case += labels["case"][own_start - start : own_end - start]
+            item.itn += labels["itn"][own_start - start : own_end - start]
+        return labeled
+
+    def _rewrite(self, labeled: list[LabeledText], requests: list[tuple[int, int, int]]) -> list[str]:
+        spoken = [" ".join(labeled[k].words[start:end]) for k, start, end in requests]
+        if self.rewriter is None or not requests:
+            return spoken
+        inputs = [span_input(labeled[k].words, start, end, self.context_words) for k, start, end in requests]
+        outputs = self.rewriter.rewrite(inputs, batch_size=self.batch_size)
+        return [out if out and len(out) <= self.max_growth * len(src) + 8 else src
+                for out, src in zip(outputs, spoken, strict=True)]  # fmt: skip
+
+    def format_manifest(
+        self,
+        input_path: str | Path,
+        output_path: str | Path,
+        field: str = "pred_text",
+        output_field: str | None = None,
+        block: int = 256,
+    ) -> Path:
+        """Formats ``field`` of every entry of a NeMo manifest (e.g. ``pred_text`` of a prediction manifest) into
+        ``output_field`` (default: ``field``); other fields are kept. Writes atomically."""
+        entries = [(line, entry) for line, entry in iter_manifest(input_path)]
+        texts = [require_text(entry, field, input_path, line) for line, entry in entries]
+        formatted = self._format_blocks(texts, block)
+        out = []
+        for (_, entry), text in zip(entries, formatted, strict=True):
+            out.append({**entry, (output_field or field): text})
+        return write_manifest(output_path, out)
+
+    def auto_punctuate_manifest(
+        self, input_path: str | Path, output_path: str | Path, replace_book: bool = False, block: int = 256
+    ) -> Path:
+        """P' (papers/000 §III-B): writes a formatted ``text`` from ``text_normalized`` for training entries.
+
+        Entries whose ``pc_source`` is ``book`` keep their text unless ``replace_book``; every formatted entry
+        gets ``pc_source: formatter`` and keeps (or gains) ``text_normalized``.
+        """
+        entries = list(iter_manifest(input_path))
+        todo = [k for k, (_, e) in enumerate(entries) if replace_book or e.get("pc_source") != "book"]
+        sources = []
+        for k in todo:
+            line, entry = entries[k]
+            if "text_normalized" in entry:
+                sources.append(require_text(entry, "text_normalized", input_path, line))
+            else:
+                sources.append(normalize(require_text(entry, "text", input_path, line)))
+        formatted = self._format_blocks(sources, block)
+        out = [dict(entry) for _, entry in entries]
+        for k, source, text in zip(todo, sources, formatted, strict=True):
+            out[k].update(text=text, text_normalized=source, pc_source="formatter")
+        return write_manifest(output_path, out)
+
+    def _format_blocks(self, texts: Sequence[str], block: int) -> list[str]:
+        from tqdm import tqdm
+
+        out: list[str] = []
+        progress = tqdm(total=len(texts), desc="format", unit="text", disable=len(texts) <= block)
+        for start in range(0, len(texts), block):
+            out.extend(self.format(texts[start : start + block]))
+            progress.update(min(block, len(texts) - start))
+        progress.close()
+        return out
+
+    def format_lines(self, lines: Iterable[str], block: int = 256) -> list[str]:
+        """One formatted line per input line (a trailing newline is not part of a text)."""
+        return self._format_blocks([line.rstrip("\n") for line in lines], block)

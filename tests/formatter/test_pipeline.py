@@ -1,0 +1,139 @@
+import io
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nemo_pc.cli import main
+from nemo_pc.data.manifest import read_manifest, write_manifest
+from nemo_pc.formatter.pipeline import TextFormatter, chunk_windows
+from nemo_pc.parts.text import fold_case, normalize, words
+from nemo_pc.testing.text import WRITTEN_SPOKEN
+
+
+@pytest.fixture(scope="module")
+def formatter(tiny_formatter):
+    return TextFormatter(*tiny_formatter)
+
+
+@pytest.fixture(scope="module")
+def nemo_files(tiny_formatter, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("nemo_files")
+    tagger, rewriter = tiny_formatter
+    tagger.save_to(str(folder / "tagger.nemo"))
+    rewriter.save_to(str(folder / "rewriter.nemo"))
+    return folder / "tagger.nemo", folder / "rewriter.nemo"
+
+
+def _outside_spans_in_order(labeled, output: str) -> bool:
+    inside = {i for start, end, _ in labeled.spans for i in range(start, end)}
+    kept = [fold_case(w) for i, w in enumerate(labeled.words) if i not in inside]
+    remaining = iter(fold_case(w) for w in words(output))
+    return all(any(word == out for out in remaining) for word in kept)
+
+
+def test_memorized_spoken_inputs_give_their_written_forms(formatter):
+    spoken = [s for _, s in WRITTEN_SPOKEN]
+    assert formatter.format(spoken) == [w for w, _ in WRITTEN_SPOKEN]
+
+
+def test_without_rewriter_spans_keep_their_spoken_words(tiny_formatter):
+    tagger, _ = tiny_formatter
+    assert TextFormatter(tagger).format(["revenue reached twelve point three million dollars"]) == [
+        "Revenue reached twelve point three million dollars."
+    ]
+
+
+def test_hallucinated_rewrites_fall_back_to_the_spoken_words(tiny_formatter):
+    class Babbler:
+        def rewrite(self, inputs, batch_size):
+            return ["x" * 500 for _ in inputs]
+
+    tagger, _ = tiny_formatter
+    out = TextFormatter(tagger, Babbler()).format(["did you buy an iphone at mcdonald's"])
+    assert out == ["Did you buy an iphone at mcdonald's?"]
+
+
+@given(st.integers(0, 400), st.integers(1, 40), st.integers(0, 39))
+def test_chunk_windows_tile_the_text(num_words, size, overlap):
+    if overlap >= size:
+        with pytest.raises(ValueError):
+            chunk_windows(num_words, size, overlap)
+        return
+    windows = chunk_windows(num_words, size, overlap)
+    owned = [i for _, _, a, b in windows for i in range(a, b)]
+    assert owned == list(range(num_words))
+    assert all(start <= a <= b <= end and end - start <= size for start, end, a, b in windows)
+
+
+@settings(max_examples=25)
+@given(st.lists(st.text(max_size=40), min_size=1, max_size=4))
+def test_arbitrary_unicode_never_crashes_and_keeps_words_outside_spans(formatter, texts):
+    labeled = formatter.annotate(texts)
+    outputs = [item.reference() for item in labeled]
+    assert len(outputs) == len(texts)
+    for text, item, output in zip(texts, labeled, outputs, strict=True):
+        assert item.words == normalize(text).split()
+        assert _outside_spans_in_order(item, output)
+
+
+def test_empty_and_blank_texts(formatter):
+    assert formatter.format(["", "   ", "\n"]) == ["", "", ""]
+    assert formatter.format([]) == []
+
+
+def test_100k_word_text_with_small_windows(formatter):
+    sentence = " ".join(s for _, s in WRITTEN_SPOKEN)
+    text = " ".join([sentence] * (100_000 // len(sentence.split()) + 1))
+    item = TextFormatter(formatter.tagger, formatter.rewriter, chunk_words=256, chunk_overlap=32,
+                         batch_size=64).annotate([text])[0]  # fmt: skip
+    assert len(item.words) >= 100_000 and len(item.punct) == len(item.case) == len(item.itn) == len(item.words)
+    assert _outside_spans_in_order(item, item.reference())
+
+
+def test_prediction_manifest_gets_its_field_formatted(formatter, tmp_path):
+    entries = [{"audio_filepath": f"{k}.wav", "duration": 1.0, "text": w, "pred_text": s}
+               for k, (w, s) in enumerate(WRITTEN_SPOKEN)]  # fmt: skip
+    source = write_manifest(tmp_path / "pred.json", entries)
+    formatter.format_manifest(source, tmp_path / "out.json", field="pred_text", output_field="pred_text_pc")
+    out = read_manifest(tmp_path / "out.json")
+    assert [e["pred_text_pc"] for e in out] == [w for w, _ in WRITTEN_SPOKEN]
+    assert [e["pred_text"] for e in out] == [s for _, s in WRITTEN_SPOKEN]
+
+
+def test_auto_punctuation_of_a_training_manifest_marks_the_source(formatter, tmp_path):
+    spoken = WRITTEN_SPOKEN[4][1]
+    entries = [
+        {"audio_filepath": "a.wav", "duration": 1.0, "text": spoken, "text_normalized": spoken, "pc_source": "none"},
+        {"audio_filepath": "b.wav", "duration": 1.0, "text": "Kept, as written.", "text_normalized": "kept as written",
+         "pc_source": "book"},
+        {"audio_filepath": "c.wav", "duration": 1.0, "text": WRITTEN_SPOKEN[5][1]},
+    ]  # fmt: skip
+    source = write_manifest(tmp_path / "train.json", entries)
+    formatter.auto_punctuate_manifest(source, tmp_path / "train_p.json")
+    out = read_manifest(tmp_path / "train_p.json")
+    assert out[0]["text"] == WRITTEN_SPOKEN[4][0] and out[0]["pc_source"] == "formatter"
+    assert out[1] == entries[1]
+    assert out[2]["text"] == WRITTEN_SPOKEN[5][0] and out[2]["text_normalized"] == WRITTEN_SPOKEN[5][1]
+    assert out[2]["pc_source"] == "formatter"
+
+
+def test_cli_formats_files_stdin_and_manifests(nemo_files, tmp_path, monkeypatch, capsys):
+    tagger, rewriter = nemo_files
+    source = tmp_path / "in.txt"
+    source.write_text("".join(s + "\n" for _, s in WRITTEN_SPOKEN[:3]))
+    target = tmp_path / "out.txt"
+    assert main(["format", "--tagger", str(tagger), "--rewriter", str(rewriter), "--input", str(source),
+                 "--output", str(target)]) == 0  # fmt: skip
+    assert target.read_text().splitlines() == [w for w, _ in WRITTEN_SPOKEN[:3]]
+    monkeypatch.setattr("sys.stdin", io.StringIO(WRITTEN_SPOKEN[1][1] + "\n"))
+    assert main(["format", "--tagger", str(tagger), "--rewriter", str(rewriter)]) == 0
+    assert capsys.readouterr().out == WRITTEN_SPOKEN[1][0] + "\n"
+    manifest = tmp_path / "pred.json"
+    entry = {"audio_filepath": "x.wav", "duration": 1, "pred_text": WRITTEN_SPOKEN[3][1]}
+    manifest.write_text(json.dumps(entry) + "\n")
+    assert main(["format", "--tagger", str(tagger), "--rewriter", str(rewriter), "--manifest", str(manifest),
+                 "--output", str(tmp_path / "o.json")]) == 0  # fmt: skip
+    assert read_manifest(tmp_path / "o.json")[0]["pred_text"] == WRITTEN_SPOKEN[3][0]
+    assert main(["format", "--tagger", str(tagger), "--manifest", str(manifest)]) == 2

@@ -1,0 +1,58 @@
+import json
+import tarfile
+
+import pytest
+
+from nemo_pc.data.manifest import ManifestError
+from nemo_pc.formatter.datasets import PairDataset
+from nemo_pc.formatter.labels import derive_labels, span_input
+from nemo_pc.formatter.tokenizer import train_rewriter_tokenizer
+from nemo_pc.models.rewriter import SpanRewriterModel
+from nemo_pc.testing.text import WRITTEN_SPOKEN, fit_steps, tiny_rewriter_config, write_jsonl
+
+
+@pytest.fixture()
+def pairs():
+    out = []
+    for written, spoken in WRITTEN_SPOKEN:
+        item = derive_labels(written, spoken)
+        out += [{"input": span_input(item.words, a, b, 2), "target": text} for a, b, text in item.spans]
+    return out
+
+
+def _model(tmp_path, pairs, **overrides):
+    texts = [p["input"] for p in pairs] + [p["target"] for p in pairs]
+    tokenizer = train_rewriter_tokenizer(texts, tmp_path / "tokenizer.json", vocab_size=300)
+    manifest = write_jsonl(tmp_path / "rewriter.json", pairs)
+    return SpanRewriterModel(tiny_rewriter_config(tokenizer, manifest, **overrides))
+
+
+def test_overfitting_memorizes_spans_and_survives_nemo_round_trip(tmp_path, pairs):
+    assert {p["target"] for p in pairs} >= {"15th, 2024", "$12.3 million", "iPhone", "McDonald's", "1-800-772-1213"}
+    model = _model(tmp_path, pairs)
+    inputs = [p["input"] for p in pairs]
+    batch = next(iter(model._train_dl))
+    loss_before = model(**batch).item()
+    fit_steps(model, 200)
+    assert model(**batch).item() < 0.1 * loss_before
+    assert model.rewrite(inputs, batch_size=3) == [p["target"] for p in pairs]
+    path = tmp_path / "rewriter.nemo"
+    model.save_to(str(path))
+    with tarfile.open(path) as archive:
+        assert any(name.endswith("tokenizer.json") for name in archive.getnames())
+    assert SpanRewriterModel.restore_from(str(path), map_location="cpu").rewrite(inputs) == model.rewrite(inputs)
+
+
+def test_untrained_model_decodes_any_input_within_the_length_limit(tmp_path, pairs):
+    model = _model(tmp_path, pairs, max_target_length=8)
+    outputs = model.rewrite(["", "ünïcödé 🙂 <span> x </span>", "a " * 500])
+    assert len(outputs) == 3 and all(isinstance(o, str) for o in outputs)
+    assert all(len(model.tokenizer(o)["input_ids"]) <= 8 + 2 for o in outputs)
+    assert model.rewrite([]) == []
+
+
+def test_pair_dataset_names_file_and_line(tmp_path):
+    path = tmp_path / "pairs.json"
+    path.write_text(json.dumps({"input": "a", "target": "b"}) + "\n" + json.dumps({"input": "a"}) + "\n")
+    with pytest.raises(ManifestError, match=r"pairs.json:2: missing field 'target'"):
+        PairDataset(str(path))
