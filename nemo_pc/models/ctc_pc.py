@@ -1,0 +1,346 @@
+"""Punctuated CTC with an intermediate normalized CTC (papers/004) and multi-style transcription (papers/001)."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+
+import torch
+from lightning.pytorch import Trainer
+from nemo.collections.asr.losses.ctc import CTCLoss
+from nemo.collections.asr.models.ctc_bpe_models import EncDecCTCModelBPE
+from nemo.collections.asr.parts.mixins.transcription import TranscribeConfig
+from nemo.utils import logging
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from nemo_pc.modules.style_encoder import LayerTaps, StyleBranch, StyleEmbedding, run_layers, to_decoder_input
+from nemo_pc.modules.style_targets import check_style_tokenizer, style_dataloader_from_config
+from nemo_pc.parts.styles import check_format, parse_mixed
+from nemo_pc.parts.text import DEFAULT_MARKS, normalize
+
+STYLES = ("punctuated", "normalized", "both")
+TARGETS = ("punctuated", "normalized", "mixed")
+NORMALIZED_ID, PUNCTUATED_ID = 0, 1  # the mode ids of the manifest schema; also the one-hot style index
+
+PC_DEFAULTS = {
+    "target": "punctuated",
+    "mixed_format": "m2",
+    "marks": DEFAULT_MARKS,
+    "default_style": "punctuated",
+    "ctc_weight": 1.0,
+    "inter": {"weight": 0.0, "layer": None},
+    "style_layers": {"branch_layer": None, "weight": 1.0},
+    "style_embedding": {"layers": [], "weight": 1.0},
+}
+
+
+@dataclass
+class PCTranscribeConfig(TranscribeConfig):
+    """NeMo's transcribe config plus the output style; ``prompt`` carries ``style`` from transcribe_speech.py."""
+
+    style: str | None = None
+    prompt: list = field(default_factory=list)
+
+
+class EncDecCTCPCBPEModel(EncDecCTCModelBPE):
+    """CTC model that writes punctuated text, normalized text, or both.
+
+    One class covers papers/004 (punctuated CTC with an intermediate normalized CTC) and the three architectures
+    of papers/001 on CTC; each variant is a config. The tokenizer is one cased, punctuated SentencePiece model;
+    mixed-style targets need the style tags of :data:`nemo_pc.parts.styles.STYLE_TAGS` as user-defined symbols.
+
+    Config keys under ``pc`` (besides NeMo's ``EncDecCTCModelBPE`` keys):
+        target: what the main (last-layer) head learns: ``punctuated``, ``normalized`` or ``mixed``.
+        mixed_format: ``m0``, ``m1`` or ``m2`` for ``target: mixed``.
+        marks: the mark set kept in punctuated targets (default ``.,?``).
+        default_style: the style ``transcribe`` returns when none is asked for.
+        ctc_weight: λ_CTC, the weight of the main loss.
+        inter.weight: λ_inter of the intermediate normalized CTC; 0 turns it off.
+        inter.layer: the layer whose output it reads (1-based); null means ⌊l/2⌋.
+        style_layers.branch_layer: E_i; null turns style layers off. Layers after E_i are copied for the
+            normalized style, which gets its own head.
+        style_layers.weight: weight of the normalized-branch loss.
+        style_embedding.layers: 1-based layers whose input gets the projected one-hot style vector; empty turns it
+            off. The main head then serves both styles, and the normalized pass re-runs the layers from the first
+            conditioned one.
+        style_embedding.weight: weight of the normalized-pass loss.
+
+    Utterances whose ``pc_source`` is ``"none"`` take no loss on a punctuated or mixed main target.
+    """
+
+    def __init__(self, cfg: DictConfig, trainer: Trainer | None = None) -> None:
+        with open_dict(cfg):
+            cfg.pc = OmegaConf.merge(PC_DEFAULTS, cfg.get("pc") or {})
+        super().__init__(cfg=cfg, trainer=trainer)
+        pc = self.cfg.pc
+        if pc.target not in TARGETS:
+            raise ValueError(f"pc.target must be one of {TARGETS}, got {pc.target!r}")
+        if pc.target == "mixed":
+            check_format(pc.mixed_format)
+            check_style_tokenizer(self.tokenizer)
+        layers = self.encoder.layers
+        self.inter_layer = int(pc.inter.layer or len(layers) // 2)
+        if pc.inter.weight > 0 and not 1 <= self.inter_layer < len(layers):
+            raise ValueError(f"pc.inter.layer must be in [1, {len(layers) - 1}], got {self.inter_layer}")
+        self.style_branch = self.normalized_decoder = self.inter_decoder = self.style_embedding = None
+        if pc.style_layers.branch_layer is not None:
+            self.style_branch = StyleBranch(layers, int(pc.style_layers.branch_layer), self.encoder.out_proj)
+            self.normalized_decoder = self.from_config_dict(self.cfg.decoder)
+        if pc.inter.weight > 0:
+            self.inter_decoder = self.from_config_dict(self.cfg.decoder)
+        if pc.style_embedding.layers:
+            self.style_embedding = StyleEmbedding(self.encoder.d_model, pc.style_embedding.layers, len(layers))
+        if self.style_branch is not None and self.style_embedding is not None:
+            raise ValueError("pc.style_layers and pc.style_embedding are alternatives; configure one of them")
+        self._taps = LayerTaps(layers, self._tapped_layers())
+        if self.style_embedding is not None:
+            self.style_embedding.attach(layers)
+            self.style_embedding.style = self.main_style_id  # also the style of an exported graph
+        self.style_loss = CTCLoss(
+            num_classes=self.decoder.num_classes_with_blank - 1, zero_infinity=True, reduction="none"
+        )
+
+    def _tapped_layers(self) -> list[int]:
+        tapped = []
+        if self.inter_decoder is not None:
+            tapped.append(self.inter_layer)
+        if self.style_branch is not None and self.style_branch.branch_layer < len(self.encoder.layers):
+            tapped.append(self.style_branch.branch_layer)
+        if self.style_embedding is not None:
+            tapped.append(self.style_embedding.first_layer)
+        return tapped
+
+    # Data
+
+    def _setup_dataloader_from_config(self, config: DictConfig | None):
+        """NeMo's loader for transcription configs (``use_lhotse``); the shared P&C loader for training data."""
+        if config is None or config.get("use_lhotse") or config.get("is_tarred"):
+            return super()._setup_dataloader_from_config(config)
+        if not config.get("manifest_filepath"):
+            logging.warning("no manifest_filepath in the data config: no data loader")
+            return None
+        rate = self.cfg.get("sample_rate", self.cfg.preprocessor.get("sample_rate", 16000))
+        config = {"sample_rate": rate, "marks": self.cfg.pc.marks, **OmegaConf.to_container(config)}
+        mixed_format = self.cfg.pc.mixed_format if self.cfg.pc.target == "mixed" else None
+        return style_dataloader_from_config(config, self.tokenizer, mixed_format)
+
+    # Forward
+
+    def forward(
+        self, input_signal=None, input_signal_length=None, processed_signal=None, processed_signal_length=None
+    ):
+        """NeMo's CTC forward on the main head: ``(log_probs, encoded_len, greedy_predictions)``."""
+        outputs, encoded_len = self.forward_heads(
+            input_signal, input_signal_length, processed_signal, processed_signal_length, heads=("main",)
+        )
+        return outputs["main"], encoded_len, outputs["main"].argmax(dim=-1)
+
+    def forward_heads(
+        self,
+        input_signal=None,
+        input_signal_length=None,
+        processed_signal=None,
+        processed_signal_length=None,
+        heads: tuple[str, ...] = ("main",),
+    ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+        """Runs the shared encoder once and the requested heads: ``main``, ``inter`` and ``normalized``.
+
+        Returns:
+            Log-probabilities ``(B, T, V+1)`` per head, and the encoded lengths.
+        """
+        if processed_signal is None:
+            processed_signal, processed_signal_length = self.preprocessor(
+                input_signal=input_signal, length=input_signal_length
+            )
+        if self.spec_augmentation is not None and self.training:
+            processed_signal = self.spec_augmentation(input_spec=processed_signal, length=processed_signal_length)
+        if self.style_embedding is not None:
+            self.style_embedding.style = self.main_style_id
+        with self._taps:
+            encoded, encoded_len = self.encoder(audio_signal=processed_signal, length=processed_signal_length)
+        outputs = {}
+        if "main" in heads:
+            outputs["main"] = self.decoder(encoder_output=encoded)
+        if "inter" in heads:
+            inter_state, _ = self._taps.state(self.inter_layer)
+            outputs["inter"] = self.inter_decoder(encoder_output=to_decoder_input(inter_state, self.encoder.out_proj))
+        if "normalized" in heads:
+            outputs["normalized"] = self._normalized_head(encoded)
+        return outputs, encoded_len
+
+    def _normalized_head(self, encoded: torch.Tensor) -> torch.Tensor:
+        """The normalized style from the style branch, or a re-run of the conditioned layers with style N."""
+        if self.style_branch is not None:
+            if self.style_branch.branch_layer == len(self.encoder.layers):
+                return self.normalized_decoder(encoder_output=encoded)
+            state, kwargs = self._taps.state(self.style_branch.branch_layer)
+            return self.normalized_decoder(encoder_output=self.style_branch(state, kwargs))
+        if self.style_embedding is None:
+            raise ValueError("this model has no normalized head: configure pc.style_layers or pc.style_embedding")
+        first = self.style_embedding.first_layer
+        state, kwargs = self._taps.state(first)
+        self.style_embedding.style = NORMALIZED_ID
+        try:
+            hidden = run_layers(self.encoder.layers[first:], state, kwargs)
+        finally:
+            self.style_embedding.style = self.main_style_id
+        return self.decoder(encoder_output=to_decoder_input(hidden, self.encoder.out_proj))
+
+    @property
+    def main_style_id(self) -> int:
+        """The style id of the main head: 0 for a normalized target, else 1."""
+        return NORMALIZED_ID if self.cfg.pc.target == "normalized" else PUNCTUATED_ID
+
+    @property
+    def has_normalized_head(self) -> bool:
+        """Whether a style branch or a style embedding gives the normalized style its own pass."""
+        return self.style_branch is not None or self.style_embedding is not None
+
+    # Training
+
+    def _training_heads(self) -> tuple[str, ...]:
+        heads = ["main"]
+        if self.inter_decoder is not None:
+            heads.append("inter")
+        if self.has_normalized_head:
+            heads.append("normalized")
+        return tuple(heads)
+
+    def _masked_ctc(self, log_probs, lengths, targets, target_lengths, mask=None) -> torch.Tensor:
+        per_utt = self.style_loss(
+            log_probs=log_probs, targets=targets, input_lengths=lengths, target_lengths=target_lengths
+        )
+        if mask is None:
+            return per_utt.mean()
+        mask = mask.to(per_utt.dtype)
+        return (per_utt * mask).sum() / mask.sum().clamp(min=1.0)
+
+    def compute_losses(self, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """L = λ_CTC L_main + λ_inter L_inter + w L_normalized over one :class:`~nemo_pc.data.pc_dataset.PCBatch`."""
+        outputs, lengths = self.forward_heads(
+            input_signal=batch.audio, input_signal_length=batch.audio_len, heads=self._training_heads()
+        )
+        pc = self.cfg.pc
+        normalized, normalized_len = batch.tokens_n, batch.tokens_n_len
+        if pc.target == "normalized":
+            main, main_len, p_mask = normalized, normalized_len, None
+        else:
+            main, main_len, p_mask = batch.tokens_p, batch.tokens_p_len, batch.p_mask
+        losses = {"main": self._masked_ctc(outputs["main"], lengths, main, main_len, p_mask)}
+        total = pc.ctc_weight * losses["main"]
+        if "inter" in outputs:
+            losses["inter"] = self._masked_ctc(outputs["inter"], lengths, normalized, normalized_len)
+            total = total + pc.inter.weight * losses["inter"]
+        if "normalized" in outputs:
+            losses["normalized"] = self._masked_ctc(outputs["normalized"], lengths, normalized, normalized_len)
+            weight = pc.style_layers.weight if self.style_branch is not None else pc.style_embedding.weight
+            total = total + weight * losses["normalized"]
+        return total, losses
+
+    def training_step(self, batch, batch_nb):
+        loss, losses = self.compute_losses(batch)
+        self.log_dict({f"train_{name}_loss": value for name, value in losses.items()})
+        self.log("train_loss", loss)
+        if self._optimizer is not None:
+            self.log("learning_rate", self._optimizer.param_groups[0]["lr"])
+        return {"loss": loss}
+
+    def validation_pass(self, batch, batch_idx, dataloader_idx=0):
+        loss, _ = self.compute_losses(batch)
+        main, main_len = (batch.tokens_n, batch.tokens_n_len) if self.cfg.pc.target == "normalized" else batch[4:6]
+        log_probs, lengths, _ = self.forward(input_signal=batch.audio, input_signal_length=batch.audio_len)
+        self.wer.update(predictions=log_probs, targets=main, targets_lengths=main_len, predictions_lengths=lengths)
+        wer, wer_num, wer_denom = self.wer.compute()
+        self.wer.reset()
+        return {"val_loss": loss, "val_wer_num": wer_num, "val_wer_denom": wer_denom, "val_wer": wer}
+
+    # Transcription
+
+    @classmethod
+    def get_transcribe_config(cls) -> PCTranscribeConfig:
+        """NeMo's transcribe config with ``style`` (None means ``pc.default_style``)."""
+        return PCTranscribeConfig()
+
+    def transcribe(self, audio, batch_size: int = 4, style: str | None = None, override_config=None, **kwargs):
+        """NeMo's ``transcribe`` with an output style.
+
+        Args:
+            audio: audio paths, a manifest, arrays or a DataLoader, as in NeMo.
+            batch_size: batch size.
+            style: ``"punctuated"``, ``"normalized"`` or ``"both"``; default ``pc.default_style``. With
+                ``"both"`` the result is ``{"normalized": [...], "punctuated": [...]}``.
+            override_config: a :class:`PCTranscribeConfig`; its ``style`` (or a ``style`` prompt slot) is used.
+            **kwargs: NeMo's other transcribe arguments (``return_hypotheses``, ``num_workers``, ``verbose``, ...).
+        """
+        if override_config is None:
+            names = PCTranscribeConfig.__dataclass_fields__
+            override_config = PCTranscribeConfig(
+                batch_size=batch_size, style=style, **{k: v for k, v in kwargs.items() if k in names}
+            )
+        elif style is not None:
+            override_config.style = style
+        return super().transcribe(audio=audio, override_config=override_config)
+
+    def _requested_style(self, trcfg: TranscribeConfig) -> str:
+        style = getattr(trcfg, "style", None)
+        for turn in getattr(trcfg, "prompt", None) or []:
+            style = (turn.get("slots") or {}).get("style", style)
+        style = style or self.cfg.pc.default_style
+        if style not in STYLES:
+            raise ValueError(f"style must be one of {STYLES}, got {style!r}")
+        if style != "normalized" and self.cfg.pc.target == "normalized":
+            raise ValueError("this model was trained with pc.target=normalized; it has no punctuated style")
+        return style
+
+    def _style_sources(self, style: str) -> dict[str, str]:
+        """Which head gives each requested style: ``main``, ``inter``, ``normalized``, ``parse`` or ``rules``."""
+        target = self.cfg.pc.target
+        wanted = ("normalized", "punctuated") if style == "both" else (style,)
+        sources = {}
+        for name in wanted:
+            if target == "mixed":
+                sources[name] = "parse"
+            elif name == target:
+                sources[name] = "main"
+            elif self.has_normalized_head:
+                sources[name] = "normalized"
+            elif self.inter_decoder is not None:
+                sources[name] = "inter"
+            else:
+                sources[name] = "rules"
+        return sources
+
+    def _transcribe_forward(self, batch, trcfg: TranscribeConfig):
+        sources = self._style_sources(self._requested_style(trcfg))
+        heads = tuple({"main", *(s for s in sources.values() if s in ("inter", "normalized"))})
+        outputs, lengths = self.forward_heads(input_signal=batch[0], input_signal_length=batch[1], heads=heads)
+        return {"outputs": outputs, "logits_len": lengths, "sources": sources}
+
+    def _transcribe_output_processing(self, outputs, trcfg: TranscribeConfig):
+        sources, lengths = outputs["sources"], outputs["logits_len"]
+        decoded = {
+            head: self.decoding.ctc_decoder_predictions_tensor(
+                log_probs, decoder_lengths=lengths, return_hypotheses=trcfg.return_hypotheses
+            )
+            for head, log_probs in outputs["outputs"].items()
+        }
+        results = {}
+        for style, source in sources.items():
+            hyps = decoded["main" if source in ("parse", "rules") else source]
+            results[style] = [self._style_hypothesis(hyp, style, source) for hyp in hyps]
+        if len(results) == 1:
+            return next(iter(results.values()))
+        return results
+
+    def _style_hypothesis(self, hypothesis, style: str, source: str):
+        text = hypothesis if isinstance(hypothesis, str) else hypothesis.text
+        if source == "parse":
+            normalized, punctuated = parse_mixed(text, self.cfg.pc.mixed_format)
+            text = normalized if style == "normalized" else punctuated
+        elif source == "rules":
+            text = normalize(text)
+        if isinstance(hypothesis, str):
+            return text
+        hypothesis = copy.copy(hypothesis)  # one decoded hypothesis may serve both styles
+        hypothesis.text = text
+        return hypothesis

@@ -1,0 +1,204 @@
+import copy
+from pathlib import Path
+
+import pytest
+import torch
+from omegaconf import OmegaConf
+
+import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
+from nemo_pc.parts.text import normalize
+from nemo_pc.testing.ctc import UTTERANCES, tiny_config, train_tokenizer, write_manifest
+
+pytest.importorskip("nemo.collections.asr")
+from nemo_pc.models.ctc_pc import EncDecCTCPCBPEModel  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+VARIANT_DIR = ROOT / "configs" / "ctc" / "variant"
+
+# the pc block of every variant, with layer numbers for the tiny 4-layer encoder (⌊l/2⌋ = 2)
+TINY_VARIANTS = {
+    "punctuated": {},
+    "inter": {"ctc_weight": 0.5, "inter": {"weight": 0.5}},
+    "style_layers": {"style_layers": {"branch_layer": 2}},
+    "mixed_m0": {"target": "mixed", "mixed_format": "m0"},
+    "mixed_m1": {"target": "mixed", "mixed_format": "m1"},
+    "mixed_m2": {"target": "mixed", "mixed_format": "m2"},
+    "style_embedding": {"style_embedding": {"layers": [3]}},
+}
+EXPECTED = {
+    "punctuated": [text for text, _ in UTTERANCES],
+    "normalized": [normalize(text) for text, _ in UTTERANCES],
+}
+STEPS = 150
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ctc_pc")
+    manifest = write_manifest(root / "audio")
+    return {"root": root, "manifest": manifest, "tokenizer": train_tokenizer(root / "tokenizer", manifest)}
+
+
+def build(data, pc: dict, seed: int = 0) -> EncDecCTCPCBPEModel:
+    torch.manual_seed(seed)
+    return EncDecCTCPCBPEModel(OmegaConf.create(tiny_config(data["tokenizer"], data["manifest"], copy.deepcopy(pc))))
+
+
+def memorize(model: EncDecCTCPCBPEModel, steps: int = STEPS) -> list[float]:
+    batch = next(iter(model._train_dl))
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    model.train()
+    losses = []
+    for _ in range(steps):
+        loss, _ = model.compute_losses(batch)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(float(loss))
+    model.eval()
+    return losses
+
+
+def texts(result):
+    if isinstance(result, dict):
+        return {style: texts(hyps) for style, hyps in result.items()}
+    return [hyp if isinstance(hyp, str) else hyp.text for hyp in result]
+
+
+@pytest.fixture(scope="module")
+def trained(data):
+    """Every tiny variant, trained once on the two memorized utterances."""
+    models = {}
+    for name, pc in TINY_VARIANTS.items():
+        model = build(data, pc)
+        losses = memorize(model)
+        models[name] = (model, losses)
+    return models
+
+
+def audio_files(data) -> list[str]:
+    return [str(data["manifest"].parent / f"utt{k}.wav") for k in range(len(UTTERANCES))]
+
+
+@pytest.mark.parametrize("variant", sorted(TINY_VARIANTS))
+def test_memorized_utterances_decode_in_both_styles(trained, data, variant):
+    model, losses = trained[variant]
+    assert losses[-1] < 0.1 * losses[0]
+    both = texts(model.transcribe(audio_files(data), style="both", verbose=False))
+    assert both == EXPECTED
+    assert texts(model.transcribe(audio_files(data), style="normalized", verbose=False)) == EXPECTED["normalized"]
+
+
+@pytest.mark.parametrize("variant", ["inter", "mixed_m2", "style_embedding", "style_layers"])
+def test_nemo_round_trip_keeps_every_head(trained, data, variant, tmp_path):
+    model, _ = trained[variant]
+    path = tmp_path / f"{variant}.nemo"
+    model.save_to(str(path))
+    restored = EncDecCTCPCBPEModel.restore_from(str(path), map_location="cpu")
+    assert OmegaConf.to_container(restored.cfg.pc) == OmegaConf.to_container(model.cfg.pc)
+    batch = next(iter(model._train_dl))
+    for heads in (("main",), model._training_heads()):
+        want, _ = model.forward_heads(input_signal=batch.audio, input_signal_length=batch.audio_len, heads=heads)
+        got, _ = restored.forward_heads(input_signal=batch.audio, input_signal_length=batch.audio_len, heads=heads)
+        for head in heads:
+            torch.testing.assert_close(got[head], want[head])
+    assert texts(restored.transcribe(audio_files(data), style="both", verbose=False)) == EXPECTED
+
+
+def test_untrained_heads_differ_between_styles(data):
+    """The normalized pass of the style embedding really re-runs the conditioned layers with another style."""
+    model = build(data, TINY_VARIANTS["style_embedding"]).eval()
+    batch = next(iter(model._train_dl))
+    with torch.no_grad():
+        out, _ = model.forward_heads(
+            input_signal=batch.audio, input_signal_length=batch.audio_len, heads=("main", "normalized")
+        )
+    assert not torch.allclose(out["main"], out["normalized"])
+
+
+def test_p_loss_is_masked_where_no_punctuated_transcript(tmp_path):
+    manifest = write_manifest(tmp_path / "audio", [("Yes, it is.", "none"), ("Is it? No.", "none")])
+    data = {"manifest": manifest, "tokenizer": train_tokenizer(tmp_path / "tok", manifest)}
+    model = build(data, TINY_VARIANTS["inter"])
+    _, losses = model.compute_losses(next(iter(model._train_dl)))
+    assert float(losses["main"]) == 0.0 and float(losses["inter"]) > 0.0
+
+
+@pytest.mark.parametrize(
+    "pc, message",
+    [
+        ({"target": "spoken"}, "pc.target"),
+        ({"target": "mixed", "mixed_format": "m9"}, "mixed-style format"),
+        ({"inter": {"weight": 0.5, "layer": 4}}, "pc.inter.layer"),
+        ({"style_layers": {"branch_layer": 5}}, "branch_layer"),
+        ({"style_embedding": {"layers": [0]}}, "style_embedding.layers"),
+        ({"style_layers": {"branch_layer": 2}, "style_embedding": {"layers": [3]}}, "alternatives"),
+    ],
+)
+def test_bad_pc_config_is_refused_by_name(data, pc, message):
+    with pytest.raises(ValueError, match=message):
+        build(data, pc)
+
+
+def test_bad_style_request_is_refused(trained, data):
+    model, _ = trained["punctuated"]
+    with pytest.raises(ValueError, match="style must be one of"):
+        model.transcribe(audio_files(data), style="spoken", verbose=False)
+
+
+@pytest.mark.parametrize("variant", sorted(p.stem for p in VARIANT_DIR.glob("*.yaml")))
+def test_every_variant_config_builds_and_takes_a_training_step(data, variant):
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(ROOT / "configs" / "ctc"), version_base=None):
+        cfg = compose(config_name="ctc_pc", overrides=[f"variant={variant}"])
+    tiny = OmegaConf.create(tiny_config(data["tokenizer"], data["manifest"], layers=16))
+    model_cfg = OmegaConf.merge(cfg.model, {k: tiny[k] for k in ("tokenizer", "train_ds", "validation_ds")})
+    model_cfg.encoder = OmegaConf.merge(tiny.encoder, {"feat_in": cfg.model.preprocessor.features})
+    model_cfg.optim = tiny.optim
+    model = EncDecCTCPCBPEModel(model_cfg)
+    batch = next(iter(model._train_dl))
+    model.train()
+    loss = model.training_step(batch, 0)["loss"]
+    loss.backward()
+    assert torch.isfinite(loss)
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    assert grads and all(torch.isfinite(g).all() for g in grads)
+
+
+def test_lightning_fit_runs_training_and_validation(data, tmp_path):
+    import lightning.pytorch as pl
+
+    model = build(data, TINY_VARIANTS["mixed_m2"])
+    trainer = pl.Trainer(
+        max_steps=2,
+        accelerator="cpu",
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        limit_val_batches=1,
+        val_check_interval=2,
+        default_root_dir=tmp_path,
+    )
+    model.set_trainer(trainer)
+    model.setup_optimization(model.cfg.optim)
+    trainer.fit(model)
+    assert trainer.global_step == 2
+    assert "val_loss" in trainer.callback_metrics
+
+
+@pytest.mark.parametrize("variant", ["inter", "style_embedding", "mixed_m2"])
+def test_onnx_export_matches_the_main_head(trained, variant, tmp_path):
+    import onnxruntime
+
+    model, _ = trained[variant]
+    path = tmp_path / f"{variant}.onnx"
+    model.export(str(path))
+    batch = next(iter(model._train_dl))
+    with torch.no_grad():
+        features, lengths = model.preprocessor(input_signal=batch.audio, length=batch.audio_len)
+        want, _, _ = model.forward(processed_signal=features, processed_signal_length=lengths)
+    session = onnxruntime.InferenceSession(str(path))
+    names = [node.name for node in session.get_inputs()]
+    got = session.run(None, {names[0]: features.numpy(), names[1]: lengths.numpy()})[0]
+    torch.testing.assert_close(torch.from_numpy(got), want, atol=1e-4, rtol=1e-4)
