@@ -1,0 +1,261 @@
+"""Audio with both transcripts: the dataset of the joint punctuated + normalized ASR models.
+
+Every item holds the audio, the token ids of ``text_normalized`` (mode 0, N), the token ids of the punctuated
+``text`` (mode 1, P) and whether the P transcript may be trained on. P is unavailable where ``pc_source`` is
+``"none"`` and, with ``pc_fraction`` < 1, on a fixed, seeded share of the other utterances (paper 000, Table III).
+
+The data config follows NeMo's ``train_ds`` / ``validation_ds`` keys::
+
+    manifest_filepath: train.json     # one manifest, or a list of them
+    sample_rate: 16000
+    batch_size: 8
+    shuffle: true
+    num_workers: 0
+    pin_memory: false
+    max_duration: null                # longer utterances are dropped and counted in the log
+    min_duration: null
+    pc_fraction: 1.0                  # share of utterances that keep their P labels
+    pc_seed: 0
+    marks: ".,?"                      # the mark set kept in the P text
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+import torch
+
+from nemo_pc.data.manifest import PC_SOURCES, DropCounter, ManifestError, iter_manifest, require_text
+from nemo_pc.parts.text import DEFAULT_MARKS, normalize, preprocess_punctuated
+
+MODES = ("normalized", "punctuated")
+"""Mode names by id: 0 = normalized (N), 1 = punctuated (P)."""
+
+_LOG = logging.getLogger(__name__)
+
+
+def mode_id(mode: str | int, argument: str = "mode") -> int:
+    """The id of a mode given by name (``"normalized"``, ``"punctuated"``, also ``"N"``/``"P"``) or id.
+
+    Raises:
+        ValueError: an unknown mode; the message names ``argument``.
+    """
+    if isinstance(mode, int) and not isinstance(mode, bool) and 0 <= mode < len(MODES):
+        return mode
+    if isinstance(mode, str):
+        key = mode.strip().lower()
+        for index, name in enumerate(MODES):
+            if key in (name, name[0]):
+                return index
+    raise ValueError(f"{argument} must be one of {', '.join(MODES)} (or 0/1), got {mode!r}")
+
+
+@dataclass(frozen=True)
+class PCUtterance:
+    """One checked manifest line."""
+
+    audio_filepath: str
+    duration: float
+    offset: float
+    text: str
+    text_normalized: str
+    p_available: bool
+    where: str
+
+
+class PCBatch(NamedTuple):
+    """A padded batch: audio, both token sequences and the P-available mask."""
+
+    audio: torch.Tensor
+    audio_len: torch.Tensor
+    tokens_n: torch.Tensor
+    tokens_n_len: torch.Tensor
+    tokens_p: torch.Tensor
+    tokens_p_len: torch.Tensor
+    p_mask: torch.Tensor
+
+
+def keeps_p_label(key: str, pc_fraction: float, seed: int = 0) -> bool:
+    """Whether an utterance keeps its P label under ``pc_fraction``; a fixed function of ``key`` and ``seed``."""
+    if pc_fraction >= 1.0:
+        return True
+    digest = hashlib.sha256(f"{seed}:{key}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < pc_fraction
+
+
+def _resolve_audio(path: str, manifest: Path) -> Path:
+    candidate = Path(path).expanduser()
+    if not candidate.is_absolute() and not candidate.exists():
+        candidate = manifest.parent / candidate
+    return candidate
+
+
+def read_pc_manifest(
+    manifest: str | Path,
+    marks: str = DEFAULT_MARKS,
+    pc_fraction: float = 1.0,
+    pc_seed: int = 0,
+    min_duration: float | None = None,
+    max_duration: float | None = None,
+    drops: DropCounter | None = None,
+) -> list[PCUtterance]:
+    """Reads and checks a manifest of the nemo_pc schema.
+
+    Raises:
+        ManifestError: a line without ``audio_filepath``, ``duration`` or ``text_normalized``, an empty transcript,
+            an audio file that does not exist or an unknown ``pc_source`` (the message names the file and line).
+        ValueError: ``pc_fraction`` outside [0, 1].
+    """
+    if not 0.0 <= pc_fraction <= 1.0:
+        raise ValueError(f"pc_fraction must be in [0, 1], got {pc_fraction}")
+    manifest = Path(manifest)
+    items = []
+    for number, entry in iter_manifest(manifest):
+        where = f"{manifest}:{number}"
+        item = _check_entry(entry, manifest, number, marks, pc_fraction, pc_seed)
+        if (min_duration is not None and item.duration < min_duration) or (
+            max_duration is not None and item.duration > max_duration
+        ):
+            if drops is not None:
+                drops.add("duration outside [min_duration, max_duration]", where)
+            continue
+        items.append(item)
+    return items
+
+
+def _check_entry(
+    entry: Mapping, manifest: Path, number: int, marks: str, pc_fraction: float, pc_seed: int
+) -> PCUtterance:
+    audio = _resolve_audio(require_text(entry, "audio_filepath", manifest, number, allow_empty=False), manifest)
+    if not audio.is_file():
+        raise ManifestError(manifest, number, f"audio file not found: {audio}", "missing audio")
+    duration = entry.get("duration")
+    if not isinstance(duration, (int, float)) or isinstance(duration, bool) or duration <= 0:
+        raise ManifestError(manifest, number, f"field 'duration' must be a positive number, got {duration!r}")
+    normalized = normalize(require_text(entry, "text_normalized", manifest, number))
+    if not normalized:
+        raise ManifestError(manifest, number, "empty transcript ('text_normalized' has no word)", "empty text")
+    source = entry.get("pc_source", "book")
+    if source not in PC_SOURCES:
+        raise ManifestError(manifest, number, f"pc_source must be one of {PC_SOURCES}, got {source!r}")
+    punctuated = preprocess_punctuated(entry.get("text", normalized), marks) or normalized
+    key = str(entry.get("utt_id") or audio)
+    return PCUtterance(
+        audio_filepath=str(audio),
+        duration=float(duration),
+        offset=float(entry.get("offset", 0.0) or 0.0),
+        text=punctuated,
+        text_normalized=normalized,
+        p_available=source != "none" and keeps_p_label(key, pc_fraction, pc_seed),
+        where=f"{manifest}:{number}",
+    )
+
+
+class PCAudioTextDataset(torch.utils.data.Dataset):
+    """Audio with normalized and punctuated token ids and a P-available flag; batches are :class:`PCBatch`.
+
+    Args:
+        manifests: one or more manifests of the nemo_pc schema.
+        tokenizer: a NeMo tokenizer (``text_to_ids``), the model's cased, punctuated SentencePiece tokenizer.
+        sample_rate: audio is resampled to this rate.
+        marks, pc_fraction, pc_seed, min_duration, max_duration: see the module docstring.
+    """
+
+    def __init__(
+        self,
+        manifests: str | Path | Sequence[str | Path],
+        tokenizer,
+        sample_rate: int = 16000,
+        marks: str = DEFAULT_MARKS,
+        pc_fraction: float = 1.0,
+        pc_seed: int = 0,
+        min_duration: float | None = None,
+        max_duration: float | None = None,
+    ) -> None:
+        from nemo.collections.asr.parts.preprocessing.features import WaveformFeaturizer
+
+        super().__init__()
+        paths = [manifests] if isinstance(manifests, (str, Path)) else list(manifests)
+        self.drops = DropCounter()
+        self.items: list[PCUtterance] = []
+        for path in paths:
+            self.items += read_pc_manifest(path, marks, pc_fraction, pc_seed, min_duration, max_duration, self.drops)
+        if self.drops.total:
+            _LOG.warning("dropped %d utterances: %s", self.drops.total, self.drops.as_dict())
+        if not self.items:
+            raise ValueError(f"no utterance left in {', '.join(map(str, paths))} ({self.drops.as_dict()})")
+        self.tokenizer = tokenizer
+        self.featurizer = WaveformFeaturizer(sample_rate=sample_rate)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, list[int], list[int], bool]:
+        item = self.items[index]
+        try:
+            audio = self.featurizer.process(item.audio_filepath, offset=item.offset, duration=0)
+        except Exception as err:  # soundfile, librosa and audioread raise many types
+            path, line = item.where.rsplit(":", 1)
+            raise ManifestError(path, int(line), f"cannot read audio {item.audio_filepath}: {err}", "bad audio")
+        if audio.numel() == 0:
+            path, line = item.where.rsplit(":", 1)
+            raise ManifestError(path, int(line), f"audio {item.audio_filepath} is empty", "bad audio")
+        tokens_n = self.tokenizer.text_to_ids(item.text_normalized)
+        tokens_p = self.tokenizer.text_to_ids(item.text)
+        return audio, tokens_n, tokens_p, item.p_available
+
+    @staticmethod
+    def collate_fn(samples: Sequence[tuple[torch.Tensor, list[int], list[int], bool]]) -> PCBatch:
+        """Pads audio with zeros and tokens with 0; lengths say what is real."""
+        audio_len = torch.tensor([len(sample[0]) for sample in samples], dtype=torch.long)
+        audio = torch.zeros(len(samples), int(audio_len.max()))
+        for row, sample in enumerate(samples):
+            audio[row, : len(sample[0])] = sample[0]
+        tokens_n, tokens_n_len = _pad_tokens([sample[1] for sample in samples])
+        tokens_p, tokens_p_len = _pad_tokens([sample[2] for sample in samples])
+        p_mask = torch.tensor([sample[3] for sample in samples], dtype=torch.bool)
+        return PCBatch(audio, audio_len, tokens_n, tokens_n_len, tokens_p, tokens_p_len, p_mask)
+
+
+def _pad_tokens(sequences: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    lengths = torch.tensor([len(tokens) for tokens in sequences], dtype=torch.long)
+    padded = torch.zeros(len(sequences), max(1, int(lengths.max())), dtype=torch.long)
+    for row, tokens in enumerate(sequences):
+        padded[row, : len(tokens)] = torch.tensor(tokens, dtype=torch.long)
+    return padded, lengths
+
+
+def pc_dataloader_from_config(config: Mapping, tokenizer) -> torch.utils.data.DataLoader:
+    """A DataLoader over :class:`PCAudioTextDataset` from a NeMo-style data config (see the module docstring).
+
+    Under DDP, Lightning replaces the sampler with a ``DistributedSampler``; nothing here assumes one process.
+    """
+    if not config.get("manifest_filepath"):
+        raise ValueError("data config: 'manifest_filepath' is required")
+    manifests = config["manifest_filepath"]
+    if isinstance(manifests, str):
+        manifests = [part for part in manifests.split(",") if part]
+    dataset = PCAudioTextDataset(
+        list(manifests),
+        tokenizer,
+        sample_rate=config.get("sample_rate", 16000),
+        marks=config.get("marks", DEFAULT_MARKS),
+        pc_fraction=float(config.get("pc_fraction", 1.0)),
+        pc_seed=int(config.get("pc_seed", 0)),
+        min_duration=config.get("min_duration"),
+        max_duration=config.get("max_duration"),
+    )
+    return torch.utils.data.DataLoader(
+        dataset,
+        batch_size=config.get("batch_size", 8),
+        shuffle=config.get("shuffle", False),
+        collate_fn=dataset.collate_fn,
+        num_workers=config.get("num_workers", 0),
+        pin_memory=config.get("pin_memory", False),
+        drop_last=config.get("drop_last", False),
+    )

@@ -1,0 +1,38 @@
+"""``nemo-pc build-tokenizer``: train the cased, punctuated SentencePiece tokenizer from manifests."""
+
+from __future__ import annotations
+
+import argparse
+
+from nemo_pc.parts.text import DEFAULT_MARKS
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("manifests", nargs="+", help="NeMo manifests with 'text' and 'text_normalized'")
+    parser.add_argument("--output-dir", required=True, help="parent folder of tokenizer_spe_<type>_v<size>/")
+    parser.add_argument("--vocab-size", type=int, default=256, help="number of pieces (default 256)")
+    parser.add_argument("--type", dest="tokenizer_type", choices=("bpe", "unigram"), default="bpe")
+    parser.add_argument("--marks", default=DEFAULT_MARKS, help=f"mark set kept in the text (default {DEFAULT_MARKS!r})")
+    parser.add_argument(
+        "--no-normalized", action="store_true", help="train on 'text' only, not also on 'text_normalized'"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from nemo_pc.data.manifest import ManifestError
+    from nemo_pc.data.tokenizer import build_tokenizer
+
+    try:
+        folder = build_tokenizer(
+            args.manifests,
+            args.output_dir,
+            vocab_size=args.vocab_size,
+            tokenizer_type=args.tokenizer_type,
+            marks=args.marks,
+            include_normalized=not args.no_normalized,
+        )
+    except (ManifestError, ValueError, FileNotFoundError, RuntimeError) as err:
+        print(f"error: {err}")
+        return 2
+    print(folder)
+    return 0

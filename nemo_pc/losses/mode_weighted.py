@@ -1,0 +1,71 @@
+"""The joint loss of the P&C RNN-T models over a batch whose rows are (utterance, mode) pairs.
+
+For mode weights λ_m, the loss is Σ_m λ_m · (Σ of the per-row RNN-T losses of the active rows of mode m) / N_m,
+where N_m counts the active rows of mode m over all processes. λ = (1, 1) gives the 2-Decoder loss L_N + L_P and
+λ = (1 − α, α) the conditioned-predictor loss (paper 000 eqs. 5 and 7). A row is inactive when its utterance has no
+P transcript (``pc_source: none`` or removed by ``pc_fraction``); it adds nothing, not even through its gradient.
+
+Under DDP the per-process loss is multiplied by the world size, so that DDP's gradient averaging yields the
+gradient of the global mean; single-process training is unaffected.
+"""
+
+from __future__ import annotations
+
+import torch
+from nemo.collections.asr.losses.rnnt import RNNTLoss
+
+
+def _global_sum(value: torch.Tensor) -> torch.Tensor:
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        value = value.clone()
+        torch.distributed.all_reduce(value)
+    return value
+
+
+def _world_size() -> int:
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_world_size()
+    return 1
+
+
+class ModeWeightedRNNTLoss(torch.nn.Module):
+    """Wraps NeMo's :class:`RNNTLoss` (with ``reduction=None``) and reduces per mode; see the module docstring.
+
+    Args:
+        num_classes: as for :class:`RNNTLoss`.
+        mode_weights: λ per mode id.
+        loss_name, loss_kwargs: as for :class:`RNNTLoss`.
+    """
+
+    def __init__(
+        self, num_classes: int, mode_weights: dict[int, float], loss_name: str = "default", loss_kwargs=None
+    ) -> None:
+        super().__init__()
+        self.rnnt = RNNTLoss(num_classes=num_classes, reduction=None, loss_name=loss_name, loss_kwargs=loss_kwargs)
+        self.mode_weights = {int(mode): float(weight) for mode, weight in mode_weights.items()}
+        self.modes: torch.Tensor | None = None
+        self.active: torch.Tensor | None = None
+        self.last_terms: dict[int, torch.Tensor] = {}
+
+    def set_rows(self, modes: torch.Tensor | None, active: torch.Tensor | None) -> None:
+        """The mode and the active flag of every row of the next batches (None: all rows, one mode)."""
+        self.modes, self.active = modes, active
+
+    def forward(self, log_probs, targets, input_lengths, target_lengths) -> torch.Tensor:
+        per_row = self.rnnt(
+            log_probs=log_probs, targets=targets, input_lengths=input_lengths, target_lengths=target_lengths
+        )
+        if self.modes is None:
+            modes = torch.full_like(per_row, next(iter(self.mode_weights)), dtype=torch.long)
+            active = torch.ones_like(per_row, dtype=torch.bool)
+        else:
+            modes, active = self.modes.to(per_row.device), self.active.to(per_row.device)
+        total = per_row.new_zeros(())
+        self.last_terms = {}
+        for mode, weight in self.mode_weights.items():
+            selected = active & (modes == mode)
+            count = _global_sum(selected.sum().to(per_row.dtype)).clamp(min=1.0)
+            term = torch.where(selected, per_row, torch.zeros_like(per_row)).sum() * _world_size() / count
+            self.last_terms[mode] = term.detach()
+            total = total + weight * term
+        return total

@@ -1,0 +1,305 @@
+"""Joint punctuated + normalized RNN-T (paper 000): one NeMo model class; every variant is a config.
+
+Variants (``configs/rnnt/decoders/``):
+    * ``single``: one predictor + joint trained on one target (``pc.target``), the baselines of Table I.
+    * ``dual``: a predictor + joint pair per mode on the shared encoder, L = L_N + L_P (§III-A).
+    * ``conditioned``: one predictor with a mode embedding, L = (1 − α) L_N + α L_P (§III-C), LSTM or stateless.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from typing import Any
+
+import numpy as np
+import torch
+from lightning.pytorch import Trainer
+from nemo.collections.asr.models import EncDecRNNTBPEModel
+from nemo.collections.asr.parts.submodules.rnnt_decoding import RNNTBPEDecoding
+from nemo.collections.asr.parts.utils.timestamp_utils import process_timestamp_outputs
+from omegaconf import DictConfig
+from torch.utils.data import DataLoader
+
+from nemo_pc.data.pc_dataset import MODES, PCBatch, mode_id, pc_dataloader_from_config
+from nemo_pc.losses import ModeWeightedRNNTLoss
+from nemo_pc.models.rnnt_pc_parts import (
+    BOTH,
+    ModeRows,
+    MultiModeWER,
+    PCTranscribeConfig,
+    build_mode_rows,
+    resolve_transcribe_mode,
+)
+from nemo_pc.modules import DualRNNTDecoder, DualRNNTJoint, ModeConditioningMixin, ModeDecoderJoint
+from nemo_pc.parts.text import normalize
+
+DECODER_KINDS = ("single", "dual", "conditioned")
+
+
+def _reduce_sum(value: torch.Tensor) -> torch.Tensor:
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        value = value.clone()
+        torch.distributed.all_reduce(value)
+    return value
+
+
+class EncDecRNNTPCBPEModel(EncDecRNNTBPEModel):
+    """RNN-T with normalized (mode 0) and punctuated (mode 1) output from one shared encoder.
+
+    Config keys, besides those of :class:`EncDecRNNTBPEModel`:
+        pc.decoders: ``single`` | ``dual`` | ``conditioned``; must match ``decoder``/``joint`` (dual needs
+            :class:`~nemo_pc.modules.DualRNNTDecoder` + :class:`~nemo_pc.modules.DualRNNTJoint`, conditioned a
+            mode-conditioned predictor).
+        pc.target: the mode a ``single`` model is trained on (``normalized`` | ``punctuated``).
+        pc.alpha: α of the conditioned loss (default 0.5).
+        pc.default_mode: the mode ``transcribe`` returns when none is asked for (``punctuated`` by default).
+        train_ds / validation_ds / test_ds: :func:`nemo_pc.data.pc_dataset.pc_dataloader_from_config` configs
+            (``pc_fraction`` keeps P labels on a share of the training utterances).
+    """
+
+    def __init__(self, cfg: DictConfig, trainer: Trainer | None = None) -> None:
+        super().__init__(cfg=cfg, trainer=trainer)
+        self.pc_kind, self.head_modes, weights = self._read_pc_config()
+        loss_name, loss_kwargs = self.extract_rnnt_loss_cfg(self.cfg.get("loss", None))
+        self.loss = ModeWeightedRNNTLoss(self.joint.num_classes_with_blank - 1, weights, loss_name, loss_kwargs)
+        self._rows: ModeRows | None = None
+        for module in self._mode_modules():
+            module.set_mode(self.default_mode_id)
+        self._setup_mode_decodings(self.cfg.decoding)
+
+    def _read_pc_config(self) -> tuple[str, list[int], dict[int, float]]:
+        pc = self.cfg.get("pc") or {}
+        kind = pc.get("decoders", "conditioned")
+        if kind not in DECODER_KINDS:
+            raise ValueError(f"pc.decoders must be one of {DECODER_KINDS}, got {kind!r}")
+        dual = isinstance(self.decoder, DualRNNTDecoder) and isinstance(self.joint, DualRNNTJoint)
+        conditioned = isinstance(self.decoder, ModeConditioningMixin)
+        expected = {"single": not dual and not conditioned, "dual": dual, "conditioned": conditioned}
+        if not expected[kind]:
+            raise ValueError(f"pc.decoders={kind} does not match decoder {type(self.decoder).__name__}")
+        if kind == "single":
+            target = mode_id(pc.get("target", "punctuated"), "pc.target")
+            return kind, [target], {target: 1.0}
+        if kind == "dual":
+            return kind, [0, 1], {0: 1.0, 1: 1.0}
+        alpha = float(pc.get("alpha", 0.5))
+        if not 0.0 <= alpha <= 1.0:
+            raise ValueError(f"pc.alpha must be in [0, 1], got {alpha}")
+        return kind, [0, 1], {0: 1.0 - alpha, 1: alpha}
+
+    @property
+    def default_mode(self) -> str:
+        """The mode name ``transcribe`` returns by default (``pc.default_mode``, else the trained target)."""
+        pc = self.cfg.get("pc") or {}
+        fallback = MODES[1] if 1 in self.head_modes else MODES[self.head_modes[0]]
+        return MODES[mode_id(pc.get("default_mode", fallback), "pc.default_mode")]
+
+    @property
+    def default_mode_id(self) -> int:
+        mode = mode_id(self.default_mode)
+        return mode if mode in self.head_modes else self.head_modes[0]
+
+    def _mode_modules(self) -> list[torch.nn.Module]:
+        return [module for module in (self.decoder, self.joint) if hasattr(module, "using_mode")]
+
+    @contextmanager
+    def mode_context(self, mode: int | torch.Tensor) -> Iterator[None]:
+        """Sets every mode-aware module to ``mode`` (an id, or one id per row) inside the block."""
+        with ExitStack() as stack:
+            for module in self._mode_modules():
+                stack.enter_context(module.using_mode(mode))
+            yield
+
+    def _head(self, mode: int) -> tuple[torch.nn.Module, torch.nn.Module]:
+        if isinstance(self.decoder, DualRNNTDecoder):
+            return self.decoder.head(mode), self.joint.head(mode)
+        return self.decoder, self.joint
+
+    def _setup_mode_decodings(self, decoding_cfg: DictConfig) -> None:
+        self.decodings = {}
+        for mode in self.head_modes:
+            decoder, joint = self._head(mode)
+            self.decodings[mode] = RNNTBPEDecoding(
+                decoding_cfg=decoding_cfg, decoder=decoder, joint=joint, tokenizer=self.tokenizer
+            )
+        self.decoding = self.decodings[self.default_mode_id]
+        self.wer = MultiModeWER(
+            self.decodings,
+            self.mode_context,
+            self.default_mode_id,
+            use_cer=self._cfg.get("use_cer", False),
+            log_prediction=self._cfg.get("log_prediction", True),
+        )
+
+    def change_decoding_strategy(self, decoding_cfg: DictConfig | None = None, verbose: bool = True) -> None:
+        """As in NeMo, for the decoding of every mode."""
+        super().change_decoding_strategy(decoding_cfg, verbose=verbose)
+        self._setup_mode_decodings(self.cfg.decoding)
+
+    # Data
+
+    def _setup_pc_dataloader(self, name: str, config: DictConfig, shuffle: bool) -> DataLoader | None:
+        if "shuffle" not in config:
+            config["shuffle"] = shuffle
+        self._update_dataset_config(dataset_name=name, config=config)
+        if not config.get("manifest_filepath"):
+            return None
+        return pc_dataloader_from_config(config, self.tokenizer)
+
+    def setup_training_data(self, train_data_config: DictConfig | dict) -> None:
+        """Training data: :class:`~nemo_pc.data.pc_dataset.PCAudioTextDataset` batches."""
+        self._train_dl = self._setup_pc_dataloader("train", train_data_config, shuffle=True)
+
+    def setup_validation_data(self, val_data_config: DictConfig | dict) -> None:
+        self._validation_dl = self._setup_pc_dataloader("validation", val_data_config, shuffle=False)
+
+    def setup_test_data(self, test_data_config: DictConfig | dict) -> None:
+        self._test_dl = self._setup_pc_dataloader("test", test_data_config, shuffle=False)
+
+    # Forward
+
+    def forward(
+        self, input_signal=None, input_signal_length=None, processed_signal=None, processed_signal_length=None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The encoder, as in NeMo; inside a routed step its output is gathered to the rows of the step."""
+        encoded, encoded_len = super().forward(
+            input_signal=input_signal,
+            input_signal_length=input_signal_length,
+            processed_signal=processed_signal,
+            processed_signal_length=processed_signal_length,
+        )
+        if self._rows is not None:
+            encoded = encoded.index_select(0, self._rows.utt_index)
+            encoded_len = encoded_len.index_select(0, self._rows.utt_index)
+        return encoded, encoded_len
+
+    @contextmanager
+    def _routed(self, batch: PCBatch) -> Iterator[tuple]:
+        rows = build_mode_rows(batch, self.head_modes)
+        self._rows = rows
+        self.loss.set_rows(rows.modes, rows.active)
+        self.wer.rows = rows
+        try:
+            with self.mode_context(rows.modes):
+                yield (batch.audio, batch.audio_len, rows.targets, rows.target_len)
+        finally:
+            self._rows = None
+            self.loss.set_rows(None, None)
+            self.wer.rows = None
+
+    # PTL steps: NeMo's own steps run on the duplicated batch.
+
+    def training_step(self, batch: PCBatch, batch_nb: int) -> dict:
+        with self._routed(batch) as nemo_batch:
+            result = super().training_step(nemo_batch, batch_nb)
+        self.log_dict({f"train_loss_{MODES[mode]}": term for mode, term in self.loss.last_terms.items()})
+        return result
+
+    def validation_pass(self, batch: PCBatch, batch_idx: int, dataloader_idx: int = 0) -> dict:
+        with self._routed(batch) as nemo_batch:
+            logs = super().validation_pass(nemo_batch, batch_idx, dataloader_idx)
+        for mode, (scores, words) in self.wer.per_mode().items():
+            logs[f"val_wer_num_{MODES[mode]}"] = scores
+            logs[f"val_wer_denom_{MODES[mode]}"] = words
+        return logs
+
+    def _epoch_end(self, outputs: list[dict], prefix: str, result: dict) -> dict:
+        logs = result["log"]
+        for suffix in ["", *(f"_{MODES[mode]}" for mode in self.head_modes)]:
+            num = _reduce_sum(torch.stack([out[f"{prefix}_wer_num{suffix}"] for out in outputs]).sum().float())
+            denom = _reduce_sum(torch.stack([out[f"{prefix}_wer_denom{suffix}"] for out in outputs]).sum().float())
+            logs[f"{prefix}_wer{suffix}"] = num / denom.clamp(min=1.0)
+        return result
+
+    def multi_validation_epoch_end(self, outputs: list[dict], dataloader_idx: int = 0) -> dict:
+        """Sums errors and words over batches and processes, overall and per mode."""
+        return self._epoch_end(outputs, "val", super().multi_validation_epoch_end(outputs, dataloader_idx))
+
+    def multi_test_epoch_end(self, outputs: list[dict], dataloader_idx: int = 0) -> dict:
+        return self._epoch_end(outputs, "test", super().multi_test_epoch_end(outputs, dataloader_idx))
+
+    # Transcription
+
+    @classmethod
+    def get_transcribe_config(cls) -> PCTranscribeConfig:
+        """NeMo's transcribe config with ``mode`` and ``prompt`` (see :class:`PCTranscribeConfig`)."""
+        return PCTranscribeConfig()
+
+    @torch.no_grad()
+    def transcribe(
+        self,
+        audio: str | list[str] | np.ndarray | DataLoader,
+        batch_size: int = 4,
+        return_hypotheses: bool = False,
+        num_workers: int = 0,
+        verbose: bool = True,
+        timestamps: bool | None = None,
+        override_config: PCTranscribeConfig | None = None,
+        mode: str | None = None,
+        **kwargs: Any,
+    ) -> list | dict:
+        """NeMo's ``transcribe`` with an output ``mode``: ``normalized``, ``punctuated`` or ``both``.
+
+        ``both`` runs the encoder once per batch, decodes once per mode and returns
+        ``{"normalized": [...], "punctuated": [...]}``. Without ``mode`` the config's mode, its ``prompt`` or
+        ``pc.default_mode`` decides. Other keyword arguments are those of NeMo's ``TranscribeConfig``.
+
+        Raises:
+            ValueError: an unknown mode (the message names the argument).
+        """
+        if override_config is None:
+            override_config = PCTranscribeConfig(
+                batch_size=batch_size,
+                return_hypotheses=return_hypotheses,
+                num_workers=num_workers,
+                verbose=verbose,
+                timestamps=timestamps,
+                mode=mode,
+                **kwargs,
+            )
+        elif mode is not None:
+            override_config.mode = mode
+        resolve_transcribe_mode(override_config, self.default_mode)
+        return super().transcribe(audio=audio, override_config=override_config)
+
+    def _transcribe_output_processing(self, outputs: dict, trcfg: PCTranscribeConfig) -> list | dict:
+        encoded, encoded_len = outputs.pop("encoded"), outputs.pop("encoded_len")
+        requested = resolve_transcribe_mode(trcfg, self.default_mode)
+        names = MODES if requested == BOTH else (requested,)
+        results = {name: self.decode_mode(encoded, encoded_len, mode_id(name), trcfg) for name in names}
+        return results if requested == BOTH else results[requested]
+
+    def decode_mode(self, encoded: torch.Tensor, encoded_len: torch.Tensor, mode: int, trcfg: Any = None) -> list:
+        """Decodes encoder output in one mode with the current decoding strategy.
+
+        A ``single`` model trained on punctuated text answers the normalized mode by normalizing its output.
+
+        Raises:
+            ValueError: the model cannot write the mode.
+        """
+        source = mode if mode in self.head_modes else 1
+        if source not in self.head_modes:
+            raise ValueError(f"mode: this model writes only {MODES[self.head_modes[0]]} text, not {MODES[mode]}")
+        with self.mode_context(source):
+            hyps = self.decodings[source].rnnt_decoder_predictions_tensor(
+                encoded,
+                encoded_len,
+                return_hypotheses=getattr(trcfg, "return_hypotheses", False),
+                partial_hypotheses=getattr(trcfg, "partial_hypothesis", None),
+            )
+        if source != mode:
+            for hyp in hyps:
+                hyp.text = normalize(hyp.text)
+        if getattr(trcfg, "timestamps", None):
+            hyps = process_timestamp_outputs(
+                hyps, self.encoder.subsampling_factor, self.cfg["preprocessor"]["window_stride"]
+            )
+        return hyps
+
+    # Export
+
+    @property
+    def decoder_joint(self) -> ModeDecoderJoint:
+        """The exportable decoding step of every variant, with the mode as an input."""
+        return ModeDecoderJoint(self.decoder, self.joint)

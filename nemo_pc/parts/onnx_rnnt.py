@@ -1,0 +1,150 @@
+"""Greedy RNN-T decoding of an exported P&C model with onnxruntime, in any mode, in one batched loop.
+
+:func:`export_for_onnxruntime` writes ``encoder-model.onnx`` and ``decoder_joint-model.onnx`` (through NeMo's
+``model.export``), the SentencePiece ``tokenizer.model`` and ``runner.json`` (blank id, ``max_symbols`` and the
+shape of every predictor state). :class:`OnnxRNNTPCRunner` reads that folder. Its greedy search is NeMo's: at each
+encoder frame, emit the best label until it is blank or ``max_symbols`` labels were emitted, then go to the next
+frame. Rows may have different modes, so both outputs of one utterance come from a single loop over a batch that
+holds the utterance twice.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+RUNNER_CONFIG = "runner.json"
+
+
+@dataclass
+class StateSpec:
+    """One predictor state tensor: its shape with the batch axis set to 1, that axis, dtype and start value."""
+
+    shape: list[int]
+    batch_axis: int
+    dtype: str
+    fill: float
+
+    def initial(self, batch_size: int) -> np.ndarray:
+        shape = list(self.shape)
+        shape[self.batch_axis] = batch_size
+        return np.full(shape, self.fill, dtype=self.dtype)
+
+
+def export_for_onnxruntime(model: Any, folder: str | Path) -> Path:
+    """Exports an :class:`~nemo_pc.models.EncDecRNNTPCBPEModel` for :class:`OnnxRNNTPCRunner`; returns ``folder``."""
+    import shutil
+
+    import torch
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    model.eval()
+    model.export(str(folder / "model.onnx"))
+    step = model.decoder_joint
+    states = []
+    for one, two in zip(step.initial_states(1), step.initial_states(2)):
+        axis = next(index for index, (a, b) in enumerate(zip(one.shape, two.shape)) if a != b)
+        fill = float(one.flatten()[0]) if one.numel() else 0.0
+        states.append(StateSpec(list(one.shape), axis, str(one.numpy().dtype), fill).__dict__)
+    config = {
+        "blank_id": int(model.decoder.blank_idx),
+        "max_symbols": int(model.cfg.decoding.get("greedy", {}).get("max_symbols", 10) or 10),
+        "states": states,
+        "modes": [int(mode) for mode in model.head_modes],
+    }
+    (folder / RUNNER_CONFIG).write_text(json.dumps(config, indent=1), encoding="utf-8")
+    shutil.copyfile(model.tokenizer.tokenizer_path if hasattr(model.tokenizer, "tokenizer_path")
+                    else model.cfg.tokenizer.model_path, folder / "tokenizer.model")  # fmt: skip
+    del torch
+    return folder
+
+
+class OnnxRNNTPCRunner:
+    """Encoder + greedy decoding with onnxruntime on CPU.
+
+    Args:
+        folder: written by :func:`export_for_onnxruntime`.
+        threads: onnxruntime intra-op threads (None: its default).
+    """
+
+    def __init__(self, folder: str | Path, threads: int | None = None) -> None:
+        import onnxruntime
+        import sentencepiece
+
+        folder = Path(folder)
+        config = json.loads((folder / RUNNER_CONFIG).read_text(encoding="utf-8"))
+        options = onnxruntime.SessionOptions()
+        if threads:
+            options.intra_op_num_threads = threads
+            options.inter_op_num_threads = 1
+        providers = ["CPUExecutionProvider"]
+        self.encoder = onnxruntime.InferenceSession(str(folder / "encoder-model.onnx"), options, providers=providers)
+        self.step = onnxruntime.InferenceSession(str(folder / "decoder_joint-model.onnx"), options, providers=providers)
+        self.blank_id = config["blank_id"]
+        self.max_symbols = config["max_symbols"]
+        self.states = [StateSpec(**spec) for spec in config["states"]]
+        self.tokenizer = sentencepiece.SentencePieceProcessor(model_file=str(folder / "tokenizer.model"))
+        self._encoder_inputs = [item.name for item in self.encoder.get_inputs()]
+        self._step_inputs = [item.name for item in self.step.get_inputs()]
+
+    def encode(self, features: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Features (B, F, T) and their lengths -> encoder output (B, D, T') and lengths."""
+        feeds = dict(zip(self._encoder_inputs, (features.astype(np.float32), lengths.astype(np.int64))))
+        encoded, encoded_len = self.encoder.run(None, feeds)[:2]
+        return encoded, encoded_len
+
+    def greedy(self, encoded: np.ndarray, encoded_len: np.ndarray, modes: np.ndarray) -> list[list[int]]:
+        """Greedy token ids of each row of encoder output, row ``b`` decoded in mode ``modes[b]``."""
+        batch = encoded.shape[0]
+        tokens = np.full((batch, 1), self.blank_id, dtype=np.int64)
+        states = [spec.initial(batch) for spec in self.states]
+        modes = modes.astype(np.int64)
+        ones = np.ones(batch, dtype=np.int64)
+        hyps: list[list[int]] = [[] for _ in range(batch)]
+        for frame in range(encoded.shape[2]):
+            active = frame < encoded_len
+            frame_out = encoded[:, :, frame : frame + 1]
+            for _ in range(self.max_symbols):
+                feeds = dict(zip(self._step_inputs, (frame_out, tokens, ones, modes, *states)))
+                outputs = self.step.run(None, feeds)
+                labels = outputs[0][:, 0, 0, :].argmax(-1)
+                emit = active & (labels != self.blank_id)
+                if not emit.any():
+                    break
+                for row in np.nonzero(emit)[0]:
+                    hyps[row].append(int(labels[row]))
+                tokens = np.where(emit[:, None], labels[:, None], tokens).astype(np.int64)
+                states = [
+                    np.where(self._batch_mask(emit, spec), new, old)
+                    for spec, new, old in zip(self.states, outputs[2:], states)
+                ]
+                active = emit
+        return hyps
+
+    @staticmethod
+    def _batch_mask(mask: np.ndarray, spec: StateSpec) -> np.ndarray:
+        shape = [1] * len(spec.shape)
+        shape[spec.batch_axis] = mask.shape[0]
+        return mask.reshape(shape)
+
+    def transcribe_features(
+        self, features: np.ndarray, lengths: np.ndarray, modes: list[int] | np.ndarray
+    ) -> list[str]:
+        """Texts of a feature batch, one mode per row (the same features may appear once per mode)."""
+        encoded, encoded_len = self.encode(features, lengths)
+        return [self.tokenizer.decode(ids) for ids in self.greedy(encoded, encoded_len, np.asarray(modes))]
+
+    def transcribe_both(self, features: np.ndarray, lengths: np.ndarray) -> dict[str, list[str]]:
+        """Both modes of every utterance: one encoder run, one greedy loop over the batch twice."""
+        encoded, encoded_len = self.encode(features, lengths)
+        batch = encoded.shape[0]
+        doubled = np.concatenate([encoded, encoded])
+        modes = np.repeat(np.arange(2), batch)
+        ids = self.greedy(doubled, np.concatenate([encoded_len, encoded_len]), modes)
+        texts = [self.tokenizer.decode(item) for item in ids]
+        return {"normalized": texts[:batch], "punctuated": texts[batch:]}
