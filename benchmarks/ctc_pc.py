@@ -1,0 +1,126 @@
+"""Punctuated CTC variants side by side: parameters and decode time, and with trained models, accuracy.
+
+Cost (always): each variant of ``configs/ctc/variant`` is built from the base config (16-layer d=176 Conformer)
+with the given tokenizer and timed in one run on the same synthetic audio. The figures are decode times for
+``style="punctuated"``, ``"normalized"`` and ``"both"``, and ratios to the ``punctuated`` variant. The weights are
+random: decode time does not depend on them.
+
+Accuracy (with ``--models``): each trained ``.nemo`` transcribes ``--manifest`` in both styles. WER, PER and
+per-mark F1 come from :mod:`nemo_pc.metrics`, with paired bootstrap and MAPSSWE p-values against the first model.
+
+    .venv/bin/python benchmarks/ctc_pc.py --tokenizer tok/tokenizer_spe_bpe_v256_styles --clips 16 --seconds 8
+    .venv/bin/python benchmarks/ctc_pc.py --tokenizer ... --manifest test.json \
+        --models punctuated=p.nemo inter=i.nemo mixed_m2=m2.nemo
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+STYLES = ("punctuated", "normalized", "both")
+
+
+def build_variant(variant: str, tokenizer: Path):
+    from hydra import compose, initialize_config_dir
+
+    from nemo_pc.models.ctc_pc import EncDecCTCPCBPEModel
+
+    with initialize_config_dir(config_dir=str(ROOT / "configs" / "ctc"), version_base=None):
+        cfg = compose(config_name="ctc_pc", overrides=[f"variant={variant}", f"model.tokenizer.dir={tokenizer}"])
+    cfg.model.train_ds.manifest_filepath = None
+    torch.manual_seed(0)
+    return EncDecCTCPCBPEModel(cfg.model).eval()
+
+
+def time_decode(model, audio: torch.Tensor, lengths: torch.Tensor, style: str, repeats: int) -> float:
+    """Seconds per decode of the batch in ``style`` (median of ``repeats`` runs, after one warm-up run)."""
+    from nemo_pc.models.ctc_pc import PCTranscribeConfig
+
+    trcfg = PCTranscribeConfig(style=style)
+    runs = []
+    with torch.inference_mode():
+        for k in range(repeats + 1):
+            start = time.perf_counter()
+            outputs = model._transcribe_forward((audio, lengths), trcfg)
+            model._transcribe_output_processing(outputs, trcfg)
+            if k:
+                runs.append(time.perf_counter() - start)
+    return sorted(runs)[len(runs) // 2]
+
+
+def cost_table(tokenizer: Path, clips: int, seconds: float, repeats: int) -> dict:
+    torch.manual_seed(0)
+    audio = 0.1 * torch.randn(clips, int(seconds * 16000))
+    lengths = torch.full((clips,), audio.shape[1], dtype=torch.long)
+    variants = sorted(p.stem for p in (ROOT / "configs" / "ctc" / "variant").glob("*.yaml"))
+    table = {}
+    for variant in variants:
+        model = build_variant(variant, tokenizer)
+        row = {"parameters": sum(p.numel() for p in model.parameters())}
+        for style in STYLES:
+            row[f"decode_s_{style}"] = time_decode(model, audio, lengths, style, repeats)
+        table[variant] = row
+    base = table["punctuated"]
+    for row in table.values():
+        row["parameter_ratio"] = row["parameters"] / base["parameters"]
+        for style in STYLES:
+            row[f"decode_ratio_{style}"] = row[f"decode_s_{style}"] / base["decode_s_punctuated"]
+    return table
+
+
+def accuracy_table(models: dict[str, Path], manifest: Path, out_dir: Path) -> dict:
+    from nemo_pc.data.manifest import read_manifest, write_manifest
+    from nemo_pc.metrics.evaluate import EvalConfig, evaluate
+    from nemo_pc.models.ctc_pc import EncDecCTCPCBPEModel
+
+    entries = read_manifest(manifest)
+    predictions = {}
+    for name, path in models.items():
+        model = EncDecCTCPCBPEModel.restore_from(str(path), map_location="cpu").eval()
+        both = model.transcribe([e["audio_filepath"] for e in entries], batch_size=8, style="both", verbose=True)
+        rows = [
+            {**e, "pred_text": p.text, "pred_text_normalized": n.text}
+            for e, p, n in zip(entries, both["punctuated"], both["normalized"], strict=True)
+        ]
+        predictions[name] = write_manifest(out_dir / f"pred_{name}.json", rows)
+    baseline = next(iter(predictions.values()))
+    config = EvalConfig(progress=False)
+    return {
+        name: evaluate(path, config, compare=baseline if path != baseline else None)
+        for name, path in predictions.items()
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tokenizer", type=Path, required=True, help="tokenizer folder with the style tags")
+    parser.add_argument("--clips", type=int, default=16)
+    parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--manifest", type=Path, help="test manifest for the accuracy table")
+    parser.add_argument("--models", nargs="*", default=[], help="name=path.nemo; the first is the baseline")
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "ctc_pc.json")
+    args = parser.parse_args()
+
+    import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
+
+    report = {"clips": args.clips, "seconds": args.seconds, "threads": torch.get_num_threads()}
+    report["cost"] = cost_table(args.tokenizer, args.clips, args.seconds, args.repeats)
+    if args.models:
+        if args.manifest is None:
+            parser.error("--models needs --manifest")
+        models = dict(item.split("=", 1) for item in args.models)
+        report["accuracy"] = accuracy_table(models, args.manifest, args.out.parent)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2, default=str) + "\n")
+    print(json.dumps(report["cost"], indent=2))
+
+
+if __name__ == "__main__":
+    main()
