@@ -135,15 +135,33 @@ def derive_labels(written: str, spoken: str, max_gap: int = 2, marks: str = DEFA
 
 
 def _units(book: BookWords, spoken_words: list[str], max_gap: int, marks: str) -> list[_Unit]:
-    """One unit per matched word pair and one per merged run of edits."""
+    """One unit per matched word pair and one per merged run of edits.
+
+    Written words glued together without a space ("noah.smith@example.net", "1-800-772-1213") are aligned as one
+    token, so they are never split between a span and its neighbours.
+    """
+    groups: list[tuple[int, int]] = []
+    for i in range(len(book)):
+        if groups and not book.space[i - 1]:
+            groups[-1] = (groups[-1][0], i + 1)
+        else:
+            groups.append((i, i + 1))
+    keys = [fold_case(span_written(book, a, b)) for a, b in groups]
     units: list[_Unit] = []
-    for tag, w0, w1, s0, s1 in Levenshtein.opcodes([fold_case(w) for w in book.surface], spoken_words):
+    for tag, g0, g1, s0, s1 in Levenshtein.opcodes(keys, spoken_words):
+        w0 = groups[g0][0] if g0 < len(groups) else len(book)
+        w1 = groups[g1 - 1][1] if g1 > g0 else w0
         if tag == "equal":
-            units.extend(_Unit(s0 + k, s0 + k + 1, w0 + k, w0 + k + 1, True) for k in range(w1 - w0))
+            units.extend(_Unit(s0 + k, s0 + k + 1, groups[g0 + k][0], groups[g0 + k][1], True) for k in range(g1 - g0))
         else:
             units.append(_Unit(s0, s1, w0, w1, False))
-    breaks = {i for i in range(len(book)) if mark_label(book.after[i], marks) != "O"}
+    breaks = {i for i in range(len(book)) if _written_mark(book, i, marks) != "O"}
     return _merge_gaps(units, max_gap, breaks)
+
+
+def _written_mark(book: BookWords, i: int, marks: str) -> str:
+    """The punctuation label of written word ``i``: its glue's mark, if a space follows (not the "." of "a.com")."""
+    return mark_label(book.after[i], marks) if book.space[i] else "O"
 
 
 def _merge_gaps(units: list[_Unit], max_gap: int, breaks: set[int]) -> list[_Unit]:
@@ -175,10 +193,10 @@ def _between(prev: _Unit, unit: _Unit) -> range:
 def _label_unit(labeled: LabeledText, book: BookWords, unit: _Unit, marks: str) -> None:
     if unit.s1 == unit.s0:
         if unit.w1 > unit.w0 and unit.s0 > 0 and labeled.punct[unit.s0 - 1] == "O":
-            labeled.punct[unit.s0 - 1] = mark_label(book.after[unit.w1 - 1], marks)
+            labeled.punct[unit.s0 - 1] = _written_mark(book, unit.w1 - 1, marks)
         return
     last = unit.s1 - 1
-    labeled.punct[last] = mark_label(book.after[unit.w1 - 1], marks) if unit.w1 > unit.w0 else "O"
+    labeled.punct[last] = _written_mark(book, unit.w1 - 1, marks) if unit.w1 > unit.w0 else "O"
     if unit.equal:
         labeled.case[unit.s0] = case_class(book.surface[unit.w0])
         return

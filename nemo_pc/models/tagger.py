@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -46,7 +47,8 @@ class PCTaggerModel(ModelPT):
             chunks long texts first).
         encoder.pretrained: ``minilm`` (the offline MiniLM), a local BERT directory, or null to build a fresh
             encoder from ``encoder.config`` (BertConfig keyword arguments, e.g. for tests).
-        encoder.config_file: the HF ``config.json``; filled in from ``encoder.pretrained`` and saved in the .nemo.
+        encoder.num_layers: keep only the first layers of the pretrained encoder (null keeps all).
+        encoder.config: the HF BertConfig; filled in from ``encoder.pretrained``, so the .nemo holds it.
         tokenizer.vocab_file: a WordPiece ``vocab.txt``; default the pretrained directory's; saved in the .nemo.
         tokenizer.do_lower_case: whether the tokenizer lower-cases (true for uncased BERTs).
         train_ds, validation_ds: ``manifest_filepath`` (tagger JSON lines), ``batch_size``, ``shuffle``,
@@ -57,11 +59,9 @@ class PCTaggerModel(ModelPT):
     def __init__(self, cfg: DictConfig, trainer: Trainer | None = None) -> None:
         cfg = cfg if isinstance(cfg, DictConfig) else OmegaConf.create(cfg)
         pretrained = None if self._is_model_being_restored() else _resolve_pretrained(cfg.encoder.get("pretrained"))
-        with open_dict(cfg):
-            if pretrained:
-                cfg.encoder.config_file = os.path.join(pretrained, "config.json")
-                if not cfg.tokenizer.get("vocab_file"):
-                    cfg.tokenizer.vocab_file = os.path.join(pretrained, "vocab.txt")
+        if pretrained and not cfg.tokenizer.get("vocab_file"):
+            with open_dict(cfg):
+                cfg.tokenizer.vocab_file = os.path.join(pretrained, "vocab.txt")
         self.tokenizer = self._setup_tokenizer(cfg.tokenizer)
         self.tasks = list(cfg.get("tasks", list(TASK_LABELS)))
         super().__init__(cfg=cfg, trainer=trainer)
@@ -79,16 +79,19 @@ class PCTaggerModel(ModelPT):
         return BertTokenizer(vocab=vocab_file, do_lower_case=bool(tokenizer_cfg.get("do_lower_case", True)))
 
     def _setup_encoder(self, encoder_cfg: DictConfig, pretrained: str | None) -> nn.Module:
+        """Loads the pretrained encoder (its config is then written into ``encoder.config``, so that the .nemo
+        restores it without the pretrained directory) or builds one from ``encoder.config``."""
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from transformers import BertConfig, BertModel
 
         if pretrained:
-            self.register_artifact("encoder.config_file", encoder_cfg.config_file)
-            return BertModel.from_pretrained(pretrained, add_pooling_layer=False, local_files_only=True)
-        if encoder_cfg.get("config_file"):
-            config = BertConfig.from_json_file(self.register_artifact("encoder.config_file", encoder_cfg.config_file))
-        else:
-            config = BertConfig(**OmegaConf.to_container(encoder_cfg.config, resolve=True))
+            layers = encoder_cfg.get("num_layers")
+            model = BertModel.from_pretrained(pretrained, add_pooling_layer=False, local_files_only=True,
+                                              **({"num_hidden_layers": int(layers)} if layers else {}))  # fmt: skip
+            with open_dict(self._cfg):
+                self._cfg.encoder.config = json.loads(model.config.to_json_string(use_diff=False))
+            return model
+        config = BertConfig(**OmegaConf.to_container(encoder_cfg.config, resolve=True))
         config.vocab_size = max(config.vocab_size, len(self.tokenizer))
         return BertModel(config, add_pooling_layer=False)
 

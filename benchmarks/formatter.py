@@ -1,0 +1,110 @@
+"""The text formatter against its baselines on held-out documents (papers/003 Table 2), in one run.
+
+Quality: PER, case CER, M-WER and I-WER of every system on the test documents of ``nemo-pc formatter-data``
+(references are the documents' written forms, I-WER regions come from their spoken forms). Speed: wall time of
+every system on the same short (~400-word) and long (~5,000-word) texts cut from the test documents' spoken
+words, measured one after the other in this process. Prints a table and writes JSON.
+
+    .venv/bin/python benchmarks/formatter.py --data-dir formatter_data --tagger PCTagger.nemo \
+        --rewriter SpanRewriter.nemo --seq2seq FullSeq2Seq.nemo \
+        --separate PCTagger_punct.nemo,PCTagger_case.nemo,PCTagger_itn.nemo --wfst --json bench.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from nemo_pc.data.manifest import read_manifest, write_text_atomic
+from nemo_pc.metrics.accumulator import Totals, build_metrics, utterance_counts
+
+METRICS = ("per", "cer", "m_wer", "i_wer")
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data-dir", required=True, help="output of nemo-pc formatter-data")
+    parser.add_argument("--tagger", required=True)
+    parser.add_argument("--rewriter", required=True)
+    parser.add_argument("--seq2seq", default=None, help="full seq2seq baseline .nemo (task=full)")
+    parser.add_argument("--separate", default=None, help="punct,case,itn single-head tagger .nemo files")
+    parser.add_argument("--wfst", action="store_true", help="include NeMo WFST ITN")
+    parser.add_argument("--max-docs", type=int, default=150, help="test documents scored (default 150)")
+    parser.add_argument("--short-words", type=int, default=400)
+    parser.add_argument("--long-words", type=int, default=5000)
+    parser.add_argument("--short-texts", type=int, default=5)
+    parser.add_argument("--cache-dir", default=None, help="WFST grammar cache")
+    parser.add_argument("--json", default=None)
+    return parser.parse_args()
+
+
+def systems(args: argparse.Namespace) -> dict:
+    from nemo_pc.formatter.baselines import SeparateTaggers, Seq2SeqFormatter, WfstItn
+    from nemo_pc.formatter.pipeline import TextFormatter
+    from nemo_pc.models.rewriter import SpanRewriterModel
+
+    formatter = TextFormatter.from_files(args.tagger, args.rewriter)
+    out = {"formatter": formatter}
+    if args.separate:
+        paths = dict(zip(("punct", "case", "itn"), args.separate.split(","), strict=True))
+        out["separate taggers"] = TextFormatter(SeparateTaggers.from_files(paths), formatter.rewriter)
+    if args.seq2seq:
+        out["full seq2seq"] = Seq2SeqFormatter(SpanRewriterModel.restore_from(args.seq2seq, map_location="cpu"))
+    if args.wfst:
+        out["NeMo WFST ITN"] = WfstItn(args.cache_dir)
+    return out
+
+
+def quality(system, docs: list[dict]) -> dict:
+    outputs = system.format([doc["spoken"] for doc in docs])
+    totals = Totals()
+    for doc, hyp in zip(docs, outputs, strict=True):
+        for key, value in utterance_counts(doc["written"], hyp, spoken=doc["spoken"]).items():
+            totals[key] += value
+    metrics = {m.name: float(m.value(totals)) for m in build_metrics() if m.name in METRICS}
+    return {**metrics, "example": outputs[0][:300]}
+
+
+def timing_texts(docs: list[dict], words: int, count: int) -> list[str]:
+    """``count`` texts of ``words`` spoken words, consecutive words of the documents (repeated if too few)."""
+    pool = " ".join(doc["spoken"] for doc in docs).split()
+    pool = pool * (count * words // max(len(pool), 1) + 1)
+    return [" ".join(pool[k * words : (k + 1) * words]) for k in range(count)]
+
+
+def timed(system, texts: list[str]) -> float:
+    start = time.perf_counter()
+    system.format(texts)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    args = parse_args()
+    docs = read_manifest(Path(args.data_dir) / "test_documents.json")[: args.max_docs]
+    short = timing_texts(docs, args.short_words, args.short_texts)
+    long = timing_texts(docs, args.long_words, 1)
+    results = {}
+    for name, system in systems(args).items():
+        row = quality(system, docs)
+        row["time_short_s"] = timed(system, short)
+        row["time_long_s"] = timed(system, long)
+        results[name] = row
+        print(name, json.dumps({k: v for k, v in row.items() if k != "example"}), flush=True)
+    base = results["formatter"]
+    for row in results.values():
+        row["long_time_vs_formatter"] = row["time_long_s"] / base["time_long_s"]
+    print(
+        f"\n{len(docs)} test documents; short: {len(short)} x {args.short_words} words; long: {args.long_words} words"
+    )
+    print(f"{'system':<18} {'PER':>7} {'CER':>7} {'M-WER':>7} {'I-WER':>7} {'short s':>8} {'long s':>8} {'x long':>7}")
+    for name, r in results.items():
+        print(f"{name:<18} {r['per']:7.1%} {r['cer']:7.1%} {r['m_wer']:7.1%} {r['i_wer']:7.1%} "
+              f"{r['time_short_s']:8.2f} {r['time_long_s']:8.2f} {r['long_time_vs_formatter']:7.1f}")  # fmt: skip
+    if args.json:
+        write_text_atomic(args.json, json.dumps({"documents": len(docs), "results": results}, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

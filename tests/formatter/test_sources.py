@@ -1,0 +1,42 @@
+import json
+
+import pytest
+
+from nemo_pc.formatter.sources import (
+    document_split,
+    fortune_documents,
+    load_documents,
+    synthetic_documents,
+    wiki_documents,
+)
+
+
+def test_document_split_is_stable_and_roughly_proportional():
+    splits = [document_split(f"doc:{k}", dev=0.1, test=0.2) for k in range(2000)]
+    assert splits == [document_split(f"doc:{k}", dev=0.1, test=0.2) for k in range(2000)]
+    assert 0.15 < splits.count("test") / 2000 < 0.25 and 0.06 < splits.count("dev") / 2000 < 0.14
+
+
+def test_fortunes_are_one_document_each(tmp_path):
+    (tmp_path / "jokes").write_text("First fortune,\nover two lines.\n%\nSecond one.\n%\n")
+    (tmp_path / "jokes.dat").write_bytes(b"\0\1")
+    docs = fortune_documents(tmp_path)
+    assert [d.text for d in docs] == ["First fortune, over two lines.", "Second one."]
+    assert docs[0].doc_id == "fortunes:jokes:0" and docs[0].source == "fortunes"
+    with pytest.raises(FileNotFoundError, match="fortunes"):
+        fortune_documents(tmp_path / "missing")
+
+
+def test_wiki_articles_are_documents(tmp_path):
+    path = tmp_path / "summaries_en-us.json"
+    path.write_text(json.dumps({"B": {"extract": "Bee  text."}, "A": {"extract": "Ant text."}, "C": {"extract": ""}}))
+    assert [(d.doc_id, d.text) for d in wiki_documents(path)] == [("wiki:A", "Ant text."), ("wiki:B", "Bee text.")]
+
+
+def test_synthetic_documents_carry_their_spoken_forms_and_caps_apply(tmp_path):
+    docs = synthetic_documents(10, seed=1, per_document=4)
+    assert [len(d.pairs) for d in docs] == [4, 4, 2]
+    capped = load_documents(["synthetic"], tmp_path, max_documents=2, synthetic=40)
+    assert len(capped) == 2
+    with pytest.raises(ValueError, match="unknown text source"):
+        load_documents(["web"], tmp_path)
