@@ -37,10 +37,6 @@ class StateSpec:
 
 def export_for_onnxruntime(model: Any, folder: str | Path) -> Path:
     """Exports an :class:`~nemo_pc.models.EncDecRNNTPCBPEModel` for :class:`OnnxRNNTPCRunner`; returns ``folder``."""
-    import shutil
-
-    import torch
-
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     model.eval()
@@ -58,9 +54,7 @@ def export_for_onnxruntime(model: Any, folder: str | Path) -> Path:
         "modes": [int(mode) for mode in model.head_modes],
     }
     (folder / RUNNER_CONFIG).write_text(json.dumps(config, indent=1), encoding="utf-8")
-    shutil.copyfile(model.tokenizer.tokenizer_path if hasattr(model.tokenizer, "tokenizer_path")
-                    else model.cfg.tokenizer.model_path, folder / "tokenizer.model")  # fmt: skip
-    del torch
+    (folder / "tokenizer.model").write_bytes(model.tokenizer.tokenizer.serialized_model_proto())
     return folder
 
 

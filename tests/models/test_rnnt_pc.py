@@ -1,0 +1,243 @@
+"""EncDecRNNTPCBPEModel: every decoder variant trains, memorizes, round-trips, exports and decodes in both modes."""
+
+import json
+import math
+import subprocess
+import sys
+
+import lightning.pytorch as pl
+import pytest
+import torch
+from omegaconf import OmegaConf
+
+from nemo_pc.data.pc_dataset import pc_dataloader_from_config
+from nemo_pc.models import EncDecRNNTPCBPEModel
+from nemo_pc.parts.onnx_rnnt import OnnxRNNTPCRunner, export_for_onnxruntime
+from nemo_pc.parts.text import normalize
+from nemo_pc.testing.asr import UTTERANCES, tiny_model_config, train_tokenizer, write_pc_manifest
+
+VARIANTS = {
+    "single_normalized": {"decoders": "single", "target": "normalized"},
+    "single_punctuated": {"decoders": "single", "target": "punctuated"},
+    "dual": {"decoders": "dual"},
+    "conditioned": {"decoders": "conditioned"},
+    "conditioned_stateless": {"decoders": "conditioned", "predictor": "stateless"},
+}
+STEPS = 150
+NATIVE = {"single_normalized": ["normalized"], "single_punctuated": ["punctuated"]}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("rnnt_pc")
+    manifest = write_pc_manifest(folder)
+    return {"folder": folder, "manifest": manifest, "tokenizer": train_tokenizer(manifest, folder / "tokenizer")}
+
+
+def _config(corpus, variant, **overrides):
+    config = OmegaConf.create(tiny_model_config(corpus["tokenizer"], train_manifest=corpus["manifest"],
+                                                **VARIANTS[variant], **overrides))  # fmt: skip
+    config.loss.loss_name = "pytorch"  # the fastest RNN-T loss for tiny CPU models
+    return config
+
+
+class _Losses(pl.Callback):
+    def __init__(self):
+        self.values = []
+
+    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
+        self.values.append(float(outputs["loss"]))
+
+
+def _trainer(steps, callback):
+    return pl.Trainer(
+        max_steps=steps, gradient_clip_val=1.0, accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False,
+        enable_model_summary=False, num_sanity_val_steps=0, limit_val_batches=0, log_every_n_steps=steps,
+        callbacks=[callback],
+    )  # fmt: skip
+
+
+_TRAINED = {}
+
+
+@pytest.fixture(scope="module")
+def trained(corpus):
+    def get(variant):
+        if variant not in _TRAINED:
+            pl.seed_everything(0)
+            losses = _Losses()
+            trainer = _trainer(STEPS, losses)
+            model = EncDecRNNTPCBPEModel(cfg=_config(corpus, variant, lr=0.003), trainer=trainer)
+            trainer.fit(model)
+            model.eval()
+            _TRAINED[variant] = (model, losses.values, trainer)
+        return _TRAINED[variant]
+
+    return get
+
+
+def _audio(corpus):
+    return [str(corpus["folder"] / "wav" / f"utt{index}.wav") for index in range(len(UTTERANCES))]
+
+
+def _texts(hypotheses):
+    return [hyp.text if hasattr(hyp, "text") else hyp for hyp in hypotheses]
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_training_steps_run_with_finite_loss_and_training_wer(trained, variant):
+    _, losses, trainer = trained(variant)
+    assert len(losses) == STEPS and all(math.isfinite(loss) for loss in losses)
+    wer = trainer.callback_metrics["training_batch_wer"]  # NeMo's step computed it, per mode, on the last step
+    assert math.isfinite(float(wer)) and float(wer) >= 0.0
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_overfitting_lowers_the_loss_and_memorizes_an_utterance(trained, corpus, variant):
+    model, losses, _ = trained(variant)
+    assert losses[-1] < 0.05 * losses[0]
+    texts = [text for text, _ in UTTERANCES[:2]]
+    expected = {"normalized": [normalize(text) for text in texts], "punctuated": texts}
+    for mode in NATIVE.get(variant, ["normalized", "punctuated"]):
+        assert _texts(model.transcribe(_audio(corpus)[:2], mode=mode, verbose=False)) == expected[mode], mode
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_both_equals_the_two_single_mode_calls(trained, corpus, variant):
+    model, _, _ = trained(variant)
+    audio = _audio(corpus)
+    if variant == "single_normalized":
+        with pytest.raises(ValueError, match="mode"):
+            model.transcribe(audio, mode="both", verbose=False)
+        return
+    both = model.transcribe(audio, mode="both", verbose=False, batch_size=2)
+    for mode in ("normalized", "punctuated"):
+        assert _texts(both[mode]) == _texts(model.transcribe(audio, mode=mode, verbose=False, batch_size=2))
+    assert _texts(both["normalized"]) != _texts(both["punctuated"])
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_nemo_file_round_trip(trained, corpus, variant, tmp_path):
+    model, _, _ = trained(variant)
+    path = tmp_path / f"{variant}.nemo"
+    model.save_to(str(path))
+    restored = EncDecRNNTPCBPEModel.restore_from(str(path), map_location="cpu")
+    assert type(restored.decoder) is type(model.decoder) and restored.head_modes == model.head_modes
+    for name, value in model.state_dict().items():
+        assert torch.equal(value, restored.state_dict()[name]), name
+    for mode in NATIVE.get(variant, ["normalized", "punctuated"]):
+        assert _texts(restored.transcribe(_audio(corpus), mode=mode, verbose=False)) == _texts(
+            model.transcribe(_audio(corpus), mode=mode, verbose=False)
+        )
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_onnx_greedy_equals_pytorch_greedy(trained, corpus, variant, tmp_path):
+    model, _, _ = trained(variant)
+    runner = OnnxRNNTPCRunner(export_for_onnxruntime(model, tmp_path / "onnx"))
+    loader = pc_dataloader_from_config({"manifest_filepath": str(corpus["manifest"]), "batch_size": 4}, model.tokenizer)
+    batch = next(iter(loader))
+    with torch.no_grad():
+        features, lengths = model.preprocessor(input_signal=batch.audio, length=batch.audio_len)
+    for mode in model.head_modes:
+        name = ("normalized", "punctuated")[mode]
+        onnx_texts = runner.transcribe_features(features.numpy(), lengths.numpy(), [mode] * 4)
+        assert onnx_texts == _texts(model.transcribe(_audio(corpus), mode=name, verbose=False, batch_size=4)), name
+    if len(model.head_modes) == 2:
+        both = runner.transcribe_both(features.numpy(), lengths.numpy())
+        assert both["punctuated"] == runner.transcribe_features(features.numpy(), lengths.numpy(), [1] * 4)
+    training = model.training  # the export leaves the model usable for training
+    assert model.decoder_joint.joint is model.joint and not training
+
+
+def test_change_decoding_strategy_applies_to_every_head(trained, corpus):
+    model, _, _ = trained("dual")
+    before = {mode: _texts(model.transcribe(_audio(corpus), mode=mode, verbose=False)) for mode in ("normalized", "punctuated")}
+    model.change_decoding_strategy(OmegaConf.create({"strategy": "greedy", "greedy": {"max_symbols": 1}}))
+    try:
+        assert all(decoding.cfg.strategy == "greedy" for decoding in model.decodings.values())
+        assert model.decoding is model.decodings[1]
+        after = {mode: _texts(model.transcribe(_audio(corpus), mode=mode, verbose=False)) for mode in before}
+        assert all(len(a) <= len(b) for mode in before for a, b in zip(after[mode], before[mode]))
+    finally:
+        model.change_decoding_strategy(OmegaConf.create({"strategy": "greedy_batch", "greedy": {"max_symbols": 10}}))
+
+
+def test_unknown_mode_is_refused_naming_the_argument(trained, corpus):
+    model, _, _ = trained("conditioned")
+    with pytest.raises(ValueError, match="mode must be one of"):
+        model.transcribe(_audio(corpus), mode="shouting", verbose=False)
+
+
+def _batch_loss(model, batch):
+    """The loss NeMo's training step computes, on the duplicated batch."""
+    with model._routed(batch) as (audio, audio_len, targets, target_len):
+        encoded, encoded_len = model.forward(input_signal=audio, input_signal_length=audio_len)
+        decoded, _, _ = model.decoder(targets=targets, target_length=target_len)
+        joint = model.joint(encoder_outputs=encoded, decoder_outputs=decoded)
+        return model.loss(log_probs=joint, targets=targets, input_lengths=encoded_len, target_lengths=target_len)
+
+
+@pytest.mark.parametrize("variant", ["dual", "conditioned"])
+def test_pc_fraction_zero_removes_the_punctuated_loss(corpus, variant):
+    model = EncDecRNNTPCBPEModel(cfg=_config(corpus, variant, pc_fraction=0.0))
+    config = dict(model.cfg.train_ds, batch_size=4, shuffle=False)
+    masked = next(iter(pc_dataloader_from_config(config, model.tokenizer)))
+    full = next(iter(pc_dataloader_from_config(dict(config, pc_fraction=1.0), model.tokenizer)))
+    assert not masked.p_mask.any() and full.p_mask.tolist() == [True, True, True, False]
+    model.train()
+    loss = _batch_loss(model, masked)
+    assert float(model.loss.last_terms[1]) == 0.0
+    weight_n = 1.0 if variant == "dual" else 0.5
+    assert torch.isclose(loss, weight_n * model.loss.last_terms[0])
+    loss.backward()
+    if variant == "dual":
+        assert all(p.grad is None or not p.grad.any() for p in model.decoder.head(1).parameters())
+        assert any(p.grad is not None and p.grad.any() for p in model.decoder.head(0).parameters())
+    model.zero_grad()
+    _batch_loss(model, full)
+    assert float(model.loss.last_terms[1]) > 0.0
+
+
+SCRIPT = """
+import json, sys, torch
+from omegaconf import OmegaConf
+from nemo.collections.asr.models.aed_multitask_models import parse_multitask_prompt
+from nemo.collections.asr.parts.submodules.rnnt_decoding import RNNTDecodingConfig
+from nemo.collections.asr.parts.utils.transcribe_utils import setup_model
+assert "nemo_pc" not in sys.modules
+cfg = OmegaConf.create({"model_path": sys.argv[1], "pretrained_name": None})
+model, name = setup_model(cfg, torch.device("cpu"))
+model.change_decoding_strategy(OmegaConf.structured(RNNTDecodingConfig(fused_batch_size=-1)))
+out = {}
+for prompt in ({}, {"mode": "normalized"}):
+    override = model.get_transcribe_config()
+    override.batch_size = 2
+    override.num_workers = 0
+    override.return_hypotheses = True
+    override.text_field = "text"
+    if hasattr(override, "prompt"):
+        override.prompt = parse_multitask_prompt(prompt)
+    out[prompt.get("mode", "default")] = [h.text for h in model.transcribe(audio=sys.argv[2], override_config=override)]
+print(json.dumps(out))
+"""
+
+
+def test_stock_transcribe_speech_path_restores_and_switches_mode(trained, corpus, tmp_path):
+    model, _, _ = trained("conditioned")
+    path = tmp_path / "conditioned.nemo"
+    model.save_to(str(path))
+    done = subprocess.run([sys.executable, "-c", SCRIPT, str(path), str(corpus["manifest"])],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["default"] == _texts(model.transcribe(_audio(corpus), mode="punctuated", verbose=False))
+    assert out["normalized"] == _texts(model.transcribe(_audio(corpus), mode="normalized", verbose=False))
