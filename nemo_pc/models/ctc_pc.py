@@ -90,6 +90,11 @@ class EncDecCTCPCBPEModel(EncDecCTCModelBPE):
             self.inter_decoder = self.from_config_dict(self.cfg.decoder)
         if pc.style_embedding.layers:
             self.style_embedding = StyleEmbedding(self.encoder.d_model, pc.style_embedding.layers, len(layers))
+            if self.cfg.encoder.get("conv_norm_type", "batch_norm") == "batch_norm":
+                logging.warning(
+                    "pc.style_embedding with batch-norm convolutions: the running statistics mix both styles; "
+                    "set encoder.conv_norm_type=layer_norm"
+                )
         if self.style_branch is not None and self.style_embedding is not None:
             raise ValueError("pc.style_layers and pc.style_embedding are alternatives; configure one of them")
         self._taps = LayerTaps(layers, self._tapped_layers())
