@@ -1,0 +1,55 @@
+"""The cased, punctuated SentencePiece tokenizer and ``nemo-pc build-tokenizer``."""
+
+import json
+
+import pytest
+import sentencepiece
+
+from nemo_pc.cli import main
+from nemo_pc.data.manifest import ManifestError
+from nemo_pc.data.tokenizer import build_tokenizer, tokenizer_dir_name, tokenizer_training_lines
+from nemo_pc.testing.asr import write_pc_manifest
+
+TEXTS = [("Hello, world! Is it me?", "book"), ("We met Anna; she said: go.", "book"), ("no marks here", "none")]
+
+
+@pytest.fixture
+def manifest(tmp_path):
+    return write_pc_manifest(tmp_path, TEXTS, duration=0.2)
+
+
+def test_training_lines_are_punctuated_then_normalized_with_the_mark_map(manifest):
+    assert tokenizer_training_lines([manifest]) == [
+        "Hello, world. Is it me?", "hello world is it me",
+        "We met Anna. she said, go.", "we met anna she said go",
+        "no marks here", "no marks here",
+    ]  # fmt: skip
+
+
+def test_tokenizer_keeps_case_and_marks(manifest, tmp_path):
+    folder = build_tokenizer([manifest], tmp_path / "tok", vocab_size=40)
+    assert folder.name == tokenizer_dir_name(40) == "tokenizer_spe_bpe_v40"
+    model = sentencepiece.SentencePieceProcessor(model_file=str(folder / "tokenizer.model"))
+    for text in ("Hello, world. Is it me?", "hello world is it me"):
+        assert model.decode(model.encode(text)) == text
+    assert (folder / "vocab.txt").is_file()
+
+
+def test_command_builds_the_tokenizer(manifest, tmp_path, capsys):
+    assert main(["build-tokenizer", str(manifest), "--output-dir", str(tmp_path / "out"), "--vocab-size", "40"]) == 0
+    assert capsys.readouterr().out.strip().endswith("tokenizer_spe_bpe_v40")
+
+
+def test_a_manifest_without_text_normalized_names_the_line(tmp_path, capsys):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"audio_filepath": "a.wav", "duration": 1.0, "text": "Hi."}) + "\n")
+    with pytest.raises(ManifestError, match="missing field 'text_normalized'") as err:
+        build_tokenizer([path], tmp_path / "tok", vocab_size=40)
+    assert str(err.value).startswith(f"{path}:1:")
+    assert main(["build-tokenizer", str(path), "--output-dir", str(tmp_path / "tok")]) == 2
+    assert f"{path}:1:" in capsys.readouterr().out
+
+
+def test_bad_arguments_are_named(manifest, tmp_path):
+    with pytest.raises(ValueError, match="tokenizer_type"):
+        build_tokenizer([manifest], tmp_path, tokenizer_type="wordpiece")

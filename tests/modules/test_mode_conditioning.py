@@ -1,0 +1,114 @@
+"""Mode-conditioned predictors, per-mode heads and the mode-taking export step, on tiny random modules."""
+
+import pytest
+import torch
+from nemo.collections.asr.modules import RNNTJoint
+
+from nemo_pc.modules import (
+    DualRNNTDecoder,
+    DualRNNTJoint,
+    ModeConditionedRNNTDecoder,
+    ModeConditionedStatelessDecoder,
+    ModeDecoderJoint,
+    route_rows,
+)
+
+VOCAB = 11
+
+
+def _lstm():
+    torch.manual_seed(0)
+    return ModeConditionedRNNTDecoder({"pred_hidden": 32, "pred_rnn_layers": 1}, VOCAB, mode_dim=12).eval()
+
+
+def _stateless():
+    torch.manual_seed(0)
+    return ModeConditionedStatelessDecoder({"pred_hidden": 32}, VOCAB, context_size=2, mode_dim=12).eval()
+
+
+def _joint():
+    torch.manual_seed(1)
+    jointnet = {"joint_hidden": 16, "activation": "relu", "dropout": 0.0, "encoder_hidden": 24, "pred_hidden": 32}
+    return RNNTJoint(jointnet=jointnet, num_classes=VOCAB).eval()
+
+
+TARGETS = torch.tensor([[1, 2, 3], [4, 5, 0]])
+LENGTHS = torch.tensor([3, 2])
+
+
+@pytest.mark.parametrize("make", [_lstm, _stateless])
+def test_the_mode_changes_every_position_the_start_included(make):
+    decoder = make()
+    with decoder.using_mode(0):
+        normalized = decoder(targets=TARGETS, target_length=LENGTHS)[0]
+    with decoder.using_mode(1):
+        punctuated = decoder(targets=TARGETS, target_length=LENGTHS)[0]
+    assert normalized.shape == (2, 32, 4)
+    assert ((normalized - punctuated).abs().sum(dim=1) > 0).all()  # at every position, the start symbol too
+    assert decoder.mode == 0
+
+
+@pytest.mark.parametrize("make", [_lstm, _stateless])
+def test_one_mode_per_row_equals_one_mode_per_batch(make):
+    decoder = make()
+    with decoder.using_mode(torch.tensor([1, 0])):
+        mixed = decoder(targets=TARGETS, target_length=LENGTHS)[0]
+    for row, mode in enumerate([1, 0]):
+        with decoder.using_mode(mode):
+            assert torch.allclose(mixed[row], decoder(targets=TARGETS, target_length=LENGTHS)[0][row], atol=1e-6)
+
+
+def test_the_token_embedding_leaves_room_for_the_mode():
+    decoder = _lstm()
+    assert decoder.prediction["embed"].embedding_dim == 20 and decoder.mode_embed.embedding_dim == 12
+    with pytest.raises(ValueError, match="mode_dim"):
+        ModeConditionedRNNTDecoder({"pred_hidden": 12, "pred_rnn_layers": 1}, VOCAB, mode_dim=12)
+    with pytest.raises(ValueError, match="mode must be in"):
+        decoder.set_mode(2)
+
+
+def test_route_rows_puts_outputs_back_in_row_order():
+    modes = torch.tensor([1, 0, 1])
+    out = route_rows(modes, lambda mode, rows: (rows * 10 + mode).float().unsqueeze(1))
+    assert out.squeeze(1).tolist() == [1.0, 10.0, 21.0]
+
+
+def _dual():
+    torch.manual_seed(0)
+    decoder = DualRNNTDecoder({"prednet": {"pred_hidden": 32, "pred_rnn_layers": 1}}, VOCAB).eval()
+    jointnet = {"joint_hidden": 16, "activation": "relu", "dropout": 0.0, "encoder_hidden": 24, "pred_hidden": 32}
+    return decoder, DualRNNTJoint(jointnet, VOCAB).eval()
+
+
+def test_dual_heads_route_rows_and_answer_for_the_current_mode():
+    decoder, joint = _dual()
+    encoded = torch.randn(2, 24, 5)
+    with decoder.using_mode(torch.tensor([0, 1])), joint.using_mode(torch.tensor([0, 1])):
+        g = decoder(targets=TARGETS, target_length=LENGTHS)[0]
+        mixed = joint(encoder_outputs=encoded, decoder_outputs=g)
+    for row in range(2):
+        head_g = decoder.head(row)(targets=TARGETS, target_length=LENGTHS)[0]
+        expected = joint.head(row)(encoder_outputs=encoded, decoder_outputs=head_g)
+        assert torch.allclose(mixed[row], expected[row], atol=1e-6)
+    with decoder.using_mode(1):
+        assert decoder.predict.__self__ is decoder.head(1) and decoder.blank_idx == VOCAB
+    assert sum(p.numel() for p in decoder.parameters()) == 2 * sum(p.numel() for p in decoder.head(0).parameters())
+
+
+@pytest.mark.parametrize("make", ["conditioned_lstm", "conditioned_stateless", "dual"])
+def test_export_step_takes_the_mode_per_row(make):
+    if make == "dual":
+        decoder, joint = _dual()
+    else:
+        decoder, joint = (_lstm() if make == "conditioned_lstm" else _stateless()), _joint()
+    step = ModeDecoderJoint(decoder, joint).eval()
+    encoded = torch.randn(2, 24, 1)
+    targets = torch.tensor([[3], [VOCAB]])
+    states = step.initial_states(2)
+    out = step(encoded, targets, torch.ones(2, dtype=torch.long), torch.tensor([1, 0]), *states)
+    assert out[0].shape == (2, 1, 1, VOCAB + 1) and len(out) == 2 + len(states)
+    for row, mode in enumerate([1, 0]):
+        alone = step(encoded, targets, torch.ones(2, dtype=torch.long), torch.tensor([mode, mode]), *states)
+        assert torch.allclose(out[0][row], alone[0][row], atol=1e-6)
+    names = list(step.input_types)
+    assert names[:4] == ["encoder_outputs", "targets", "target_length", "mode"] and len(names) == 4 + len(states)
