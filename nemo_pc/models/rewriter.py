@@ -14,12 +14,12 @@ from nemo_pc.formatter.tokenizer import load_rewriter_tokenizer
 
 DEFAULT_BART = {
     "d_model": 256,
-    "encoder_layers": 3,
-    "decoder_layers": 3,
+    "encoder_layers": 2,
+    "decoder_layers": 2,
     "encoder_attention_heads": 4,
     "decoder_attention_heads": 4,
-    "encoder_ffn_dim": 1024,
-    "decoder_ffn_dim": 1024,
+    "encoder_ffn_dim": 768,
+    "decoder_ffn_dim": 768,
     "max_position_embeddings": 256,
     "dropout": 0.1,
 }

@@ -39,3 +39,17 @@ def test_join_labeled_shifts_spans():
     a, b = (derive_labels(w, s) for w, s in WRITTEN_SPOKEN[:2])
     joined = join_labeled([a, b])
     assert joined.reference() == f"{WRITTEN_SPOKEN[0][0]} {WRITTEN_SPOKEN[1][0]}"
+
+
+def test_formatter_data_command_builds_synthetic_data(tmp_path, capsys):
+    from nemo_pc.cli import main
+
+    out = tmp_path / "data"
+    args = ["formatter-data", str(out), "--sources", "synthetic", "--synthetic", "60", "--tn", "none",
+            "--tokenizer-vocab", "300", "--dev", "0.2", "--test", "0.2", "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
+    assert main(args) == 0
+    counts = json.loads(capsys.readouterr().out)["counts"]
+    assert counts["train_rewriter"] > 0 and counts["train_tagger"] > 0
+    pairs = read_manifest(out / "train_rewriter.json")
+    assert all(e["input"].count("<span>") == 1 and e["target"] for e in pairs)
+    assert (out / "rewriter_tokenizer.json").is_file()
