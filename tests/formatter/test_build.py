@@ -46,7 +46,8 @@ def test_formatter_data_command_builds_synthetic_data(tmp_path, capsys):
 
     out = tmp_path / "data"
     args = ["formatter-data", str(out), "--sources", "synthetic", "--synthetic", "60", "--tn", "none",
-            "--tokenizer-vocab", "300", "--dev", "0.2", "--test", "0.2", "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
+            "--tokenizer-vocab", "300", "--dev", "0.2", "--test", "0.2",
+            "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
     assert main(args) == 0
     counts = json.loads(capsys.readouterr().out)["counts"]
     assert counts["train_rewriter"] > 0 and counts["train_tagger"] > 0
