@@ -201,7 +201,9 @@ class PCAudioTextDataset(torch.utils.data.Dataset):
             audio = self.featurizer.process(item.audio_filepath, offset=item.offset, duration=0)
         except Exception as err:  # soundfile, librosa and audioread raise many types
             path, line = item.where.rsplit(":", 1)
-            raise ManifestError(path, int(line), f"cannot read audio {item.audio_filepath}: {err}", "bad audio")
+            raise ManifestError(
+                path, int(line), f"cannot read audio {item.audio_filepath}: {err}", "bad audio"
+            ) from err
         if audio.numel() == 0:
             path, line = item.where.rsplit(":", 1)
             raise ManifestError(path, int(line), f"audio {item.audio_filepath} is empty", "bad audio")

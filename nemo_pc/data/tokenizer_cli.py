@@ -12,7 +12,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output-dir", required=True, help="parent folder of tokenizer_spe_<type>_v<size>/")
     parser.add_argument("--vocab-size", type=int, default=256, help="number of pieces (default 256)")
     parser.add_argument("--type", dest="tokenizer_type", choices=("bpe", "unigram"), default="bpe")
-    parser.add_argument("--marks", default=DEFAULT_MARKS, help=f"mark set kept in the text (default {DEFAULT_MARKS!r})")
+    parser.add_argument(
+        "--marks", default=DEFAULT_MARKS, help=f"mark set kept in the text (default {DEFAULT_MARKS!r})"
+    )
     parser.add_argument(
         "--no-normalized", action="store_true", help="train on 'text' only, not also on 'text_normalized'"
     )

@@ -92,7 +92,7 @@ class ModeDecoderJoint(torch.nn.Module, Exportable):
     def forward(self, encoder_outputs, targets, target_length, mode, *states):
         targets = targets.long()
         scores, new_states, offset = [], [], 0
-        for (decoder, joint), kinds in zip(self._pairs, self._state_kinds):
+        for (decoder, joint), kinds in zip(self._pairs, self._state_kinds, strict=True):
             own = list(states[offset : offset + len(kinds)])
             offset += len(kinds)
             previous = decoder.mode if isinstance(decoder, ModeConditioningMixin) else None
@@ -119,6 +119,6 @@ class ModeDecoderJoint(torch.nn.Module, Exportable):
         for module, rnnt_export, log_softmax in self._saved:
             if rnnt_export is not None:
                 module._rnnt_export = rnnt_export
-            if hasattr(module, "log_softmax") and not callable(getattr(module, "log_softmax")):
+            if hasattr(module, "log_softmax") and not callable(module.log_softmax):
                 module.log_softmax = log_softmax
         self._saved = []

@@ -43,8 +43,8 @@ def export_for_onnxruntime(model: Any, folder: str | Path) -> Path:
     model.export(str(folder / "model.onnx"))
     step = model.decoder_joint
     states = []
-    for one, two in zip(step.initial_states(1), step.initial_states(2)):
-        axis = next(index for index, (a, b) in enumerate(zip(one.shape, two.shape)) if a != b)
+    for one, two in zip(step.initial_states(1), step.initial_states(2), strict=True):
+        axis = next(index for index, (a, b) in enumerate(zip(one.shape, two.shape, strict=True)) if a != b)
         fill = float(one.flatten()[0]) if one.numel() else 0.0
         states.append(StateSpec(list(one.shape), axis, str(one.numpy().dtype), fill).__dict__)
     config = {
@@ -78,7 +78,9 @@ class OnnxRNNTPCRunner:
             options.inter_op_num_threads = 1
         providers = ["CPUExecutionProvider"]
         self.encoder = onnxruntime.InferenceSession(str(folder / "encoder-model.onnx"), options, providers=providers)
-        self.step = onnxruntime.InferenceSession(str(folder / "decoder_joint-model.onnx"), options, providers=providers)
+        self.step = onnxruntime.InferenceSession(
+            str(folder / "decoder_joint-model.onnx"), options, providers=providers
+        )
         self.blank_id = config["blank_id"]
         self.max_symbols = config["max_symbols"]
         self.states = [StateSpec(**spec) for spec in config["states"]]
@@ -88,7 +90,7 @@ class OnnxRNNTPCRunner:
 
     def encode(self, features: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Features (B, F, T) and their lengths -> encoder output (B, D, T') and lengths."""
-        feeds = dict(zip(self._encoder_inputs, (features.astype(np.float32), lengths.astype(np.int64))))
+        feeds = dict(zip(self._encoder_inputs, (features.astype(np.float32), lengths.astype(np.int64)), strict=True))
         encoded, encoded_len = self.encoder.run(None, feeds)[:2]
         return encoded, encoded_len
 
@@ -104,7 +106,9 @@ class OnnxRNNTPCRunner:
             active = frame < encoded_len
             frame_out = encoded[:, :, frame : frame + 1]
             for _ in range(self.max_symbols):
-                feeds = dict(zip(self._step_inputs, (frame_out, tokens, ones, modes, *states)))
+                values = {"encoder_outputs": frame_out, "targets": tokens, "target_length": ones, "mode": modes}
+                values.update((f"input_states_{index}", state) for index, state in enumerate(states, start=1))
+                feeds = {name: values[name] for name in self._step_inputs}  # an unused mode input is pruned
                 outputs = self.step.run(None, feeds)
                 labels = outputs[0][:, 0, 0, :].argmax(-1)
                 emit = active & (labels != self.blank_id)
@@ -115,7 +119,7 @@ class OnnxRNNTPCRunner:
                 tokens = np.where(emit[:, None], labels[:, None], tokens).astype(np.int64)
                 states = [
                     np.where(self._batch_mask(emit, spec), new, old)
-                    for spec, new, old in zip(self.states, outputs[2:], states)
+                    for spec, new, old in zip(self.states, outputs[2:], states, strict=True)
                 ]
                 active = emit
         return hyps

@@ -77,7 +77,9 @@ def train_tokenizer(manifest: str | Path, folder: str | Path, vocab_size: int = 
 
 def _predictor(kind: str, pred_hidden: int, conditioned: bool) -> dict:
     if kind == "lstm":
-        target = "nemo_pc.modules.ModeConditionedRNNTDecoder" if conditioned else "nemo.collections.asr.modules.RNNTDecoder"
+        target = (
+            "nemo_pc.modules.ModeConditionedRNNTDecoder" if conditioned else "nemo.collections.asr.modules.RNNTDecoder"
+        )
         config = {"_target_": target, "prednet": {"pred_hidden": pred_hidden, "pred_rnn_layers": 1}}
     elif kind == "stateless":
         target = (
@@ -115,7 +117,11 @@ def tiny_model_config(
     }
     decoder = _predictor(predictor, hidden, conditioned=decoders == "conditioned")
     if decoders == "dual":
-        decoder = {"_target_": "nemo_pc.modules.DualRNNTDecoder", "head_target": decoder.pop("_target_"), "head": decoder}
+        decoder = {
+            "_target_": "nemo_pc.modules.DualRNNTDecoder",
+            "head_target": decoder.pop("_target_"),
+            "head": decoder,
+        }
         joint = {
             "_target_": "nemo_pc.modules.DualRNNTJoint",
             "jointnet": joint.pop("jointnet"),
@@ -141,8 +147,8 @@ def tiny_model_config(
             "_target_": "nemo.collections.asr.modules.ConformerEncoder",
             "feat_in": 40, "n_layers": 2, "d_model": hidden, "subsampling": "striding", "subsampling_factor": 4,
             "subsampling_conv_channels": hidden, "ff_expansion_factor": 2, "self_attention_model": "rel_pos",
-            "n_heads": 2, "conv_kernel_size": 9, "conv_norm_type": "layer_norm", "dropout": 0.0, "dropout_pre_encoder": 0.0, "dropout_emb": 0.0,
-            "dropout_att": 0.0,
+            "n_heads": 2, "conv_kernel_size": 9, "conv_norm_type": "layer_norm", "dropout": 0.0,
+            "dropout_pre_encoder": 0.0, "dropout_emb": 0.0, "dropout_att": 0.0,
         },
         "decoder": decoder,
         "joint": joint,
