@@ -60,8 +60,8 @@ class _Losses(pl.Callback):
 def _trainer(steps, callback):
     return pl.Trainer(
         max_steps=steps, gradient_clip_val=1.0, accelerator="cpu", logger=False, enable_checkpointing=False,
-        enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0, limit_val_batches=0, log_every_n_steps=steps,
-        callbacks=[callback],
+        enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0, limit_val_batches=0,
+        log_every_n_steps=steps, callbacks=[callback],
     )  # fmt: skip
 
 
