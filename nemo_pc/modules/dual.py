@@ -9,15 +9,14 @@ NeMo's decoding algorithms call; :meth:`head` gives a head itself.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import torch
 from nemo.core.classes import NeuralModule
 from omegaconf import DictConfig, OmegaConf
 
-ModeLike = int | torch.Tensor
+from nemo_pc.modules.mode_conditioning import ModeLike, ModeSwitchMixin
 
 
 def route_rows(modes: torch.Tensor, run: Callable[[int, torch.Tensor], torch.Tensor]) -> torch.Tensor:
@@ -33,7 +32,7 @@ def route_rows(modes: torch.Tensor, run: Callable[[int, torch.Tensor], torch.Ten
     return output
 
 
-class _ModeHeads(NeuralModule):
+class _ModeHeads(ModeSwitchMixin, NeuralModule):
     """One NeMo module per mode, chosen by the current mode."""
 
     def __init__(self, head_target: str, head: dict | DictConfig, num_modes: int = 2, **shared: Any) -> None:
@@ -45,25 +44,6 @@ class _ModeHeads(NeuralModule):
         )
         self.num_modes = num_modes
         self._mode: ModeLike = 0
-
-    @property
-    def mode(self) -> ModeLike:
-        return self._mode
-
-    def set_mode(self, mode: ModeLike) -> None:
-        """Selects the head (an ``int``) or routes rows (a ``(B,)`` tensor of mode ids) in ``forward``."""
-        if isinstance(mode, int) and not 0 <= mode < self.num_modes:
-            raise ValueError(f"mode must be in [0, {self.num_modes}), got {mode}")
-        self._mode = mode
-
-    @contextmanager
-    def using_mode(self, mode: ModeLike) -> Iterator[None]:
-        previous = self._mode
-        self.set_mode(mode)
-        try:
-            yield
-        finally:
-            self._mode = previous
 
     def head(self, mode: int) -> torch.nn.Module:
         """The module of one mode."""

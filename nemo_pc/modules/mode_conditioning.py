@@ -19,29 +19,19 @@ from nemo.collections.asr.parts.submodules.stateless_net import StatelessNet
 ModeLike = int | torch.Tensor
 
 
-class ModeConditioningMixin:
-    """The mode embedding and the mode state shared by both conditioned predictors."""
+class ModeSwitchMixin:
+    """The current mode of a module: an id for the whole batch, or a ``(B,)`` tensor with one id per row."""
 
-    mode_dim: int
     num_modes: int
-
-    def _init_mode(self, num_modes: int, mode_dim: int, pred_hidden: int) -> None:
-        if not 0 < mode_dim < pred_hidden:
-            raise ValueError(f"mode_dim must be in (0, pred_hidden={pred_hidden}), got {mode_dim}")
-        if num_modes < 1:
-            raise ValueError(f"num_modes must be positive, got {num_modes}")
-        self.mode_dim = mode_dim
-        self.num_modes = num_modes
-        self.token_dim = pred_hidden - mode_dim
-        self._mode: ModeLike = 0
+    _mode: ModeLike
 
     @property
     def mode(self) -> ModeLike:
-        """The current mode: an id for the whole batch or a ``(B,)`` tensor of ids."""
+        """The current mode."""
         return self._mode
 
     def set_mode(self, mode: ModeLike) -> None:
-        """Sets the mode used by :meth:`predict` and ``forward`` until the next call."""
+        """Sets the mode used until the next call."""
         if isinstance(mode, int) and not 0 <= mode < self.num_modes:
             raise ValueError(f"mode must be in [0, {self.num_modes}), got {mode}")
         self._mode = mode
@@ -55,6 +45,22 @@ class ModeConditioningMixin:
             yield
         finally:
             self._mode = previous
+
+
+class ModeConditioningMixin(ModeSwitchMixin):
+    """The mode embedding shared by both conditioned predictors."""
+
+    mode_dim: int
+
+    def _init_mode(self, num_modes: int, mode_dim: int, pred_hidden: int) -> None:
+        if not 0 < mode_dim < pred_hidden:
+            raise ValueError(f"mode_dim must be in (0, pred_hidden={pred_hidden}), got {mode_dim}")
+        if num_modes < 1:
+            raise ValueError(f"num_modes must be positive, got {num_modes}")
+        self.mode_dim = mode_dim
+        self.num_modes = num_modes
+        self.token_dim = pred_hidden - mode_dim
+        self._mode = 0
 
     def append_mode(self, tokens: torch.Tensor) -> torch.Tensor:
         """Concatenates the mode embedding to token embeddings ``(B, U, token_dim)`` -> ``(B, U, pred_hidden)``."""
