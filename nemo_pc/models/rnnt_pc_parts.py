@@ -126,7 +126,7 @@ class MultiModeWER(torch.nn.Module):
         return scores / words.clamp(min=1.0), scores, words
 
     def reset(self) -> None:
-        self._last = {}
+        """Resets the per-mode metrics; :meth:`per_mode` keeps the last update until the next one."""
         for wer in self.wers.values():
             wer.reset()
 

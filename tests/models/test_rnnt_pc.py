@@ -176,6 +176,30 @@ def test_change_decoding_strategy_applies_to_every_head(trained, corpus):
     ] * 2
 
 
+def test_validation_logs_the_wer_of_each_mode(trained, corpus, tmp_path):
+    import jiwer
+
+    from nemo_pc.data.manifest import read_manifest, write_manifest
+
+    model, _, _ = trained("conditioned")
+    entries = read_manifest(corpus["manifest"])
+    shifted = [dict(entry, text=other["text"], text_normalized=other["text_normalized"], pc_source=other["pc_source"])
+               for entry, other in zip(entries, entries[1:] + entries[:1], strict=True)]  # fmt: skip
+    manifest = write_manifest(tmp_path / "shifted.json", shifted)
+    loader = pc_dataloader_from_config({"manifest_filepath": str(manifest), "batch_size": 2}, model.tokenizer)
+    trainer = pl.Trainer(accelerator="cpu", logger=False, enable_progress_bar=False, enable_model_summary=False)
+    metrics = trainer.validate(model, dataloaders=loader, verbose=False)[0]
+    modes = ("normalized", "punctuated")
+    hyps = {mode: _texts(model.transcribe(_audio(corpus), mode=mode, verbose=False)) for mode in modes}
+    with_p = [index for index, entry in enumerate(shifted) if entry["pc_source"] != "none"]
+    expected_n = jiwer.wer([entry["text_normalized"] for entry in shifted], hyps["normalized"])
+    expected_p = jiwer.wer([shifted[i]["text"] for i in with_p], [hyps["punctuated"][i] for i in with_p])
+    assert expected_n > 0.5 and expected_p > 0.5
+    assert metrics["val_wer_normalized"] == pytest.approx(expected_n)
+    assert metrics["val_wer_punctuated"] == pytest.approx(expected_p)
+    model.eval()
+
+
 def test_unknown_mode_is_refused_naming_the_argument(trained, corpus):
     model, _, _ = trained("conditioned")
     with pytest.raises(ValueError, match="mode must be one of"):
