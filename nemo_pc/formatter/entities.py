@@ -143,7 +143,7 @@ class EntitySynthesizer:
         return f"${dollars}", f"{self._number(dollars)} dollars"
 
     def _year(self, year: int) -> str:
-        if year >= 2000 and self.rng.random() < 0.5:
+        if 2000 <= year < 2010 or (year >= 2000 and self.rng.random() < 0.5):
             return self._number(year)
         return self.inflect.number_to_words(year, group=2).replace(",", "")
 
