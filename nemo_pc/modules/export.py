@@ -111,8 +111,9 @@ class ModeDecoderJoint(torch.nn.Module, Exportable):
         return (output, target_length, *new_states)
 
     def _prepare_for_export(self, **kwargs) -> None:
-        self._saved = [(module, getattr(module, "_rnnt_export", None), getattr(module, "log_softmax", None))
-                       for module in self.modules() if module is not self]  # fmt: skip
+        if not self._saved:  # NeMo calls this twice; the first call sees the modules as they were before export
+            self._saved = [(module, getattr(module, "_rnnt_export", None), getattr(module, "log_softmax", None))
+                           for module in self.modules() if module is not self]  # fmt: skip
         super()._prepare_for_export(**kwargs)
 
     def _export_teardown(self) -> None:

@@ -156,8 +156,13 @@ def test_onnx_greedy_equals_pytorch_greedy(trained, corpus, variant, tmp_path):
     if len(model.head_modes) == 2:
         both = runner.transcribe_both(features.numpy(), lengths.numpy())
         assert both["punctuated"] == runner.transcribe_features(features.numpy(), lengths.numpy(), [1] * 4)
-    training = model.training  # the export leaves the model usable for training
-    assert model.decoder_joint.joint is model.joint and not training
+    # The export leaves the modules as they were: training and decoding still prepend the start symbol.
+    assert not any(getattr(module, "_rnnt_export", False) for module in model.modules())
+    assert all(
+        getattr(module, "log_softmax", None) is None
+        for module in model.joint.modules()
+        if hasattr(module, "log_softmax") and not callable(module.log_softmax)
+    )
 
 
 def test_change_decoding_strategy_applies_to_every_head(trained, corpus):
