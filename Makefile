@@ -48,6 +48,7 @@ demo: install
 bench: install
 	$(PY) benchmarks/bench_evaluate.py
 	$(PY) benchmarks/bench_librispeech_pc.py --work .bench/librispeech_pc --json benchmarks/results/librispeech_pc.json
+	$(PY) benchmarks/rtf_rnnt_pc.py --json benchmarks/results/rtf_rnnt_pc.json
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis

@@ -11,7 +11,7 @@ is a subset of what the tokenizer can write.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from nemo_pc.data.manifest import ManifestError, iter_manifest, require_text
@@ -57,6 +57,8 @@ def build_tokenizer(
     mark_map: Mapping[str, str] | None = None,
     include_normalized: bool = True,
     character_coverage: float = 1.0,
+    user_defined_symbols: Sequence[str] = (),
+    folder_suffix: str = "",
 ) -> Path:
     """Trains the cased, punctuated SentencePiece tokenizer and returns its folder.
 
@@ -69,6 +71,8 @@ def build_tokenizer(
         mark_map: how other marks fold into the set (default :data:`nemo_pc.parts.text.DEFAULT_MARK_MAP`).
         include_normalized: also train on ``text_normalized``.
         character_coverage: SentencePiece's character coverage.
+        user_defined_symbols: pieces that always stay one token (e.g. the style tags of mixed-style targets).
+        folder_suffix: appended to the folder name, e.g. ``_styles``.
 
     Raises:
         ValueError: a bad argument (the message names it).
@@ -83,7 +87,7 @@ def build_tokenizer(
     lines = tokenizer_training_lines(manifests, marks, mark_map, include_normalized)
     if not lines:
         raise ValueError("the manifests hold no utterance to train a tokenizer on")
-    target = Path(output_dir) / tokenizer_dir_name(vocab_size, tokenizer_type)
+    target = Path(output_dir) / (tokenizer_dir_name(vocab_size, tokenizer_type) + folder_suffix)
     target.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target) as tmp:
         corpus = Path(tmp) / "text_corpus.txt"
@@ -96,5 +100,6 @@ def build_tokenizer(
             tokenizer_type=tokenizer_type,
             output_dir=str(target),
             character_coverage=character_coverage,
+            user_defined_symbols=list(user_defined_symbols) or None,
         )
     return target

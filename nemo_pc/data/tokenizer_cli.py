@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from nemo_pc.parts.text import DEFAULT_MARKS
 
@@ -18,11 +19,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-normalized", action="store_true", help="train on 'text' only, not also on 'text_normalized'"
     )
+    parser.add_argument(
+        "--style-tags",
+        action="store_true",
+        help="add the mixed-style tags of the CTC model as user-defined symbols (folder suffix _styles)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     from nemo_pc.data.manifest import ManifestError
     from nemo_pc.data.tokenizer import build_tokenizer
+    from nemo_pc.parts.styles import STYLE_TAGS
 
     try:
         folder = build_tokenizer(
@@ -32,9 +39,11 @@ def run(args: argparse.Namespace) -> int:
             tokenizer_type=args.tokenizer_type,
             marks=args.marks,
             include_normalized=not args.no_normalized,
+            user_defined_symbols=STYLE_TAGS if args.style_tags else (),
+            folder_suffix="_styles" if args.style_tags else "",
         )
     except (ManifestError, ValueError, FileNotFoundError, RuntimeError) as err:
-        print(f"error: {err}")
+        print(f"nemo-pc build-tokenizer: error: {err}", file=sys.stderr)
         return 2
     print(folder)
     return 0

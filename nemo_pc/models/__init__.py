@@ -1,5 +1,6 @@
-"""Models of nemo_pc."""
+"""Models of nemo_pc: the joint P&C RNN-T and the punctuated CTC (ASR), the tagger and rewriter (text)."""
 
+from nemo_pc.models.ctc_pc import EncDecCTCPCBPEModel
 from nemo_pc.models.rnnt_pc import EncDecRNNTPCBPEModel
 
-__all__ = ["EncDecRNNTPCBPEModel"]
+__all__ = ["EncDecCTCPCBPEModel", "EncDecRNNTPCBPEModel"]

@@ -7,8 +7,15 @@ from nemo_pc.modules.mode_conditioning import (
     ModeConditionedStatelessDecoder,
     ModeConditioningMixin,
 )
+from nemo_pc.modules.style_encoder import LayerTaps, StyleBranch, StyleEmbedding
+from nemo_pc.modules.style_targets import MixedStyleDataset, build_style_tokenizer
 
 __all__ = [
+    "LayerTaps",
+    "MixedStyleDataset",
+    "StyleBranch",
+    "StyleEmbedding",
+    "build_style_tokenizer",
     "DualRNNTDecoder",
     "DualRNNTJoint",
     "ModeConditionedRNNTDecoder",

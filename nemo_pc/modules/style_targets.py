@@ -9,14 +9,13 @@ user-defined symbols, so that each tag is one token.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import torch
 
 from nemo_pc.data.pc_dataset import PCAudioTextDataset, pc_dataloader_from_config
-from nemo_pc.data.tokenizer import tokenizer_dir_name, tokenizer_training_lines
+from nemo_pc.data.tokenizer import build_tokenizer
 from nemo_pc.parts.styles import STYLE_TAGS, check_format, compose_mixed
 from nemo_pc.parts.text import DEFAULT_MARKS
 
@@ -85,21 +84,13 @@ def build_style_tokenizer(
 
     The folder is ``<output_dir>/tokenizer_spe_<type>_v<vocab_size>_styles``.
     """
-    from nemo.collections.common.tokenizers.sentencepiece_tokenizer import create_spt_model
-
-    lines = tokenizer_training_lines(manifests, marks, mark_map)
-    target = Path(output_dir) / f"{tokenizer_dir_name(vocab_size, tokenizer_type)}_styles"
-    target.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target) as tmp:
-        corpus = Path(tmp) / "text_corpus.txt"
-        corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        create_spt_model(
-            data_file=str(corpus),
-            vocab_size=vocab_size,
-            sample_size=-1,
-            do_lower_case=False,
-            tokenizer_type=tokenizer_type,
-            output_dir=str(target),
-            user_defined_symbols=list(STYLE_TAGS),
-        )
-    return target
+    return build_tokenizer(
+        manifests,
+        output_dir,
+        vocab_size,
+        tokenizer_type,
+        marks,
+        mark_map,
+        user_defined_symbols=STYLE_TAGS,
+        folder_suffix="_styles",
+    )

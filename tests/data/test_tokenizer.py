@@ -47,7 +47,21 @@ def test_a_manifest_without_text_normalized_names_the_line(tmp_path, capsys):
         build_tokenizer([path], tmp_path / "tok", vocab_size=40)
     assert str(err.value).startswith(f"{path}:1:")
     assert main(["build-tokenizer", str(path), "--output-dir", str(tmp_path / "tok")]) == 2
-    assert f"{path}:1:" in capsys.readouterr().out
+    assert f"{path}:1:" in capsys.readouterr().err
+
+
+def test_style_tags_stay_single_pieces(manifest, tmp_path, capsys):
+    from nemo.collections.common.tokenizers import SentencePieceTokenizer
+
+    from nemo_pc.parts.styles import STYLE_TAGS
+
+    args = ["build-tokenizer", str(manifest), "--output-dir", str(tmp_path), "--vocab-size", "48", "--style-tags"]
+    assert main(args) == 0
+    folder = capsys.readouterr().out.strip()
+    assert folder.endswith("tokenizer_spe_bpe_v48_styles")
+    tokenizer = SentencePieceTokenizer(f"{folder}/tokenizer.model")
+    for tag in STYLE_TAGS:
+        assert [p for p in tokenizer.ids_to_tokens(tokenizer.text_to_ids(tag)) if p != "▁"] == [tag]
 
 
 def test_bad_arguments_are_named(manifest, tmp_path):
