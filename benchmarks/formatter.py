@@ -31,7 +31,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--seq2seq", default=None, help="full seq2seq baseline .nemo (task=full)")
     parser.add_argument("--separate", default=None, help="punct,case,itn single-head tagger .nemo files")
     parser.add_argument("--wfst", action="store_true", help="include NeMo WFST ITN")
-    parser.add_argument("--max-docs", type=int, default=150, help="test documents scored (default 150)")
+    parser.add_argument("--max-docs", type=int, default=250, help="test documents, spread over all (default 250)")
     parser.add_argument("--short-words", type=int, default=400)
     parser.add_argument("--long-words", type=int, default=5000)
     parser.add_argument("--short-texts", type=int, default=5)
@@ -82,7 +82,8 @@ def timed(system, texts: list[str]) -> float:
 
 def main() -> None:
     args = parse_args()
-    docs = read_manifest(Path(args.data_dir) / "test_documents.json")[: args.max_docs]
+    docs = read_manifest(Path(args.data_dir) / "test_documents.json")
+    docs = [docs[int(k * len(docs) / args.max_docs)] for k in range(min(args.max_docs, len(docs)))]
     short = timing_texts(docs, args.short_words, args.short_texts)
     long = timing_texts(docs, args.long_words, 1)
     results = {}
