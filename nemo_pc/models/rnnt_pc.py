@@ -301,5 +301,8 @@ class EncDecRNNTPCBPEModel(EncDecRNNTBPEModel):
 
     @property
     def decoder_joint(self) -> ModeDecoderJoint:
-        """The exportable decoding step of every variant, with the mode as an input."""
-        return ModeDecoderJoint(self.decoder, self.joint)
+        """The exportable decoding step of every variant, with the mode as an input.
+
+        ``self.export_modes`` (default ``None``: every head) limits a 2-Decoder export to the heads of those modes.
+        """
+        return ModeDecoderJoint(self.decoder, self.joint, getattr(self, "export_modes", None))

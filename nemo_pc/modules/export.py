@@ -6,10 +6,13 @@ Inputs: ``encoder_outputs`` (B, D, 1), ``targets`` (B, 1) (the last emitted toke
 
 A conditioned predictor reads the mode through its mode embedding; a single-decoder model ignores it. The 2-Decoder
 model runs both of its predictor + joint pairs and selects each row's scores by its mode, so its states are the
-states of both predictors, normalized head first.
+states of both predictors, normalized head first; exported with ``modes=[m]`` it runs only the head of mode ``m``
+(what a single-output deployment of the 2-Decoder model needs).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import torch
 from nemo.core.classes import Exportable
@@ -29,15 +32,19 @@ from nemo_pc.modules.mode_conditioning import ModeConditioningMixin
 class ModeDecoderJoint(torch.nn.Module, Exportable):
     """Predictor + joint step(s) with the mode as an input; see the module docstring."""
 
-    def __init__(self, decoder: torch.nn.Module, joint: torch.nn.Module) -> None:
+    def __init__(self, decoder: torch.nn.Module, joint: torch.nn.Module, modes: Sequence[int] | None = None) -> None:
         super().__init__()
         self.decoder = decoder
         self.joint = joint
         if isinstance(decoder, DualRNNTDecoder) != isinstance(joint, DualRNNTJoint):
             raise ValueError("a dual decoder needs a dual joint and the other way round")
         if isinstance(decoder, DualRNNTDecoder):
-            self._pairs = [(decoder.head(m), joint.head(m)) for m in range(decoder.num_modes)]
+            self._pair_modes = list(range(decoder.num_modes)) if modes is None else [int(m) for m in modes]
+            if not self._pair_modes or any(not 0 <= m < decoder.num_modes for m in self._pair_modes):
+                raise ValueError(f"export modes must be a non-empty subset of 0..{decoder.num_modes - 1}, got {modes}")
+            self._pairs = [(decoder.head(m), joint.head(m)) for m in self._pair_modes]
         else:
+            self._pair_modes = [0]
             self._pairs = [(decoder, joint)]
         example = torch.zeros(1, 1)
         self._state_kinds = [self._state_kind(dec, example) for dec, _ in self._pairs]
@@ -107,7 +114,7 @@ class ModeDecoderJoint(torch.nn.Module, Exportable):
             new_states += list(state)
         output = scores[0]
         for index in range(1, len(scores)):
-            output = torch.where((mode == index).view(-1, 1, 1, 1), scores[index], output)
+            output = torch.where((mode == self._pair_modes[index]).view(-1, 1, 1, 1), scores[index], output)
         return (output, target_length, *new_states)
 
     def _prepare_for_export(self, **kwargs) -> None:

@@ -11,6 +11,7 @@ holds the utterance twice.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,13 +36,20 @@ class StateSpec:
         return np.full(shape, self.fill, dtype=self.dtype)
 
 
-def export_for_onnxruntime(model: Any, folder: str | Path) -> Path:
-    """Exports an :class:`~nemo_pc.models.EncDecRNNTPCBPEModel` for :class:`OnnxRNNTPCRunner`; returns ``folder``."""
+def export_for_onnxruntime(model: Any, folder: str | Path, modes: Sequence[int] | None = None) -> Path:
+    """Exports an :class:`~nemo_pc.models.EncDecRNNTPCBPEModel` for :class:`OnnxRNNTPCRunner`; returns ``folder``.
+
+    ``modes`` limits a 2-Decoder model to the heads of those modes (e.g. ``[1]`` for punctuated output only).
+    """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     model.eval()
-    model.export(str(folder / "model.onnx"))
-    step = model.decoder_joint
+    model.export_modes = None if modes is None else [int(m) for m in modes]
+    try:
+        model.export(str(folder / "model.onnx"))
+        step = model.decoder_joint
+    finally:
+        model.export_modes = None
     states = []
     for one, two in zip(step.initial_states(1), step.initial_states(2), strict=True):
         axis = next(index for index, (a, b) in enumerate(zip(one.shape, two.shape, strict=True)) if a != b)
@@ -51,7 +59,7 @@ def export_for_onnxruntime(model: Any, folder: str | Path) -> Path:
         "blank_id": int(model.decoder.blank_idx),
         "max_symbols": int(model.cfg.decoding.get("greedy", {}).get("max_symbols", 10) or 10),
         "states": states,
-        "modes": [int(mode) for mode in model.head_modes],
+        "modes": [int(mode) for mode in model.head_modes if modes is None or mode in modes],
     }
     (folder / RUNNER_CONFIG).write_text(json.dumps(config, indent=1), encoding="utf-8")
     (folder / "tokenizer.model").write_bytes(model.tokenizer.tokenizer.serialized_model_proto())

@@ -165,6 +165,26 @@ def test_onnx_greedy_equals_pytorch_greedy(trained, corpus, variant, tmp_path):
     )
 
 
+def test_dual_model_exports_one_head_per_mode(trained, corpus, tmp_path):
+    """A single-output deployment of the 2-Decoder model runs only that mode's predictor and joint."""
+    model, _, _ = trained("dual")
+    loader = pc_dataloader_from_config(
+        {"manifest_filepath": str(corpus["manifest"]), "batch_size": 4}, model.tokenizer
+    )
+    batch = next(iter(loader))
+    with torch.no_grad():
+        features, lengths = model.preprocessor(input_signal=batch.audio, length=batch.audio_len)
+    full = OnnxRNNTPCRunner(export_for_onnxruntime(model, tmp_path / "both"))
+    for mode in (0, 1):
+        one = OnnxRNNTPCRunner(export_for_onnxruntime(model, tmp_path / f"mode{mode}", modes=[mode]))
+        assert len(one.states) == len(full.states) // 2
+        want = full.transcribe_features(features.numpy(), lengths.numpy(), [mode] * 4)
+        assert one.transcribe_features(features.numpy(), lengths.numpy(), [mode] * 4) == want
+    assert getattr(model, "export_modes", None) is None
+    with pytest.raises(ValueError, match="export modes"):
+        export_for_onnxruntime(model, tmp_path / "bad", modes=[2])
+
+
 def test_change_decoding_strategy_applies_to_every_head(trained, corpus):
     model, _, _ = trained("dual")
     modes = ("normalized", "punctuated")
