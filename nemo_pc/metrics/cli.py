@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     )
     try:
         report = evaluate(args.manifest, config, compare=args.compare, num_resamples=args.resamples, seed=args.seed)
-    except (ManifestError, FileNotFoundError, ValueError) as err:
+    except (ManifestError, OSError, ValueError) as err:  # OSError: missing file, a folder, no permission
         print(f"nemo-pc evaluate: error: {err}", file=sys.stderr)
         return 2
     print(format_report(report))

@@ -99,3 +99,5 @@ def test_cli_reports_bad_input_without_a_traceback(tmp_path, capsys):
     assert main(["evaluate", str(manifest), "--no-progress"]) == 2
     assert "m.json:2: bad JSON" in capsys.readouterr().err
     assert main(["evaluate", str(tmp_path / "missing.json"), "--no-progress"]) == 2
+    assert main(["evaluate", str(tmp_path), "--no-progress"]) == 2  # a folder, not a manifest
+    assert "error" in capsys.readouterr().err
