@@ -1,5 +1,6 @@
 """Losses of the P&C models."""
 
 from nemo_pc.losses.mode_weighted import ModeWeightedRNNTLoss
+from nemo_pc.losses.rnnt_scan import rnnt_loss_scan
 
-__all__ = ["ModeWeightedRNNTLoss"]
+__all__ = ["ModeWeightedRNNTLoss", "rnnt_loss_scan"]

@@ -23,6 +23,7 @@ from torch.utils.data import DataLoader
 
 from nemo_pc.data.pc_dataset import MODES, PCBatch, mode_id, pc_dataloader_from_config
 from nemo_pc.losses import ModeWeightedRNNTLoss
+from nemo_pc.losses.mode_weighted import SCAN
 from nemo_pc.models.rnnt_pc_parts import (
     BOTH,
     ModeRows,
@@ -62,11 +63,20 @@ class EncDecRNNTPCBPEModel(EncDecRNNTBPEModel):
         super().__init__(cfg=cfg, trainer=trainer)
         self.pc_kind, self.head_modes, weights = self._read_pc_config()
         loss_name, loss_kwargs = self.extract_rnnt_loss_cfg(self.cfg.get("loss", None))
+        if (self.cfg.get("loss") or {}).get("loss_name") == SCAN:
+            loss_name, loss_kwargs = SCAN, None
         self.loss = ModeWeightedRNNTLoss(self.joint.num_classes_with_blank - 1, weights, loss_name, loss_kwargs)
         self._rows: ModeRows | None = None
         for module in self._mode_modules():
             module.set_mode(self.default_mode_id)
         self._setup_mode_decodings(self.cfg.decoding)
+
+    def extract_rnnt_loss_cfg(self, cfg: DictConfig | None):
+        """NeMo's loss config reader; ``loss_name: scan`` (nemo_pc's vectorized loss) reads as ``default`` here,
+        so that NeMo's constructor builds a loss it knows, which ``__init__`` then replaces."""
+        if cfg is not None and cfg.get("loss_name") == SCAN:
+            return "default", {}
+        return super().extract_rnnt_loss_cfg(cfg)
 
     def _read_pc_config(self) -> tuple[str, list[int], dict[int, float]]:
         pc = self.cfg.get("pc") or {}

@@ -153,7 +153,7 @@ def tiny_model_config(
         "decoder": decoder,
         "joint": joint,
         "decoding": {"strategy": "greedy_batch", "greedy": {"max_symbols": 10}},
-        "loss": {"loss_name": "default"},
+        "loss": {"loss_name": "scan"},
         "optim": {"name": "adam", "lr": lr, "betas": [0.9, 0.98], "weight_decay": 0.0},
         "log_prediction": False,
     }  # fmt: skip
