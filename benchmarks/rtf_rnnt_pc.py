@@ -32,7 +32,7 @@ def _train(variant: str, folder: Path, manifest: Path, tokenizer: Path, args) ->
     config = OmegaConf.create(
         tiny_model_config(tokenizer, decoders=variant, train_manifest=manifest, hidden=args.hidden, lr=0.003)
     )
-    config.loss.loss_name = "pytorch"
+    config.loss.loss_name = "scan"
     pl.seed_everything(0)
     trainer = pl.Trainer(
         max_steps=args.steps, gradient_clip_val=1.0, accelerator="cpu", logger=False, enable_checkpointing=False,
