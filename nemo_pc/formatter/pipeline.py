@@ -15,7 +15,7 @@ from pathlib import Path
 
 from nemo_pc.data.manifest import iter_manifest, require_text, write_manifest
 from nemo_pc.formatter.labels import LabeledText, find_spans, span_input
-from nemo_pc.parts.text import normalize
+from nemo_pc.parts.text import join_word_marks, normalize, word_marks
 
 
 def chunk_windows(num_words: int, size: int, overlap: int) -> list[tuple[int, int, int, int]]:
@@ -96,6 +96,38 @@ class TextFormatter:
         for (k, start, end), written in zip(requests, rewrites, strict=True):
             labeled[k].spans.append((start, end, written))
         return labeled
+
+    def itn_only(self, texts: Sequence[str]) -> list[str]:
+        """ITN of already punctuated, cased text (the hybrid of papers/003 with an E2E P&C ASR model).
+
+        The tagger's ITN head finds the spans and the rewriter writes them; every word outside a span keeps its
+        own case and the mark after it, and a span keeps the mark after its last word. A span that starts a
+        capitalized word starts with a capital.
+        """
+        pairs = [word_marks(text) for text in texts]
+        spoken = [[normalize(word) for word, _ in item] for item in pairs]
+        spoken = [[w if w and " " not in w else word.lower() for w, (word, _) in zip(ws, item, strict=True)]
+                  for ws, item in zip(spoken, pairs, strict=True)]  # fmt: skip
+        labeled = self._tag(spoken)
+        requests = [(k, start, end) for k, item in enumerate(labeled)
+                    for start, end in find_spans(item.itn, ["LOWER"] * len(item.itn))]  # fmt: skip
+        rewrites = dict(zip(requests, self._rewrite(labeled, requests), strict=True))
+        out = []
+        for k, item in enumerate(pairs):
+            starts = {start: (end, rewrites[(k, start, end)]) for kk, start, end in requests if kk == k}
+            merged, i = [], 0
+            while i < len(item):
+                if i in starts:
+                    end, written = starts[i]
+                    if item[i][0][:1].isupper() and written[:1].islower():
+                        written = written[0].upper() + written[1:]
+                    merged.append((written, item[end - 1][1]))
+                    i = end
+                else:
+                    merged.append(item[i])
+                    i += 1
+            out.append(join_word_marks(merged))
+        return out
 
     def _tag(self, all_words: list[list[str]]) -> list[LabeledText]:
         windows = [(k, w) for k, words in enumerate(all_words)

@@ -137,3 +137,16 @@ def test_cli_formats_files_stdin_and_manifests(nemo_files, tmp_path, monkeypatch
                  "--output", str(tmp_path / "o.json")]) == 0  # fmt: skip
     assert read_manifest(tmp_path / "o.json")[0]["pred_text"] == WRITTEN_SPOKEN[3][0]
     assert main(["format", "--tagger", str(tagger), "--manifest", str(manifest)]) == 2
+
+
+def test_itn_only_rewrites_spans_and_keeps_the_asr_case_and_marks(formatter):
+    # an E2E P&C hypothesis: its own (here unusual) case and marks must survive outside the ITN spans
+    texts = [
+        "On march fifteenth twenty twenty four, the ceo SPOKE?",
+        "Revenue reached twelve point three million dollars.",
+    ]
+    out = formatter.itn_only(texts)
+    assert out[0].startswith("On march ") and out[0].endswith(", the ceo SPOKE?")
+    assert "15th" in out[0] and "2024" in out[0] and "fifteenth" not in out[0]
+    assert out[1].startswith("Revenue reached ") and out[1].endswith(".") and "twelve" not in out[1]
+    assert formatter.itn_only([""]) == [""]

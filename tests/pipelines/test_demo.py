@@ -1,0 +1,98 @@
+"""A tiny version of ``make demo``: every step runs, writes what the report needs, and a rerun resumes."""
+
+import json
+
+import pytest
+
+from nemo_pc.data.manifest import read_manifest
+from nemo_pc.pipelines.demo import Demo, DemoConfig
+
+TINY_ASR = [
+    "model.encoder.d_model=32",
+    "model.encoder.n_heads=2",
+    "model.encoder.subsampling_conv_channels=32",
+    "model.encoder.ff_expansion_factor=2",
+]
+TINY_RNNT = [*TINY_ASR, "model.model_defaults.pred_hidden=32", "model.model_defaults.joint_hidden=32"]
+TINY_REWRITER = [
+    "model.bart.d_model=32",
+    "model.bart.encoder_layers=1",
+    "model.bart.decoder_layers=1",
+    "model.bart.encoder_ffn_dim=64",
+    "model.bart.decoder_ffn_dim=64",
+    "model.bart.encoder_attention_heads=2",
+    "model.bart.decoder_attention_heads=2",
+]
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    config = DemoConfig(
+        out_dir=str(tmp_path_factory.mktemp("demo") / "out"),
+        hours=0.03,
+        sources=("kjv",),
+        systems=("rnnt_conditioned", "ctc_inter"),
+        asr_steps=2,
+        rnnt_layers=1,
+        ctc_layers=2,
+        batch_size=4,
+        vocab_size=64,
+        tagger_steps=2,
+        rewriter_steps=2,
+        formatter_documents=8,
+        formatter_synthetic=20,
+        formatter_sources=("kjv", "synthetic"),
+        formatter_tn="none",
+        num_jobs=1,
+        extra={
+            "rnnt_conditioned": TINY_RNNT,
+            "ctc_inter": TINY_ASR,
+            "tagger": ["model.encoder.num_layers=1", "model.train_ds.batch_size=4"],
+            "rewriter": [*TINY_REWRITER, "model.train_ds.batch_size=4"],
+        },
+    )
+    runner = Demo(config, log=lambda message: None)
+    report = runner.run()
+    return runner, report
+
+
+def test_every_step_leaves_its_outputs(demo):
+    runner, report = demo
+    for name in ("rnnt_conditioned", "ctc_inter", "tagger", "rewriter"):
+        assert runner.model_path(name).stat().st_size > 0
+        stats = json.loads(runner.model_path(name).with_suffix(".json").read_text())
+        assert stats["steps"] == 2 and stats["parameters"] > 0
+    test = read_manifest(runner.manifest("test"))
+    assert test, "the test split is empty"
+    for system in ("rnnt_conditioned", "ctc_inter", "cascade", "hybrid"):
+        predictions = read_manifest(runner.path("predictions", f"{system}.json"))
+        assert [p["utt_id"] for p in predictions] == [t["utt_id"] for t in test]
+        assert all(isinstance(p["pred_text"], str) and isinstance(p["pred_text_normalized"], str) for p in predictions)
+        evaluation = json.loads(runner.path("eval", f"{system}.json").read_text())
+        assert evaluation["num_utterances"] == len(test)
+        assert 0.0 <= evaluation["normalized_output"]["wer"]
+        assert runner.path("eval", f"{system}_per.png").stat().st_size > 0
+    text = report.read_text()
+    for system in ("rnnt_conditioned", "ctc_inter", "cascade", "hybrid"):
+        assert f"| `{system}` |" in text
+    assert "| `ctc_inter.nemo` | 2 |" in text
+
+
+def test_test_voices_are_held_out(demo):
+    runner, _ = demo
+    speakers = {split: {e["speaker"] for e in read_manifest(runner.manifest(split))} for split in ("train", "test")}
+    assert speakers["test"] and not speakers["train"] & speakers["test"]
+
+
+def test_a_rerun_reuses_every_model(demo):
+    runner, _ = demo
+    before = {p.name: p.stat().st_mtime_ns for p in runner.path("models").glob("*.nemo")}
+    again = Demo(runner.cfg, log=lambda message: None)
+    again.run()
+    after = {p.name: p.stat().st_mtime_ns for p in runner.path("models").glob("*.nemo")}
+    assert before == after
+
+
+def test_unknown_system_is_refused():
+    with pytest.raises(ValueError, match="unknown system"):
+        Demo(DemoConfig(systems=("rnnt_nope",)))
