@@ -1,0 +1,441 @@
+"""Every benchmark of a demo output folder in one process, side by side, and the README's claims table.
+
+Sections (each reports "not measured" when its models or data are missing):
+
+a. RTF with ONNX Runtime on CPU, batch 1, on the first ``--rtf-utterances`` test utterances: the cascade
+   (``rnnt_conditioned`` normalized mode + ``TextFormatter.format``), ``rnnt_dual`` (punctuated output from a
+   punctuated-head-only export, and both outputs) and ``rnnt_conditioned`` (punctuated, both).
+b. The text formatter against the full seq2seq formatter and NeMo WFST ITN (``benchmarks/formatter.py``) on the
+   test documents of the formatter data, with paired significance tests per document.
+c. LibriSpeech-PC manifest restoration throughput on a text-only synthetic KJV corpus, one process.
+d. The claims (``nemo_pc.pipelines.claims``).
+
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/run_all.py --demo-dir demo_out --readme README.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+from nemo_pc.data.manifest import read_manifest, write_manifest, write_text_atomic
+from nemo_pc.pipelines import claims as claims_lib
+
+BENCHMARKS = Path(__file__).resolve().parent
+
+FORMATTER_METRICS = ("per", "cer", "m_wer", "i_wer")
+
+
+def bench_module(name: str):
+    """A module of this folder (``formatter``, ``rtf_rnnt_pc``), loaded by path under a private name."""
+    key = f"_nemo_pc_bench_{name}"
+    if key not in sys.modules:
+        spec = importlib.util.spec_from_file_location(key, BENCHMARKS / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[key] = module
+        spec.loader.exec_module(module)
+    return sys.modules[key]
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--demo-dir", required=True, help="output folder of examples/demo_pc.py")
+    parser.add_argument("--json", default="benchmarks/results/run_all.json")
+    parser.add_argument("--markdown", default="benchmarks/results/run_all.md")
+    parser.add_argument("--readme", default=None, help="replace the claims block of this README")
+    parser.add_argument("--rtf-utterances", type=int, default=40, help="first N test utterances timed")
+    parser.add_argument("--repeats", type=int, default=2, help="timed runs per RTF figure; the fastest counts")
+    parser.add_argument("--threads", type=int, default=1, help="onnxruntime and torch threads")
+    parser.add_argument("--formatter-data", default=None, help="default D/formatter_data")
+    parser.add_argument("--tagger", default=None, help="default D/models/tagger.nemo (or the demo's formatter_dir)")
+    parser.add_argument("--rewriter", default=None, help="default D/models/rewriter.nemo (or formatter_dir)")
+    parser.add_argument("--seq2seq", default=None, help="default D/models/seq2seq.nemo")
+    parser.add_argument("--formatter-docs", type=int, default=60, help="test documents scored")
+    parser.add_argument("--long-words", type=int, default=5000, help="words of the long timing text")
+    parser.add_argument("--short-words", type=int, default=400)
+    parser.add_argument("--short-texts", type=int, default=5)
+    parser.add_argument("--no-wfst", action="store_true", help="leave NeMo WFST ITN out")
+    parser.add_argument("--wfst-cache-dir", default=None)
+    parser.add_argument("--restore-utterances", type=int, default=2000, help="utterances of the restoration corpus")
+    parser.add_argument("--work", default=None, help="scratch folder (default: a temporary one)")
+    parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples of the significance tests")
+    parser.add_argument("--skip", default="", help="comma-separated sections to skip: rtf,formatter,restore,m2")
+    return parser.parse_args(argv)
+
+
+# paths of the demo folder
+
+
+def _demo_config(demo_dir: Path) -> dict:
+    path = demo_dir / "config.json"
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def formatter_paths(args: argparse.Namespace, demo_dir: Path) -> dict[str, Path | None]:
+    """Tagger, rewriter, seq2seq and data folder: the options, else the demo folder, else its ``formatter_dir``."""
+    shared = _demo_config(demo_dir).get("formatter_dir")
+
+    def pick(option: str | None, name: str, fallback: bool) -> Path | None:
+        candidates = [option] if option else [demo_dir / "models" / f"{name}.nemo"]
+        if not option and fallback and shared:
+            candidates.append(Path(shared) / f"{name}.nemo")
+        return next((Path(c) for c in candidates if Path(c).is_file()), None)
+
+    data = Path(args.formatter_data) if args.formatter_data else demo_dir / "formatter_data"
+    return {
+        "tagger": pick(args.tagger, "tagger", True),
+        "rewriter": pick(args.rewriter, "rewriter", True),
+        "seq2seq": pick(args.seq2seq, "seq2seq", False),
+        "data": data if (data / "test_documents.json").is_file() else None,
+    }
+
+
+# a. RTF
+
+
+def _time(run, repeats: int) -> float:
+    best = math.inf
+    for _ in range(max(repeats, 1)):
+        start = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _features(model, manifest: Path) -> tuple[list, float]:
+    import torch
+
+    from nemo_pc.data.pc_dataset import pc_dataloader_from_config
+
+    loader = pc_dataloader_from_config({"manifest_filepath": str(manifest), "batch_size": 1}, model.tokenizer)
+    features, seconds = [], 0.0
+    for batch in loader:
+        with torch.no_grad():
+            feats, lengths = model.preprocessor(input_signal=batch.audio, length=batch.audio_len)
+        features.append((feats.numpy(), lengths.numpy()))
+        seconds += float(batch.audio_len.sum()) / model.preprocessor._sample_rate
+    return features, seconds
+
+
+def _rnnt_rtf(path: Path, manifest: Path, folder: Path, dual: bool, repeats: int, threads: int) -> tuple[dict, list]:
+    """RTF of one RNN-T model per output kind, and its normalized outputs (for the cascade)."""
+    from nemo_pc.parts.onnx_rnnt import OnnxRNNTPCRunner, export_for_onnxruntime
+    from nemo_pc.pipelines.inference import load_asr_model
+
+    model = load_asr_model(path)
+    features, seconds = _features(model, manifest)
+    runner = OnnxRNNTPCRunner(export_for_onnxruntime(model, folder / "all"), threads=threads)
+    single = None
+    if dual:
+        head = export_for_onnxruntime(model, folder / "punctuated_head", modes=[1])
+        single = {1: OnnxRNNTPCRunner(head, threads=threads)}
+    timings = bench_module("rtf_rnnt_pc").measure(runner, features, repeats, single)
+    normalized = [runner.transcribe_features(f, n, [0])[0] for f, n in features]
+    row = {kind: value / seconds for kind, value in timings.items()}
+    row["seconds"] = timings
+    row["parameters"] = sum(p.numel() for p in model.parameters())
+    return {"rtf": row, "audio_seconds": seconds}, normalized
+
+
+def rtf_section(demo_dir: Path, paths: dict, args: argparse.Namespace, work: Path) -> dict:
+    """Section a: RTF of the cascade, ``rnnt_dual`` and ``rnnt_conditioned`` on the same test audio."""
+    import torch
+
+    test = demo_dir / "manifests" / "test.json"
+    if not test.is_file():
+        return {"not_measured": f"no test manifest {test}"}
+    torch.set_num_threads(args.threads)
+    subset = write_manifest(work / "rtf_test.json", read_manifest(test)[: args.rtf_utterances])
+    section: dict = {"utterances": len(read_manifest(subset)), "threads": args.threads, "systems": {}}
+    normalized = None
+    for name, dual in (("rnnt_conditioned", False), ("rnnt_dual", True)):
+        path = claims_lib.model_path(demo_dir, name)
+        if not path.is_file():
+            section["systems"][name] = {"not_measured": f"no {path}"}
+            continue
+        measured, outputs = _rnnt_rtf(path, subset, work / f"onnx_{name}", dual, args.repeats, args.threads)
+        section["audio_seconds"] = measured["audio_seconds"]
+        section["systems"][name] = measured["rtf"]
+        normalized = outputs if name == "rnnt_conditioned" else normalized
+    section["systems"]["cascade"] = _cascade_rtf(section, normalized, paths, args.repeats)
+    section["ratios"] = rtf_ratios(section["systems"])
+    return section
+
+
+def _cascade_rtf(section: dict, normalized: list[str] | None, paths: dict, repeats: int) -> dict:
+    if normalized is None:
+        return {"not_measured": "no rnnt_conditioned model"}
+    if not (paths["tagger"] and paths["rewriter"]):
+        return {"not_measured": "no tagger.nemo / rewriter.nemo"}
+    from nemo_pc.formatter.pipeline import TextFormatter
+
+    formatter = TextFormatter.from_files(paths["tagger"], paths["rewriter"])
+    formatter.format(normalized[:2])  # first-call setup is not part of the timing
+    seconds = _time(lambda: formatter.format(normalized), repeats)
+    asr = section["systems"]["rnnt_conditioned"]["normalized"]
+    formatter_rtf = seconds / section["audio_seconds"]
+    return {"punctuated": asr + formatter_rtf, "asr_normalized": asr, "formatter": formatter_rtf}
+
+
+def rtf_ratios(systems: dict) -> dict:
+    """Conditioned P / dual P, both / one output for each model, cascade / conditioned P (None if unmeasured)."""
+
+    def get(name: str, kind: str):
+        return systems.get(name, {}).get(kind)
+
+    def ratio(a, b):
+        return a / b if a is not None and b else None
+
+    return {
+        "conditioned_punctuated_over_dual_punctuated": ratio(
+            get("rnnt_conditioned", "punctuated"), get("rnnt_dual", "punctuated")
+        ),
+        "conditioned_both_over_punctuated": ratio(
+            get("rnnt_conditioned", "both"), get("rnnt_conditioned", "punctuated")
+        ),
+        "dual_both_over_punctuated": ratio(get("rnnt_dual", "both"), get("rnnt_dual", "punctuated")),
+        "cascade_over_conditioned_punctuated": ratio(
+            get("cascade", "punctuated"), get("rnnt_conditioned", "punctuated")
+        ),
+    }
+
+
+# b. formatter
+
+
+def formatter_section(paths: dict, args: argparse.Namespace) -> dict:
+    """Section b: quality per document (with paired tests against the formatter) and long/short text timings."""
+    if paths["data"] is None:
+        return {"not_measured": "no formatter data (D/formatter_data or --formatter-data)"}
+    if not (paths["tagger"] and paths["rewriter"]):
+        return {"not_measured": "no tagger.nemo / rewriter.nemo"}
+    from nemo_pc.metrics.accumulator import PCMetrics
+    from nemo_pc.metrics.significance import compare_systems
+
+    bench = bench_module("formatter")
+    docs = read_manifest(paths["data"] / "test_documents.json")
+    docs = [docs[int(k * len(docs) / args.formatter_docs)] for k in range(min(args.formatter_docs, len(docs)))]
+    short = bench.timing_texts(docs, args.short_words, args.short_texts)
+    long = bench.timing_texts(docs, args.long_words, 1)
+    options = SimpleNamespace(tagger=paths["tagger"], rewriter=paths["rewriter"], seq2seq=paths["seq2seq"],
+                              separate=None, wfst=not args.no_wfst, cache_dir=args.wfst_cache_dir)  # fmt: skip
+    results, scored = {}, {}
+    for name, system in bench.systems(options).items():
+        outputs = system.format([doc["spoken"] for doc in docs])
+        metrics = PCMetrics()
+        for k, (doc, hyp) in enumerate(zip(docs, outputs, strict=True)):
+            metrics.update(doc["written"], hyp, spoken=doc["spoken"], utt_id=str(k))
+        values = metrics.compute()["metrics"]
+        row = {m: values[m] for m in FORMATTER_METRICS}
+        row["time_short_s"] = bench.timed(system, short)
+        row["time_long_s"] = bench.timed(system, long)
+        row["example"] = outputs[0][:300]
+        results[name], scored[name] = row, metrics
+        print(f"  {name}: " + json.dumps({k: v for k, v in row.items() if k != "example"}), flush=True)
+    for row in results.values():
+        row["long_time_vs_formatter"] = row["time_long_s"] / results["formatter"]["time_long_s"]
+    compare = {}
+    for name, metrics in scored.items():
+        if name != "formatter":
+            rows = compare_systems(scored["formatter"], metrics, args.resamples)
+            compare[name] = {m: rows[m] for m in FORMATTER_METRICS}
+    return {
+        "documents": len(docs),
+        "long_words": args.long_words,
+        "short_words": args.short_words,
+        "short_texts": len(short),
+        "models": {k: str(v) if v else None for k, v in paths.items()},
+        "results": results,
+        "compare": compare,
+    }
+
+
+# c. restoration
+
+
+def restoration_section(work: Path, utterances: int, seed: int = 0) -> dict:
+    """Section c: LibriSpeech-PC restoration of a text-only KJV corpus with 1% reading deviations, one process."""
+    from nemo_pc.data.librispeech_pc import RestoreOptions, prepare_librispeech_pc
+    from nemo_pc.data.synth import SynthConfig, load_sources, synthesize_corpus
+
+    corpus = work / f"restore_corpus_{utterances}_{seed}"
+    hours = utterances * 17 / 2.6 / 3600 * 1.1  # ~17 words per utterance at 2.6 words/s, 10% spare
+    config = SynthConfig(hours=hours, audio=False, tn="none", deviation_rate=0.01, seed=seed)
+    synthesize_corpus(corpus, load_sources(["kjv"]), config)
+    reference = {line["utt_id"]: line for line in read_manifest(corpus / "SYNTH.jsonl")}
+    out = work / "restore_out"
+    shutil.rmtree(out, ignore_errors=True)
+    start = time.perf_counter()
+    manifests = prepare_librispeech_pc(corpus, None, out, num_jobs=1, options=RestoreOptions(tn="none"),
+                                       durations=corpus / "SYNTH.jsonl")  # fmt: skip
+    seconds = time.perf_counter() - start
+    kept = [entry for path in manifests.values() for entry in read_manifest(path)]
+    exact = sum(entry["text"] == reference[entry["utt_id"]]["text"] for entry in kept)
+    audio_hours = sum(line["duration"] for line in reference.values()) / 3600
+    return {
+        "utterances": len(reference),
+        "seconds": seconds,
+        "utterances_per_second": len(reference) / seconds,
+        "audio_hours": audio_hours,
+        "audio_hours_per_second": audio_hours / seconds,
+        "retention_pct": 100.0 * len(kept) / max(len(reference), 1),
+        "exact_pct": 100.0 * exact / max(len(kept), 1),
+    }
+
+
+# report
+
+
+def _num(value, digits: int = 4) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def rtf_markdown(section: dict) -> list[str]:
+    if "not_measured" in section:
+        return [f"Not measured: {section['not_measured']}."]
+    lines = [
+        f"{section['utterances']} test utterances ({_num(section.get('audio_seconds'), 1)} s of audio), batch 1, "
+        f"{section['threads']} thread(s), fastest of the timed runs.",
+        "",
+        "| system | normalized | punctuated | both | punctuated, all heads |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name, row in section["systems"].items():
+        if "not_measured" in row:
+            lines.append(f"| `{name}` | not measured: {row['not_measured']} | | | |")
+            continue
+        normalized = row.get("normalized", row.get("asr_normalized"))
+        cells = [normalized, row.get("punctuated"), row.get("both"), row.get("punctuated_all_heads")]
+        lines.append(f"| `{name}` | " + " | ".join(_num(c) for c in cells) + " |")
+    cascade = section["systems"].get("cascade", {})
+    if "formatter" in cascade:
+        lines += ["", f"`cascade`: normalized = the `rnnt_conditioned` normalized pass, punctuated = that pass "
+                  f"{_num(cascade['asr_normalized'])} + the text formatter {_num(cascade['formatter'])}."]  # fmt: skip
+    lines += ["", "| ratio | value |", "|---|---:|"]
+    lines += [f"| {name} | {_num(value, 3)} |" for name, value in section["ratios"].items()]
+    return lines
+
+
+def formatter_markdown(section: dict) -> list[str]:
+    if "not_measured" in section:
+        return [f"Not measured: {section['not_measured']}."]
+    lines = [
+        f"{section['documents']} test documents; long text {section['long_words']} words, short texts "
+        f"{section['short_texts']} x {section['short_words']} words. p: paired bootstrap against the formatter.",
+        "",
+        "| system | PER | CER | M-WER | I-WER | p PER | p I-WER | short s | long s | x long |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, r in section["results"].items():
+        comp = section["compare"].get(name, {})
+        p_per, p_iwer = (comp.get(m, {}).get("p") for m in ("per", "i_wer"))
+        lines.append(
+            f"| {name} | {claims_lib._pct(r['per'])} | {claims_lib._pct(r['cer'])} | {claims_lib._pct(r['m_wer'])} | "
+            f"{claims_lib._pct(r['i_wer'])} | {claims_lib._p(p_per)} | {claims_lib._p(p_iwer)} | "
+            f"{r['time_short_s']:.2f} | {r['time_long_s']:.2f} | {r['long_time_vs_formatter']:.1f} |"
+        )
+    return lines
+
+
+def restoration_markdown(section: dict) -> list[str]:
+    if "not_measured" in section:
+        return [f"Not measured: {section['not_measured']}."]
+    return [
+        f"{section['utterances']} utterances ({section['audio_hours']:.2f} h of audio, durations estimated at 2.6 "
+        f"words/s) restored in "
+        f"{section['seconds']:.2f} s by one process: {section['utterances_per_second']:.0f} utterances/s, "
+        f"{section['audio_hours_per_second']:.2f} h of audio per second; {section['retention_pct']:.2f}% retained, "
+        f"{section['exact_pct']:.2f}% of retained utterances exact."
+    ]
+
+
+def render_markdown(results: dict) -> str:
+    lines = [
+        "# nemo_pc: all benchmarks of one demo output",
+        "",
+        f"Demo folder `{results['demo_dir']}`; command `{results['command']}`.",
+        "",
+        "## a. RTF, ONNX Runtime on CPU",
+        "",
+        *rtf_markdown(results["rtf"]),
+        "",
+        "## b. Text formatter vs full seq2seq vs NeMo WFST ITN",
+        "",
+        *formatter_markdown(results["formatter"]),
+        "",
+        "## c. LibriSpeech-PC manifest restoration",
+        "",
+        *restoration_markdown(results["restoration"]),
+        "",
+        "## d. Claims",
+        "",
+        claims_lib.claims_markdown(results["claims"]),
+    ]
+    return "\n".join(lines)
+
+
+def readme_block(results: dict) -> str:
+    config = results.get("demo_config") or {}
+    source = (
+        f"Measured on a demo output ({config.get('hours', '?')} h corpus, {config.get('asr_steps', '?')} steps per "
+        f"ASR model, seed {config.get('seed', '?')}) by `{results['command']}`; all benchmarks of that run in "
+        f"`{results['markdown']}`. p: paired bootstrap over test utterances (documents for C5), MAPSSWE for "
+        "error rates."
+    )
+    return source + "\n\n" + claims_lib.claims_markdown(results["claims"])
+
+
+def _run(name: str, skip: set[str], func) -> dict:
+    if name in skip:
+        return {"not_measured": "skipped (--skip)"}
+    print(f"== {name}", flush=True)
+    start = time.perf_counter()
+    try:
+        section = func()
+    except (FileNotFoundError, ImportError, RuntimeError, ValueError) as err:
+        section = {"not_measured": f"{type(err).__name__}: {err}"}
+    print(f"   {name} done in {time.perf_counter() - start:.1f} s", flush=True)
+    return section
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse_args(argv)
+    demo_dir = Path(args.demo_dir).resolve()
+    if not demo_dir.is_dir():
+        raise SystemExit(f"--demo-dir {demo_dir}: no such folder")
+    skip = {part for part in args.skip.split(",") if part}
+    paths = formatter_paths(args, demo_dir)
+    command = "python benchmarks/run_all.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    results: dict = {"demo_dir": str(demo_dir), "command": command.strip(), "demo_config": _demo_config(demo_dir),
+                     "markdown": str(args.markdown)}  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="run_all_") as tmp:
+        work = Path(args.work) if args.work else Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        results["rtf"] = _run("rtf", skip, lambda: rtf_section(demo_dir, paths, args, work))
+        results["formatter"] = _run("formatter", skip, lambda: formatter_section(paths, args))
+        results["restoration"] = _run("restore", skip, lambda: restoration_section(work, args.restore_utterances))
+        print("== claims", flush=True)
+        results["claims"] = claims_lib.compute_claims(
+            demo_dir, results["formatter"], measure_one_pass="m2" not in skip, num_resamples=args.resamples
+        )
+    write_text_atomic(args.json, json.dumps(results, indent=2, default=str) + "\n")
+    markdown = render_markdown(results)
+    write_text_atomic(args.markdown, markdown)
+    print(markdown)
+    if args.readme:
+        claims_lib.replace_readme_block(args.readme, readme_block(results))
+        print(f"updated the claims block of {args.readme}")
+    print(f"wrote {args.json} and {args.markdown}")
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,463 @@
+"""The README's claims table: each paper claim measured on a demo output folder, with its significance.
+
+Every ASR claim compares two systems' prediction manifests (``D/predictions/<system>.json``) on the same test
+utterances with :func:`nemo_pc.metrics.evaluate.evaluate` and its ``compare`` report: the paired bootstrap p-value
+is the claim's ``p_value``; the MAPSSWE p-value (SCTK's matched-pairs test) is reported next to it for error
+rates. A claim whose systems were not trained is reported as not measured (``reproduced: None``); a claim that
+does not hold is reported with its numbers.
+
+Each claim is a dict::
+
+    {"id", "paper", "claim", "rule", "measured": {...}, "p_value", "p_mapsswe", "reproduced", "note"}
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from nemo_pc.data.manifest import ManifestError, iter_manifest, require_text, write_text_atomic
+
+NOT_MEASURED = "not measured: run examples/demo_pc.py --claims"
+ALPHA = 0.05
+PN_MAX_INCREASE = 0.025  # papers/000 Table III: PC-WER of P:N 5% at most 2.5 points above P:N 50%
+PAPER_SPEEDUP = 30.7  # papers/003: full seq2seq time over the formatter's on long text
+ONE_PASS_MIN_SHARE = 0.9  # share of utterances with both M2 styles non-empty
+ONE_PASS_CLAIM = "a mixed-style (M2) CTC model yields both styles from one encoder pass"
+ONE_PASS_RULE = f"encoder calls == batches and both styles non-empty on >= {ONE_PASS_MIN_SHARE:.0%} of the utterances"
+BEGIN_MARKER = "<!-- claims:begin -->"
+END_MARKER = "<!-- claims:end -->"
+
+
+def _claim(cid: str, paper: str, claim: str, rule: str) -> dict:
+    return {
+        "id": cid,
+        "paper": paper,
+        "claim": claim,
+        "rule": rule,
+        "measured": {},
+        "p_value": None,
+        "p_mapsswe": None,
+        "reproduced": None,
+        "note": NOT_MEASURED,
+    }
+
+
+def predictions_path(demo_dir: str | Path, system: str) -> Path:
+    """``demo_dir/predictions/<system>.json``."""
+    return Path(demo_dir) / "predictions" / f"{system}.json"
+
+
+def model_path(demo_dir: str | Path, name: str) -> Path:
+    """``demo_dir/models/<name>.nemo``."""
+    return Path(demo_dir) / "models" / f"{name}.nemo"
+
+
+def _missing(demo_dir: str | Path, systems: Sequence[str]) -> list[str]:
+    return [name for name in systems if not predictions_path(demo_dir, name).is_file()]
+
+
+def compare_metric(
+    demo_dir: str | Path,
+    system_a: str,
+    system_b: str,
+    metric: str,
+    pred_field: str = "pred_text",
+    num_resamples: int = 1000,
+    seed: int = 0,
+) -> dict:
+    """One metric of two systems' prediction manifests on the same utterances, with both p-values.
+
+    Returns:
+        ``{"metric", "pred_field", "systems": [a, b], "a", "b", "delta", "ci95", "p_bootstrap", "p_mapsswe",
+        "utterances"}``; ``delta`` is ``a - b``.
+
+    Raises:
+        ManifestError: a bad prediction line (file and line named).
+        ValueError: the two manifests do not hold the same utterances.
+    """
+    from nemo_pc.metrics.evaluate import EvalConfig, evaluate
+
+    config = EvalConfig(pred_field=pred_field, progress=False)
+    report = evaluate(
+        predictions_path(demo_dir, system_a),
+        config,
+        compare=predictions_path(demo_dir, system_b),
+        num_resamples=num_resamples,
+        seed=seed,
+    )
+    row = report["compare"]["metrics"][metric]
+    return {
+        "metric": metric,
+        "pred_field": pred_field,
+        "systems": [system_a, system_b],
+        "a": row["a"],
+        "b": row["b"],
+        "delta": row["delta"],
+        "ci95": row["ci95"],
+        "p_bootstrap": row["p"],
+        "p_mapsswe": row.get("p_mapsswe"),
+        "utterances": report["num_utterances"],
+    }
+
+
+def _significant_lower(row: Mapping) -> bool:
+    return row["a"] < row["b"] and row["p_bootstrap"] is not None and row["p_bootstrap"] < ALPHA
+
+
+def _comparison_claim(
+    claim: dict,
+    demo_dir: str | Path,
+    systems: tuple[str, str],
+    metric: str,
+    decide: Callable[[Mapping], bool],
+    pred_field: str = "pred_text",
+    num_resamples: int = 1000,
+) -> dict:
+    missing = _missing(demo_dir, systems)
+    if missing:
+        claim["note"] = f"{NOT_MEASURED} (no predictions for {', '.join(missing)})"
+        return claim
+    try:
+        row = compare_metric(demo_dir, *systems, metric, pred_field=pred_field, num_resamples=num_resamples)
+    except (ManifestError, ValueError) as err:
+        claim["note"] = f"not measured: {err}"
+        return claim
+    claim["measured"] = row
+    claim["p_value"] = row["p_bootstrap"]
+    claim["p_mapsswe"] = row["p_mapsswe"]
+    claim["reproduced"] = bool(decide(row))
+    claim["note"] = f"{row['utterances']} test utterances" + _significance_note(row["p_bootstrap"])
+    return claim
+
+
+def claim_e2e_vs_cascade(demo_dir: str | Path, num_resamples: int = 1000) -> dict:
+    """papers/002, 004: an end-to-end punctuated model beats an ASR + text-formatter cascade on PER."""
+    claim = _claim(
+        "C1",
+        "002, 004",
+        "E2E punctuated ASR has a lower PER than the ASR + formatter cascade",
+        "PER(`rnnt_conditioned`) < PER(`cascade`), bootstrap p < 0.05",
+    )
+    return _comparison_claim(
+        claim, demo_dir, ("rnnt_conditioned", "cascade"), "per", _significant_lower, num_resamples=num_resamples
+    )
+
+
+def claim_joint_vs_punctuated(demo_dir: str | Path, num_resamples: int = 1000) -> dict:
+    """papers/000: the joint model's normalized output is not worse than a punctuated-only model's (normalized)."""
+    claim = _claim(
+        "C2",
+        "000",
+        "joint P&N training keeps the normalized WER of a punctuated-only model",
+        "WER of `pred_text_normalized`: `rnnt_conditioned` <= `rnnt_punctuated`, or higher with bootstrap p >= 0.05",
+    )
+
+    def decide(row: Mapping) -> bool:
+        return row["a"] <= row["b"] or row["p_bootstrap"] is None or row["p_bootstrap"] >= ALPHA
+
+    return _comparison_claim(
+        claim,
+        demo_dir,
+        ("rnnt_conditioned", "rnnt_punctuated"),
+        "wer",
+        decide,
+        pred_field="pred_text_normalized",
+        num_resamples=num_resamples,
+    )
+
+
+def claim_pn_sweep(demo_dir: str | Path, num_resamples: int = 1000) -> dict:
+    """papers/000 Table III: P labels on 5% of the data cost at most 2.5 PC-WER points against 50%."""
+    claim = _claim(
+        "C3",
+        "000",
+        "P labels on 5% of training utterances are almost as good as on 50% (P:N sweep)",
+        "PC-WER(`rnnt_conditioned_p05`) - PC-WER(`rnnt_conditioned_p50`) <= 2.5 points (p tests delta = 0)",
+    )
+    return _comparison_claim(
+        claim,
+        demo_dir,
+        ("rnnt_conditioned_p05", "rnnt_conditioned_p50"),
+        "pc_wer",
+        lambda row: row["delta"] <= PN_MAX_INCREASE + 1e-12,
+        num_resamples=num_resamples,
+    )
+
+
+def claim_intermediate_ctc(demo_dir: str | Path, num_resamples: int = 1000) -> dict:
+    """papers/004: an intermediate normalized CTC lowers the WER of a punctuated CTC model."""
+    claim = _claim(
+        "C4",
+        "004",
+        "an intermediate normalized CTC loss lowers the WER of punctuated CTC",
+        "WER(`ctc_inter`) < WER(`ctc_punctuated`), bootstrap p < 0.05",
+    )
+    return _comparison_claim(
+        claim, demo_dir, ("ctc_inter", "ctc_punctuated"), "wer", _significant_lower, num_resamples=num_resamples
+    )
+
+
+def _significance_note(p_value: float | None) -> str:
+    if p_value is None:
+        return "; no significance test"
+    return (
+        "; significant at 0.05"
+        if p_value < ALPHA
+        else f"; the difference is not significant at 0.05 (p={p_value:.3f})"
+    )
+
+
+def formatter_claims(section: Mapping | None) -> list[dict]:
+    """papers/003 claims from the formatter benchmark section of ``benchmarks/run_all.py``.
+
+    Args:
+        section: ``{"results": {system: {"per", "i_wer", "time_long_s", ...}}, "compare": {system: {metric:
+            compare row}}}`` with systems ``formatter``, ``full seq2seq`` and ``NeMo WFST ITN``; ``compare`` holds
+            the formatter (a) against each baseline (b). None or a section without results: not measured.
+    """
+    speed = _claim(
+        "C5a",
+        "003",
+        f"the span formatter is faster than a full seq2seq formatter on long text (paper: {PAPER_SPEEDUP}x)",
+        "time(`full seq2seq`) / time(formatter) on a long text > 1",
+    )
+    per = _claim(
+        "C5b",
+        "003",
+        "the span formatter punctuates at least as well as a full seq2seq formatter",
+        "PER(formatter) <= PER(`full seq2seq`) on the test documents",
+    )
+    iwer = _claim(
+        "C5c",
+        "003",
+        "the formatter's ITN beats NeMo's WFST ITN",
+        "I-WER(formatter) < I-WER(`NeMo WFST ITN`) on the test documents",
+    )
+    results = (section or {}).get("results") or {}
+    compare = (section or {}).get("compare") or {}
+    if "formatter" not in results:
+        note = (section or {}).get("not_measured") or "no formatter benchmark"
+        for claim in (speed, per, iwer):
+            claim["note"] = f"not measured: {note}"
+        return [speed, per, iwer]
+    mine = results["formatter"]
+    documents = section.get("documents")
+    for claim, other, metric in ((per, "full seq2seq", "per"), (iwer, "NeMo WFST ITN", "i_wer")):
+        if other not in results:
+            claim["note"] = f"not measured: no {other} in the formatter benchmark"
+            continue
+        row = (compare.get(other) or {}).get(metric) or {}
+        claim["measured"] = {
+            "metric": metric,
+            "systems": ["formatter", other],
+            "a": mine[metric],
+            "b": results[other][metric],
+            "delta": mine[metric] - results[other][metric],
+            "ci95": row.get("ci95"),
+            "documents": documents,
+        }
+        claim["p_value"] = row.get("p")
+        claim["p_mapsswe"] = row.get("p_mapsswe")
+        better = mine[metric] <= results[other][metric] if metric == "per" else mine[metric] < results[other][metric]
+        claim["reproduced"] = bool(better)
+        claim["note"] = f"{documents} test documents of the formatter data" + _significance_note(claim["p_value"])
+    if "full seq2seq" in results:
+        ratio = results["full seq2seq"]["time_long_s"] / mine["time_long_s"]
+        speed["measured"] = {
+            "formatter_long_s": mine["time_long_s"],
+            "seq2seq_long_s": results["full seq2seq"]["time_long_s"],
+            "ratio": ratio,
+            "paper_ratio": PAPER_SPEEDUP,
+            "long_words": section.get("long_words"),
+        }
+        speed["reproduced"] = ratio > 1.0
+        speed["note"] = f"one timed run per system; {ratio:.1f}x measured vs {PAPER_SPEEDUP}x in the paper"
+    else:
+        speed["note"] = "not measured: no full seq2seq model (D/models/seq2seq.nemo)"
+    return [speed, per, iwer]
+
+
+def _test_audio(demo_dir: str | Path, limit: int | None = None) -> list[str]:
+    manifest = Path(demo_dir) / "predictions" / "ctc_m2.json"
+    audio = [require_text(entry, "audio_filepath", manifest, line) for line, entry in iter_manifest(manifest)]
+    return audio[:limit] if limit else audio
+
+
+def count_encoder_passes(model, audio: Sequence[str], batch_size: int = 16) -> dict:
+    """Runs ``model.transcribe(audio, style="both")`` and counts the calls of ``model.encoder``.
+
+    Returns:
+        ``{"encoder_calls", "batches", "utterances", "both_nonempty", "normalized_nonempty",
+        "punctuated_nonempty"}`` (the last three count utterances).
+    """
+    calls = []
+    handle = model.encoder.register_forward_hook(lambda *_: calls.append(1))
+    try:
+        outputs = model.transcribe(list(audio), batch_size=batch_size, style="both", verbose=False)
+    finally:
+        handle.remove()
+    texts = {style: [getattr(h, "text", h) for h in outputs[style]] for style in ("normalized", "punctuated")}
+    for style, values in texts.items():
+        if len(values) != len(audio):
+            raise RuntimeError(f"transcribe returned {len(values)} {style} outputs for {len(audio)} files")
+    nonempty = {style: [bool(t.strip()) for t in values] for style, values in texts.items()}
+    return {
+        "encoder_calls": len(calls),
+        "batches": math.ceil(len(audio) / batch_size),
+        "utterances": len(audio),
+        "both_nonempty": sum(a and b for a, b in zip(nonempty["normalized"], nonempty["punctuated"], strict=True)),
+        "normalized_nonempty": sum(nonempty["normalized"]),
+        "punctuated_nonempty": sum(nonempty["punctuated"]),
+    }
+
+
+def _load_model(path: Path):
+    from nemo_pc.pipelines.inference import load_asr_model
+
+    return load_asr_model(path)
+
+
+def claim_one_pass_styles(
+    demo_dir: str | Path,
+    batch_size: int = 16,
+    max_utterances: int | None = None,
+    loader: Callable[[Path], object] | None = None,
+) -> dict:
+    """papers/001: an M2 mixed-style CTC model gives both styles from one encoder pass.
+
+    Restores ``D/models/ctc_m2.nemo`` (with ``loader``, default NeMo's ``restore_from`` on CPU), transcribes the
+    test audio with ``style="both"`` while counting encoder calls, and reads the WER of its normalized output and the
+    PER of its punctuated output from ``D/predictions/ctc_m2.json``.
+    """
+    from nemo_pc.metrics.evaluate import EvalConfig, evaluate
+
+    claim = _claim("C6", "001", ONE_PASS_CLAIM, ONE_PASS_RULE)
+    path, predictions = model_path(demo_dir, "ctc_m2"), predictions_path(demo_dir, "ctc_m2")
+    missing = [str(p.relative_to(demo_dir)) for p in (path, predictions) if not p.is_file()]
+    if missing:
+        claim["note"] = f"{NOT_MEASURED} (missing {', '.join(missing)})"
+        return claim
+    try:
+        normalized = evaluate(predictions, EvalConfig(pred_field="pred_text_normalized", progress=False))
+        punctuated = evaluate(predictions, EvalConfig(progress=False))
+    except ManifestError as err:
+        claim["note"] = f"not measured: {err}"
+        return claim
+    model = (loader or _load_model)(path)
+    counts = count_encoder_passes(model, _test_audio(demo_dir, max_utterances), batch_size)
+    claim["measured"] = {
+        **counts,
+        "batch_size": batch_size,
+        "wer_normalized": normalized["metrics"]["wer"],
+        "per_punctuated": punctuated["metrics"]["per"],
+        "prediction_utterances": normalized["num_utterances"],
+    }
+    share = counts["both_nonempty"] / max(counts["utterances"], 1)
+    claim["reproduced"] = counts["encoder_calls"] == counts["batches"] and share >= ONE_PASS_MIN_SHARE
+    claim["note"] = (
+        f"{counts['encoder_calls']} encoder calls for {counts['batches']} batches; both styles non-empty on "
+        f"{counts['both_nonempty']}/{counts['utterances']} utterances"
+    )
+    return claim
+
+
+def compute_claims(
+    demo_dir: str | Path,
+    formatter_section: Mapping | None = None,
+    measure_one_pass: bool = True,
+    num_resamples: int = 1000,
+    batch_size: int = 16,
+) -> list[dict]:
+    """Every claim of the README's table, in order (C1-C4 from predictions, C5 from the formatter section, C6)."""
+    claims = [
+        claim_e2e_vs_cascade(demo_dir, num_resamples),
+        claim_joint_vs_punctuated(demo_dir, num_resamples),
+        claim_pn_sweep(demo_dir, num_resamples),
+        claim_intermediate_ctc(demo_dir, num_resamples),
+        *formatter_claims(formatter_section),
+    ]
+    try:
+        if not measure_one_pass:
+            raise RuntimeError("skipped")
+        claims.append(claim_one_pass_styles(demo_dir, batch_size=batch_size))
+    except (OSError, RuntimeError, ValueError) as err:
+        claim = _claim("C6", "001", ONE_PASS_CLAIM, ONE_PASS_RULE)
+        claim["note"] = f"not measured: {err}"
+        claims.append(claim)
+    return claims
+
+
+# Rendering
+
+
+def _pct(value) -> str:
+    return "-" if value is None else f"{100.0 * value:.2f}%"
+
+
+def _p(value) -> str:
+    if value is None:
+        return "-"
+    return "<0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def _verdict(value) -> str:
+    return {True: "yes", False: "no", None: "not measured"}[value]
+
+
+def describe_measured(claim: Mapping) -> str:
+    """The measured numbers of a claim as one short line."""
+    m = claim.get("measured") or {}
+    if not m:
+        return "-"
+    if "ratio" in m:
+        return f"{m['seq2seq_long_s']:.2f} s vs {m['formatter_long_s']:.2f} s: {m['ratio']:.1f}x"
+    if "encoder_calls" in m:
+        return (
+            f"{m['encoder_calls']} encoder calls / {m['batches']} batches; N-output WER {_pct(m['wer_normalized'])}, "
+            f"P-output PER {_pct(m['per_punctuated'])}"
+        )
+    a, b = m["systems"]
+    name = {"per": "PER", "wer": "WER", "pc_wer": "PC-WER", "i_wer": "I-WER"}.get(m["metric"], m["metric"])
+    text = f"{name} {_pct(m['a'])} ({a}) vs {_pct(m['b'])} ({b}), delta {100.0 * m['delta']:+.2f}"
+    if m.get("ci95"):
+        low, high = m["ci95"]
+        text += f" [{100.0 * low:+.2f}, {100.0 * high:+.2f}]"
+    return text
+
+
+def _cell(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def claims_markdown(claims: Sequence[Mapping]) -> str:
+    """The claims as a markdown table: paper, claim, rule, measured, p-values, reproduced, note."""
+    header = ["id", "paper", "claim", "reproduced if", "measured", "p (bootstrap)", "p (MAPSSWE)", "reproduced"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for c in claims:
+        row = [c["id"], c["paper"], c["claim"], c["rule"], describe_measured(c), _p(c["p_value"]),
+               _p(c["p_mapsswe"]), _verdict(c["reproduced"])]  # fmt: skip
+        lines.append("| " + " | ".join(_cell(x) for x in row) + " |")
+    lines.append("")
+    notes = [f"- {c['id']}: {c['note']}" for c in claims if c.get("note")]
+    return "\n".join(lines + notes) + "\n"
+
+
+def replace_readme_block(readme: str | Path, block: str) -> Path:
+    """Replaces the text between :data:`BEGIN_MARKER` and :data:`END_MARKER` in ``readme`` (atomic write).
+
+    Raises:
+        ValueError: a marker is missing, repeated or out of order (the file is named).
+    """
+    readme = Path(readme)
+    text = readme.read_text(encoding="utf-8")
+    for marker in (BEGIN_MARKER, END_MARKER):
+        count = text.count(marker)
+        if count != 1:
+            raise ValueError(f"{readme}: expected one {marker!r} line, found {count}")
+    start, end = text.index(BEGIN_MARKER) + len(BEGIN_MARKER), text.index(END_MARKER)
+    if end < start:
+        raise ValueError(f"{readme}: {END_MARKER!r} comes before {BEGIN_MARKER!r}")
+    write_text_atomic(readme, text[:start] + "\n" + block.strip("\n") + "\n" + text[end:])
+    return readme

@@ -1,0 +1,266 @@
+"""Claims of the README table on hand-made demo folders: verdicts, p-values, rendering, README block."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from nemo_pc.data.manifest import write_manifest
+from nemo_pc.pipelines import claims as C
+
+RESAMPLES = 200
+SENTENCES = [
+    "Then he said, come here.",
+    "Is it twelve o'clock?",
+    "They went home, and the day ended.",
+    "Where are you going, my friend?",
+    "Let us eat, Bob.",
+    "And the Lord spake unto Moses, saying.",
+]
+
+
+def reference(k: int) -> dict:
+    text = SENTENCES[k % len(SENTENCES)]
+    normalized = " ".join("".join(ch for ch in word if ch.isalnum() or ch == "'") for word in text.lower().split())
+    return {"utt_id": f"u{k:03d}", "audio_filepath": f"/audio/u{k:03d}.wav", "duration": 2.0, "text": text,
+            "text_normalized": normalized}  # fmt: skip
+
+
+def no_marks(text: str) -> str:
+    return "".join(ch for ch in text if ch not in ".,?")
+
+
+def drop_word(text: str) -> str:
+    return " ".join(text.split()[1:])
+
+
+def write_system(demo: Path, name: str, written=lambda t: t, normalized=lambda t: t, n: int = 30) -> Path:
+    rows = []
+    for k in range(n):
+        row = reference(k)
+        row["pred_text"] = written(row["text"])
+        row["pred_text_normalized"] = normalized(row["text_normalized"])
+        rows.append(row)
+    return write_manifest(demo / "predictions" / f"{name}.json", rows)
+
+
+def check_p(claim: dict) -> None:
+    assert claim["p_value"] is not None and 0.0 <= claim["p_value"] <= 1.0
+    if claim["p_mapsswe"] is not None:
+        assert 0.0 <= claim["p_mapsswe"] <= 1.0
+
+
+def test_e2e_vs_cascade_reproduced_and_not(tmp_path):
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    write_system(good, "rnnt_conditioned")
+    write_system(good, "cascade", written=no_marks)
+    write_system(bad, "rnnt_conditioned", written=no_marks)
+    write_system(bad, "cascade")
+    claim = C.claim_e2e_vs_cascade(good, RESAMPLES)
+    assert claim["reproduced"] is True
+    assert claim["measured"]["a"] == 0.0 and claim["measured"]["b"] == 1.0
+    assert claim["measured"]["utterances"] == 30
+    check_p(claim)
+    assert claim["p_value"] < 0.05 and claim["p_mapsswe"] < 0.05
+    claim = C.claim_e2e_vs_cascade(bad, RESAMPLES)
+    assert claim["reproduced"] is False
+    check_p(claim)
+
+
+def test_joint_vs_punctuated_uses_normalized_output(tmp_path):
+    # the written outputs differ a lot, the normalized outputs are equal: WER is compared on the latter
+    write_system(tmp_path, "rnnt_conditioned", written=drop_word)
+    write_system(tmp_path, "rnnt_punctuated")
+    claim = C.claim_joint_vs_punctuated(tmp_path, RESAMPLES)
+    assert claim["measured"]["pred_field"] == "pred_text_normalized"
+    assert claim["measured"]["a"] == claim["measured"]["b"] == 0.0
+    assert claim["reproduced"] is True
+    check_p(claim)
+    write_system(tmp_path, "rnnt_conditioned", normalized=drop_word)
+    claim = C.claim_joint_vs_punctuated(tmp_path, RESAMPLES)
+    assert claim["measured"]["a"] > claim["measured"]["b"]
+    assert claim["p_value"] < 0.05 and claim["reproduced"] is False
+
+
+def test_pn_sweep_threshold(tmp_path):
+    write_system(tmp_path, "rnnt_conditioned_p05", written=no_marks)
+    write_system(tmp_path, "rnnt_conditioned_p50")
+    claim = C.claim_pn_sweep(tmp_path, RESAMPLES)
+    assert claim["measured"]["metric"] == "pc_wer"
+    assert claim["measured"]["delta"] > C.PN_MAX_INCREASE
+    assert claim["reproduced"] is False
+    check_p(claim)
+    write_system(tmp_path, "rnnt_conditioned_p05")
+    claim = C.claim_pn_sweep(tmp_path, RESAMPLES)
+    assert claim["measured"]["delta"] == 0.0 and claim["reproduced"] is True
+
+
+def test_intermediate_ctc(tmp_path):
+    write_system(tmp_path, "ctc_inter")
+    write_system(tmp_path, "ctc_punctuated", written=drop_word)
+    claim = C.claim_intermediate_ctc(tmp_path, RESAMPLES)
+    assert claim["reproduced"] is True and claim["measured"]["metric"] == "wer"
+    check_p(claim)
+
+
+def test_missing_predictions_are_not_measured(tmp_path):
+    write_system(tmp_path, "rnnt_conditioned")
+    for func in (C.claim_e2e_vs_cascade, C.claim_joint_vs_punctuated, C.claim_pn_sweep, C.claim_intermediate_ctc):
+        claim = func(tmp_path, RESAMPLES)
+        assert claim["reproduced"] is None and claim["p_value"] is None
+        assert claim["note"].startswith(C.NOT_MEASURED)
+    claim = C.claim_one_pass_styles(tmp_path)
+    assert claim["reproduced"] is None and "models/ctc_m2.nemo" in claim["note"]
+
+
+def test_mismatched_utterances_are_reported(tmp_path):
+    write_system(tmp_path, "ctc_inter")
+    write_system(tmp_path, "ctc_punctuated", n=20)
+    claim = C.claim_intermediate_ctc(tmp_path, RESAMPLES)
+    assert claim["reproduced"] is None
+    assert claim["note"].startswith("not measured:") and "does not hold the same utterances" in claim["note"]
+
+
+def formatter_section(seq2seq_per=0.4, formatter_iwer=0.2, wfst_iwer=0.3, seq2seq_long=30.0):
+    def row(per, iwer, long):
+        return {"per": per, "cer": 0.01, "m_wer": 0.5, "i_wer": iwer, "time_short_s": 0.1, "time_long_s": long}
+
+    return {
+        "documents": 60,
+        "long_words": 5000,
+        "results": {
+            "formatter": row(0.3, formatter_iwer, 2.0),
+            "full seq2seq": row(seq2seq_per, 0.9, seq2seq_long),
+            "NeMo WFST ITN": row(0.99, wfst_iwer, 4.0),
+        },
+        "compare": {
+            "full seq2seq": {"per": {"p": 0.01, "p_mapsswe": 0.02, "ci95": [-0.2, -0.05]}},
+            "NeMo WFST ITN": {"i_wer": {"p": 0.2, "p_mapsswe": 0.3, "ci95": [-0.2, 0.05]}},
+        },
+    }
+
+
+def test_formatter_claims():
+    speed, per, iwer = C.formatter_claims(formatter_section())
+    assert [c["id"] for c in (speed, per, iwer)] == ["C5a", "C5b", "C5c"]
+    assert speed["measured"]["ratio"] == pytest.approx(15.0) and speed["reproduced"] is True
+    assert per["reproduced"] is True and per["p_value"] == 0.01 and per["p_mapsswe"] == 0.02
+    assert iwer["reproduced"] is True and iwer["measured"]["delta"] == pytest.approx(-0.1)
+    assert "significant at 0.05" in per["note"] and "not significant at 0.05 (p=0.200)" in iwer["note"]
+    speed, per, iwer = C.formatter_claims(formatter_section(seq2seq_per=0.2, formatter_iwer=0.3, seq2seq_long=1.0))
+    assert (speed["reproduced"], per["reproduced"], iwer["reproduced"]) == (False, False, False)
+    section = formatter_section()
+    del section["results"]["full seq2seq"]
+    speed, per, iwer = C.formatter_claims(section)
+    assert speed["reproduced"] is None and per["reproduced"] is None and iwer["reproduced"] is True
+    for claim in C.formatter_claims({"not_measured": "no formatter data"}):
+        assert claim["reproduced"] is None and "no formatter data" in claim["note"]
+
+
+class FakeM2:
+    """Runs its encoder ``passes`` times per batch and returns both styles."""
+
+    def __init__(self, passes: int = 1, empty: bool = False) -> None:
+        self.encoder = torch.nn.Identity()
+        self.passes, self.empty = passes, empty
+
+    def transcribe(self, audio, batch_size=4, style=None, verbose=True):
+        assert style == "both"
+        for _ in range(0, len(audio), batch_size):
+            for _ in range(self.passes):
+                self.encoder(torch.zeros(1))
+        text = "" if self.empty else "and it came to pass"
+        return {"normalized": [text] * len(audio), "punctuated": [text.capitalize() + "."] * len(audio)}
+
+
+@pytest.mark.parametrize(
+    ("model", "expected"), [(FakeM2(), True), (FakeM2(passes=2), False), (FakeM2(empty=True), False)]
+)
+def test_one_pass_styles(tmp_path, model, expected):
+    write_system(tmp_path, "ctc_m2")
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "ctc_m2.nemo").write_bytes(b"")
+    claim = C.claim_one_pass_styles(tmp_path, batch_size=8, loader=lambda path: model)
+    measured = claim["measured"]
+    assert measured["batches"] == 4 and measured["utterances"] == 30
+    assert measured["encoder_calls"] == 4 * model.passes
+    assert measured["wer_normalized"] == 0.0 and measured["per_punctuated"] == 0.0
+    assert claim["reproduced"] is expected
+
+
+def test_compute_claims_and_markdown(tmp_path):
+    write_system(tmp_path, "rnnt_conditioned")
+    write_system(tmp_path, "cascade", written=no_marks)
+    claims = C.compute_claims(tmp_path, formatter_section(), measure_one_pass=False, num_resamples=RESAMPLES)
+    assert [c["id"] for c in claims] == ["C1", "C2", "C3", "C4", "C5a", "C5b", "C5c", "C6"]
+    assert [c["reproduced"] for c in claims] == [True, None, None, None, True, True, True, None]
+    table = C.claims_markdown(claims)
+    lines = table.splitlines()
+    assert lines[0].startswith("| id | paper | claim |")
+    rows = [line for line in lines if line.startswith("| C")]
+    assert len(rows) == 8
+    assert all(row.count(" | ") == lines[0].count(" | ") for row in rows)  # pipes in cells are escaped
+    assert "PER 0.00% (rnnt_conditioned) vs 100.00% (cascade)" in rows[0] and rows[0].endswith("| yes |")
+    assert rows[1].endswith("| not measured |")
+    assert "15.0x" in rows[4]
+    assert "- C2: not measured: run examples/demo_pc.py --claims" in table
+    json.dumps(claims)  # serializable
+
+
+def test_replace_readme_block(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\n## Claims reproduced\n\n{C.BEGIN_MARKER}\nold\n{C.END_MARKER}\n\n## Next\ntext\n")
+    C.replace_readme_block(readme, "| a |\n|---|\n")
+    once = readme.read_text()
+    assert once == f"# x\n\n## Claims reproduced\n\n{C.BEGIN_MARKER}\n| a |\n|---|\n{C.END_MARKER}\n\n## Next\ntext\n"
+    C.replace_readme_block(readme, "| a |\n|---|\n")
+    assert readme.read_text() == once
+    readme.write_text("# x\nno markers\n")
+    with pytest.raises(ValueError, match=str(readme)):
+        C.replace_readme_block(readme, "table")
+    readme.write_text(f"{C.END_MARKER}\n{C.BEGIN_MARKER}\n")
+    with pytest.raises(ValueError, match="comes before"):
+        C.replace_readme_block(readme, "table")
+    assert readme.read_text() == f"{C.END_MARKER}\n{C.BEGIN_MARKER}\n"
+
+
+def load_run_all():
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "run_all.py"
+    spec = importlib.util.spec_from_file_location("run_all_under_test", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_run_all_claims_only(tmp_path):
+    demo = tmp_path / "demo"
+    write_system(demo, "ctc_inter")
+    write_system(demo, "ctc_punctuated", written=drop_word)
+    readme = tmp_path / "README.md"
+    readme.write_text(f"intro\n{C.BEGIN_MARKER}\n{C.END_MARKER}\nend\n")
+    out_json, out_md = tmp_path / "r.json", tmp_path / "r.md"
+    run_all = load_run_all()
+    run_all.main(["--demo-dir", str(demo), "--json", str(out_json), "--markdown", str(out_md), "--readme",
+                  str(readme), "--skip", "rtf,formatter,restore,m2", "--resamples", str(RESAMPLES)])  # fmt: skip
+    results = json.loads(out_json.read_text())
+    assert results["rtf"] == {"not_measured": "skipped (--skip)"}
+    verdicts = {c["id"]: c["reproduced"] for c in results["claims"]}
+    assert verdicts["C4"] is True and verdicts["C1"] is None and verdicts["C5a"] is None
+    markdown = out_md.read_text()
+    assert "## a. RTF" in markdown and "Not measured: skipped (--skip)." in markdown
+    text = readme.read_text()
+    assert text.startswith("intro\n" + C.BEGIN_MARKER) and text.endswith(C.END_MARKER + "\nend\n")
+    assert "| C4 | 004 |" in text
+
+
+def test_rtf_ratios_tolerate_missing_systems():
+    run_all = load_run_all()
+    systems = {"rnnt_conditioned": {"punctuated": 0.1, "both": 0.12}, "rnnt_dual": {"not_measured": "no model"}}
+    ratios = run_all.rtf_ratios(systems)
+    assert ratios["conditioned_both_over_punctuated"] == pytest.approx(1.2)
+    assert ratios["conditioned_punctuated_over_dual_punctuated"] is None
+    assert ratios["cascade_over_conditioned_punctuated"] is None
