@@ -26,8 +26,8 @@ from pathlib import Path
 from nemo_pc.data.manifest import iter_manifest, write_manifest
 from nemo_pc.parts.text import normalize
 
-# Systems: name -> (family, Hydra overrides of the model config). The ``claims`` systems are the baselines the
-# README's claims table compares against; ``make demo`` trains only the DEMO_SYSTEMS.
+# Systems: name -> (family, Hydra overrides of the model config). ``make demo`` trains the DEMO_SYSTEMS; ``--claims``
+# adds the baselines of the README's claims table and the other multi-style CTC variants (papers/001 Table 3).
 ASR_SYSTEMS = {
     "rnnt_conditioned": ("rnnt", ["decoders=conditioned"]),
     "rnnt_dual": ("rnnt", ["decoders=dual"]),
@@ -37,6 +37,8 @@ ASR_SYSTEMS = {
     "rnnt_conditioned_p05": ("rnnt", ["decoders=conditioned", "model.pc_fraction=0.05"]),
     "ctc_punctuated": ("ctc", ["variant=punctuated"]),
     "ctc_m2": ("ctc", ["variant=mixed_m2"]),
+    "ctc_style_layers": ("ctc", ["variant=style_layers"]),
+    "ctc_style_embedding": ("ctc", ["variant=style_embedding"]),
 }
 DEMO_SYSTEMS = ("rnnt_conditioned", "rnnt_dual", "ctc_inter")
 CLAIM_SYSTEMS = tuple(name for name in ASR_SYSTEMS if name not in DEMO_SYSTEMS)
@@ -173,6 +175,11 @@ class Demo:
         tokenizer = tokenizers["styles" if name == "ctc_m2" else "plain"]
         layers = self.cfg.rnnt_layers if family == "rnnt" else self.cfg.ctc_layers
         workers = max(0, self.cfg.num_jobs - 1)
+        half = max(1, layers // 2)  # the papers' branch point: layer l/2 of l (1-based)
+        depth = {
+            "ctc_style_layers": [f"model.pc.style_layers.branch_layer={half}"],
+            "ctc_style_embedding": [f"model.pc.style_embedding.layers=[{min(half + 1, layers)}]"],
+        }.get(name, [])
         return [
             *variant,
             f"model.tokenizer.dir={tokenizer}",
@@ -183,6 +190,7 @@ class Demo:
             f"model.train_ds.num_workers={workers}",
             f"model.validation_ds.num_workers={workers}",
             f"model.encoder.n_layers={layers}",
+            *depth,
             *SMALL_ENCODER,
             *self.cfg.extra.get(name, []),
         ]

@@ -29,6 +29,8 @@ DESCRIPTIONS = {
     "rnnt_conditioned_p05": "conditioned RNN-T, P labels on 5% of training utterances (papers/000 Table III)",
     "ctc_punctuated": "CTC on punctuated text without the intermediate loss (papers/004 Table 3 baseline)",
     "ctc_m2": "CTC with mixed-style M2 targets, both styles from one greedy pass (papers/001 §2.3)",
+    "ctc_style_layers": "CTC with per-style top layers and heads on a shared bottom (papers/001 §2.2)",
+    "ctc_style_embedding": "CTC with a style embedding added at chosen encoder layers (papers/001 §2.4)",
     "cascade": "normalized output of {source} + text formatter (tagger + span BART, papers/003)",
     "hybrid": "punctuated output of {source} + the formatter's ITN spans only",
 }
