@@ -24,6 +24,7 @@ ALPHA = 0.05
 PN_MAX_INCREASE = 0.025  # papers/000 Table III: PC-WER of P:N 5% at most 2.5 points above P:N 50%
 PAPER_SPEEDUP = 30.7  # papers/003: full seq2seq time over the formatter's on long text
 ONE_PASS_MIN_SHARE = 0.9  # share of utterances with both M2 styles non-empty
+MAX_EMPTY_SHARE = 0.5  # a system silent on more utterances than this cannot support or refute a claim
 ONE_PASS_CLAIM = "a mixed-style (M2) CTC model yields both styles from one encoder pass"
 ONE_PASS_RULE = f"encoder calls == batches and both styles non-empty on >= {ONE_PASS_MIN_SHARE:.0%} of the utterances"
 BEGIN_MARKER = "<!-- claims:begin -->"
@@ -102,6 +103,12 @@ def compare_metric(
     }
 
 
+def empty_share(path: str | Path, pred_field: str = "pred_text") -> float:
+    """The share of utterances of a prediction manifest whose ``pred_field`` is empty (0 for an empty manifest)."""
+    texts = [require_text(entry, pred_field, path, line) for line, entry in iter_manifest(path)]
+    return sum(not text.strip() for text in texts) / len(texts) if texts else 0.0
+
+
 def _significant_lower(row: Mapping) -> bool:
     return row["a"] < row["b"] and row["p_bootstrap"] is not None and row["p_bootstrap"] < ALPHA
 
@@ -120,9 +127,20 @@ def _comparison_claim(
         claim["note"] = f"{NOT_MEASURED} (no predictions for {', '.join(missing)})"
         return claim
     try:
+        empty = {name: empty_share(predictions_path(demo_dir, name), pred_field) for name in systems}
         row = compare_metric(demo_dir, *systems, metric, pred_field=pred_field, num_resamples=num_resamples)
     except (ManifestError, ValueError) as err:
         claim["note"] = f"not measured: {err}"
+        return claim
+    row["empty_share"] = empty
+    silent = [name for name, share in empty.items() if share > MAX_EMPTY_SHARE]
+    if silent:
+        claim["measured"] = row
+        shares = ", ".join(f"`{name}` {100 * empty[name]:.0f}%" for name in silent)
+        claim["note"] = (
+            f"not measurable: empty outputs on more than {MAX_EMPTY_SHARE:.0%} of the test utterances ({shares}); "
+            "the models are too briefly trained (more steps: examples/demo_pc.py --full)"
+        )
         return claim
     claim["measured"] = row
     claim["p_value"] = row["p_bootstrap"]

@@ -80,17 +80,17 @@ class DemoConfig:
     hours: float = 1.0
     sources: tuple[str, ...] = ("kjv", "wiki")
     systems: tuple[str, ...] = DEMO_SYSTEMS
-    asr_steps: int = 300
+    asr_steps: int = 200
     rnnt_layers: int = 4
     ctc_layers: int = 6
     batch_size: int = 16
     max_duration: float = 8.0
     max_words: int = 14
-    tagger_steps: int = 150
-    rewriter_steps: int = 600
+    tagger_steps: int = 60
+    rewriter_steps: int = 300
     seq2seq_steps: int = 0
-    formatter_documents: int = 600
-    formatter_synthetic: int = 2000
+    formatter_documents: int = 300
+    formatter_synthetic: int = 1000
     formatter_dir: str | None = None
     formatter_sources: tuple[str, ...] = ("wiki", "kjv", "fortunes", "synthetic")
     formatter_tn: str = "nemo"
@@ -280,11 +280,13 @@ class Demo:
     def evaluate(self, system: str) -> dict:
         from nemo_pc.metrics.evaluate import EvalConfig, evaluate
         from nemo_pc.metrics.report import plot_per, write_json
+        from nemo_pc.pipelines.claims import empty_share
 
         predictions = self.path("predictions", f"{system}.json")
         report = evaluate(predictions, EvalConfig(progress=False))
         normalized = evaluate(predictions, EvalConfig(pred_field="pred_text_normalized", progress=False))
         report["normalized_output"] = {"wer": normalized["metrics"]["wer"], "support": normalized["support"]["wer"]}
+        report["empty_share"] = empty_share(predictions)
         write_json(report, self.path("eval", f"{system}.json"))
         plot_per(report, self.path("eval", f"{system}_per.png"))
         return report

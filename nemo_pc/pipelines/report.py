@@ -41,12 +41,12 @@ def _fmt(value) -> str:
 
 
 def metrics_table(reports: Mapping[str, dict], source: str) -> list[str]:
-    header = ["system", "N-output WER", *(label for _, label in COLUMNS)]
+    header = ["system", "empty outputs", "N-output WER", *(label for _, label in COLUMNS)]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for system, report in reports.items():
         metrics, support = report["metrics"], report["support"]
         cells = [_fmt(metrics.get(key)) if support.get(key) else "-" for key, _ in COLUMNS]
-        row = [f"`{system}`", _fmt(report["normalized_output"]["wer"]), *cells]
+        row = [f"`{system}`", _fmt(report.get("empty_share")), _fmt(report["normalized_output"]["wer"]), *cells]
         lines.append("| " + " | ".join(row) + " |")
     lines.append("")
     for system in reports:
@@ -66,7 +66,9 @@ def write_report(out_dir: str | Path, reports: Mapping[str, dict], timings: Mapp
         f"({config['hours']} h corpus planned, sources {', '.join(config['sources'])}, seed {config['seed']}). "
         "Rates in %, computed by `nemo-pc evaluate` (reports in `eval/`). `N-output WER` scores each system's "
         "normalized output against the normalized reference; the other columns score its punctuated, written output "
-        "against the book text; `-` marks a metric with nothing to score (e.g. no ITN words in the references).",
+        "against the book text; `-` marks a metric with nothing to score (e.g. no ITN words in the references). "
+        "`empty outputs` is the share of test utterances with an empty output: a briefly trained RNN-T or CTC model "
+        "first learns to emit only blanks, and then every error is a deletion.",
         "",
         *metrics_table(reports, source),
         "",

@@ -264,3 +264,13 @@ def test_rtf_ratios_tolerate_missing_systems():
     assert ratios["conditioned_both_over_punctuated"] == pytest.approx(1.2)
     assert ratios["conditioned_punctuated_over_dual_punctuated"] is None
     assert ratios["cascade_over_conditioned_punctuated"] is None
+
+
+def test_silent_systems_make_a_claim_not_measurable(tmp_path):
+    # two systems that output nothing tie at 100% WER: that neither supports nor refutes a claim
+    write_system(tmp_path, "rnnt_conditioned", written=lambda t: "", normalized=lambda t: "")
+    write_system(tmp_path, "rnnt_punctuated", written=lambda t: "", normalized=lambda t: "")
+    claim = C.claim_joint_vs_punctuated(tmp_path, RESAMPLES)
+    assert claim["reproduced"] is None and claim["note"].startswith("not measurable")
+    assert claim["measured"]["empty_share"] == {"rnnt_conditioned": 1.0, "rnnt_punctuated": 1.0}
+    assert C.empty_share(tmp_path / "predictions" / "rnnt_conditioned.json") == 1.0
