@@ -24,7 +24,7 @@ ALPHA = 0.05
 PN_MAX_INCREASE = 0.025  # papers/000 Table III: PC-WER of P:N 5% at most 2.5 points above P:N 50%
 PAPER_SPEEDUP = 30.7  # papers/003: full seq2seq time over the formatter's on long text
 ONE_PASS_MIN_SHARE = 0.9  # share of utterances with both M2 styles non-empty
-MAX_EMPTY_SHARE = 0.5  # a system silent on more utterances than this cannot support or refute a claim
+MAX_CONSTANT_SHARE = 0.5  # a system with one output for more utterances than this can't support or refute a claim
 ONE_PASS_CLAIM = "a mixed-style (M2) CTC model yields both styles from one encoder pass"
 ONE_PASS_RULE = f"encoder calls == batches and both styles non-empty on >= {ONE_PASS_MIN_SHARE:.0%} of the utterances"
 BEGIN_MARKER = "<!-- claims:begin -->"
@@ -109,6 +109,15 @@ def empty_share(path: str | Path, pred_field: str = "pred_text") -> float:
     return sum(not text.strip() for text in texts) / len(texts) if texts else 0.0
 
 
+def constant_share(path: str | Path, pred_field: str = "pred_text") -> float:
+    """The share of utterances that get the manifest's most frequent output (e.g. empty, or always "the"): a
+    briefly trained model first emits one output for every input."""
+    from collections import Counter
+
+    texts = [" ".join(require_text(entry, pred_field, path, line).split()) for line, entry in iter_manifest(path)]
+    return Counter(texts).most_common(1)[0][1] / len(texts) if len(texts) > 1 else 0.0
+
+
 def _significant_lower(row: Mapping) -> bool:
     return row["a"] < row["b"] and row["p_bootstrap"] is not None and row["p_bootstrap"] < ALPHA
 
@@ -127,19 +136,19 @@ def _comparison_claim(
         claim["note"] = f"{NOT_MEASURED} (no predictions for {', '.join(missing)})"
         return claim
     try:
-        empty = {name: empty_share(predictions_path(demo_dir, name), pred_field) for name in systems}
+        constant = {name: constant_share(predictions_path(demo_dir, name), pred_field) for name in systems}
         row = compare_metric(demo_dir, *systems, metric, pred_field=pred_field, num_resamples=num_resamples)
     except (ManifestError, ValueError) as err:
         claim["note"] = f"not measured: {err}"
         return claim
-    row["empty_share"] = empty
-    silent = [name for name, share in empty.items() if share > MAX_EMPTY_SHARE]
-    if silent:
+    row["constant_share"] = constant
+    degenerate = [name for name, share in constant.items() if share > MAX_CONSTANT_SHARE]
+    if degenerate:
         claim["measured"] = row
-        shares = ", ".join(f"`{name}` {100 * empty[name]:.0f}%" for name in silent)
+        shares = ", ".join(f"`{name}` {100 * constant[name]:.0f}%" for name in degenerate)
         claim["note"] = (
-            f"not measurable: empty outputs on more than {MAX_EMPTY_SHARE:.0%} of the test utterances ({shares}); "
-            "the models are too briefly trained (more steps: examples/demo_pc.py --full)"
+            f"not measurable: one output (e.g. empty) for more than {MAX_CONSTANT_SHARE:.0%} of the test utterances "
+            f"({shares}); the models are too briefly trained (more steps: examples/demo_pc.py --full)"
         )
         return claim
     claim["measured"] = row

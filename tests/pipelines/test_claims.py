@@ -272,5 +272,12 @@ def test_silent_systems_make_a_claim_not_measurable(tmp_path):
     write_system(tmp_path, "rnnt_punctuated", written=lambda t: "", normalized=lambda t: "")
     claim = C.claim_joint_vs_punctuated(tmp_path, RESAMPLES)
     assert claim["reproduced"] is None and claim["note"].startswith("not measurable")
-    assert claim["measured"]["empty_share"] == {"rnnt_conditioned": 1.0, "rnnt_punctuated": 1.0}
+    assert claim["measured"]["constant_share"] == {"rnnt_conditioned": 1.0, "rnnt_punctuated": 1.0}
     assert C.empty_share(tmp_path / "predictions" / "rnnt_conditioned.json") == 1.0
+
+
+def test_constant_share_counts_the_most_frequent_output(tmp_path):
+    path = write_system(tmp_path, "ctc_inter", written=lambda t: "the", n=10)
+    assert C.constant_share(path) == 1.0 and C.empty_share(path) == 0.0
+    path = write_system(tmp_path, "ctc_punctuated", n=12)  # six sentences, each twice
+    assert C.constant_share(path) == pytest.approx(2 / 12)
