@@ -12,7 +12,7 @@ Layout of ``out_dir``::
     models/<name>.nemo      trained models, with <name>.json holding steps, seconds and parameters
     predictions/<system>.json   test manifest + pred_text (written output) + pred_text_normalized
     eval/<system>.json      nemo-pc evaluate reports; eval/<system>_per.png the per-mark PER plots
-    REPORT.md, timings.json
+    REPORT.md, timings.json (step seconds of every run; a resumed run skips what is done)
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from nemo_pc.data.manifest import iter_manifest, write_manifest
+from nemo_pc.data.manifest import atomic_open, iter_manifest, write_manifest
 from nemo_pc.parts.text import normalize
 
 # Systems: name -> (family, Hydra overrides of the model config). ``make demo`` trains the DEMO_SYSTEMS; ``--claims``
@@ -308,5 +308,18 @@ class Demo:
             reports[system] = self._timed(f"evaluate {system}", lambda system=system: self.evaluate(system))
         from nemo_pc.pipelines.report import write_report
 
-        self.path("timings.json").write_text(json.dumps(self.timings, indent=2) + "\n")
-        return write_report(self.out, reports, self.timings, source)
+        runs = self._timing_runs()
+        runs.append({"finished": time.strftime("%Y-%m-%d %H:%M:%S"), "seconds": self.timings})
+        with atomic_open(self.path("timings.json")) as handle:
+            handle.write(json.dumps({"runs": runs}, indent=2) + "\n")
+        return write_report(self.out, reports, runs, source)
+
+    def _timing_runs(self) -> list[dict]:
+        """Step timings of the earlier runs in ``out_dir`` (a resumed run skips finished steps)."""
+        path = self.path("timings.json")
+        if not path.is_file():
+            return []
+        try:
+            return list(json.loads(path.read_text())["runs"])
+        except (ValueError, KeyError, TypeError):
+            return []

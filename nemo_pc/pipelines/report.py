@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from nemo_pc.data.manifest import atomic_open
@@ -54,8 +54,9 @@ def metrics_table(reports: Mapping[str, dict], source: str) -> list[str]:
     return lines
 
 
-def write_report(out_dir: str | Path, reports: Mapping[str, dict], timings: Mapping[str, float], source: str) -> Path:
-    """Writes ``out_dir/REPORT.md`` from the evaluation reports; returns its path."""
+def write_report(out_dir: str | Path, reports: Mapping[str, dict], runs: Sequence[Mapping], source: str) -> Path:
+    """Writes ``out_dir/REPORT.md`` from the evaluation reports and the step timings of every run (oldest first,
+    each ``{"finished", "seconds": {step: seconds}}``); returns its path."""
     out_dir = Path(out_dir)
     config = json.loads((out_dir / "config.json").read_text())
     first = next(iter(reports.values()))
@@ -83,8 +84,11 @@ def write_report(out_dir: str | Path, reports: Mapping[str, dict], timings: Mapp
     lines += ["", "## Per-mark PER", ""]
     for system in reports:
         lines.append(f"![{system}](eval/{system}_per.png)")
-    lines += ["", "## Step timings (seconds)", "", "| step | seconds |", "|---|---:|"]
-    lines += [f"| {name} | {seconds} |" for name, seconds in timings.items()]
+    lines += ["", "## Step timings (seconds)", "", "A resumed run skips what is on disk; each run is a column.", ""]
+    lines += ["| step | " + " | ".join(run["finished"] for run in runs) + " |", "|---|" + "---:|" * len(runs)]
+    steps = list(dict.fromkeys(name for run in runs for name in run["seconds"]))
+    lines += [f"| {name} | " + " | ".join(str(run["seconds"].get(name, "")) for run in runs) + " |" for name in steps]
+    lines += ["| total | " + " | ".join(f"{sum(run['seconds'].values()):.1f}" for run in runs) + " |"]
     lines += [
         "",
         "Use the models with NeMo and nemo_pc:",
