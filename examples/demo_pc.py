@@ -22,7 +22,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--rewriter-steps", type=int, default=None)
     parser.add_argument("--systems", default=None, help=f"comma-separated, from {', '.join(ASR_SYSTEMS)}")
     parser.add_argument("--claims", action="store_true", help="also train the claims baselines")
-    parser.add_argument("--full", action="store_true", help="5 h of audio and 5x the steps (several hours)")
+    parser.add_argument("--full", action="store_true", help="5 h of audio, 5x the steps, every baseline (hours)")
     parser.add_argument("--formatter-dir", default=None, help="reuse tagger.nemo and rewriter.nemo from here")
     parser.add_argument("--num-jobs", type=int, default=defaults.num_jobs)
     parser.add_argument("--seed", type=int, default=defaults.seed)
