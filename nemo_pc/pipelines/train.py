@@ -42,6 +42,29 @@ def _model_class(family: str):
     return getattr(importlib.import_module(module), name)
 
 
+def fit_schedule(optim, max_steps: int) -> None:
+    """Fits an optimizer config's schedule to a run of ``max_steps`` (in place).
+
+    The schedule ends at ``max_steps``; a warmup longer than a quarter of the run becomes a tenth of it. Noam's
+    schedule peaks at ``lr / sqrt(d_model * warmup_steps)``, so there ``lr`` is scaled by
+    ``sqrt(new_warmup / old_warmup)`` to keep the peak learning rate of the config; the other schedules peak at
+    ``lr`` itself.
+    """
+    if not optim or "sched" not in optim:
+        return
+    from omegaconf import open_dict
+
+    with open_dict(optim):
+        optim.sched.max_steps = max_steps
+        warmup = optim.sched.get("warmup_steps")
+        if warmup is None or warmup <= max_steps // 4:
+            return
+        shorter = max(1, max_steps // 10)
+        optim.sched.warmup_steps = shorter
+        if str(optim.sched.get("name", "")).lower() == "noamannealing":
+            optim.lr = float(optim.lr) * (shorter / warmup) ** 0.5
+
+
 def train_model(
     family: str,
     overrides: Sequence[str],
@@ -89,14 +112,7 @@ def train_model(
         limit_val_batches=1.0 if has_validation else 0,
     )
     trainer = pl.Trainer(**trainer_cfg)
-    if "sched" in cfg.model.get("optim", {}):
-        from omegaconf import open_dict
-
-        with open_dict(cfg):
-            cfg.model.optim.sched.max_steps = max_steps
-            warmup = cfg.model.optim.sched.get("warmup_steps")
-            if warmup is not None and warmup > max_steps // 4:
-                cfg.model.optim.sched.warmup_steps = max(1, max_steps // 10)
+    fit_schedule(cfg.model.get("optim"), max_steps)
     model = _model_class(family)(cfg=cfg.model, trainer=trainer)
     start = time.perf_counter()
     trainer.fit(model)
