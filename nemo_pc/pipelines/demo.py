@@ -111,6 +111,11 @@ class Demo:
         unknown = [name for name in config.systems if name not in ASR_SYSTEMS]
         if unknown:
             raise ValueError(f"unknown system(s) {unknown}; choose from {sorted(ASR_SYSTEMS)}")
+        if config.formatter_dir:
+            # checked before any training, not after the ASR models
+            for name in ("tagger.nemo", "rewriter.nemo"):
+                if not (Path(config.formatter_dir) / name).is_file():
+                    raise FileNotFoundError(f"formatter_dir {config.formatter_dir}: no {name} there")
 
     # paths
 

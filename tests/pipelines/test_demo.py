@@ -96,3 +96,10 @@ def test_a_rerun_reuses_every_model(demo):
 def test_unknown_system_is_refused():
     with pytest.raises(ValueError, match="unknown system"):
         Demo(DemoConfig(systems=("rnnt_nope",)))
+
+
+def test_formatter_dir_without_models_is_refused_before_any_work(tmp_path):
+    (tmp_path / "tagger.nemo").write_bytes(b"x")
+    with pytest.raises(FileNotFoundError, match="no rewriter.nemo"):
+        Demo(DemoConfig(out_dir=str(tmp_path / "out"), formatter_dir=str(tmp_path)))
+    assert not (tmp_path / "out").exists()
