@@ -63,27 +63,34 @@ def cost_table(tokenizer: Path, clips: int, seconds: float, repeats: int) -> dic
     for variant in variants:
         model = build_variant(variant, tokenizer)
         row = {"parameters": sum(p.numel() for p in model.parameters())}
-        for style in STYLES:
+        # a normalized-only model (the plain ASR baseline) has one style
+        styles = ("normalized",) if model.cfg.pc.target == "normalized" else STYLES
+        for style in styles:
             row[f"decode_s_{style}"] = time_decode(model, audio, lengths, style, repeats)
         table[variant] = row
     base = table["punctuated"]
     for row in table.values():
         row["parameter_ratio"] = row["parameters"] / base["parameters"]
         for style in STYLES:
-            row[f"decode_ratio_{style}"] = row[f"decode_s_{style}"] / base["decode_s_punctuated"]
+            if f"decode_s_{style}" in row:
+                row[f"decode_ratio_{style}"] = row[f"decode_s_{style}"] / base["decode_s_punctuated"]
     return table
 
 
 def accuracy_table(models: dict[str, Path], manifest: Path, out_dir: Path) -> dict:
     from nemo_pc.data.manifest import read_manifest, write_manifest
     from nemo_pc.metrics.evaluate import EvalConfig, evaluate
+    from nemo_pc.pipelines.claims import empty_share
     from nemo_pc.models.ctc_pc import EncDecCTCPCBPEModel
 
     entries = read_manifest(manifest)
-    predictions = {}
+    predictions, seconds, parameters = {}, {}, {}
     for name, path in models.items():
         model = EncDecCTCPCBPEModel.restore_from(str(path), map_location="cpu").eval()
+        parameters[name] = sum(p.numel() for p in model.parameters())
+        start = time.perf_counter()
         both = model.transcribe([e["audio_filepath"] for e in entries], batch_size=8, style="both", verbose=True)
+        seconds[name] = time.perf_counter() - start
         rows = [
             {**e, "pred_text": p.text, "pred_text_normalized": n.text}
             for e, p, n in zip(entries, both["punctuated"], both["normalized"], strict=True)
@@ -91,10 +98,51 @@ def accuracy_table(models: dict[str, Path], manifest: Path, out_dir: Path) -> di
         predictions[name] = write_manifest(out_dir / f"pred_{name}.json", rows)
     baseline = next(iter(predictions.values()))
     config = EvalConfig(progress=False)
-    return {
-        name: evaluate(path, config, compare=baseline if path != baseline else None)
-        for name, path in predictions.items()
-    }
+    reports = {}
+    for name, path in predictions.items():
+        report = evaluate(path, config, compare=baseline if path != baseline else None)
+        report["empty_share"] = empty_share(path)
+        report["parameters"] = parameters[name]
+        report["transcribe_both_s"] = seconds[name]
+        reports[name] = report
+    return reports
+
+
+ACCURACY_COLUMNS = [
+    # (header, metric key, is an error rate whose p-value against the baseline is shown)
+    ("WER (P out)", "wer", True),
+    ("PER", "per", True),
+    ("F1 .", "punct[.]_f1", False),
+    ("F1 ,", "punct[,]_f1", False),
+    ("F1 ?", "punct[?]_f1", False),
+    ("case ER", "case_er", True),
+]
+
+
+def _percent(value) -> str:
+    return "–" if value is None else f"{100 * value:.1f}"
+
+
+def accuracy_markdown(reports: dict) -> str:
+    """The accuracy table: each metric in %, with the MAPSSWE p-value against the first (baseline) model."""
+    names = list(reports)
+    head = ["model", "parameters", "WER (N out)", *(h for h, _, _ in ACCURACY_COLUMNS), "empty", "both styles, s"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name in names:
+        report = reports[name]
+        metrics, compare = report["metrics"], report.get("compare", {}).get("metrics", {})
+        cells = [name, f"{report['parameters'] / 1e6:.2f}M", _percent(report["normalized_output"]["wer"])]
+        for _, key, with_p in ACCURACY_COLUMNS:
+            cell = _percent(metrics.get(key))
+            p = compare.get(key, {}).get("p_mapsswe" if with_p else "p")
+            if p is not None:
+                cell += f" (p={p:.3f})"
+            cells.append(cell)
+        cells += [_percent(report["empty_share"]), f"{report['transcribe_both_s']:.1f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    base = names[0]
+    lines.append(f"\np: MAPSSWE (error rates) or paired bootstrap (F1) against `{base}` on the same utterances.")
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -120,6 +168,10 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2, default=str) + "\n")
     print(json.dumps(report["cost"], indent=2))
+    if "accuracy" in report:
+        table = accuracy_markdown(report["accuracy"])
+        args.out.with_suffix(".md").write_text(table + "\n")
+        print(table)
 
 
 if __name__ == "__main__":

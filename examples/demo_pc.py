@@ -18,6 +18,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--out", default=defaults.out_dir, help="output folder (a rerun resumes there)")
     parser.add_argument("--hours", type=float, default=None, help=f"synthetic audio (default {defaults.hours})")
     parser.add_argument("--asr-steps", type=int, default=None, help=f"steps per ASR model ({defaults.asr_steps})")
+    parser.add_argument(
+        "--base-steps",
+        type=int,
+        default=None,
+        help=f"steps of the shared normalized-CTC starting encoder, 0 for none ({defaults.base_steps})",
+    )
     parser.add_argument("--tagger-steps", type=int, default=None)
     parser.add_argument("--rewriter-steps", type=int, default=None)
     parser.add_argument("--systems", default=None, help=f"comma-separated, from {', '.join(ASR_SYSTEMS)}")
@@ -42,6 +48,7 @@ def main() -> None:
         hours=args.hours or defaults.hours * scale,
         systems=systems,
         asr_steps=args.asr_steps or defaults.asr_steps * scale,
+        base_steps=defaults.base_steps * scale if args.base_steps is None else args.base_steps,
         tagger_steps=args.tagger_steps or defaults.tagger_steps * scale,
         rewriter_steps=args.rewriter_steps or defaults.rewriter_steps * scale,
         seq2seq_steps=(args.rewriter_steps or defaults.rewriter_steps * scale) if args.claims or args.full else 0,

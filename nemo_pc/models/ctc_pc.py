@@ -105,6 +105,21 @@ class EncDecCTCPCBPEModel(EncDecCTCModelBPE):
             num_classes=self.decoder.num_classes_with_blank - 1, zero_infinity=True, reduction="none"
         )
 
+    def maybe_init_from_pretrained_checkpoint(self, cfg: DictConfig, map_location: str = "cpu") -> None:
+        """NeMo's ``init_from_nemo_model`` / ``init_from_pretrained_model`` / ``init_from_ptl_ckpt``, plus one step:
+        when the checkpoint set the encoder but not the style layers (e.g. ``include: [encoder]`` from a
+        single-style model), the style layers start as copies of the loaded top layers, as they would from scratch.
+        """
+        branch = self.style_branch
+        before = [p.detach().clone() for p in branch.parameters()] if branch is not None else []
+        top = next(iter(self.encoder.layers[-1].parameters())).detach().clone()
+        super().maybe_init_from_pretrained_checkpoint(cfg, map_location=map_location)
+        if branch is None or torch.equal(top, next(iter(self.encoder.layers[-1].parameters()))):
+            return
+        if all(torch.equal(old, new) for old, new in zip(before, branch.parameters(), strict=True)):
+            branch.copy_from(self.encoder.layers, self.encoder.out_proj)
+            logging.info("style layers initialized from the top layers of the initialized encoder")
+
     def _tapped_layers(self) -> list[int]:
         tapped = []
         if self.inter_decoder is not None:

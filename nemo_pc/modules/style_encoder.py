@@ -92,6 +92,14 @@ class StyleBranch(nn.Module):
         self.layers = nn.ModuleList(copy.deepcopy(list(layers[branch_layer:])))
         self.out_proj = copy.deepcopy(out_proj)
 
+    def copy_from(self, layers: Sequence[nn.Module], out_proj: nn.Module | None = None) -> None:
+        """Sets the copied layers (and output projection) to the weights of the encoder's, e.g. after the encoder
+        was initialized from a pretrained checkpoint."""
+        for mine, theirs in zip(self.layers, layers[self.branch_layer :], strict=True):
+            mine.load_state_dict(theirs.state_dict())
+        if self.out_proj is not None and out_proj is not None:
+            self.out_proj.load_state_dict(out_proj.state_dict())
+
     def forward(self, x: torch.Tensor, kwargs: dict) -> torch.Tensor:
         """Runs the copied layers from the state after the branch layer; returns ``(B, D, T)``."""
         return to_decoder_input(run_layers(self.layers, x, kwargs), self.out_proj)

@@ -10,6 +10,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from omegaconf import open_dict
+
 CONFIG_ROOT = Path(__file__).resolve().parents[2] / "configs"
 
 FAMILIES = {
@@ -52,8 +54,6 @@ def fit_schedule(optim, max_steps: int) -> None:
     """
     if not optim or "sched" not in optim:
         return
-    from omegaconf import open_dict
-
     with open_dict(optim):
         optim.sched.max_steps = max_steps
         warmup = optim.sched.get("warmup_steps")
@@ -73,6 +73,7 @@ def train_model(
     seed: int = 0,
     log_dir: str | Path | None = None,
     val_every: int | None = None,
+    init_from: str | Path | None = None,
 ) -> dict:
     """Trains a model for ``max_steps`` optimizer steps on CPU and saves it to ``output`` (written atomically).
 
@@ -84,6 +85,8 @@ def train_model(
         seed: the seed of weights and data order.
         log_dir: where TensorBoard logs go (none when ``None``).
         val_every: validate every this many steps (default: once, at the end).
+        init_from: a ``.nemo`` whose encoder weights start the model (NeMo's ``init_from_nemo_model`` with
+            ``include: [encoder.]``); the encoder config must match. ``None`` starts from random weights.
 
     Returns:
         ``{"seconds": ..., "steps": ..., "parameters": ...}`` for the recipe's report.
@@ -114,6 +117,12 @@ def train_model(
     trainer = pl.Trainer(**trainer_cfg)
     fit_schedule(cfg.model.get("optim"), max_steps)
     model = _model_class(family)(cfg=cfg.model, trainer=trainer)
+    if init_from is not None:
+        if not Path(init_from).is_file():
+            raise FileNotFoundError(f"init_from: no such .nemo file: {init_from}")
+        with open_dict(cfg):
+            cfg.init_from_nemo_model = {"encoder": {"path": str(init_from), "include": ["encoder."]}}
+        model.maybe_init_from_pretrained_checkpoint(cfg)
     start = time.perf_counter()
     trainer.fit(model)
     seconds = time.perf_counter() - start

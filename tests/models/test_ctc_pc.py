@@ -238,3 +238,33 @@ def test_stock_transcribe_speech_path(trained, data, tmp_path, prompt, style):
         override.prompt = parse_multitask_prompt(prompt)
     hypotheses = asr_model.eval().transcribe(audio=str(data["manifest"]), override_config=override)
     assert name == "mixed_m1" and texts(hypotheses) == EXPECTED[style]
+
+
+def test_init_from_an_encoder_checkpoint_also_starts_the_style_layers(trained, data, tmp_path):
+    """NeMo's init_from_nemo_model with include [encoder.]: the encoder is loaded, and the style layers, which the
+    checkpoint lacks, start as copies of its top layers; heads stay as built."""
+    base, _ = trained["punctuated"]
+    path = tmp_path / "base.nemo"
+    base.save_to(str(path))
+    model = build(data, TINY_VARIANTS["style_layers"])
+    head_before = copy.deepcopy(model.normalized_decoder.state_dict())
+    init = {"init_from_nemo_model": {"base": {"path": str(path), "include": ["encoder."]}}}
+    model.maybe_init_from_pretrained_checkpoint(OmegaConf.create(init))
+    for name, value in base.encoder.state_dict().items():
+        torch.testing.assert_close(model.encoder.state_dict()[name], value)
+    branch = model.style_branch
+    for mine, theirs in zip(branch.layers, base.encoder.layers[branch.branch_layer :], strict=True):
+        for (name, value), (_, want) in zip(mine.state_dict().items(), theirs.state_dict().items(), strict=True):
+            torch.testing.assert_close(value, want, msg=name)
+    for name, value in model.normalized_decoder.state_dict().items():
+        torch.testing.assert_close(value, head_before[name])
+
+
+def test_init_from_a_full_style_layers_checkpoint_keeps_its_style_layers(trained, data, tmp_path):
+    source, _ = trained["style_layers"]
+    path = tmp_path / "style_layers.nemo"
+    source.save_to(str(path))
+    model = build(data, TINY_VARIANTS["style_layers"])
+    model.maybe_init_from_pretrained_checkpoint(OmegaConf.create({"init_from_nemo_model": str(path)}))
+    for name, value in source.style_branch.state_dict().items():
+        torch.testing.assert_close(model.style_branch.state_dict()[name], value)

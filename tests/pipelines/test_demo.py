@@ -33,8 +33,10 @@ def demo(tmp_path_factory):
         sources=("kjv",),
         systems=("rnnt_conditioned", "ctc_inter"),
         asr_steps=2,
-        rnnt_layers=1,
+        rnnt_layers=2,
         ctc_layers=2,
+        base_steps=3,
+        base_batch_size=4,
         batch_size=4,
         vocab_size=64,
         tagger_steps=2,
@@ -47,6 +49,7 @@ def demo(tmp_path_factory):
         extra={
             "rnnt_conditioned": TINY_RNNT,
             "ctc_inter": TINY_ASR,
+            "base": TINY_ASR,
             "tagger": ["model.encoder.num_layers=1", "model.train_ds.batch_size=4"],
             "rewriter": [*TINY_REWRITER, "model.train_ds.batch_size=4"],
         },
@@ -76,6 +79,32 @@ def test_every_step_leaves_its_outputs(demo):
     for system in ("rnnt_conditioned", "ctc_inter", "cascade", "hybrid"):
         assert f"| `{system}` |" in text
     assert "| `ctc_inter.nemo` | 2 |" in text
+
+
+def test_every_asr_model_starts_from_the_base_encoder(demo):
+
+    from nemo_pc.models.ctc_pc import EncDecCTCPCBPEModel
+    from nemo_pc.models.rnnt_pc import EncDecRNNTPCBPEModel
+
+    runner, _ = demo
+    base_stats = json.loads(runner.model_path("base").with_suffix(".json").read_text())
+    assert base_stats["steps"] == 3 and base_stats["init_from"] is None
+    base = EncDecCTCPCBPEModel.restore_from(str(runner.model_path("base")), map_location="cpu")
+    assert base.cfg.pc.target == "normalized"
+    for name, cls in (("ctc_inter", EncDecCTCPCBPEModel), ("rnnt_conditioned", EncDecRNNTPCBPEModel)):
+        assert json.loads(runner.model_path(name).with_suffix(".json").read_text())["init_from"] == "base.nemo"
+        model = cls.restore_from(str(runner.model_path(name)), map_location="cpu")
+        # two steps moved the weights away from the base, but far less than a fresh initialization would
+        start = dict(base.encoder.named_parameters())
+        moved = [float((p.detach() - start[n].detach()).abs().max()) for n, p in model.encoder.named_parameters()]
+        fresh = [float(p.detach().abs().max()) for p in start.values()]
+        assert max(moved) < 0.1 < max(fresh), (name, max(moved), max(fresh))
+
+
+def test_base_needs_equal_encoder_depths():
+    with pytest.raises(ValueError, match="rnnt_layers"):
+        Demo(DemoConfig(rnnt_layers=4, ctc_layers=6, base_steps=10))
+    Demo(DemoConfig(rnnt_layers=4, ctc_layers=6, base_steps=0))
 
 
 def test_test_voices_are_held_out(demo):
