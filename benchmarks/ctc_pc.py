@@ -80,8 +80,8 @@ def cost_table(tokenizer: Path, clips: int, seconds: float, repeats: int) -> dic
 def accuracy_table(models: dict[str, Path], manifest: Path, out_dir: Path) -> dict:
     from nemo_pc.data.manifest import read_manifest, write_manifest
     from nemo_pc.metrics.evaluate import EvalConfig, evaluate
-    from nemo_pc.pipelines.claims import empty_share
     from nemo_pc.models.ctc_pc import EncDecCTCPCBPEModel
+    from nemo_pc.pipelines.claims import empty_share
 
     entries = read_manifest(manifest)
     predictions, seconds, parameters = {}, {}, {}
