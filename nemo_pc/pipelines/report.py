@@ -75,12 +75,17 @@ def write_report(out_dir: str | Path, reports: Mapping[str, dict], runs: Sequenc
         "",
         "## Models",
         "",
-        "| model | steps | parameters | training seconds |",
-        "|---|---:|---:|---:|",
+        "| model | steps | parameters | training seconds | encoder starts from |",
+        "|---|---:|---:|---:|---|",
     ]
     for stats_path in sorted((out_dir / "models").glob("*.json")):
         stats = json.loads(stats_path.read_text())
-        lines.append(f"| `{stats_path.stem}.nemo` | {stats['steps']} | {stats['parameters']:,} | {stats['seconds']} |")
+        if stats_path.stem == "tagger":
+            start = "pretrained MiniLM"
+        else:
+            start = f"`{stats['init_from']}`" if stats.get("init_from") else "random weights"
+        cells = [f"`{stats_path.stem}.nemo`", stats["steps"], f"{stats['parameters']:,}", stats["seconds"], start]
+        lines.append("| " + " | ".join(map(str, cells)) + " |")
     lines += ["", "## Per-mark PER", ""]
     for system in reports:
         lines.append(f"![{system}](eval/{system}_per.png)")

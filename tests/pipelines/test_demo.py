@@ -78,7 +78,8 @@ def test_every_step_leaves_its_outputs(demo):
     text = report.read_text()
     for system in ("rnnt_conditioned", "ctc_inter", "cascade", "hybrid"):
         assert f"| `{system}` |" in text
-    assert "| `ctc_inter.nemo` | 2 |" in text
+    assert "| `ctc_inter.nemo` | 2 |" in text and "| `base.nemo` | 3 |" in text
+    assert text.count("| `base.nemo` |") == 3  # the base row, and the two models that start from it
 
 
 def test_every_asr_model_starts_from_the_base_encoder(demo):
