@@ -102,6 +102,8 @@ def accuracy_table(models: dict[str, Path], manifest: Path, out_dir: Path) -> di
     for name, path in predictions.items():
         report = evaluate(path, config, compare=baseline if path != baseline else None)
         report["empty_share"] = empty_share(path)
+        normalized = evaluate(path, EvalConfig(pred_field="pred_text_normalized", progress=False))
+        report["normalized_output"] = {"wer": normalized["metrics"]["wer"], "support": normalized["support"]["wer"]}
         report["parameters"] = parameters[name]
         report["transcribe_both_s"] = seconds[name]
         reports[name] = report

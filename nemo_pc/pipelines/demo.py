@@ -70,7 +70,7 @@ SMALL_ENCODER = [
 
 @dataclass
 class DemoConfig:
-    """What the demo builds; the defaults finish in about half an hour on 2 CPU cores.
+    """What the demo builds; the defaults finish in about an hour on 2 CPU cores.
 
     Attributes:
         out_dir: everything goes here.
