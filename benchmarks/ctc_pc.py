@@ -138,7 +138,7 @@ def accuracy_markdown(reports: dict) -> str:
             cell = _percent(metrics.get(key))
             p = compare.get(key, {}).get("p_mapsswe" if with_p else "p")
             if p is not None:
-                cell += f" (p={p:.3f})"
+                cell += " (p<0.001)" if p < 0.001 else f" (p={p:.3f})"
             cells.append(cell)
         cells += [_percent(report["empty_share"]), f"{report['transcribe_both_s']:.1f}"]
         lines.append("| " + " | ".join(cells) + " |")

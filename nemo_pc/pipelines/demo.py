@@ -131,6 +131,8 @@ class Demo:
         unknown = [name for name in config.systems if name not in ASR_SYSTEMS]
         if unknown:
             raise ValueError(f"unknown system(s) {unknown}; choose from {sorted(ASR_SYSTEMS)}")
+        if config.base_steps < 0:
+            raise ValueError(f"base_steps must be 0 (no base encoder) or more, got {config.base_steps}")
         if config.base_steps and config.rnnt_layers != config.ctc_layers:
             raise ValueError(
                 f"base_steps={config.base_steps} starts every encoder from one base encoder: rnnt_layers "

@@ -106,6 +106,8 @@ def test_base_needs_equal_encoder_depths():
     with pytest.raises(ValueError, match="rnnt_layers"):
         Demo(DemoConfig(rnnt_layers=4, ctc_layers=6, base_steps=10))
     Demo(DemoConfig(rnnt_layers=4, ctc_layers=6, base_steps=0))
+    with pytest.raises(ValueError, match="base_steps must be 0"):
+        Demo(DemoConfig(base_steps=-1))
 
 
 def test_test_voices_are_held_out(demo):
