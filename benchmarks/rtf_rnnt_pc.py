@@ -124,6 +124,7 @@ def main() -> None:
         "conditioned_punctuated_over_dual_punctuated": rtf["conditioned"]["punctuated"] / rtf["dual"]["punctuated"],
         "conditioned_punctuated_over_dual_all_heads": rtf["conditioned"]["punctuated"]
         / rtf["dual"]["punctuated_all_heads"],
+        "conditioned_punctuated_over_dual_both": rtf["conditioned"]["punctuated"] / rtf["dual"]["both"],
         "conditioned_both_over_punctuated": rtf["conditioned"]["both"] / rtf["conditioned"]["punctuated"],
         "dual_both_over_punctuated": rtf["dual"]["both"] / rtf["dual"]["punctuated"],
     }

@@ -186,7 +186,8 @@ def _cascade_rtf(section: dict, normalized: list[str] | None, paths: dict, repea
 
 
 def rtf_ratios(systems: dict) -> dict:
-    """Conditioned P / dual P, both / one output for each model, cascade / conditioned P (None if unmeasured)."""
+    """Conditioned P / dual P (P head alone, all heads, both outputs), both / one output for each model, cascade /
+    conditioned P (None if unmeasured)."""
 
     def get(name: str, kind: str):
         return systems.get(name, {}).get(kind)
@@ -197,6 +198,13 @@ def rtf_ratios(systems: dict) -> dict:
     return {
         "conditioned_punctuated_over_dual_punctuated": ratio(
             get("rnnt_conditioned", "punctuated"), get("rnnt_dual", "punctuated")
+        ),
+        # paper 000's 2-Decoder runs both decoders: its P output costs the all-heads export, or both outputs
+        "conditioned_punctuated_over_dual_all_heads": ratio(
+            get("rnnt_conditioned", "punctuated"), get("rnnt_dual", "punctuated_all_heads")
+        ),
+        "conditioned_punctuated_over_dual_both": ratio(
+            get("rnnt_conditioned", "punctuated"), get("rnnt_dual", "both")
         ),
         "conditioned_both_over_punctuated": ratio(
             get("rnnt_conditioned", "both"), get("rnnt_conditioned", "punctuated")

@@ -228,8 +228,16 @@ class Demo:
             *depth,
             *SMALL_ENCODER,
             *([f"model.train_ds.batch_size={self.cfg.base_batch_size}"] if name == BASE_SYSTEM else []),
+            *self._freeze(family, name),
             *self.cfg.extra.get(name, []),
         ]
+
+    def _freeze(self, family: str, name: str) -> list[str]:
+        # A transducer's random predictor and joint would erase the base encoder (parts/encoder_freeze.py): the
+        # encoder stays fixed for the first half of the run. CTC heads start well on it without this.
+        if family != "rnnt" or name == BASE_SYSTEM or not self.cfg.base_steps:
+            return []
+        return [f"model.freeze_encoder_steps={self.cfg.asr_steps // 2}"]
 
     def train_base(self) -> Path | None:
         """The shared starting encoder (``base_steps`` of normalized CTC); ``None`` when ``base_steps`` is 0."""

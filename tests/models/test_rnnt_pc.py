@@ -261,6 +261,40 @@ def test_pc_fraction_zero_removes_the_punctuated_loss(corpus, variant):
     assert float(model.loss.last_terms[1]) > 0.0
 
 
+def test_freeze_encoder_steps_hold_the_encoder_then_release_it(corpus):
+    """freeze_encoder_steps=2: two optimizer steps leave every encoder weight as loaded while the predictor and
+    joint learn; the third step updates the encoder too."""
+    snapshots = []
+
+    class Snapshot(pl.Callback):
+        def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
+            snapshots.append({name: value.clone() for name, value in module.state_dict().items()})
+
+    config = _config(corpus, "conditioned")
+    config.freeze_encoder_steps = 2
+    pl.seed_everything(0)
+    trainer = _trainer(3, Snapshot())
+    model = EncDecRNNTPCBPEModel(cfg=config, trainer=trainer)
+    start = {name: value.clone() for name, value in model.state_dict().items()}
+    trainer.fit(model)
+
+    def changed(state, prefix):
+        names = [name for name in state if name.startswith(prefix) and state[name].is_floating_point()]
+        assert names
+        return [name for name in names if "running" not in name and not torch.equal(state[name], start[name])]
+
+    assert not changed(snapshots[1], "encoder.")
+    assert changed(snapshots[1], "decoder.") and changed(snapshots[1], "joint.")
+    assert changed(snapshots[2], "encoder.")
+
+
+def test_a_bad_freeze_encoder_steps_is_refused_by_name(corpus):
+    config = _config(corpus, "conditioned")
+    config.freeze_encoder_steps = -2
+    with pytest.raises(ValueError, match="freeze_encoder_steps"):
+        EncDecRNNTPCBPEModel(cfg=config)
+
+
 SCRIPT = """
 import json, sys, torch
 from omegaconf import OmegaConf

@@ -268,6 +268,19 @@ def test_rtf_ratios_tolerate_missing_systems():
     assert ratios["cascade_over_conditioned_punctuated"] is None
 
 
+def test_rtf_ratios_compare_the_conditioned_p_output_with_each_dual_deployment():
+    run_all = load_run_all()
+    systems = {
+        "rnnt_conditioned": {"punctuated": 0.1, "both": 0.12},
+        "rnnt_dual": {"punctuated": 0.1, "punctuated_all_heads": 0.125, "both": 0.16},
+    }
+    ratios = run_all.rtf_ratios(systems)
+    assert ratios["conditioned_punctuated_over_dual_punctuated"] == pytest.approx(1.0)
+    assert ratios["conditioned_punctuated_over_dual_all_heads"] == pytest.approx(0.8)
+    assert ratios["conditioned_punctuated_over_dual_both"] == pytest.approx(0.625)
+    assert ratios["dual_both_over_punctuated"] == pytest.approx(1.6)
+
+
 def test_silent_systems_make_a_claim_not_measurable(tmp_path):
     # two systems that output nothing tie at 100% WER: that neither supports nor refutes a claim
     write_system(tmp_path, "rnnt_conditioned", written=lambda t: "", normalized=lambda t: "")
