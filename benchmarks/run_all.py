@@ -394,8 +394,11 @@ def readme_block(results: dict) -> str:
     config = results.get("demo_config") or {}
     source = (
         f"Measured on a demo output ({config.get('hours', '?')} h corpus, {config.get('base_steps', 0)} steps of the "
-        f"shared base encoder, then {config.get('asr_steps', '?')} steps per ASR model, seed {config.get('seed', '?')}"
-        f"; systems: {', '.join(config.get('systems', [])) or '?'}) by `{results['command']}`; all benchmarks of "
+        f"shared base encoder, then {config.get('asr_steps', '?')} steps per CTC model and "
+        f"{config.get('rnnt_steps', config.get('asr_steps', '?'))} per RNN-T model, seed {config.get('seed', '?')}"
+        f"; systems: {', '.join(config.get('systems', [])) or '?'}"
+        + (f"; cascade formatter: `{config['formatter_dir']}`" if config.get("formatter_dir") else "")
+        + f") by `{results['command']}`; all benchmarks of "
         f"that run in "
         f"`{results['markdown']}`. p: paired bootstrap over test utterances (documents for C5), MAPSSWE for "
         "error rates."

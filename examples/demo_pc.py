@@ -17,7 +17,8 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default=defaults.out_dir, help="output folder (a rerun resumes there)")
     parser.add_argument("--hours", type=float, default=None, help=f"synthetic audio (default {defaults.hours})")
-    parser.add_argument("--asr-steps", type=int, default=None, help=f"steps per ASR model ({defaults.asr_steps})")
+    parser.add_argument("--asr-steps", type=int, default=None, help=f"steps per CTC model ({defaults.asr_steps})")
+    parser.add_argument("--rnnt-steps", type=int, default=None, help=f"steps per RNN-T model ({defaults.rnnt_steps})")
     parser.add_argument(
         "--base-steps",
         type=int,
@@ -48,6 +49,7 @@ def main() -> None:
         hours=args.hours or defaults.hours * scale,
         systems=systems,
         asr_steps=args.asr_steps or defaults.asr_steps * scale,
+        rnnt_steps=args.rnnt_steps or defaults.rnnt_steps * scale,
         base_steps=defaults.base_steps * scale if args.base_steps is None else args.base_steps,
         tagger_steps=args.tagger_steps or defaults.tagger_steps * scale,
         rewriter_steps=args.rewriter_steps or defaults.rewriter_steps * scale,

@@ -52,6 +52,9 @@ BASE_OVERRIDES = [
     "model.optim.sched.warmup_steps=200",
     "~model.optim.sched.d_model",
 ]
+# Fine-tuning a transducer on the base encoder (measured in docs/rnnt_pc.md): batches of ``rnnt_batch_size``, no
+# SpecAugment, lr 3e-3, and the encoder fixed for the first half of the ``rnnt_steps`` (parts/encoder_freeze.py).
+RNNT_FINETUNE_OVERRIDES = ["model.spec_augment=null", "model.optim.lr=0.003"]
 CLAIM_SYSTEMS = tuple(name for name in ASR_SYSTEMS if name not in DEMO_SYSTEMS)
 
 SMALL_ENCODER = [
@@ -77,7 +80,9 @@ class DemoConfig:
         hours: planned synthetic audio (train/dev/test 0.8/0.1/0.1, no voice in two splits).
         sources: synth text sources (``kjv``; ``wiki`` adds Wikipedia leads with numbers, dates and money).
         systems: ASR systems to train (names of :data:`ASR_SYSTEMS`).
-        asr_steps: optimizer steps per ASR model; ``ctc_layers``/``rnnt_layers`` their encoder depth.
+        asr_steps: optimizer steps per CTC model; ``ctc_layers``/``rnnt_layers`` the encoder depths.
+        rnnt_steps, rnnt_batch_size: optimizer steps and batch size per RNN-T model. Started from the base encoder,
+            an RNN-T keeps it fixed for its first ``rnnt_steps // 2`` steps.
         base_steps: steps of the shared normalized-CTC encoder ``models/base.nemo`` that starts every ASR model
             (0: each starts from random weights). It needs ``rnnt_layers == ctc_layers``.
         base_batch_size: its batch size (small batches leave CTC's blank-only stage in fewer utterances seen).
@@ -99,6 +104,8 @@ class DemoConfig:
     sources: tuple[str, ...] = ("kjv", "wiki")
     systems: tuple[str, ...] = DEMO_SYSTEMS
     asr_steps: int = 200
+    rnnt_steps: int = 500
+    rnnt_batch_size: int = 8
     rnnt_layers: int = 6
     ctc_layers: int = 6
     base_steps: int = 2000
@@ -237,7 +244,11 @@ class Demo:
         # encoder stays fixed for the first half of the run. CTC heads start well on it without this.
         if family != "rnnt" or name == BASE_SYSTEM or not self.cfg.base_steps:
             return []
-        return [f"model.freeze_encoder_steps={self.cfg.asr_steps // 2}"]
+        return [
+            *RNNT_FINETUNE_OVERRIDES,
+            f"model.train_ds.batch_size={self.cfg.rnnt_batch_size}",
+            f"model.freeze_encoder_steps={self.cfg.rnnt_steps // 2}",
+        ]
 
     def train_base(self) -> Path | None:
         """The shared starting encoder (``base_steps`` of normalized CTC); ``None`` when ``base_steps`` is 0."""
@@ -247,7 +258,8 @@ class Demo:
 
     def train_asr(self, name: str) -> Path:
         base = self.model_path(BASE_SYSTEM) if self.cfg.base_steps else None
-        return self._train(name, ASR_SYSTEMS[name][0], self.cfg.asr_steps, base)
+        family = ASR_SYSTEMS[name][0]
+        return self._train(name, family, self.cfg.rnnt_steps if family == "rnnt" else self.cfg.asr_steps, base)
 
     def _train(self, name: str, family: str, steps: int, init_from: Path | None) -> Path:
         from nemo_pc.pipelines.train import train_model

@@ -54,6 +54,17 @@ def metrics_table(reports: Mapping[str, dict], source: str) -> list[str]:
     return lines
 
 
+def _formatter_note(config: Mapping) -> list[str]:
+    folder = config.get("formatter_dir")
+    if not folder:
+        return []
+    return [
+        "",
+        f"The cascade and the hybrid use the text formatter of `{folder}` (`tagger.nemo`, `rewriter.nemo`), not a "
+        "tagger and rewriter of this run.",
+    ]
+
+
 def write_report(out_dir: str | Path, reports: Mapping[str, dict], runs: Sequence[Mapping], source: str) -> Path:
     """Writes ``out_dir/REPORT.md`` from the evaluation reports and the step timings of every run (oldest first,
     each ``{"finished", "seconds": {step: seconds}}``); returns its path."""
@@ -72,6 +83,7 @@ def write_report(out_dir: str | Path, reports: Mapping[str, dict], runs: Sequenc
         "first learns to emit only blanks, and then every error is a deletion.",
         "",
         *metrics_table(reports, source),
+        *_formatter_note(config),
         "",
         "## Models",
         "",

@@ -33,6 +33,8 @@ def demo(tmp_path_factory):
         sources=("kjv",),
         systems=("rnnt_conditioned", "ctc_inter"),
         asr_steps=2,
+        rnnt_steps=2,
+        rnnt_batch_size=4,
         rnnt_layers=2,
         ctc_layers=2,
         base_steps=3,
