@@ -260,7 +260,7 @@ class EncDecCTCPCBPEModel(EncDecCTCModelBPE):
         return total, losses
 
     def training_step(self, batch, batch_nb):
-        apply_encoder_freeze(self.encoder, self.trainer.global_step, self.cfg.get("freeze_encoder_steps", 0))
+        apply_encoder_freeze(self.encoder, self.global_step, self.cfg.get("freeze_encoder_steps", 0))
         loss, losses = self.compute_losses(batch)
         self.log_dict({f"train_{name}_loss": value for name, value in losses.items()})
         self.log("train_loss", loss)

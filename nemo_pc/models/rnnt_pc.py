@@ -203,7 +203,7 @@ class EncDecRNNTPCBPEModel(EncDecRNNTBPEModel):
     # PTL steps: NeMo's own steps run on the duplicated batch.
 
     def training_step(self, batch: PCBatch, batch_nb: int) -> dict:
-        apply_encoder_freeze(self.encoder, self.trainer.global_step, self.cfg.get("freeze_encoder_steps", 0))
+        apply_encoder_freeze(self.encoder, self.global_step, self.cfg.get("freeze_encoder_steps", 0))
         with self._routed(batch) as nemo_batch:
             result = super().training_step(nemo_batch, batch_nb)
         self.log_dict({f"train_loss_{MODES[mode]}": term for mode, term in self.loss.last_terms.items()})
