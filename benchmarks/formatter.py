@@ -19,6 +19,7 @@ from pathlib import Path
 
 from nemo_pc.data.manifest import read_manifest, write_text_atomic
 from nemo_pc.metrics.accumulator import Totals, build_metrics, utterance_counts
+from nemo_pc.metrics.itn import ITN_KINDS, itn_kind, itn_outcomes
 
 METRICS = ("per", "cer", "m_wer", "i_wer")
 
@@ -60,11 +61,28 @@ def systems(args: argparse.Namespace) -> dict:
 def quality(system, docs: list[dict]) -> dict:
     outputs = system.format([doc["spoken"] for doc in docs])
     totals = Totals()
+    by_kind = {kind: {"words": 0, "wrong": 0} for kind in ITN_KINDS}
+    wrong: list[list] = []
     for doc, hyp in zip(docs, outputs, strict=True):
         for key, value in utterance_counts(doc["written"], hyp, spoken=doc["spoken"]).items():
             totals[key] += value
+        for outcome in itn_outcomes(doc["written"], hyp, doc["spoken"]):
+            kind = by_kind[itn_kind(outcome.word)]
+            kind["words"] += 1
+            kind["wrong"] += not outcome.correct
+            if not outcome.correct:
+                wrong.append([outcome.word, outcome.hypothesis])
     metrics = {m.name: float(m.value(totals)) for m in build_metrics() if m.name in METRICS}
-    return {**metrics, "example": outputs[0][:300]}
+    return {**metrics, "itn_by_kind": by_kind, "itn_wrong": wrong, "example": outputs[0][:300]}
+
+
+def print_itn_breakdown(results: dict) -> None:
+    """Wrong / all ITN words per kind and system (aligned word by word, insertions not counted)."""
+    print("\nITN words wrong / all, by kind (aligned word by word; I-WER also counts insertions)")
+    print(f"{'system':<18} " + " ".join(f"{kind:>13}" for kind in ITN_KINDS))
+    for name, row in results.items():
+        cells = [f"{row['itn_by_kind'][kind]['wrong']}/{row['itn_by_kind'][kind]['words']}" for kind in ITN_KINDS]
+        print(f"{name:<18} " + " ".join(f"{cell:>13}" for cell in cells))
 
 
 def timing_texts(docs: list[dict], words: int, count: int) -> list[str]:
@@ -92,7 +110,7 @@ def main() -> None:
         row["time_short_s"] = timed(system, short)
         row["time_long_s"] = timed(system, long)
         results[name] = row
-        print(name, json.dumps({k: v for k, v in row.items() if k != "example"}), flush=True)
+        print(name, json.dumps({k: v for k, v in row.items() if k in METRICS or k.startswith("time")}), flush=True)
     base = results["formatter"]
     for row in results.values():
         row["long_time_vs_formatter"] = row["time_long_s"] / base["time_long_s"]
@@ -103,6 +121,7 @@ def main() -> None:
     for name, r in results.items():
         print(f"{name:<18} {r['per']:7.1%} {r['cer']:7.1%} {r['m_wer']:7.1%} {r['i_wer']:7.1%} "
               f"{r['time_short_s']:8.2f} {r['time_long_s']:8.2f} {r['long_time_vs_formatter']:7.1f}")  # fmt: skip
+    print_itn_breakdown(results)
     if args.json:
         write_text_atomic(args.json, json.dumps({"documents": len(docs), "results": results}, indent=2) + "\n")
 

@@ -1,6 +1,17 @@
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from nemo_pc.metrics import case_f1_counts, cer_counts, itn_positions, iwer_counts, mwer_counts
+from nemo_pc.metrics import (
+    ITN_KINDS,
+    case_f1_counts,
+    cer_counts,
+    itn_kind,
+    itn_outcomes,
+    itn_positions,
+    iwer_counts,
+    mwer_counts,
+)
 
 
 def test_truecasing_f1_counts_by_class():
@@ -43,3 +54,36 @@ def test_iwer_is_zero_over_zero_without_itn_words():
 @pytest.mark.parametrize("hyp", ["", "completely different words"])
 def test_iwer_counts_deleted_and_substituted_itn_words(hyp):
     assert iwer_counts("Call 911 now", hyp, "call nine one one now") == {"iwer_E": 1, "iwer_N": 1}
+
+
+def test_itn_outcomes_say_what_became_of_each_itn_word():
+    written = "On March 15th, 2024, he paid 12.3 million."
+    spoken = "on march fifteenth twenty twenty four he paid twelve point three million"
+    outcomes = itn_outcomes(written, "on march fifteenth 2024 he paid 12.3 million", spoken)
+    assert [(o.word, o.hypothesis, o.correct) for o in outcomes] == [
+        ("15th", "fifteenth", False),
+        ("2024", "2024", True),
+        ("12.3", "12.3", True),
+    ]
+    assert [itn_kind(o.word) for o in outcomes] == ["number+text", "year", "number+text"]
+    assert itn_outcomes("Call 911 now", "call now", "call nine one one now") == [("911", None, False)]
+
+
+@pytest.mark.parametrize(
+    ("word", "kind"),
+    [("1972", "year"), ("2024", "year"), ("1990s", "year"), ("911", "number"), ("6,440,120", "number"),
+     ("3000", "number"), ("12.3", "number+text"), ("km2", "number+text"), ("jr", "word")],
+)  # fmt: skip
+def test_itn_kind(word, kind):
+    assert kind in ITN_KINDS and itn_kind(word) == kind
+
+
+@given(st.lists(st.sampled_from(["on", "march", "15th", "2024", "he", "paid", "12.3"]), max_size=12))
+def test_itn_outcomes_agree_with_iwer_counts_without_insertions(hyp_words):
+    written = "On March 15th, 2024, he paid 12.3 million."
+    spoken = "on march fifteenth twenty twenty four he paid twelve point three million"
+    hyp = " ".join(hyp_words)
+    outcomes = itn_outcomes(written, hyp, spoken)
+    assert len(outcomes) == iwer_counts(written, hyp, spoken)["iwer_N"] == 3
+    assert sum(not o.correct for o in outcomes) <= iwer_counts(written, hyp, spoken)["iwer_E"]
+    assert all(o.correct == (o.hypothesis == o.word) for o in outcomes)
