@@ -16,10 +16,28 @@ from nemo_pc.data.spoken import default_cache_dir
 from nemo_pc.formatter.datasets import TASK_LABELS
 from nemo_pc.parts.text import normalize
 
+# Spoken words that can continue a number, a date or an amount ("seventeen | fifty three", "two | point five"): a
+# chunk boundary between two of them would cut one entity in two (e.g. 1753 read as 17 and 53).
+_UNITS = "zero oh one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen"
+_MORE = "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million"
+_ORDINALS = "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth twentieth thirtieth"
+_JOINERS = "billion trillion point and a dollars dollar cents cent percent th st nd rd"
+NUMBER_WORDS = frozenset(f"{_UNITS} {_MORE} {_ORDINALS} {_JOINERS}".split())
+
 
 def _word_chunks(text: str, size: int) -> list[str]:
+    """``size``-word chunks; a boundary inside a run of number words moves forward to the end of the run (at most
+    ``size`` words further)."""
     spoken = normalize(text).split()
-    return [" ".join(spoken[k : k + size]) for k in range(0, len(spoken), size)]
+    chunks, start = [], 0
+    while start < len(spoken):
+        end = min(start + size, len(spoken))
+        limit = min(end + size, len(spoken))
+        while end < limit and spoken[end - 1] in NUMBER_WORDS and spoken[end] in NUMBER_WORDS:
+            end += 1
+        chunks.append(" ".join(spoken[start:end]))
+        start = end
+    return chunks
 
 
 def _format_by_chunks(texts: Sequence[str], size: int, convert) -> list[str]:
