@@ -15,7 +15,6 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from nemo_pc.modules.style_encoder import LayerTaps, StyleBranch, StyleEmbedding, run_layers, to_decoder_input
 from nemo_pc.modules.style_targets import check_style_tokenizer, style_dataloader_from_config
-from nemo_pc.parts.encoder_freeze import apply_encoder_freeze, encoder_trains
 from nemo_pc.parts.styles import check_format, parse_mixed
 from nemo_pc.parts.text import DEFAULT_MARKS, normalize
 
@@ -72,7 +71,6 @@ class EncDecCTCPCBPEModel(EncDecCTCModelBPE):
     def __init__(self, cfg: DictConfig, trainer: Trainer | None = None) -> None:
         with open_dict(cfg):
             cfg.pc = OmegaConf.merge(PC_DEFAULTS, cfg.get("pc") or {})
-        encoder_trains(0, cfg.get("freeze_encoder_steps", 0))  # a bad value fails before any building
         super().__init__(cfg=cfg, trainer=trainer)
         pc = self.cfg.pc
         if pc.target not in TARGETS:
@@ -260,7 +258,6 @@ class EncDecCTCPCBPEModel(EncDecCTCModelBPE):
         return total, losses
 
     def training_step(self, batch, batch_nb):
-        apply_encoder_freeze(self.encoder, self.global_step, self.cfg.get("freeze_encoder_steps", 0))
         loss, losses = self.compute_losses(batch)
         self.log_dict({f"train_{name}_loss": value for name, value in losses.items()})
         self.log("train_loss", loss)

@@ -33,7 +33,6 @@ from nemo_pc.models.rnnt_pc_parts import (
     resolve_transcribe_mode,
 )
 from nemo_pc.modules import DualRNNTDecoder, DualRNNTJoint, ModeConditioningMixin, ModeDecoderJoint
-from nemo_pc.parts.encoder_freeze import apply_encoder_freeze, encoder_trains
 from nemo_pc.parts.text import normalize
 
 DECODER_KINDS = ("single", "dual", "conditioned")
@@ -61,7 +60,6 @@ class EncDecRNNTPCBPEModel(EncDecRNNTBPEModel):
     """
 
     def __init__(self, cfg: DictConfig, trainer: Trainer | None = None) -> None:
-        encoder_trains(0, cfg.get("freeze_encoder_steps", 0))  # a bad value fails before any building
         super().__init__(cfg=cfg, trainer=trainer)
         self.pc_kind, self.head_modes, weights = self._read_pc_config()
         loss_name, loss_kwargs = self.extract_rnnt_loss_cfg(self.cfg.get("loss", None))
@@ -203,7 +201,6 @@ class EncDecRNNTPCBPEModel(EncDecRNNTBPEModel):
     # PTL steps: NeMo's own steps run on the duplicated batch.
 
     def training_step(self, batch: PCBatch, batch_nb: int) -> dict:
-        apply_encoder_freeze(self.encoder, self.global_step, self.cfg.get("freeze_encoder_steps", 0))
         with self._routed(batch) as nemo_batch:
             result = super().training_step(nemo_batch, batch_nb)
         self.log_dict({f"train_loss_{MODES[mode]}": term for mode, term in self.loss.last_terms.items()})

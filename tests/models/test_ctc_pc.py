@@ -268,14 +268,3 @@ def test_init_from_a_full_style_layers_checkpoint_keeps_its_style_layers(trained
     model.maybe_init_from_pretrained_checkpoint(OmegaConf.create({"init_from_nemo_model": str(path)}))
     for name, value in source.style_branch.state_dict().items():
         torch.testing.assert_close(model.style_branch.state_dict()[name], value)
-
-
-def test_a_frozen_encoder_gets_no_gradient_while_the_heads_do(data):
-    config = OmegaConf.create(tiny_config(data["tokenizer"], data["manifest"], copy.deepcopy(TINY_VARIANTS["inter"])))
-    config.freeze_encoder_steps = -1  # fixed for the whole run
-    model = EncDecCTCPCBPEModel(config)
-    batch = next(iter(model._train_dl))
-    model.train()
-    model.training_step(batch, 0)["loss"].backward()
-    assert all(p.grad is None for p in model.encoder.parameters())
-    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in model.decoder.parameters())

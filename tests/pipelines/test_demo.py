@@ -98,7 +98,8 @@ def test_every_asr_model_starts_from_the_base_encoder(demo):
         assert json.loads(runner.model_path(name).with_suffix(".json").read_text())["init_from"] == "base.nemo"
         model = cls.restore_from(str(runner.model_path(name)), map_location="cpu")
         # the transducer keeps the base encoder fixed for the first half of its 2 steps; CTC trains it throughout
-        assert model.cfg.freeze_encoder_steps == (1 if name == "rnnt_conditioned" else 0)
+        freeze = model.cfg.freeze_updates
+        assert (freeze.enabled, freeze.modules.encoder) == ((True, 1) if name == "rnnt_conditioned" else (False, 0))
         # two steps moved the weights away from the base, but far less than a fresh initialization would
         start = dict(base.encoder.named_parameters())
         moved = [float((p.detach() - start[n].detach()).abs().max()) for n, p in model.encoder.named_parameters()]
