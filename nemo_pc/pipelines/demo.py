@@ -81,8 +81,9 @@ class DemoConfig:
         sources: synth text sources (``kjv``; ``wiki`` adds Wikipedia leads with numbers, dates and money).
         systems: ASR systems to train (names of :data:`ASR_SYSTEMS`).
         asr_steps: optimizer steps per CTC model; ``ctc_layers``/``rnnt_layers`` the encoder depths.
-        rnnt_steps, rnnt_batch_size: optimizer steps and batch size per RNN-T model. Started from the base encoder,
-            an RNN-T keeps it fixed for its first ``rnnt_steps // 2`` steps.
+        rnnt_steps: optimizer steps per RNN-T model. Started from the base encoder, an RNN-T trains on batches of
+            ``rnnt_batch_size`` without SpecAugment at lr 3e-3 and keeps the encoder frozen for its first
+            ``rnnt_steps // 2`` steps.
         base_steps: steps of the shared normalized-CTC encoder ``models/base.nemo`` that starts every ASR model
             (0: each starts from random weights). It needs ``rnnt_layers == ctc_layers``.
         base_batch_size: its batch size (small batches leave CTC's blank-only stage in fewer utterances seen).
@@ -235,11 +236,11 @@ class Demo:
             *depth,
             *SMALL_ENCODER,
             *([f"model.train_ds.batch_size={self.cfg.base_batch_size}"] if name == BASE_SYSTEM else []),
-            *self._freeze(family, name),
+            *self._rnnt_finetune(family, name),
             *self.cfg.extra.get(name, []),
         ]
 
-    def _freeze(self, family: str, name: str) -> list[str]:
+    def _rnnt_finetune(self, family: str, name: str) -> list[str]:
         # A transducer's random predictor and joint would erase the base encoder: fine-tuned end to end, the
         # conditioned RNN-T stayed at the blank stage for 300 steps (docs/rnnt_pc.md). With NeMo's dynamic freezing
         # the encoder stays fixed for the first half of the run. CTC heads start well on it without this.
