@@ -141,6 +141,9 @@ class Demo:
             raise ValueError(f"unknown system(s) {unknown}; choose from {sorted(ASR_SYSTEMS)}")
         if config.base_steps < 0:
             raise ValueError(f"base_steps must be 0 (no base encoder) or more, got {config.base_steps}")
+        for field_name in ("asr_steps", "rnnt_steps", "rnnt_batch_size"):
+            if getattr(config, field_name) < 1:  # Lightning reads max_steps=-1 as "no limit"
+                raise ValueError(f"{field_name} must be 1 or more, got {getattr(config, field_name)}")
         if config.base_steps and config.rnnt_layers != config.ctc_layers:
             raise ValueError(
                 f"base_steps={config.base_steps} starts every encoder from one base encoder: rnnt_layers "

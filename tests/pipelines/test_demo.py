@@ -115,6 +115,12 @@ def test_base_needs_equal_encoder_depths():
         Demo(DemoConfig(base_steps=-1))
 
 
+@pytest.mark.parametrize("field_name", ["asr_steps", "rnnt_steps", "rnnt_batch_size"])
+def test_step_counts_and_batch_sizes_below_one_are_refused_by_name(field_name):
+    with pytest.raises(ValueError, match=f"{field_name} must be 1 or more, got -1"):
+        Demo(DemoConfig(**{field_name: -1}))
+
+
 def test_test_voices_are_held_out(demo):
     runner, _ = demo
     speakers = {split: {e["speaker"] for e in read_manifest(runner.manifest(split))} for split in ("train", "test")}
