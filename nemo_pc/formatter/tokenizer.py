@@ -3,6 +3,10 @@
 No pretrained BART (and so no BART vocabulary) installs offline, so the rewriter trains its tokenizer with HF
 ``tokenizers``. Byte-level BPE never meets an unknown character, so any input can be encoded; the span markers
 of :func:`nemo_pc.formatter.labels.span_input` are special tokens, and every sequence is ``<s> ... </s>``.
+
+Digits are split one to a token before BPE sees them (``individual_digits``), as number-handling language models
+do. With multi-digit tokens ("202", "4"), writing 224 after "two hundred twenty four" means picking among unrelated
+vocabulary entries; with single digits the rewriter only has to emit each digit in turn.
 """
 
 from __future__ import annotations
@@ -15,12 +19,18 @@ from nemo_pc.formatter.labels import SPAN_CLOSE, SPAN_OPEN
 SPECIAL_TOKENS = ("<pad>", "<s>", "</s>", "<unk>", SPAN_OPEN, SPAN_CLOSE)
 
 
-def train_rewriter_tokenizer(texts: Iterable[str], path: str | Path, vocab_size: int = 1000) -> Path:
-    """Trains byte-level BPE on ``texts`` (inputs and targets) and writes it to ``path`` (``tokenizer.json``)."""
+def train_rewriter_tokenizer(
+    texts: Iterable[str], path: str | Path, vocab_size: int = 1000, individual_digits: bool = True
+) -> Path:
+    """Trains byte-level BPE on ``texts`` (inputs and targets) and writes it to ``path`` (``tokenizer.json``);
+    ``individual_digits`` keeps every digit a token of its own."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 
     tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    if individual_digits:
+        byte_level = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), byte_level])
+    tokenizer.pre_tokenizer = byte_level
     tokenizer.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,

@@ -1,6 +1,7 @@
 import pytest
 
-from nemo_pc.formatter.entities import EntitySynthesizer
+from nemo_pc.formatter.cleaning import clean_text, coarse_reason, fine_reason
+from nemo_pc.formatter.entities import EntitySynthesizer, number_sentences
 from nemo_pc.formatter.labels import derive_labels
 from nemo_pc.parts.text import normalize
 
@@ -33,3 +34,14 @@ def test_written_forms_follow_the_paper_formats():
 def test_unknown_kind_is_refused():
     with pytest.raises(ValueError, match="unknown entity kinds"):
         EntitySynthesizer(kinds=("pets",))
+
+
+def test_number_sentences_are_seeded_number_rich_and_pass_the_filters():
+    sentences = number_sentences(300, seed=5)
+    assert sentences == number_sentences(300, seed=5) and sentences != number_sentences(300, seed=6)
+    for sentence in sentences:
+        assert sum(ch.isdigit() for ch in sentence) >= 2, sentence
+        assert coarse_reason(sentence) is None and fine_reason(clean_text(sentence)) is None, sentence
+    joined = " ".join(sentences)
+    for form in (",", "%", "$", "0s", "km2", "th "):
+        assert form in joined

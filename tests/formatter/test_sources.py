@@ -6,6 +6,7 @@ from nemo_pc.formatter.sources import (
     document_split,
     fortune_documents,
     load_documents,
+    number_documents,
     synthetic_documents,
     wiki_documents,
 )
@@ -40,3 +41,11 @@ def test_synthetic_documents_carry_their_spoken_forms_and_caps_apply(tmp_path):
     assert len(capped) == 2
     with pytest.raises(ValueError, match="unknown text source"):
         load_documents(["web"], tmp_path)
+
+
+def test_number_documents_are_written_text_for_tn(tmp_path):
+    docs = number_documents(10, seed=1, per_document=4)
+    assert [d.text.count(".") >= 4 for d in docs[:2]] == [True, True] and len(docs) == 3
+    assert all(not d.pairs and d.source == "numbers" and any(ch.isdigit() for ch in d.text) for d in docs)
+    loaded = load_documents(["numbers"], tmp_path, numbers=10, seed=1)
+    assert [d.doc_id for d in loaded] == [d.doc_id for d in docs]
