@@ -36,6 +36,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--short-words", type=int, default=400)
     parser.add_argument("--long-words", type=int, default=5000)
     parser.add_argument("--short-texts", type=int, default=5)
+    parser.add_argument("--cost", action="store_true", help="also count FLOPs and decoder steps on the long text")
     parser.add_argument("--cache-dir", default=None, help="WFST grammar cache")
     parser.add_argument("--json", default=None)
     return parser.parse_args()
@@ -76,6 +77,19 @@ def quality(system, docs: list[dict]) -> dict:
     return {**metrics, "itn_by_kind": by_kind, "itn_wrong": wrong, "example": outputs[0][:300]}
 
 
+def print_cost(results: dict) -> None:
+    """FLOPs and serial steps on the long text, and their ratios to the formatter's."""
+    base = results["formatter"]["cost_long"]
+    print("\nWork on the long text (FLOPs from torch's FlopCounterMode; decoder steps run one after another)")
+    print(f"{'system':<18} {'GFLOP':>9} {'x':>6} {'encoder passes':>15} {'decoder steps':>14} {'x':>6}")
+    for name, row in results.items():
+        cost = row["cost_long"]
+        flops = cost["gflop"] / base["gflop"] if base["gflop"] else float("nan")
+        steps = cost["decoder_steps"] / base["decoder_steps"] if base["decoder_steps"] else float("nan")
+        print(f"{name:<18} {cost['gflop']:9.1f} {flops:6.1f} {cost['encoder_passes']:15d} "
+              f"{cost['decoder_steps']:14d} {steps:6.1f}")  # fmt: skip
+
+
 def print_itn_breakdown(results: dict) -> None:
     """Wrong / all ITN words per kind and system (aligned word by word, insertions not counted)."""
     print("\nITN words wrong / all, by kind (aligned word by word; I-WER also counts insertions)")
@@ -90,6 +104,38 @@ def timing_texts(docs: list[dict], words: int, count: int) -> list[str]:
     pool = " ".join(doc["spoken"] for doc in docs).split()
     pool = pool * (count * words // max(len(pool), 1) + 1)
     return [" ".join(pool[k * words : (k + 1) * words]) for k in range(count)]
+
+
+def _torch_modules(system) -> list:
+    """The neural models inside a system: a formatter's tagger(s) and rewriter, a seq2seq baseline's model."""
+    import torch
+
+    parts = [getattr(system, name, None) for name in ("tagger", "rewriter", "model")]
+    parts += list(getattr(getattr(system, "tagger", None), "models", {}).values())
+    return [part for part in parts if isinstance(part, torch.nn.Module)]
+
+
+def compute_cost(system, texts: list[str]) -> dict:
+    """Work done while formatting ``texts``: FLOPs (torch's ``FlopCounterMode``), encoder passes, and decoder
+    steps. Greedy decoding runs its steps one after another, so on an accelerator that is not compute-bound
+    (papers/003 times on a T4 GPU) decoder steps, not FLOPs, set the time."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    calls = {"encoder_passes": 0, "decoder_steps": 0}
+    kinds = {"BertModel": "encoder_passes", "BartEncoder": "encoder_passes", "BartDecoder": "decoder_steps"}
+
+    def hook(key: str):
+        return lambda *_: calls.__setitem__(key, calls[key] + 1)
+
+    subs = [sub for module in _torch_modules(system) for sub in module.modules() if type(sub).__name__ in kinds]
+    handles = [sub.register_forward_hook(hook(kinds[type(sub).__name__])) for sub in subs]
+    try:
+        with FlopCounterMode(display=False) as counter:
+            system.format(texts)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return {"gflop": counter.get_total_flops() / 1e9, **calls}
 
 
 def timed(system, texts: list[str]) -> float:
@@ -109,6 +155,8 @@ def main() -> None:
         row = quality(system, docs)
         row["time_short_s"] = timed(system, short)
         row["time_long_s"] = timed(system, long)
+        if args.cost:
+            row["cost_long"] = compute_cost(system, long)
         results[name] = row
         print(name, json.dumps({k: v for k, v in row.items() if k in METRICS or k.startswith("time")}), flush=True)
     base = results["formatter"]
@@ -122,6 +170,8 @@ def main() -> None:
         print(f"{name:<18} {r['per']:7.1%} {r['cer']:7.1%} {r['m_wer']:7.1%} {r['i_wer']:7.1%} "
               f"{r['time_short_s']:8.2f} {r['time_long_s']:8.2f} {r['long_time_vs_formatter']:7.1f}")  # fmt: skip
     print_itn_breakdown(results)
+    if args.cost:
+        print_cost(results)
     if args.json:
         write_text_atomic(args.json, json.dumps({"documents": len(docs), "results": results}, indent=2) + "\n")
 

@@ -91,7 +91,8 @@ class DemoConfig:
         max_words: the longest synthetic utterance in words.
         tagger_steps, rewriter_steps: text-formatter training steps.
         seq2seq_steps: steps of the full seq2seq formatter baseline ``models/seq2seq.nemo`` (0: not trained).
-        formatter_documents, formatter_synthetic: formatter data size (documents per source, entity sentences).
+        formatter_documents, formatter_synthetic, formatter_numbers: formatter data size (documents per source,
+            entity sentences, number-rich sentences).
         formatter_dir: reuse ``tagger.nemo`` and ``rewriter.nemo`` from this folder instead of training them.
         formatter_sources, formatter_tn: text sources and spoken forms of the formatter data.
         vocab_size: ASR tokenizer size.
@@ -119,8 +120,9 @@ class DemoConfig:
     seq2seq_steps: int = 0
     formatter_documents: int = 300
     formatter_synthetic: int = 1000
+    formatter_numbers: int = 600
     formatter_dir: str | None = None
-    formatter_sources: tuple[str, ...] = ("wiki", "kjv", "fortunes", "synthetic")
+    formatter_sources: tuple[str, ...] = ("wiki", "kjv", "fortunes", "synthetic", "numbers")
     formatter_tn: str = "nemo"
     vocab_size: int = 256
     num_jobs: int = 2
@@ -297,7 +299,8 @@ class Demo:
         data = self.path("formatter_data")
         data_cfg = FormatterDataConfig(sources=tuple(self.cfg.formatter_sources),
                                        max_documents=self.cfg.formatter_documents,
-                                       synthetic=self.cfg.formatter_synthetic, example_words=48,
+                                       synthetic=self.cfg.formatter_synthetic, numbers=self.cfg.formatter_numbers,
+                                       example_words=48,
                                        tn=self.cfg.formatter_tn, seed=self.cfg.seed)  # fmt: skip
         build_formatter_data(data, data_cfg, num_jobs=self.cfg.num_jobs)
         jobs = [("tagger", "tagger", self.cfg.tagger_steps, []), ("rewriter", "rewriter", self.cfg.rewriter_steps, [])]

@@ -1,0 +1,37 @@
+import importlib.util
+from pathlib import Path
+
+from nemo_pc.formatter.baselines import Seq2SeqFormatter, _word_chunks
+from nemo_pc.formatter.pipeline import TextFormatter
+from nemo_pc.testing.text import WRITTEN_SPOKEN
+
+
+def _benchmark():
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "formatter.py"
+    spec = importlib.util.spec_from_file_location("formatter_benchmark_under_test", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_compute_cost_counts_flops_encoder_passes_and_decoder_steps(tiny_formatter):
+    bench = _benchmark()
+    texts = [spoken for _, spoken in WRITTEN_SPOKEN[:2]]
+    formatter = TextFormatter(*tiny_formatter)
+    spans = sum(len(item.spans) for item in formatter.annotate(texts))
+    assert spans >= 1
+    cost = bench.compute_cost(formatter, texts)
+    # One batch of tagger windows, one batch of spans: one BERT pass and one BART encoder pass.
+    assert cost["encoder_passes"] == 2
+    assert cost["decoder_steps"] >= 2 and cost["gflop"] > 0
+
+    seq2seq = Seq2SeqFormatter(tiny_formatter[1], chunk_words=4, batch_size=1)
+    chunks = sum(len(_word_chunks(text, 4)) for text in texts)
+    whole = bench.compute_cost(seq2seq, texts)
+    assert whole["encoder_passes"] == chunks and whole["decoder_steps"] >= chunks
+
+    class Rules:
+        def format(self, texts):
+            return list(texts)
+
+    assert bench.compute_cost(Rules(), texts) == {"gflop": 0.0, "encoder_passes": 0, "decoder_steps": 0}
