@@ -6,9 +6,9 @@ from nemo_pc.formatter.pipeline import TextFormatter
 from nemo_pc.testing.text import WRITTEN_SPOKEN
 
 
-def _benchmark():
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "formatter.py"
-    spec = importlib.util.spec_from_file_location("formatter_benchmark_under_test", path)
+def _benchmark(name: str = "formatter"):
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"{name}_benchmark_under_test", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -35,3 +35,10 @@ def test_compute_cost_counts_flops_encoder_passes_and_decoder_steps(tiny_formatt
             return list(texts)
 
     assert bench.compute_cost(Rules(), texts) == {"gflop": 0.0, "encoder_passes": 0, "decoder_steps": 0}
+
+
+def test_rewriter_pairs_scores_exact_rewrites_and_those_with_digits():
+    module = _benchmark("rewriter_pairs")
+    targets = ["2024", "iPhone", "$5", "March 3rd"]
+    outputs = ["2024", "Iphone", "$6", "March 3rd"]
+    assert module.score(targets, outputs) == {"pairs": 4, "exact": 2, "digit_pairs": 3, "digit_exact": 2}
