@@ -56,3 +56,24 @@ def test_pair_dataset_names_file_and_line(tmp_path):
     path.write_text(json.dumps({"input": "a", "target": "b"}) + "\n" + json.dumps({"input": "a"}) + "\n")
     with pytest.raises(ManifestError, match=r"pairs.json:2: missing field 'target'"):
         PairDataset(str(path))
+
+
+def test_full_seq2seq_starts_from_the_span_rewriter_without_its_position_table(tmp_path, pairs):
+    """examples/train_rewriter.py's recipe for the full seq2seq: NeMo's init_from_nemo_model with an exclude."""
+    from omegaconf import OmegaConf
+
+    span = _model(tmp_path, pairs)
+    span.save_to(str(tmp_path / "span.nemo"))
+    tokenizer = tmp_path / "tokenizer.json"
+    full_cfg = tiny_rewriter_config(
+        tokenizer, bart={**tiny_rewriter_config(tokenizer)["bart"], "max_position_embeddings": 256}
+    )
+    full = SpanRewriterModel(full_cfg)
+    init = {"span": {"path": str(tmp_path / "span.nemo"), "exclude": ["embed_positions"]}}
+    full.maybe_init_from_pretrained_checkpoint(OmegaConf.create({"init_from_nemo_model": init}))
+    loaded, theirs = full.state_dict(), span.state_dict()
+    for name, value in loaded.items():
+        if "embed_positions" in name:
+            assert value.shape[0] > theirs[name].shape[0]
+        else:
+            assert value.equal(theirs[name]), name
