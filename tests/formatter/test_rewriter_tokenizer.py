@@ -3,6 +3,7 @@ from hypothesis import strategies as st
 
 from nemo_pc.formatter.tokenizer import load_rewriter_tokenizer, train_rewriter_tokenizer
 
+_TOKENIZER: dict = {}
 TEXTS = ["In 2024 the 1,200 people paid $45.50 for <span> twenty four </span> tickets.", "Call 555-1234 at 10:30."]
 
 
@@ -27,6 +28,3 @@ def test_encoding_then_decoding_gives_the_text_back(tmp_path_factory, text):
     ids = tokenizer(text)["input_ids"]
     assert ids[0] == tokenizer.bos_token_id and ids[-1] == tokenizer.eos_token_id
     assert tokenizer.decode(ids, skip_special_tokens=True, clean_up_tokenization_spaces=False) == text
-
-
-_TOKENIZER: dict = {}
