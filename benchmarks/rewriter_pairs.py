@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from nemo_pc.data.manifest import read_manifest, write_text_atomic
+from nemo_pc.data.manifest import write_text_atomic
 
 
 def parse_args() -> argparse.Namespace:
@@ -34,16 +34,17 @@ def score(targets: list[str], outputs: list[str]) -> dict:
 
 def main() -> None:
     args = parse_args()
+    from nemo_pc.formatter.datasets import PairDataset
     from nemo_pc.models.rewriter import SpanRewriterModel
 
+    pairs = PairDataset(args.pairs).pairs  # a missing or empty input/target names the file and line
     model = SpanRewriterModel.restore_from(args.rewriter, map_location="cpu")
-    pairs = read_manifest(args.pairs)
-    outputs = model.rewrite([pair["input"] for pair in pairs])
-    result = score([pair["target"] for pair in pairs], outputs)
+    outputs = model.rewrite([source for source, _ in pairs])
+    result = score([target for _, target in pairs], outputs)
     print(f"exactly right: {result['exact']}/{result['pairs']} ({result['exact'] / max(result['pairs'], 1):.1%}); "
           f"with digits: {result['digit_exact']}/{result['digit_pairs']} "
           f"({result['digit_exact'] / max(result['digit_pairs'], 1):.1%})")  # fmt: skip
-    wrong = [(p["input"], out, p["target"]) for p, out in zip(pairs, outputs, strict=True) if out != p["target"]]
+    wrong = [(source, out, target) for (source, target), out in zip(pairs, outputs, strict=True) if out != target]
     for source, output, target in wrong[: args.show]:
         print(f"  {source!r} -> {output!r} (want {target!r})")
     if args.json:

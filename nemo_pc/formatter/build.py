@@ -49,6 +49,13 @@ class FormatterDataConfig:
     tn: str = "nemo"
     seed: int = 0
 
+    def __post_init__(self) -> None:
+        for name in ("synthetic", "numbers"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"FormatterDataConfig.{name} must be >= 0 sentences, got {getattr(self, name)}")
+        if self.max_documents is not None and self.max_documents < 1:
+            raise ValueError(f"FormatterDataConfig.max_documents must be >= 1 or None, got {self.max_documents}")
+
 
 def build_formatter_data(
     output_dir: str | Path, config: FormatterDataConfig | None = None, cache_dir: str | Path | None = None,

@@ -1,5 +1,7 @@
 import json
 
+import pytest
+
 from nemo_pc.data.manifest import read_manifest
 from nemo_pc.formatter.build import FormatterDataConfig, build_formatter_data, join_labeled
 from nemo_pc.formatter.labels import derive_labels
@@ -54,3 +56,9 @@ def test_formatter_data_command_builds_synthetic_data(tmp_path, capsys):
     pairs = read_manifest(out / "train_rewriter.json")
     assert all(e["input"].count("<span>") == 1 and e["target"] for e in pairs)
     assert (out / "rewriter_tokenizer.json").is_file()
+
+
+@pytest.mark.parametrize(("field", "value"), [("numbers", -1), ("synthetic", -5), ("max_documents", 0)])
+def test_config_refuses_negative_counts_by_name(field, value):
+    with pytest.raises(ValueError, match=f"FormatterDataConfig.{field} must be"):
+        FormatterDataConfig(**{field: value})
