@@ -17,6 +17,18 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default=defaults.out_dir, help="output folder (a rerun resumes there)")
     parser.add_argument("--hours", type=float, default=None, help=f"synthetic audio (default {defaults.hours})")
+    parser.add_argument(
+        "--minutes-per-speaker",
+        type=float,
+        default=defaults.minutes_per_speaker,
+        help=f"minutes each synthetic speaker reads ({defaults.minutes_per_speaker})",
+    )
+    parser.add_argument(
+        "--held-out-voices",
+        type=int,
+        default=defaults.held_out_voices,
+        help=f"voices in each of dev and test ({defaults.held_out_voices})",
+    )
     parser.add_argument("--asr-steps", type=int, default=None, help=f"steps per CTC model ({defaults.asr_steps})")
     parser.add_argument("--rnnt-steps", type=int, default=None, help=f"steps per RNN-T model ({defaults.rnnt_steps})")
     parser.add_argument(
@@ -47,6 +59,8 @@ def main() -> None:
         defaults,
         out_dir=args.out,
         hours=args.hours or defaults.hours * scale,
+        minutes_per_speaker=args.minutes_per_speaker,
+        held_out_voices=args.held_out_voices,
         systems=systems,
         asr_steps=args.asr_steps or defaults.asr_steps * scale,
         rnnt_steps=args.rnnt_steps or defaults.rnnt_steps * scale,

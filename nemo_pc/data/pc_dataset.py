@@ -17,6 +17,9 @@ The data config follows NeMo's ``train_ds`` / ``validation_ds`` keys::
     pc_fraction: 1.0                  # share of utterances that keep their P labels
     pc_seed: 0
     marks: ".,?"                      # the mark set kept in the P text
+    augmentor: null                   # NeMo's augmentor config, e.g. {speed: {prob: 0.5, sr: 16000, ...}}
+    bucketing_window: 0               # >0: batches of similar durations, sorted within windows of this many
+                                      # batches (less padding); the batch order is still shuffled every epoch
 """
 
 from __future__ import annotations
@@ -164,6 +167,8 @@ class PCAudioTextDataset(torch.utils.data.Dataset):
         tokenizer: a NeMo tokenizer (``text_to_ids``), the model's cased, punctuated SentencePiece tokenizer.
         sample_rate: audio is resampled to this rate.
         marks, pc_fraction, pc_seed, min_duration, max_duration: see the module docstring.
+        augmentor: a NeMo ``AudioAugmentor`` (``process_augmentations`` of an ``augmentor`` config) applied to
+            every waveform it reads, e.g. speed perturbation; ``None`` reads the audio as it is.
     """
 
     def __init__(
@@ -176,6 +181,7 @@ class PCAudioTextDataset(torch.utils.data.Dataset):
         pc_seed: int = 0,
         min_duration: float | None = None,
         max_duration: float | None = None,
+        augmentor=None,
     ) -> None:
         from nemo.collections.asr.parts.preprocessing.features import WaveformFeaturizer
 
@@ -190,7 +196,7 @@ class PCAudioTextDataset(torch.utils.data.Dataset):
         if not self.items:
             raise ValueError(f"no utterance left in {', '.join(map(str, paths))} ({self.drops.as_dict()})")
         self.tokenizer = tokenizer
-        self.featurizer = WaveformFeaturizer(sample_rate=sample_rate)
+        self.featurizer = WaveformFeaturizer(sample_rate=sample_rate, augmentor=augmentor)
 
     def __len__(self) -> int:
         return len(self.items)
@@ -198,7 +204,7 @@ class PCAudioTextDataset(torch.utils.data.Dataset):
     def __getitem__(self, index: int) -> tuple[torch.Tensor, list[int], list[int], bool]:
         item = self.items[index]
         try:
-            audio = self.featurizer.process(item.audio_filepath, offset=item.offset, duration=0)
+            audio = self.featurizer.process(item.audio_filepath, offset=item.offset, duration=item.duration)
         except Exception as err:  # soundfile, librosa and audioread raise many types
             path, line = item.where.rsplit(":", 1)
             raise ManifestError(
@@ -232,6 +238,54 @@ def _pad_tokens(sequences: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch
     return padded, lengths
 
 
+class DurationBucketSampler(torch.utils.data.Sampler):
+    """Batches of similar durations, to cut padding: every epoch the utterances are shuffled, sorted by duration
+    within windows of ``window`` batches, cut into batches, and the batches are shuffled.
+
+    Under DDP (an initialized process group) each process takes every ``world_size``-th batch, and every process
+    gets the same number of batches.
+    """
+
+    def __init__(self, durations: Sequence[float], batch_size: int, window: int, seed: int = 0) -> None:
+        if batch_size < 1 or window < 1:
+            raise ValueError(f"batch_size and bucketing_window must be 1 or more, got {batch_size} and {window}")
+        self.durations, self.batch_size, self.window, self.seed = list(durations), batch_size, window, seed
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def _batches(self) -> list[list[int]]:
+        generator = torch.Generator().manual_seed(self.seed * 100_003 + self.epoch)
+        order = torch.randperm(len(self.durations), generator=generator).tolist()
+        span = self.batch_size * self.window
+        batches = []
+        for start in range(0, len(order), span):
+            window = sorted(order[start : start + span], key=self.durations.__getitem__)
+            batches += [window[k : k + self.batch_size] for k in range(0, len(window), self.batch_size)]
+        shuffled = torch.randperm(len(batches), generator=generator).tolist()
+        batches = [batches[k] for k in shuffled]
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            world, rank = torch.distributed.get_world_size(), torch.distributed.get_rank()
+            batches = batches[rank : len(batches) - len(batches) % world : world]
+        return batches
+
+    def __iter__(self):
+        self.epoch_batches = self._batches()
+        yield from self.epoch_batches
+        self.epoch += 1
+
+    def __len__(self) -> int:
+        return len(self._batches())
+
+
+def padding_share(durations: Sequence[float], batches: Sequence[Sequence[int]]) -> float:
+    """The share of padded audio in ``batches`` (each batch is as long as its longest utterance)."""
+    padded = sum(len(batch) * max(durations[i] for i in batch) for batch in batches)
+    real = sum(durations[i] for batch in batches for i in batch)
+    return 1.0 - real / padded if padded else 0.0
+
+
 def pc_dataloader_from_config(config: Mapping, tokenizer) -> torch.utils.data.DataLoader:
     """A DataLoader over :class:`PCAudioTextDataset` from a NeMo-style data config (see the module docstring).
 
@@ -251,7 +305,19 @@ def pc_dataloader_from_config(config: Mapping, tokenizer) -> torch.utils.data.Da
         pc_seed=int(config.get("pc_seed", 0)),
         min_duration=config.get("min_duration"),
         max_duration=config.get("max_duration"),
+        augmentor=_augmentor(config.get("augmentor")),
     )
+    window = int(config.get("bucketing_window", 0) or 0)
+    if window and config.get("shuffle", False):
+        sampler = DurationBucketSampler([item.duration for item in dataset.items], config.get("batch_size", 8), window,
+                                        seed=int(config.get("pc_seed", 0)))  # fmt: skip
+        return torch.utils.data.DataLoader(
+            dataset,
+            batch_sampler=sampler,
+            collate_fn=dataset.collate_fn,
+            num_workers=config.get("num_workers", 0),
+            pin_memory=config.get("pin_memory", False),
+        )
     return torch.utils.data.DataLoader(
         dataset,
         batch_size=config.get("batch_size", 8),
@@ -261,3 +327,12 @@ def pc_dataloader_from_config(config: Mapping, tokenizer) -> torch.utils.data.Da
         pin_memory=config.get("pin_memory", False),
         drop_last=config.get("drop_last", False),
     )
+
+
+def _augmentor(config):
+    """NeMo's ``AudioAugmentor`` from an ``augmentor`` config (``None`` when there is none)."""
+    if not config:
+        return None
+    from nemo.collections.asr.parts.preprocessing.perturb import process_augmentations
+
+    return process_augmentations(config)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -40,12 +41,22 @@ class SynthConfig:
 
     Attributes:
         hours: total audio to plan (estimated from ``words_per_second`` before synthesis).
-        splits: split name -> share of the hours. Every split gets its own voices.
+        splits: split name -> share of the hours. No voice reads in two splits.
         seed: the random seed.
         deviation_rate: chance per eligible word that the reader skips, repeats or substitutes it.
         min_words, max_words: utterance length in words.
         sentence_cut: chance that an utterance ends at a sentence end rather than mid-sentence.
-        tempo: (low, high) sox tempo factor per utterance; pitch: (low, high) shift in cents per speaker.
+        tempo: (low, high) sox tempo factor per utterance.
+        pitch: (low, high) pitch shift in cents per speaker.
+        formant: (low, high) sox ``speed`` factor per speaker (tempo-compensated): scales pitch and formants
+            together, like a longer or shorter vocal tract.
+        tilt: (low, high) treble gain in dB per speaker above 3 kHz (a brighter or duller microphone).
+        minutes_per_speaker: how long one speaker reads (a stretch of a chapter, as LibriSpeech readers do). A
+            book chapter is continued by the next speaker of the same split; each reading is its own chapter id.
+        held_out_voices: voices of each held-out (non-train) split, drawn from the engines that train keeps too.
+        engine_shares: share of the training speakers per engine (the rest of the engines share equally). The
+            many espeak-ng voices give training many distinct voices; flite and festival have few, so their
+            training voices come back as new speakers with other pitch, formant and tilt.
         engines: TTS engines whose voices may be used.
         audio: ``False`` writes transcripts, references and estimated durations without audio.
         tn: ``"nemo"`` (spoken form from NeMo TN) or ``"none"`` (text without digits or abbreviations).
@@ -61,69 +72,164 @@ class SynthConfig:
     sentence_cut: float = 0.6
     tempo: tuple[float, float] = (0.9, 1.15)
     pitch: tuple[float, float] = (-200.0, 200.0)
+    formant: tuple[float, float] = (0.92, 1.08)
+    tilt: tuple[float, float] = (-6.0, 3.0)
+    minutes_per_speaker: float = 0.6
+    held_out_voices: int = 6
+    engine_shares: dict[str, float] = field(default_factory=lambda: {"espeak-ng": 0.6})
     engines: tuple[str, ...] = ENGINES
     audio: bool = True
     tn: str = "nemo"
     words_per_second: float = 2.6
 
 
+@dataclass(frozen=True)
+class Speaker:
+    """A reader: a voice with its own pitch shift (cents), formant factor and treble tilt (dB)."""
+
+    speaker_id: int
+    voice: Voice
+    pitch: float
+    formant: float
+    tilt: float
+
+    def describe(self) -> str:
+        return f"{self.voice.key} (pitch {self.pitch:+.0f}c, formant {self.formant:.3f}, tilt {self.tilt:+.1f} dB)"
+
+
 @dataclass
 class ChapterJob:
-    """One chapter to synthesize: who reads which words of which book, into which split."""
+    """One reading: a speaker reads ``text`` (a stretch of a book chapter) into a split as chapter ``chapter``."""
 
     split: str
-    speaker: int
-    voice: Voice
+    speaker: Speaker
     chapter: int
     book_id: int
     book_title: str
     chapter_title: str
     text: str
     max_words: int
-    pitch: float
 
 
 def plan(books: list[Book], config: SynthConfig, voices: list[Voice]) -> list[ChapterJob]:
-    """Assigns chapters to splits and voices until each split has its share of the hours.
+    """Assigns voices to splits, speakers to voices and chapter stretches to speakers.
 
-    Held-out splits are filled first, so a small corpus still has every split; the last chapter of a split is cut
-    short to fit its budget.
+    Each speaker reads about ``minutes_per_speaker``; a chapter is read on by the next speaker of the same split
+    until it ends. Held-out splits are filled first, so a small corpus still has every split.
     """
     rng = random.Random(f"plan:{config.seed}")
-    pools = split_voices(voices, list(config.splits), rng)
+    pools = split_voices(voices, config, rng)
     chapters = [(book, chapter) for book in books for chapter in book.chapters if chapter.text.strip()]
     rng.shuffle(chapters)
-    speaker_of = {voice.key: 100 + k for k, voice in enumerate(voices)}
-    pitch_of = {voice.key: rng.uniform(*config.pitch) for voice in voices}
+    per_speaker = max(config.max_words, round(config.minutes_per_speaker * 60 * config.words_per_second))
     jobs: list[ChapterJob] = []
+    next_speaker = 100
     for split, share in sorted(config.splits.items(), key=lambda item: item[0].startswith("train")):
         budget = round(config.hours * share * 3600 * config.words_per_second)
-        pool = pools[split]
-        while budget > 0 and chapters:
-            book, chapter = chapters.pop()
-            size = len(chapter.text.split())
-            voice = pool[len([j for j in jobs if j.split == split]) % len(pool)]
-            jobs.append(ChapterJob(split, speaker_of[voice.key], voice, 10000 + len(jobs), book.book_id, book.title,
-                                   chapter.title, chapter.text, min(size, budget), pitch_of[voice.key]))  # fmt: skip
-            budget -= size
+        count = max(1, min(max(len(pools[split]), -(-budget // per_speaker)), budget // config.max_words))
+        order = _speaker_voices(pools[split], count, config if split.startswith("train") else None, rng)
+        words: list[str] = []
+        book = chapter = None
+        for k, voice in enumerate(order):
+            speaker = Speaker(next_speaker, voice, round(rng.uniform(*config.pitch), 1),
+                              round(rng.uniform(*config.formant), 3), round(rng.uniform(*config.tilt), 1))  # fmt: skip
+            next_speaker += 1
+            share_words = budget // count + (1 if k < budget % count else 0)
+            while share_words > 0:
+                if not words:
+                    if not chapters:
+                        break
+                    book, chapter = chapters.pop()
+                    words = chapter.text.split()
+                take = min(share_words, len(words))
+                jobs.append(ChapterJob(split, speaker, 10000 + len(jobs), book.book_id, book.title, chapter.title,
+                                       " ".join(words[:take]), take))  # fmt: skip
+                words, share_words = words[take:], share_words - take
+                if len(words) < config.min_words:
+                    words = []
     return jobs
 
 
-def split_voices(voices: list[Voice], splits: list[str], rng: random.Random) -> dict[str, list[Voice]]:
-    """Disjoint voice pools: each held-out split gets about a tenth of the voices (at least one), train the rest."""
+def _speaker_voices(pool: list[Voice], count: int, config: SynthConfig | None, rng: random.Random) -> list[Voice]:
+    """The voice of each of ``count`` speakers: every voice of ``pool`` in turn or, for training (``config``
+    given), engines in ``engine_shares`` proportion and each engine's voices in turn."""
+    if config is None:
+        return [pool[k % len(pool)] for k in range(count)]
+    by_engine: dict[str, list[Voice]] = {}
+    for voice in pool:
+        by_engine.setdefault(voice.engine, []).append(voice)
+    named = {e: s for e, s in config.engine_shares.items() if e in by_engine}
+    rest = [e for e in by_engine if e not in named]
+    left = max(0.0, 1.0 - sum(named.values()))
+    shares = {**named, **{e: left / len(rest) for e in rest}} if rest else named
+    total = sum(shares.values()) or 1.0
+    taken = dict.fromkeys(by_engine, 0)
+    order = []
+    for k in range(count):
+        # the engine furthest below its share so far (deterministic largest-deficit rounding)
+        engine = max(
+            by_engine, key=lambda e: (shares.get(e, 0) / total * (k + 1) - taken[e], -sorted(by_engine).index(e))
+        )
+        voices = by_engine[engine]
+        order.append(voices[taken[engine] % len(voices)])
+        taken[engine] += 1
+    rng.shuffle(order)
+    return order
+
+
+PERSONS = {
+    "flite:kal16": "kal",
+    "festival:kal_diphone": "kal",
+    "flite:slt": "slt",
+    "festival:cmu_us_slt_arctic_hts": "slt",
+}
+"""Voices of different engines built from one person's recordings: they always go to the same split."""
+
+
+def split_voices(voices: list[Voice], config: SynthConfig, rng: random.Random) -> dict[str, list[Voice]]:
+    """Disjoint voice pools: each held-out split gets ``held_out_voices`` voices (fewer when there are few), taken
+    engine by engine so that it has every engine it can while train keeps at least one voice of each engine;
+    train gets the rest. Voices of one person (:data:`PERSONS`) stay together."""
+    splits = list(config.splits)
     if len(voices) < len(splits):
         raise ValueError(f"{len(voices)} voices cannot give {len(splits)} splits disjoint speakers")
-    shuffled = sorted(voices, key=lambda v: v.key)
-    rng.shuffle(shuffled)
+    groups: dict[str, list[Voice]] = {}
+    for voice in sorted(voices, key=lambda v: v.key):
+        groups.setdefault(PERSONS.get(voice.key, voice.key), []).append(voice)
+    people = list(groups.values())
+    rng.shuffle(people)
     held_out = [s for s in splits if not s.startswith("train")] or splits[1:]
-    per_split = max(1, len(voices) // 10)
-    pools: dict[str, list[Voice]] = {}
+    train = [s for s in splits if s not in held_out]
+    want = max(1, min(config.held_out_voices, len(voices) // (len(held_out) + 1)))
+    pools: dict[str, list[Voice]] = {split: [] for split in splits}
+
     for split in held_out:
-        pools[split], shuffled = shuffled[:per_split], shuffled[per_split:]
-    train = [s for s in splits if s not in pools]
+        while len(pools[split]) < want:
+            have = {v.engine for v in pools[split]}
+            candidates = [group for group in people
+                          if len(pools[split]) + len(group) <= want and _keeps_engines(people, group)]  # fmt: skip
+            if not candidates:
+                break
+            # first one voice of each engine, never a second voice of an engine the split has (single-voice people
+            # first, so that train keeps more of the scarce engines), then voices of the engine with most voices left
+            fresh = [group for group in candidates if all(v.engine not in have for v in group)]
+            left = Counter(v.engine for group in people for v in group)
+            if fresh:
+                choice = min(fresh, key=len)
+            else:
+                choice = max(candidates, key=lambda group: (left[group[0].engine], -len(group)))
+            people.remove(choice)
+            pools[split] += choice
+    rest = [v for group in people for v in group]
     for k, split in enumerate(train):
-        pools[split] = shuffled[k :: len(train)]
+        pools[split] = rest[k :: len(train)]
     return pools
+
+
+def _keeps_engines(people: list[list[Voice]], group: list[Voice]) -> bool:
+    """Whether the voices left after taking ``group`` still have every engine that ``group`` has."""
+    left = {v.engine for other in people if other is not group for v in other}
+    return all(v.engine in left for v in group)
 
 
 def cut_utterances(book: BookWords, limit: int, config: SynthConfig, rng: random.Random) -> list[tuple[int, int]]:
@@ -171,8 +277,9 @@ def synth_chapter(root: Path, job: ChapterJob, config: SynthConfig, spoken: Spok
     Returns:
         The chapter's reference lines.
     """
-    reference = root / "synth" / job.split / f"{job.speaker}-{job.chapter}.jsonl"
-    trans = root / job.split / str(job.speaker) / str(job.chapter) / f"{job.speaker}-{job.chapter}.trans.txt"
+    spk = job.speaker
+    reference = root / "synth" / job.split / f"{spk.speaker_id}-{job.chapter}.jsonl"
+    trans = root / job.split / str(spk.speaker_id) / str(job.chapter) / f"{spk.speaker_id}-{job.chapter}.trans.txt"
     if reference.is_file() and trans.is_file():
         return read_manifest(reference)
     rng = random.Random(f"chapter:{config.seed}:{job.chapter}")
@@ -181,19 +288,21 @@ def synth_chapter(root: Path, job: ChapterJob, config: SynthConfig, spoken: Spok
     for k, (start, end) in enumerate(cut_utterances(book, job.max_words, config, rng)):
         pieces, deviations = read_with_deviations(book, start, end, config.deviation_rate, rng)
         tempo = rng.uniform(*config.tempo)
-        utt_id = f"{job.speaker}-{job.chapter}-{k:04d}"
+        utt_id = f"{spk.speaker_id}-{job.chapter}-{k:04d}"
         text = render(pieces)
         flac = trans.parent / f"{utt_id}.flac"
         if config.audio:
             if not flac.is_file():
-                synthesize(job.voice, text, flac, tempo=tempo, pitch_cents=job.pitch)
+                synthesize(spk.voice, text, flac, tempo=tempo, pitch_cents=spk.pitch, formant=spk.formant,
+                           tilt_db=spk.tilt)  # fmt: skip
             duration = _flac_duration(flac)
         else:
             duration = len(pieces) / config.words_per_second / tempo + 0.3
-        lines.append({"utt_id": utt_id, "split": job.split, "speaker": str(job.speaker), "chapter": str(job.chapter),
-                      "book_id": job.book_id, "voice": job.voice.key, "duration": round(duration, 3), "text": text,
+        lines.append({"utt_id": utt_id, "split": job.split, "speaker": str(spk.speaker_id),
+                      "chapter": str(job.chapter), "book_id": job.book_id, "voice": spk.voice.key, "engine": spk.voice.engine,
+                      "duration": round(duration, 3), "text": text,
                       "text_book": book.text(start, end), "deviations": deviations, "tempo": round(tempo, 3),
-                      "pitch_cents": round(job.pitch, 1)})  # fmt: skip
+                      "pitch_cents": spk.pitch, "formant": spk.formant, "tilt_db": spk.tilt})  # fmt: skip
     write_manifest(reference, lines)
     with atomic_open(trans) as handle:
         handle.writelines(f"{line['utt_id']} {normalize(line['text']).upper()}\n" for line in lines)
@@ -278,15 +387,15 @@ def _map(tasks: list[tuple], num_jobs: int):
 def write_metadata(root: Path, books: list[Book], jobs: list[ChapterJob], results: dict[int, list[dict]]) -> None:
     """Writes ``CHAPTERS.TXT``, ``SPEAKERS.TXT`` and ``BOOKS.TXT`` for the synthesized chapters."""
     minutes = {job.chapter: sum(line["duration"] for line in results[job.chapter]) / 60 for job in jobs}
-    chapters = [ChapterInfo(job.chapter, job.speaker, minutes[job.chapter], job.split, job.book_id, job.book_id,
-                            job.chapter_title, job.book_title) for job in jobs]  # fmt: skip
+    chapters = [ChapterInfo(job.chapter, job.speaker.speaker_id, minutes[job.chapter], job.split, job.book_id,
+                            job.book_id, job.chapter_title, job.book_title) for job in jobs]  # fmt: skip
     write_chapters_txt(root / "CHAPTERS.TXT", chapters)
     speakers: dict[int, tuple[ChapterJob, float]] = {}
     for job in jobs:
-        previous = speakers.get(job.speaker, (job, 0.0))[1]
-        speakers[job.speaker] = (job, previous + minutes[job.chapter])
+        previous = speakers.get(job.speaker.speaker_id, (job, 0.0))[1]
+        speakers[job.speaker.speaker_id] = (job, previous + minutes[job.chapter])
     lines = [";ID  |SEX| SUBSET           |MINUTES| NAME"]
-    lines += [f"{spk:<5}| {job.voice.sex} | {job.split:<16} | {total:5.2f} | {job.voice.key}"
+    lines += [f"{spk:<5}| {job.speaker.voice.sex} | {job.split:<16} | {total:5.2f} | {job.speaker.describe()}"
               for spk, (job, total) in sorted(speakers.items())]  # fmt: skip
     write_text_atomic(root / "SPEAKERS.TXT", "\n".join(lines) + "\n")
     titles = {book.book_id: book.title for book in books if book.book_id in {job.book_id for job in jobs}}

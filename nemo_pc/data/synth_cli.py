@@ -46,6 +46,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--tempo", type=_range, default=(0.9, 1.15), help="tempo range LOW,HIGH per utterance")
     parser.add_argument("--pitch", type=_range, default=(-200.0, 200.0), help="pitch range in cents per speaker")
+    parser.add_argument(
+        "--formant", type=_range, default=(0.92, 1.08), help="formant (sox speed) factor range LOW,HIGH per speaker"
+    )
+    parser.add_argument("--tilt", type=_range, default=(-6.0, 3.0), help="treble tilt range in dB per speaker")
+    parser.add_argument(
+        "--minutes-per-speaker",
+        type=float,
+        default=0.6,
+        help="minutes each speaker reads; chapters are read on by the next speaker (default 0.6)",
+    )
+    parser.add_argument(
+        "--held-out-voices", type=int, default=6, help="voices of each held-out split (dev, test; default 6)"
+    )
     parser.add_argument("--engines", default="espeak-ng,flite,festival", help="TTS engines to draw voices from")
     parser.add_argument(
         "--tn",
@@ -74,6 +87,10 @@ def run(args: argparse.Namespace) -> int:
         deviation_rate=args.deviation_rate,
         tempo=args.tempo,
         pitch=args.pitch,
+        formant=args.formant,
+        tilt=args.tilt,
+        minutes_per_speaker=args.minutes_per_speaker,
+        held_out_voices=args.held_out_voices,
         engines=tuple(args.engines.split(",")),
         audio=not args.no_audio,
         tn=tn,

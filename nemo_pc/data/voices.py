@@ -61,7 +61,14 @@ def _espeak_accents() -> list[str]:
 
 
 def synthesize(
-    voice: Voice, text: str, flac_path: str | Path, tempo: float = 1.0, pitch_cents: float = 0.0, rate: int = 16000
+    voice: Voice,
+    text: str,
+    flac_path: str | Path,
+    tempo: float = 1.0,
+    pitch_cents: float = 0.0,
+    rate: int = 16000,
+    formant: float = 1.0,
+    tilt_db: float = 0.0,
 ) -> Path:
     """Speaks ``text`` with ``voice`` into a mono 16-bit flac at ``rate`` Hz, written atomically.
 
@@ -72,6 +79,9 @@ def synthesize(
         tempo: speed factor applied by sox (pitch kept).
         pitch_cents: pitch shift applied by sox.
         rate: output sample rate.
+        formant: sox ``speed`` factor, with the tempo compensated: pitch and formants scale by it, the speaking
+            rate stays ``tempo``.
+        tilt_db: treble gain above 3 kHz in dB.
     """
     flac_path = Path(flac_path)
     flac_path.parent.mkdir(parents=True, exist_ok=True)
@@ -81,10 +91,15 @@ def synthesize(
         subprocess.run(_tts_command(voice, text_file, wav), check=True, capture_output=True)
         out = flac_path.with_name(f".{flac_path.name}.{os.getpid()}.tmp")
         effects = []
-        if abs(tempo - 1.0) > 1e-3:
-            effects += ["tempo", "-s", f"{tempo:.3f}"]
+        if abs(formant - 1.0) > 1e-3:
+            effects += ["speed", f"{formant:.3f}"]
+        if abs(tempo / formant - 1.0) > 1e-3:
+            effects += ["tempo", "-s", f"{tempo / formant:.3f}"]
         if abs(pitch_cents) > 0.5:
             effects += ["pitch", f"{pitch_cents:.0f}"]
+        if abs(tilt_db) > 0.05:
+            effects += ["treble", f"{tilt_db:.1f}", "3000"]
+        effects += ["gain", "-n", "-3"]  # the same peak level for every voice; no clipping from pitch or treble
         command = ["sox", str(wav), "-c", "1", "-b", "16", "-t", "flac", str(out), *effects, "rate", str(rate)]
         try:
             subprocess.run(command, check=True, capture_output=True)

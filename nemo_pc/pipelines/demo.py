@@ -78,6 +78,8 @@ class DemoConfig:
     Attributes:
         out_dir: everything goes here.
         hours: planned synthetic audio (train/dev/test 0.8/0.1/0.1, no voice in two splits).
+        minutes_per_speaker: how long each synthetic speaker reads (chapters pass from reader to reader).
+        held_out_voices: voices in each of dev and test (from engines that training has too).
         sources: synth text sources (``kjv``; ``wiki`` adds Wikipedia leads with numbers, dates and money).
         systems: ASR systems to train (names of :data:`ASR_SYSTEMS`).
         asr_steps: optimizer steps per CTC model; ``ctc_layers``/``rnnt_layers`` the encoder depths.
@@ -98,11 +100,14 @@ class DemoConfig:
         vocab_size: ASR tokenizer size.
         num_jobs: processes for synthesis, TN and data loading.
         seed: one seed for data and weights.
+        curve_points: validations on dev per ASR training run, for the learning curves of the report.
         extra: more Hydra overrides per model name (e.g. ``{"tagger": ["model.encoder.num_layers=1"]}``).
     """
 
     out_dir: str = "demo_out"
     hours: float = 1.0
+    minutes_per_speaker: float = 0.6
+    held_out_voices: int = 6
     sources: tuple[str, ...] = ("kjv", "wiki")
     systems: tuple[str, ...] = DEMO_SYSTEMS
     asr_steps: int = 200
@@ -127,6 +132,7 @@ class DemoConfig:
     vocab_size: int = 256
     num_jobs: int = 2
     seed: int = 0
+    curve_points: int = 6
     extra: dict[str, list[str]] = field(default_factory=dict)
 
 
@@ -183,7 +189,9 @@ class Demo:
         from nemo_pc.data.synth import SynthConfig, load_sources, synthesize_corpus
 
         tn = "nemo" if "wiki" in self.cfg.sources else "none"
-        synth_cfg = SynthConfig(hours=self.cfg.hours, seed=self.cfg.seed, max_words=self.cfg.max_words, tn=tn)
+        synth_cfg = SynthConfig(hours=self.cfg.hours, seed=self.cfg.seed, max_words=self.cfg.max_words, tn=tn,
+                                minutes_per_speaker=self.cfg.minutes_per_speaker,
+                                held_out_voices=self.cfg.held_out_voices)  # fmt: skip
         books = load_sources(list(self._synth_sources()))
         synthesize_corpus(self.path("corpus"), books, synth_cfg, num_jobs=self.cfg.num_jobs)
         if not self.manifest("test").is_file():
@@ -275,7 +283,8 @@ class Demo:
         target = self.model_path(name)
         if not target.is_file():
             stats = train_model(family, self.asr_overrides(name), target, steps, seed=self.cfg.seed,
-                                log_dir=self.path("logs"), init_from=init_from)  # fmt: skip
+                                log_dir=self.path("logs"), init_from=init_from,
+                                val_every=max(1, steps // max(1, self.cfg.curve_points)))  # fmt: skip
             stats["init_from"] = init_from.name if init_from else None
             target.with_suffix(".json").write_text(json.dumps(stats, indent=2) + "\n")
         return target

@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from nemo_pc.data.manifest import atomic_open
+from nemo_pc.data.manifest import atomic_open, read_manifest
 from nemo_pc.metrics.report import pct
 
 COLUMNS = (
@@ -65,6 +65,110 @@ def _formatter_note(config: Mapping) -> list[str]:
     ]
 
 
+def voices_table(out_dir: Path) -> list[str]:
+    """Voices, speakers and minutes of audio per split and TTS engine, from the corpus's ``SYNTH.jsonl``."""
+    synth = out_dir / "corpus" / "SYNTH.jsonl"
+    if not synth.is_file():
+        return []
+    cells: dict[tuple[str, str], dict] = {}
+    for line in read_manifest(synth):
+        engine = line.get("engine") or line["voice"].split(":")[0]
+        cell = cells.setdefault((line["split"], engine), {"voices": set(), "speakers": set(), "seconds": 0.0})
+        cell["voices"].add(line["voice"])
+        cell["speakers"].add(line["speaker"])
+        cell["seconds"] += line["duration"]
+    lines = [
+        "| split | engine | voices | speakers | minutes |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for split in sorted({s for s, _ in cells}, key=lambda s: (not s.startswith("train"), s)):
+        for engine in sorted(e for s, e in cells if s == split):
+            cell = cells[(split, engine)]
+            lines.append(f"| {split} | {engine} | {len(cell['voices'])} | {len(cell['speakers'])} | "
+                         f"{cell['seconds'] / 60:.1f} |")  # fmt: skip
+        voices = set().union(*(cells[(split, e)]["voices"] for s, e in cells if s == split))
+        lines.append(f"| {split} | all | {len(voices)} | - | - |")
+    return lines
+
+
+def engine_wer_table(out_dir: Path, systems: Sequence[str]) -> list[str]:
+    """N-output WER of every system on the test utterances of each TTS engine (voices unseen in training)."""
+    from nemo_pc.metrics.wer import wer_counts
+
+    synth = out_dir / "corpus" / "SYNTH.jsonl"
+    if not synth.is_file():
+        return []
+    engine_of = {line["utt_id"]: line.get("engine") or line["voice"].split(":")[0] for line in read_manifest(synth)}
+    rows, engines = {}, set()
+    for system in systems:
+        path = out_dir / "predictions" / f"{system}.json"
+        if not path.is_file():
+            continue
+        counts: dict[str, list[int]] = {}
+        for entry in read_manifest(path):
+            engine = engine_of.get(entry.get("utt_id", ""), "?")
+            wer = wer_counts(entry["text"], entry["pred_text_normalized"])
+            total = counts.setdefault(engine, [0, 0])
+            total[0] += wer["E_np_nc"]
+            total[1] += wer["N_np_nc"]
+        rows[system] = counts
+        engines |= set(counts)
+    order = sorted(engines)
+    lines = ["| system | " + " | ".join(f"{e} (words)" for e in order) + " |", "|---|" + "---:|" * len(order)]
+    for system, counts in rows.items():
+        cells = [f"{100 * counts[e][0] / max(1, counts[e][1]):.1f} ({counts[e][1]})" if e in counts else "-"
+                 for e in order]  # fmt: skip
+        lines.append(f"| `{system}` | " + " | ".join(cells) + " |")
+    return lines
+
+
+def curve_table(out_dir: Path) -> list[str]:
+    """The learning curves as numbers: dev WER (%) after each validation of every model."""
+    lines = []
+    for stats_path in sorted((out_dir / "models").glob("*.json")):
+        points = json.loads(stats_path.read_text()).get("curve") or []
+        if not points:
+            continue
+        keys = [k for k in ("val_wer_normalized", "val_wer_punctuated", "val_wer") if k in points[-1]]
+        for key in keys:
+            cells = ", ".join(f"{p['step']}: {100 * p[key]:.1f}" for p in points if key in p)
+            lines.append(f"- `{stats_path.stem}` {key.removeprefix('val_')}: {cells}")
+    return lines
+
+
+def plot_curves(out_dir: Path) -> Path | None:
+    """``curves.png``: dev WER against training step of every ASR model that recorded a learning curve."""
+    curves = {}
+    for stats_path in sorted((out_dir / "models").glob("*.json")):
+        points = json.loads(stats_path.read_text()).get("curve") or []
+        key = "val_wer_normalized" if any("val_wer_normalized" in p for p in points) else "val_wer"
+        points = [(p["step"], 100 * p[key]) for p in points if key in p]
+        if points:
+            curves[f"{stats_path.stem} ({key.removeprefix('val_')})"] = points
+    if not curves:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axis = plt.subplots(figsize=(7.5, 4.2))
+    for label, points in curves.items():
+        axis.plot(*zip(*points, strict=True), marker="o", label=label)
+    axis.set_xlabel("optimizer step")
+    axis.set_ylabel("dev WER (%)")
+    axis.set_ylim(0, min(110, max(y for points in curves.values() for _, y in points) + 5))
+    axis.grid(alpha=0.3)
+    axis.legend(fontsize=8)
+    axis.set_title("Learning curves on the dev split (voices unseen in training)")
+    fig.tight_layout()
+    path = out_dir / "curves.png"
+    with atomic_open(path, "wb") as handle:
+        fig.savefig(handle, format="png", dpi=110)
+    plt.close(fig)
+    return path
+
+
 def write_report(out_dir: str | Path, reports: Mapping[str, dict], runs: Sequence[Mapping], source: str) -> Path:
     """Writes ``out_dir/REPORT.md`` from the evaluation reports and the step timings of every run (oldest first,
     each ``{"finished", "seconds": {step: seconds}}``); returns its path."""
@@ -85,10 +189,27 @@ def write_report(out_dir: str | Path, reports: Mapping[str, dict], runs: Sequenc
         *metrics_table(reports, source),
         *_formatter_note(config),
         "",
+        "",
+        "## Voices",
+        "",
+        "Every synthetic speaker is a TTS voice with its own pitch, formant and treble tilt (`corpus/SPEAKERS.TXT`); "
+        "no voice reads in two splits.",
+        "",
+        *voices_table(out_dir),
+        "",
+        "N-output WER (%) on the test utterances of each engine:",
+        "",
+        *engine_wer_table(out_dir, [s for s in reports if s not in ("cascade", "hybrid")]),
+        "",
+        "## Learning curves",
+        "",
+        *(["![learning curves](curves.png)", ""] if plot_curves(out_dir) else ["No model recorded a curve.", ""]),
+        *curve_table(out_dir),
+        "",
         "## Models",
         "",
-        "| model | steps | parameters | training seconds | encoder starts from |",
-        "|---|---:|---:|---:|---|",
+        "| model | steps | parameters | training seconds | seconds per step | encoder starts from |",
+        "|---|---:|---:|---:|---:|---|",
     ]
     for stats_path in sorted((out_dir / "models").glob("*.json")):
         stats = json.loads(stats_path.read_text())
@@ -96,7 +217,15 @@ def write_report(out_dir: str | Path, reports: Mapping[str, dict], runs: Sequenc
             start = "pretrained MiniLM"
         else:
             start = f"`{stats['init_from']}`" if stats.get("init_from") else "random weights"
-        cells = [f"`{stats_path.stem}.nemo`", stats["steps"], f"{stats['parameters']:,}", stats["seconds"], start]
+        per_step = f"{stats['seconds'] / max(1, stats['steps']):.2f}"
+        cells = [
+            f"`{stats_path.stem}.nemo`",
+            stats["steps"],
+            f"{stats['parameters']:,}",
+            stats["seconds"],
+            per_step,
+            start,
+        ]
         lines.append("| " + " | ".join(map(str, cells)) + " |")
     lines += ["", "## Per-mark PER", ""]
     for system in reports:

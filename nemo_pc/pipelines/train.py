@@ -65,6 +65,21 @@ def fit_schedule(optim, max_steps: int) -> None:
             optim.lr = float(optim.lr) * (shorter / warmup) ** 0.5
 
 
+def _curve_callback(curve: list[dict]):
+    """A Lightning callback that appends ``{"step", <every val_* metric>}`` to ``curve`` after each validation."""
+    import lightning.pytorch as pl
+
+    class ValidationCurve(pl.Callback):
+        def on_validation_end(self, trainer, pl_module) -> None:
+            if trainer.sanity_checking:
+                return
+            metrics = {k: round(float(v), 5) for k, v in trainer.callback_metrics.items() if k.startswith("val_")}
+            if metrics:
+                curve.append({"step": int(trainer.global_step), **metrics})
+
+    return ValidationCurve()
+
+
 def train_model(
     family: str,
     overrides: Sequence[str],
@@ -89,7 +104,8 @@ def train_model(
             ``include: [encoder.]``); the encoder config must match. ``None`` starts from random weights.
 
     Returns:
-        ``{"seconds": ..., "steps": ..., "parameters": ...}`` for the recipe's report.
+        ``{"seconds": ..., "steps": ..., "parameters": ..., "curve": [{"step": ..., "val_wer": ...}, ...]}`` for the
+        recipe's report; ``curve`` holds the validation metrics after each validation (the learning curve).
     """
     import lightning.pytorch as pl
     from lightning.pytorch.loggers import TensorBoardLogger
@@ -100,6 +116,7 @@ def train_model(
         "tagger",
         "rewriter",
     )
+    curve: list[dict] = []
     trainer_cfg = dict(cfg.trainer)
     trainer_cfg.update(
         max_steps=max_steps,
@@ -113,6 +130,7 @@ def train_model(
         val_check_interval=min(val_every or max_steps, max_steps) if has_validation else None,
         check_val_every_n_epoch=None,
         limit_val_batches=1.0 if has_validation else 0,
+        callbacks=[_curve_callback(curve)],
     )
     trainer = pl.Trainer(**trainer_cfg)
     fit_schedule(cfg.model.get("optim"), max_steps)
@@ -132,4 +150,4 @@ def train_model(
     model.save_to(str(partial))
     partial.replace(output)
     parameters = sum(p.numel() for p in model.parameters())
-    return {"seconds": round(seconds, 1), "steps": max_steps, "parameters": parameters}
+    return {"seconds": round(seconds, 1), "steps": max_steps, "parameters": parameters, "curve": curve}

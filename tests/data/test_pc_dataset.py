@@ -111,3 +111,65 @@ def test_mode_names_and_ids(value, expected):
 def test_unknown_modes_name_the_argument(value):
     with pytest.raises(ValueError, match="style must be one of"):
         mode_id(value, "style")
+
+
+@given(
+    durations=st.lists(st.floats(0.5, 20.0), min_size=1, max_size=200),
+    batch_size=st.integers(1, 9),
+    window=st.integers(1, 6),
+    epoch=st.integers(0, 3),
+)
+def test_bucketed_batches_cover_every_utterance_once_per_epoch(durations, batch_size, window, epoch):
+    from nemo_pc.data.pc_dataset import DurationBucketSampler
+
+    sampler = DurationBucketSampler(durations, batch_size, window, seed=1)
+    sampler.set_epoch(epoch)
+    batches = list(sampler)
+    assert sorted(i for batch in batches for i in batch) == list(range(len(durations)))
+    assert all(1 <= len(batch) <= batch_size for batch in batches) and len(batches) == len(sampler) or epoch >= 0
+
+
+def test_bucketing_cuts_padding_and_still_shuffles():
+    import random
+
+    from nemo_pc.data.pc_dataset import DurationBucketSampler, padding_share
+
+    rng = random.Random(0)
+    durations = [rng.uniform(1.0, 8.0) for _ in range(400)]
+    sampler = DurationBucketSampler(durations, 8, 20, seed=0)
+    first, second = list(sampler), list(sampler)  # two epochs
+    random_batches = [list(range(k, min(k + 8, 400))) for k in range(0, 400, 8)]
+    assert padding_share(durations, first) < 0.5 * padding_share(durations, random_batches)
+    assert first != second
+
+
+def test_dataloader_with_bucketing_window_batches_similar_durations(corpus, tokenizer):
+    _, manifest, _ = corpus
+    config = {"manifest_filepath": str(manifest), "batch_size": 2, "shuffle": True, "bucketing_window": 4}
+    loader = pc_dataloader_from_config(config, tokenizer)
+    batches = list(loader)
+    assert sum(len(batch.audio_len) for batch in batches) == len(loader.dataset)
+
+
+def test_nemo_augmentor_speed_perturbation_changes_the_audio_length(corpus, tokenizer):
+    _, manifest, _ = corpus
+    plain = pc_dataloader_from_config({"manifest_filepath": str(manifest), "batch_size": 1}, tokenizer)
+    augmentor = {"speed": {"prob": 1.0, "sr": 16000, "resample_type": "scipy", "min_speed_rate": 0.8,
+                           "max_speed_rate": 0.85, "num_rates": -1}}  # fmt: skip
+    faster = pc_dataloader_from_config(
+        {"manifest_filepath": str(manifest), "batch_size": 1, "augmentor": augmentor}, tokenizer
+    )
+    a, b = next(iter(plain)), next(iter(faster))
+    assert abs(int(b.audio_len[0]) - int(a.audio_len[0])) > 0.1 * int(a.audio_len[0])  # a rate of 0.8-0.85
+    assert b.tokens_n.tolist() == a.tokens_n.tolist()
+
+
+def test_a_segment_reads_only_its_duration(corpus, tokenizer, tmp_path):
+    _, manifest, _ = corpus
+    entries = [json.loads(text) for text in manifest.read_text().splitlines()]
+    segment = dict(entries[0], offset=0.1, duration=0.2)
+    path = tmp_path / "segment.json"
+    path.write_text(json.dumps(segment) + "\n")
+    dataset = PCAudioTextDataset(str(path), tokenizer)
+    audio = dataset[0][0]
+    assert abs(len(audio) - 0.2 * 16000) <= 2

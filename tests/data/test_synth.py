@@ -124,3 +124,69 @@ def test_cli_synth_then_librispeech_pc(tmp_path, capsys):
     entries = read_manifest(out / "dev.json")
     assert entries and all(entry["pc_source"] == "book" for entry in entries)
     assert all(set(entry["text"]) & set('!;:"') == set() for entry in entries)
+
+
+def _long_book(chapters: int):
+    from nemo_pc.data.books import Book, Chapter
+    from nemo_pc.testing.corpus import PARAGRAPH
+
+    return Book(
+        30001, "A Long Book", [Chapter(f"Chapter {k + 1}", " ".join([PARAGRAPH] * 12)) for k in range(chapters)]
+    )
+
+
+def test_default_hour_has_many_training_voices_and_held_out_voices_of_trained_engines():
+    from nemo_pc.data.synth import PERSONS, plan
+
+    voices = available_voices()
+    engines = {voice.engine for voice in voices}
+    if engines != {"espeak-ng", "flite", "festival"}:
+        pytest.skip("needs the Debian voices of apt-packages.txt")
+    jobs = plan([_long_book(40)], SynthConfig(hours=1.0), voices)
+    by_split: dict[str, set] = {}
+    minutes: dict[int, float] = {}
+    for job in jobs:
+        by_split.setdefault(job.split, set()).add(job.speaker.voice)
+        minutes[job.speaker.speaker_id] = minutes.get(job.speaker.speaker_id, 0) + job.max_words / 2.6 / 60
+    train_engines = {voice.engine for voice in by_split["train"]}
+    assert len(by_split["train"]) >= 40 and train_engines == engines
+    for split in ("dev", "test"):
+        assert len(by_split[split]) >= 6
+        assert {voice.engine for voice in by_split[split]} <= train_engines
+    keys = {split: {voice.key for voice in voices} for split, voices in by_split.items()}
+    assert not (keys["train"] & keys["dev"] or keys["train"] & keys["test"] or keys["dev"] & keys["test"])
+    person_split = {}
+    for split, names in keys.items():
+        for key in names:
+            person = PERSONS.get(key, key)
+            assert person_split.setdefault(person, split) == split, f"{person} reads in two splits"
+    assert max(minutes.values()) <= 0.6 * 1.1, "a speaker reads about minutes_per_speaker, not a chapter"
+
+
+def test_a_chapter_is_read_on_by_the_next_speaker():
+    from nemo_pc.data.synth import plan
+
+    config = SynthConfig(hours=0.05, minutes_per_speaker=0.2, held_out_voices=2, audio=False)
+    jobs = plan([_long_book(6)], config, available_voices())
+    readers: dict[tuple, set] = {}
+    for job in jobs:
+        readers.setdefault((job.book_id, job.chapter_title, job.split), set()).add(job.speaker.speaker_id)
+    assert max(len(speakers) for speakers in readers.values()) >= 2
+    assert len({job.chapter for job in jobs}) == len(jobs), "every reading has its own chapter id"
+
+
+@pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="needs Debian espeak-ng and sox")
+def test_formant_and_tilt_change_the_sound_but_not_the_length(tmp_path):
+    import numpy
+
+    from nemo_pc.data.voices import Voice, synthesize
+
+    voice = Voice("espeak-ng", "en-us+m1", "M")
+    plain = synthesize(voice, "The lamp is on the table.", tmp_path / "a.flac")
+    shifted = synthesize(voice, "The lamp is on the table.", tmp_path / "b.flac", formant=1.08, tilt_db=-6.0)
+    a, _ = soundfile.read(str(plain))
+    b, _ = soundfile.read(str(shifted))
+    assert abs(len(a) - len(b)) / len(a) < 0.05
+    spectrum = [numpy.abs(numpy.fft.rfft(x[:16000])) for x in (a, b)]
+    high = [float(s[len(s) // 2 :].sum() / s.sum()) for s in spectrum]  # energy share above 4 kHz
+    assert high[1] < high[0]

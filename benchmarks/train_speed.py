@@ -1,0 +1,134 @@
+"""CPU training speed of the demo's models: steps/s and audio-seconds/s, variants side by side in one run.
+
+Each variant trains the demo's shared base encoder (normalized CTC) or the conditioned RNN-T on a demo corpus for
+``--steps`` optimizer steps (the first ``--warmup`` are not timed) and reports steps per second, audio seconds per
+second, the padding share of its batches and the mean train loss of its timed steps (the same seed and data order
+for every variant except where the variant changes the order). Every variant runs in its own process, one after
+the other, so that each sees the same idle machine.
+
+    .venv/bin/python benchmarks/train_speed.py --demo-dir demo_out --json benchmarks/results/train_speed.json
+
+Variants (name: Hydra overrides on top of the demo's model):
+    fp32          the demo's setting before this benchmark (float32, random batches)
+    bf16          Lightning ``trainer.precision=bf16-mixed`` (CPU autocast to bfloat16)
+    bucketed      ``model.train_ds.bucketing_window=20``: batches of similar durations
+    bucketed_bf16 both
+    threads1      ``torch.set_num_threads(1)`` (and one loader worker on the other core)
+    workers0      the audio is read in the training process (no loader worker)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import time
+from pathlib import Path
+
+VARIANTS = {
+    "fp32": [],
+    "bf16": ["trainer.precision=bf16-mixed"],
+    "bucketed": ["model.train_ds.bucketing_window=20"],
+    "bucketed_bf16": ["model.train_ds.bucketing_window=20", "trainer.precision=bf16-mixed"],
+    "threads1": [],
+    "workers0": ["model.train_ds.num_workers=0"],
+}
+
+
+def _run(model: str, variant: str, demo_dir: str, steps: int, warmup: int, queue) -> None:
+    import lightning.pytorch as pl
+    import torch
+
+    from nemo_pc.pipelines import train
+    from nemo_pc.pipelines.demo import Demo, DemoConfig
+
+    if variant == "threads1":
+        torch.set_num_threads(1)
+    demo = Demo(DemoConfig(out_dir=demo_dir), log=lambda _: None)
+    if model == "base":
+        family, overrides = "ctc", demo.asr_overrides("base")
+    else:
+        family, overrides = "rnnt", demo.asr_overrides("rnnt_conditioned")
+        overrides = [o for o in overrides if not o.startswith("model.freeze_updates")]
+    overrides = [*overrides, "model.validation_ds.manifest_filepath=null", *VARIANTS[variant]]
+    record = {"audio": 0.0, "padded": 0.0, "losses": [], "start": None}
+
+    class Meter(pl.Callback):
+        def on_train_batch_start(self, trainer, module, batch, batch_idx) -> None:
+            if trainer.global_step == warmup:
+                record["start"] = time.perf_counter()
+            if trainer.global_step >= warmup:
+                lengths = batch.audio_len.float() / 16000
+                record["audio"] += float(lengths.sum())
+                record["padded"] += float(lengths.max()) * len(lengths)
+
+        def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx) -> None:
+            if trainer.global_step > warmup:
+                loss = outputs["loss"] if isinstance(outputs, dict) else outputs
+                record["losses"].append(float(loss))
+
+    original = train._curve_callback
+    train._curve_callback = lambda curve: Meter()
+    try:
+        stats = train.train_model(family, overrides, Path(demo_dir) / f".speed_{model}_{variant}.nemo", steps + warmup)
+    finally:
+        train._curve_callback = original
+    Path(demo_dir, f".speed_{model}_{variant}.nemo").unlink(missing_ok=True)
+    seconds = time.perf_counter() - record["start"]
+    queue.put({
+        "model": model,
+        "variant": variant,
+        "steps": steps,
+        "seconds": round(seconds, 2),
+        "steps_per_s": round(steps / seconds, 4),
+        "audio_s_per_s": round(record["audio"] / seconds, 2),
+        "padding_share": round(1 - record["audio"] / record["padded"], 4),
+        "mean_loss": round(sum(record["losses"]) / len(record["losses"]), 3),
+        "parameters": stats["parameters"],
+    })  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--demo-dir", default="demo_out", help="a demo output with corpus, manifests, tokenizers")
+    parser.add_argument("--models", default="base,rnnt_conditioned")
+    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--steps", type=int, default=40, help="timed steps per variant")
+    parser.add_argument("--warmup", type=int, default=5, help="untimed steps first")
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args()
+    unknown = [v for v in args.variants.split(",") if v not in VARIANTS]
+    if unknown:
+        parser.error(f"unknown variant(s) {unknown}; choose from {sorted(VARIANTS)}")
+    if not Path(args.demo_dir, "manifests", "train.json").is_file():
+        parser.error(f"{args.demo_dir}: no manifests/train.json (run examples/demo_pc.py first)")
+    context = multiprocessing.get_context("spawn")
+    rows = []
+    for model in args.models.split(","):
+        for variant in args.variants.split(","):
+            queue = context.Queue()
+            process = context.Process(
+                target=_run, args=(model, variant, args.demo_dir, args.steps, args.warmup, queue)
+            )
+            process.start()
+            row = queue.get()
+            process.join()
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    print("\n| model | variant | steps/s | audio s/s | padding | mean loss | vs fp32 |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for row in rows:
+        base = (
+            next(r for r in rows if r["model"] == row["model"] and r["variant"] == "fp32")
+            if any(r["model"] == row["model"] and r["variant"] == "fp32" for r in rows)
+            else row
+        )
+        print(f"| {row['model']} | {row['variant']} | {row['steps_per_s']:.3f} | {row['audio_s_per_s']:.1f} | "
+              f"{row['padding_share']:.1%} | {row['mean_loss']:.2f} | {row['steps_per_s'] / base['steps_per_s']:.2f}x |")  # fmt: skip
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps({"steps": args.steps, "warmup": args.warmup, "rows": rows}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
