@@ -118,13 +118,10 @@ def main() -> None:
     print("\n| model | variant | steps/s | audio s/s | padding | mean loss | vs fp32 |")
     print("|---|---|---:|---:|---:|---:|---:|")
     for row in rows:
-        base = (
-            next(r for r in rows if r["model"] == row["model"] and r["variant"] == "fp32")
-            if any(r["model"] == row["model"] and r["variant"] == "fp32" for r in rows)
-            else row
-        )
+        base = next((r for r in rows if r["model"] == row["model"] and r["variant"] == "fp32"), row)
+        ratio = row["steps_per_s"] / base["steps_per_s"]
         print(f"| {row['model']} | {row['variant']} | {row['steps_per_s']:.3f} | {row['audio_s_per_s']:.1f} | "
-              f"{row['padding_share']:.1%} | {row['mean_loss']:.2f} | {row['steps_per_s'] / base['steps_per_s']:.2f}x |")  # fmt: skip
+              f"{row['padding_share']:.1%} | {row['mean_loss']:.2f} | {ratio:.2f}x |")  # fmt: skip
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps({"steps": args.steps, "warmup": args.warmup, "rows": rows}, indent=2))

@@ -299,8 +299,8 @@ def synth_chapter(root: Path, job: ChapterJob, config: SynthConfig, spoken: Spok
         else:
             duration = len(pieces) / config.words_per_second / tempo + 0.3
         lines.append({"utt_id": utt_id, "split": job.split, "speaker": str(spk.speaker_id),
-                      "chapter": str(job.chapter), "book_id": job.book_id, "voice": spk.voice.key, "engine": spk.voice.engine,
-                      "duration": round(duration, 3), "text": text,
+                      "chapter": str(job.chapter), "book_id": job.book_id, "voice": spk.voice.key,
+                      "engine": spk.voice.engine, "duration": round(duration, 3), "text": text,
                       "text_book": book.text(start, end), "deviations": deviations, "tempo": round(tempo, 3),
                       "pitch_cents": spk.pitch, "formant": spk.formant, "tilt_db": spk.tilt})  # fmt: skip
     write_manifest(reference, lines)
