@@ -24,6 +24,7 @@ import json
 import multiprocessing
 import time
 from pathlib import Path
+from queue import Empty
 
 VARIANTS = {
     "fp32": [],
@@ -44,7 +45,8 @@ def _run(model: str, variant: str, demo_dir: str, steps: int, warmup: int, queue
 
     if variant == "threads1":
         torch.set_num_threads(1)
-    demo = Demo(DemoConfig(out_dir=demo_dir), log=lambda _: None)
+    # the baseline: float32, random batches; each variant adds its overrides
+    demo = Demo(DemoConfig(out_dir=demo_dir, precision="32", bucketing_window=0), log=lambda _: None)
     if model == "base":
         family, overrides = "ctc", demo.asr_overrides("base")
     else:
@@ -102,7 +104,7 @@ def main() -> None:
         parser.error(f"unknown variant(s) {unknown}; choose from {sorted(VARIANTS)}")
     if not Path(args.demo_dir, "manifests", "train.json").is_file():
         parser.error(f"{args.demo_dir}: no manifests/train.json (run examples/demo_pc.py first)")
-    context = multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("fork")  # the parent imports no torch; loader workers fork as usual
     rows = []
     for model in args.models.split(","):
         for variant in args.variants.split(","):
@@ -111,8 +113,15 @@ def main() -> None:
                 target=_run, args=(model, variant, args.demo_dir, args.steps, args.warmup, queue)
             )
             process.start()
-            row = queue.get()
+            row = None
+            while row is None and (process.is_alive() or not queue.empty()):
+                try:
+                    row = queue.get(timeout=5)
+                except Empty:
+                    pass
             process.join()
+            if row is None:
+                raise SystemExit(f"variant {variant} of {model} failed (exit code {process.exitcode}); see above")
             rows.append(row)
             print(json.dumps(row), flush=True)
     print("\n| model | variant | steps/s | audio s/s | padding | mean loss | vs fp32 |")

@@ -82,6 +82,16 @@ class SynthConfig:
     tn: str = "nemo"
     words_per_second: float = 2.6
 
+    def __post_init__(self) -> None:
+        if not self.minutes_per_speaker > 0:
+            raise ValueError(f"minutes_per_speaker must be above 0, got {self.minutes_per_speaker}")
+        if self.held_out_voices < 1:
+            raise ValueError(f"held_out_voices must be 1 or more, got {self.held_out_voices}")
+        for name in ("tempo", "formant"):
+            low, high = getattr(self, name)
+            if not 0.5 <= low <= high <= 2.0:
+                raise ValueError(f"{name} must be LOW,HIGH with 0.5 <= LOW <= HIGH <= 2, got {low},{high}")
+
 
 @dataclass(frozen=True)
 class Speaker:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 
 def _splits(value: str) -> dict[str, float]:
@@ -76,11 +77,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from nemo_pc.data.synth import SynthConfig, load_sources, synthesize_corpus
+    from nemo_pc.data.synth import load_sources, synthesize_corpus
 
     sources = args.source or ["kjv"]
     tn = args.tn or ("none" if sources == ["kjv"] else "nemo")
-    config = SynthConfig(
+    try:
+        config = _config(args, tn)
+    except ValueError as err:
+        print(f"nemo-pc synth: {err}", file=sys.stderr)
+        return 2
+    root = synthesize_corpus(
+        args.root, load_sources(sources), config, num_jobs=args.num_jobs, cache_dir=args.cache_dir
+    )
+    print(f"corpus written to {root} (CHAPTERS.TXT, books/, SYNTH.jsonl)")
+    return 0
+
+
+def _config(args: argparse.Namespace, tn: str):
+    from nemo_pc.data.synth import SynthConfig
+
+    return SynthConfig(
         hours=args.hours,
         splits=args.splits,
         seed=args.seed,
@@ -95,8 +111,3 @@ def run(args: argparse.Namespace) -> int:
         audio=not args.no_audio,
         tn=tn,
     )
-    root = synthesize_corpus(
-        args.root, load_sources(sources), config, num_jobs=args.num_jobs, cache_dir=args.cache_dir
-    )
-    print(f"corpus written to {root} (CHAPTERS.TXT, books/, SYNTH.jsonl)")
-    return 0

@@ -90,6 +90,9 @@ class DemoConfig:
             (0: each starts from random weights). It needs ``rnnt_layers == ctc_layers``.
         base_batch_size: its batch size (small batches leave CTC's blank-only stage in fewer utterances seen).
         batch_size, max_duration: ASR training batches (utterances, seconds).
+        precision: Lightning precision of the ASR training runs (``bf16-mixed``: CPU autocast to bfloat16).
+        bucketing_window: ASR training batches hold utterances of similar durations, sorted within windows of this
+            many batches (0: random batches). Both measured in ``benchmarks/train_speed.py``.
         max_words: the longest synthetic utterance in words.
         tagger_steps, rewriter_steps: text-formatter training steps.
         seq2seq_steps: steps of the full seq2seq formatter baseline ``models/seq2seq.nemo`` (0: not trained).
@@ -115,17 +118,19 @@ class DemoConfig:
     rnnt_batch_size: int = 8
     rnnt_layers: int = 6
     ctc_layers: int = 6
-    base_steps: int = 2000
+    base_steps: int = 3000
     base_batch_size: int = 8
     batch_size: int = 16
     max_duration: float = 8.0
+    precision: str = "bf16-mixed"
+    bucketing_window: int = 20
     max_words: int = 14
-    tagger_steps: int = 60
-    rewriter_steps: int = 300
+    tagger_steps: int = 400
+    rewriter_steps: int = 2000
     seq2seq_steps: int = 0
-    formatter_documents: int = 300
-    formatter_synthetic: int = 1000
-    formatter_numbers: int = 600
+    formatter_documents: int = 1000
+    formatter_synthetic: int = 2000
+    formatter_numbers: int = 2000
     formatter_dir: str | None = None
     formatter_sources: tuple[str, ...] = ("wiki", "kjv", "fortunes", "synthetic", "numbers")
     formatter_tn: str = "nemo"
@@ -244,6 +249,8 @@ class Demo:
             f"model.train_ds.batch_size={self.cfg.batch_size}",
             f"model.train_ds.max_duration={self.cfg.max_duration}",
             f"model.train_ds.num_workers={workers}",
+            f"model.train_ds.bucketing_window={self.cfg.bucketing_window}",
+            f"trainer.precision={self.cfg.precision}",
             f"model.validation_ds.num_workers={workers}",
             f"model.encoder.n_layers={layers}",
             *depth,

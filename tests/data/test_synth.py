@@ -190,3 +190,13 @@ def test_formant_and_tilt_change_the_sound_but_not_the_length(tmp_path):
     spectrum = [numpy.abs(numpy.fft.rfft(x[:16000])) for x in (a, b)]
     high = [float(s[len(s) // 2 :].sum() / s.sum()) for s in spectrum]  # energy share above 4 kHz
     assert high[1] < high[0]
+
+
+@pytest.mark.parametrize(
+    "argument", [["--minutes-per-speaker", "0"], ["--held-out-voices", "0"], ["--formant", "1.2,0.9"]]
+)
+def test_cli_refuses_bad_speaker_knobs_by_name(tmp_path, capsys, argument):
+    assert main(["synth", str(tmp_path / "c"), "--no-audio", *argument]) == 2
+    message = capsys.readouterr().err
+    assert argument[0].lstrip("-").replace("-", "_") in message
+    assert not (tmp_path / "c").exists()

@@ -146,3 +146,13 @@ def test_formatter_dir_without_models_is_refused_before_any_work(tmp_path):
     with pytest.raises(FileNotFoundError, match="no rewriter.nemo"):
         Demo(DemoConfig(out_dir=str(tmp_path / "out"), formatter_dir=str(tmp_path)))
     assert not (tmp_path / "out").exists()
+
+
+def test_report_has_learning_curves_and_voice_tables(demo):
+    runner, report = demo
+    stats = json.loads(runner.model_path("base").with_suffix(".json").read_text())
+    assert stats["curve"] and all("val_wer" in point for point in stats["curve"])
+    text = report.read_text()
+    assert "![learning curves](curves.png)" in text and runner.path("curves.png").stat().st_size > 0
+    assert "| split | engine | voices | speakers | minutes |" in text
+    assert "N-output WER (%) on the test utterances of each engine" in text

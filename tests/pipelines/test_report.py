@@ -30,3 +30,54 @@ def test_a_reused_formatter_is_named_in_the_report(tmp_path):
 def test_the_demo_s_own_formatter_needs_no_note(tmp_path):
     text = _write(tmp_path, formatter_dir=None)
     assert "| `cascade` |" in text and "text formatter of" not in text
+
+
+def _corpus_and_predictions(tmp_path):
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "predictions").mkdir()
+    synth = [
+        {"utt_id": "100-1-0000", "split": "train", "speaker": "100", "voice": "espeak-ng:en+m1", "duration": 60.0},
+        {"utt_id": "101-2-0000", "split": "train", "speaker": "101", "voice": "flite:slt", "duration": 30.0},
+        {"utt_id": "102-3-0000", "split": "test", "speaker": "102", "voice": "espeak-ng:en-us+f2", "duration": 6.0},
+        {"utt_id": "103-4-0000", "split": "test", "speaker": "103", "voice": "flite:awb", "duration": 6.0},
+        {"utt_id": "103-4-0001", "split": "test", "speaker": "103", "voice": "flite:awb", "duration": 6.0},
+    ]
+    (tmp_path / "corpus" / "SYNTH.jsonl").write_text("".join(json.dumps(line) + "\n" for line in synth))
+    predictions = [
+        {"utt_id": "102-3-0000", "text": "The cat sat.", "pred_text_normalized": "the cat sat"},
+        {"utt_id": "103-4-0000", "text": "A dog ran home.", "pred_text_normalized": "a dog ran"},
+        {"utt_id": "103-4-0001", "text": "Go on.", "pred_text_normalized": "go on"},
+    ]
+    path = tmp_path / "predictions" / "rnnt_conditioned.json"
+    path.write_text("".join(json.dumps(line) + "\n" for line in predictions))
+
+
+def test_voice_table_counts_voices_speakers_and_minutes_per_split_and_engine(tmp_path):
+    from nemo_pc.pipelines.report import voices_table
+
+    _corpus_and_predictions(tmp_path)
+    lines = voices_table(tmp_path)
+    assert "| train | espeak-ng | 1 | 1 | 1.0 |" in lines
+    assert "| train | flite | 1 | 1 | 0.5 |" in lines
+    assert "| test | flite | 1 | 1 | 0.2 |" in lines
+    assert "| train | all | 2 | - | - |" in lines
+
+
+def test_engine_wer_scores_each_engine_s_test_utterances_apart(tmp_path):
+    from nemo_pc.pipelines.report import engine_wer_table
+
+    _corpus_and_predictions(tmp_path)
+    lines = engine_wer_table(tmp_path, ["rnnt_conditioned"])
+    assert lines[0] == "| system | espeak-ng (words) | flite (words) |"
+    assert lines[2] == "| `rnnt_conditioned` | 0.0 (3) | 16.7 (6) |"  # "home" deleted: 1 of 6 flite words
+
+
+def test_learning_curves_are_plotted_and_listed(tmp_path):
+    from nemo_pc.pipelines.report import curve_table, plot_curves
+
+    (tmp_path / "models").mkdir()
+    curve = [{"step": 100, "val_wer": 0.9}, {"step": 200, "val_wer": 0.5}]
+    (tmp_path / "models" / "base.json").write_text(json.dumps({"steps": 200, "curve": curve}))
+    (tmp_path / "models" / "tagger.json").write_text(json.dumps({"steps": 200}))
+    assert plot_curves(tmp_path).stat().st_size > 1000
+    assert curve_table(tmp_path) == ["- `base` wer: 100: 90.0, 200: 50.0"]
