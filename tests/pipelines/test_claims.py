@@ -60,15 +60,38 @@ def test_e2e_vs_cascade_reproduced_and_not(tmp_path):
     write_system(good, "cascade", written=no_marks)
     write_system(bad, "rnnt_conditioned", written=no_marks)
     write_system(bad, "cascade")
-    claim = C.claim_e2e_vs_cascade(good, RESAMPLES)
+    fit = formatter_section(formatter_iwer=0.1)
+    claim = C.claim_e2e_vs_cascade(good, RESAMPLES, fit)
     assert claim["reproduced"] is True
     assert claim["measured"]["a"] == 0.0 and claim["measured"]["b"] == 1.0
     assert claim["measured"]["utterances"] == 30
     check_p(claim)
     assert claim["p_value"] < 0.05 and claim["p_mapsswe"] < 0.05
-    claim = C.claim_e2e_vs_cascade(bad, RESAMPLES)
+    claim = C.claim_e2e_vs_cascade(bad, RESAMPLES, fit)
     assert claim["reproduced"] is False
     check_p(claim)
+
+
+@pytest.mark.parametrize(
+    "section, reason",
+    [
+        (None, "no formatter benchmark"),
+        (
+            {"results": {"formatter": {"per": 0.98, "i_wer": 0.01}, "NeMo WFST ITN": {"i_wer": 0.19}}},
+            "PER 98.0% > 50%",
+        ),
+        ({"results": {"formatter": {"per": 0.4, "i_wer": 0.12}, "NeMo WFST ITN": {"i_wer": 0.19}}}, "I-WER 12.0% >"),
+    ],
+)
+def test_a_cascade_with_an_unfit_formatter_makes_c1_not_measurable(tmp_path, section, reason):
+    write_system(tmp_path, "rnnt_conditioned")
+    write_system(tmp_path, "cascade", written=no_marks)
+    claim = C.claim_e2e_vs_cascade(tmp_path, RESAMPLES, section)
+    assert claim["reproduced"] is None and claim["measured"]["a"] == 0.0
+    assert (
+        claim["note"].startswith("not measurable: the cascade's baseline formatter is not fit")
+        and reason in claim["note"]
+    )
 
 
 def test_joint_vs_punctuated_uses_normalized_output(tmp_path):
@@ -197,7 +220,9 @@ def test_one_pass_styles(tmp_path, model, expected):
 def test_compute_claims_and_markdown(tmp_path):
     write_system(tmp_path, "rnnt_conditioned")
     write_system(tmp_path, "cascade", written=no_marks)
-    claims = C.compute_claims(tmp_path, formatter_section(), measure_one_pass=False, num_resamples=RESAMPLES)
+    claims = C.compute_claims(
+        tmp_path, formatter_section(formatter_iwer=0.1), measure_one_pass=False, num_resamples=RESAMPLES
+    )
     assert [c["id"] for c in claims] == ["C1", "C2", "C3", "C4", "C5a", "C5b", "C5c", "C6"]
     assert [c["reproduced"] for c in claims] == [True, None, None, None, True, True, False, None]
     table = C.claims_markdown(claims)
