@@ -39,7 +39,7 @@ format: install
 	$(VENV)/bin/ruff format nemo_pc tests examples benchmarks
 	$(VENV)/bin/ruff check --fix nemo_pc tests examples benchmarks
 
-# The main job end to end (~1 h on 2 cores): synthetic corpus, LibriSpeech-PC manifests, tokenizer, joint RNN-T
+# The main job end to end (~75 min on 2 cores): synthetic corpus, LibriSpeech-PC manifests, tokenizer, joint RNN-T
 # (conditioned and 2-decoder), punctuated CTC, text formatter, transcripts, cascade, hybrid, demo_out/REPORT.md.
 # A rerun resumes; DEMO_ARGS="--full" or "--hours 5 --asr-steps 3000" scales it up.
 DEMO_ARGS ?=

@@ -73,7 +73,7 @@ SMALL_ENCODER = [
 
 @dataclass
 class DemoConfig:
-    """What the demo builds; the defaults finish in about an hour on 2 CPU cores.
+    """What the demo builds; the defaults finish in about 75 minutes on 2 CPU cores.
 
     Attributes:
         out_dir: everything goes here.
@@ -108,7 +108,7 @@ class DemoConfig:
     """
 
     out_dir: str = "demo_out"
-    hours: float = 1.0
+    hours: float = 3.0
     minutes_per_speaker: float = 0.6
     held_out_voices: int = 6
     sources: tuple[str, ...] = ("kjv", "wiki")

@@ -169,6 +169,49 @@ def plot_curves(out_dir: Path) -> Path | None:
     return path
 
 
+TARGETS = {"wer": 0.20, "per": 0.45, "dev_gap": 0.05}
+"""The demo's accuracy targets on the test split: normalized-output WER, punctuated-output PER, and dev WER within
+this many points of test WER (so that dev can pick checkpoints)."""
+
+
+def targets_table(out_dir: Path, reports: Mapping[str, dict]) -> list[str]:
+    """Each ASR system against :data:`TARGETS`: the measured value, the target and by how much it is missed.
+
+    Dev WER is the last validation of the model's learning curve (normalized output where the model has one,
+    else its main output); test WER is the same output on the test split.
+    """
+    lines = [
+        "| system | test N-output WER | target | dev WER (curve) | dev - test | test PER | target |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for system, report in reports.items():
+        stats_path = out_dir / "models" / f"{system}.json"
+        if not stats_path.is_file():
+            continue
+        curve = json.loads(stats_path.read_text()).get("curve") or [{}]
+        normalized = "val_wer_normalized" in curve[-1]
+        dev = curve[-1].get("val_wer_normalized", curve[-1].get("val_wer"))
+        test_wer = report["normalized_output"]["wer"]
+        test_same = test_wer if normalized else report["metrics"].get("wer")
+        per = report["metrics"].get("per")
+        gap = None if dev is None or test_same is None else dev - test_same
+
+        def miss(value, target):
+            return "" if value is None or value <= target else f" (misses by {100 * (value - target):.1f})"
+
+        cells = [
+            f"`{system}`",
+            f"{_fmt(test_wer)}{miss(test_wer, TARGETS['wer'])}",
+            f"<= {100 * TARGETS['wer']:.0f}",
+            _fmt(dev) + ("" if normalized else " (main output)"),
+            "-" if gap is None else f"{100 * gap:+.1f}{miss(abs(gap), TARGETS['dev_gap'])}",
+            f"{_fmt(per)}{miss(per, TARGETS['per'])}",
+            f"<= {100 * TARGETS['per']:.0f}",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
 def write_report(out_dir: str | Path, reports: Mapping[str, dict], runs: Sequence[Mapping], source: str) -> Path:
     """Writes ``out_dir/REPORT.md`` from the evaluation reports and the step timings of every run (oldest first,
     each ``{"finished", "seconds": {step: seconds}}``); returns its path."""
@@ -188,6 +231,13 @@ def write_report(out_dir: str | Path, reports: Mapping[str, dict], runs: Sequenc
         "",
         *metrics_table(reports, source),
         *_formatter_note(config),
+        "",
+        "## Targets",
+        "",
+        "The demo's targets on the held-out test voices (`nemo_pc.pipelines.report.TARGETS`); a miss says by how many "
+        "points. Whether more steps would close it: see the learning curves below.",
+        "",
+        *targets_table(out_dir, reports),
         "",
         "",
         "## Voices",

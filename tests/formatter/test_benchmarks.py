@@ -42,3 +42,57 @@ def test_rewriter_pairs_scores_exact_rewrites_and_those_with_digits():
     targets = ["2024", "iPhone", "$5", "March 3rd"]
     outputs = ["2024", "Iphone", "$6", "March 3rd"]
     assert module.score(targets, outputs) == {"pairs": 4, "exact": 2, "digit_pairs": 3, "digit_exact": 2}
+
+
+def test_leave_one_source_out_trains_without_the_source_and_scores_its_documents(tmp_path):
+    import dataclasses
+    import json
+
+    from nemo_pc.data.manifest import read_manifest
+    from nemo_pc.pipelines.demo import Demo, DemoConfig
+
+    tiny_bart = [
+        "model.bart.d_model=32",
+        "model.bart.encoder_layers=1",
+        "model.bart.decoder_layers=1",
+        "model.bart.encoder_ffn_dim=64",
+        "model.bart.decoder_ffn_dim=64",
+        "model.bart.encoder_attention_heads=2",
+        "model.bart.decoder_attention_heads=2",
+        "model.train_ds.batch_size=4",
+    ]
+    config = DemoConfig(
+        out_dir=str(tmp_path / "demo"),
+        formatter_sources=("kjv", "synthetic"),
+        formatter_documents=10,
+        formatter_synthetic=60,
+        formatter_numbers=0,
+        formatter_tn="none",
+        tagger_steps=2,
+        rewriter_steps=2,
+        num_jobs=1,
+        extra={"tagger": ["model.encoder.num_layers=1", "model.train_ds.batch_size=4"], "rewriter": tiny_bart},
+    )
+    Demo(config, log=lambda _: None).formatter()
+    (tmp_path / "demo" / "config.json").write_text(json.dumps(dataclasses.asdict(config)))
+    out = _benchmark("formatter_loso").main(
+        [
+            "--demo-dir",
+            str(tmp_path / "demo"),
+            "--leave-out",
+            "synthetic",
+            "--no-wfst",
+            "--json",
+            str(tmp_path / "l.json"),
+        ]
+    )
+    assert out["documents"] > 0
+    assert set(out["results"]) == {"formatter without synthetic", "demo formatter (all sources)"}
+    for row in out["results"].values():
+        assert 0.0 <= row["per"] and 0.0 <= row["i_wer"]
+    sources = {
+        d["source"]
+        for d in read_manifest(tmp_path / "demo" / "loso_synthetic" / "formatter_data" / "train_documents.json")
+    }
+    assert sources and "synthetic" not in sources
+    assert json.loads((tmp_path / "l.json").read_text())["leave_out"] == "synthetic"

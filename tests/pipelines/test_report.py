@@ -81,3 +81,15 @@ def test_learning_curves_are_plotted_and_listed(tmp_path):
     (tmp_path / "models" / "tagger.json").write_text(json.dumps({"steps": 200}))
     assert plot_curves(tmp_path).stat().st_size > 1000
     assert curve_table(tmp_path) == ["- `base` wer: 100: 90.0, 200: 50.0"]
+
+
+def test_targets_say_by_how_much_a_model_misses(tmp_path):
+    from nemo_pc.pipelines.report import targets_table
+
+    (tmp_path / "models").mkdir()
+    curve = [{"step": 10, "val_wer_normalized": 0.30, "val_wer": 0.35}]
+    (tmp_path / "models" / "rnnt_conditioned.json").write_text(json.dumps({"curve": curve}))
+    report = {"normalized_output": {"wer": 0.25}, "metrics": {"wer": 0.3, "per": 0.40}}
+    lines = targets_table(tmp_path, {"rnnt_conditioned": report, "cascade": report})
+    assert len(lines) == 3  # header, rule, one row: the cascade is not a trained model
+    assert "| 25.00 (misses by 5.0) | <= 20 | 30.00 | +5.0 | 40.00 | <= 45 |" in lines[2]
