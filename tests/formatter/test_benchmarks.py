@@ -64,8 +64,8 @@ def test_leave_one_source_out_trains_without_the_source_and_scores_its_documents
     config = DemoConfig(
         out_dir=str(tmp_path / "demo"),
         formatter_sources=("kjv", "synthetic"),
-        formatter_documents=10,
-        formatter_synthetic=60,
+        formatter_documents=80,
+        formatter_synthetic=20,
         formatter_numbers=0,
         formatter_tn="none",
         tagger_steps=2,
@@ -80,19 +80,18 @@ def test_leave_one_source_out_trains_without_the_source_and_scores_its_documents
             "--demo-dir",
             str(tmp_path / "demo"),
             "--leave-out",
-            "synthetic",
+            "kjv",
             "--no-wfst",
             "--json",
             str(tmp_path / "l.json"),
         ]
     )
     assert out["documents"] > 0
-    assert set(out["results"]) == {"formatter without synthetic", "demo formatter (all sources)"}
+    assert set(out["results"]) == {"formatter without kjv", "demo formatter (all sources)"}
     for row in out["results"].values():
         assert 0.0 <= row["per"] and 0.0 <= row["i_wer"]
     sources = {
-        d["source"]
-        for d in read_manifest(tmp_path / "demo" / "loso_synthetic" / "formatter_data" / "train_documents.json")
+        d["source"] for d in read_manifest(tmp_path / "demo" / "loso_kjv" / "formatter_data" / "train_documents.json")
     }
-    assert sources and "synthetic" not in sources
-    assert json.loads((tmp_path / "l.json").read_text())["leave_out"] == "synthetic"
+    assert sources and "kjv" not in sources
+    assert json.loads((tmp_path / "l.json").read_text())["leave_out"] == "kjv"
