@@ -50,9 +50,12 @@ def main(argv: list[str] | None = None) -> dict:
     from nemo_pc.pipelines.train import train_model
 
     demo_dir = Path(args.demo_dir)
+    if not (demo_dir / "config.json").is_file():
+        parser.error(f"{demo_dir}: no config.json (run examples/demo_pc.py --out {demo_dir} first)")
     saved = json.loads((demo_dir / "config.json").read_text())
     fields = {f.name for f in dataclasses.fields(DemoConfig)}
-    cfg = DemoConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in saved.items() if k in fields})
+    saved = {k: tuple(v) if isinstance(v, list) else v for k, v in saved.items() if k in fields}
+    cfg = DemoConfig(**{**saved, "out_dir": str(demo_dir)})  # the folder as it is now, wherever it was made
     if args.leave_out not in cfg.formatter_sources:
         parser.error(
             f"--leave-out {args.leave_out!r} is not a source of the demo's formatter: {cfg.formatter_sources}"

@@ -69,12 +69,8 @@ def _run(model: str, variant: str, demo_dir: str, steps: int, warmup: int, queue
                 loss = outputs["loss"] if isinstance(outputs, dict) else outputs
                 record["losses"].append(float(loss))
 
-    original = train._curve_callback
-    train._curve_callback = lambda curve: Meter()
-    try:
-        stats = train.train_model(family, overrides, Path(demo_dir) / f".speed_{model}_{variant}.nemo", steps + warmup)
-    finally:
-        train._curve_callback = original
+    target = Path(demo_dir) / f".speed_{model}_{variant}.nemo"
+    stats = train.train_model(family, overrides, target, steps + warmup, callbacks=[Meter()])
     Path(demo_dir, f".speed_{model}_{variant}.nemo").unlink(missing_ok=True)
     seconds = time.perf_counter() - record["start"]
     queue.put({

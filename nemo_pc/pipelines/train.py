@@ -89,6 +89,7 @@ def train_model(
     log_dir: str | Path | None = None,
     val_every: int | None = None,
     init_from: str | Path | None = None,
+    callbacks: Sequence = (),
 ) -> dict:
     """Trains a model for ``max_steps`` optimizer steps on CPU and saves it to ``output`` (written atomically).
 
@@ -102,6 +103,7 @@ def train_model(
         val_every: validate every this many steps (default: once, at the end).
         init_from: a ``.nemo`` whose encoder weights start the model (NeMo's ``init_from_nemo_model`` with
             ``include: [encoder.]``); the encoder config must match. ``None`` starts from random weights.
+        callbacks: more Lightning callbacks (e.g. a meter of a benchmark).
 
     Returns:
         ``{"seconds": ..., "steps": ..., "parameters": ..., "curve": [{"step": ..., "val_wer": ...}, ...]}`` for the
@@ -130,7 +132,7 @@ def train_model(
         val_check_interval=min(val_every or max_steps, max_steps) if has_validation else None,
         check_val_every_n_epoch=None,
         limit_val_batches=1.0 if has_validation else 0,
-        callbacks=[_curve_callback(curve)],
+        callbacks=[_curve_callback(curve), *callbacks],
     )
     trainer = pl.Trainer(**trainer_cfg)
     fit_schedule(cfg.model.get("optim"), max_steps)

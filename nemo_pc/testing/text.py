@@ -24,6 +24,17 @@ WRITTEN_SPOKEN = [
 
 BERT_SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
+TINY_REWRITER_OVERRIDES = [
+    "model.bart.d_model=32",
+    "model.bart.encoder_layers=1",
+    "model.bart.decoder_layers=1",
+    "model.bart.encoder_ffn_dim=64",
+    "model.bart.decoder_ffn_dim=64",
+    "model.bart.encoder_attention_heads=2",
+    "model.bart.decoder_attention_heads=2",
+]
+"""Hydra overrides that make ``configs/formatter/rewriter.yaml`` a one-layer, d=32 BART for tests."""
+
 
 def write_wordpiece_vocab(path: str | Path, texts: Iterable[str]) -> Path:
     """A WordPiece ``vocab.txt``: BERT's special tokens, every normalized word of ``texts``, and single letters

@@ -3,7 +3,7 @@ from pathlib import Path
 
 from nemo_pc.formatter.baselines import Seq2SeqFormatter, _word_chunks
 from nemo_pc.formatter.pipeline import TextFormatter
-from nemo_pc.testing.text import WRITTEN_SPOKEN
+from nemo_pc.testing.text import TINY_REWRITER_OVERRIDES, WRITTEN_SPOKEN
 
 
 def _benchmark(name: str = "formatter"):
@@ -51,16 +51,7 @@ def test_leave_one_source_out_trains_without_the_source_and_scores_its_documents
     from nemo_pc.data.manifest import read_manifest
     from nemo_pc.pipelines.demo import Demo, DemoConfig
 
-    tiny_bart = [
-        "model.bart.d_model=32",
-        "model.bart.encoder_layers=1",
-        "model.bart.decoder_layers=1",
-        "model.bart.encoder_ffn_dim=64",
-        "model.bart.decoder_ffn_dim=64",
-        "model.bart.encoder_attention_heads=2",
-        "model.bart.decoder_attention_heads=2",
-        "model.train_ds.batch_size=4",
-    ]
+    tiny_bart = [*TINY_REWRITER_OVERRIDES, "model.train_ds.batch_size=4"]
     config = DemoConfig(
         out_dir=str(tmp_path / "demo"),
         formatter_sources=("kjv", "synthetic"),

@@ -6,6 +6,7 @@ import pytest
 
 from nemo_pc.data.manifest import read_manifest
 from nemo_pc.pipelines.demo import Demo, DemoConfig
+from nemo_pc.testing.text import TINY_REWRITER_OVERRIDES as TINY_REWRITER
 
 TINY_ASR = [
     "model.encoder.d_model=32",
@@ -14,15 +15,6 @@ TINY_ASR = [
     "model.encoder.ff_expansion_factor=2",
 ]
 TINY_RNNT = [*TINY_ASR, "model.model_defaults.pred_hidden=32", "model.model_defaults.joint_hidden=32"]
-TINY_REWRITER = [
-    "model.bart.d_model=32",
-    "model.bart.encoder_layers=1",
-    "model.bart.decoder_layers=1",
-    "model.bart.encoder_ffn_dim=64",
-    "model.bart.decoder_ffn_dim=64",
-    "model.bart.encoder_attention_heads=2",
-    "model.bart.decoder_attention_heads=2",
-]
 
 
 @pytest.fixture(scope="module")
