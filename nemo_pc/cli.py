@@ -2,12 +2,19 @@
 
 Each command lives in a small module that exposes ``add_arguments(parser)`` and ``run(args) -> int`` and imports
 its heavy dependencies inside ``run``, so that ``nemo-pc --help`` stays fast.
+
+One error path for every command: bad input (a bad file, line, field or argument value) ends in one line on
+stderr, ``nemo-pc <command>: error: <what and where>``, and exit code 2, never a traceback (set
+``NEMO_PC_DEBUG=1`` to get the traceback). Logs go to stderr, data to stdout: NeMo's INFO log, which NeMo sends to
+stdout, is sent to stderr while a command runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
 import sys
 
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -41,9 +48,41 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@contextlib.contextmanager
+def nemo_logs_on_stderr():
+    """NeMo logs INFO to stdout; a command's stdout carries data, so NeMo's log goes to stderr meanwhile."""
+    import logging
+
+    # NeMo reads this when it creates its logger, on its first import (inside a command's run) ...
+    os.environ.setdefault("NEMO_REDIRECT_LOGS_TO_STDERR", "1")
+    # ... and a logger that exists already gets its stdout handlers pointed at stderr until the command ends
+    moved = []
+    for handler in logging.getLogger("nemo_logger").handlers:
+        if isinstance(handler, logging.StreamHandler) and handler.stream in (sys.stdout, sys.__stdout__):
+            moved.append((handler, handler.setStream(sys.stderr)))
+    try:
+        yield
+    finally:
+        for handler, stream in moved:
+            handler.setStream(stream)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return int(args._run(args) or 0)
+    try:
+        with nemo_logs_on_stderr():
+            return int(args._run(args) or 0)
+    except (OSError, ValueError) as err:  # ManifestError, CorpusError, UnicodeDecodeError are ValueErrors
+        if os.environ.get("NEMO_PC_DEBUG"):
+            raise
+        print(f"nemo-pc {args.command}: error: {_describe(err)}", file=sys.stderr)
+        return 2
+
+
+def _describe(err: BaseException) -> str:
+    if isinstance(err, OSError) and err.filename is not None and err.strerror:
+        return f"{err.filename}: {err.strerror}"
+    return str(err) or type(err).__name__
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ Works on real LibriSpeech with its ``original-books`` and on the synthetic corpu
 Drop rules, in the order papers/002 §4 lists them (the first that applies is reported):
 
 =================== ====================================================================================
+``bad_audio``        the audio file cannot be decoded to the length its header gives (not a paper rule)
 ``unicode_mismatch`` a book word matches its transcript word only after removing accents ("Kutúzov")
 ``deviation``        the transcript and its book span differ by more than ``max_deviation`` words
 ``short``            the utterance lasts less than ``min_duration`` seconds
@@ -14,7 +15,9 @@ Drop rules, in the order papers/002 §4 lists them (the first that applies is re
 
 Outputs in ``output_dir``: ``<split>.json`` manifests, ``drops.jsonl`` (every dropped line with its reason),
 ``retention.json`` and ``retention.txt`` (papers/002 Table 1 per split), and ``.work/`` with one result file per
-chapter, so an interrupted run resumes and a finished one only re-reads what exists.
+chapter, so an interrupted run resumes and a finished one only re-reads what exists. A chapter's result is keyed
+on what it depends on: the options, the bytes of its transcript and book, the size and modification time of each
+of its audio files (or its durations), so an edited input is restored again and an unchanged one is not.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from nemo_pc.data.restore import BookIndex, Restoration, restore_chapter
 from nemo_pc.data.spoken import SpokenForm, book_words
 from nemo_pc.parts.text import normalize, preprocess_punctuated
 
-DROP_REASONS = ("not_in_book", "unicode_mismatch", "deviation", "short", "all_upper", "inconsistent")
+DROP_REASONS = ("bad_audio", "not_in_book", "unicode_mismatch", "deviation", "short", "all_upper", "inconsistent")
 FALLBACKS = ("drop", "formatter")
 _UTT_ID = re.compile(r"(\d+)-(\d+)-(\d+)")
 
@@ -122,6 +125,44 @@ def find_tasks(corpus_dir: Path, books_dir: Path, work: Path, splits: list[str] 
     return tasks
 
 
+def _file_digest(path: Path, known: dict[Path, str]) -> str:
+    if path not in known:
+        digest = hashlib.sha256()
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        known[path] = digest.hexdigest()
+    return known[path]
+
+
+def key_results(tasks: list[ChapterTask]) -> None:
+    """Names each chapter's result file by a hash of everything its restoration reads (in place)."""
+    books: dict[Path, str] = {}
+    for task in tasks:
+        digest = hashlib.sha256()
+        digest.update(_file_digest(task.trans, {}).encode())
+        digest.update(_file_digest(task.book, books).encode())
+        digest.update(json.dumps(asdict(task.info), sort_keys=True, default=str).encode())
+        if task.durations is not None:
+            digest.update(json.dumps(task.durations, sort_keys=True).encode())
+        else:
+            for audio in sorted(task.trans.parent.glob("*.flac")):
+                stat = audio.stat()
+                digest.update(f"{audio.name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+        stem = task.result.name.removesuffix(".jsonl").split(".")[0]
+        task.result = task.result.with_name(f"{stem}.{digest.hexdigest()[:16]}.jsonl")
+
+
+def _prune_results(tasks: list[ChapterTask]) -> None:
+    """Removes result files of earlier inputs (a chapter keeps only the result of its current content)."""
+    current = {task.result for task in tasks}
+    for task in tasks:
+        stem = task.result.name.split(".")[0]
+        for old in task.result.parent.glob(f"{stem}.*.jsonl"):
+            if old not in current:
+                old.unlink(missing_ok=True)
+
+
 def _chapter_lines(path: Path) -> dict[int, int]:
     lines = {}
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
@@ -142,8 +183,8 @@ def restore_book(tasks: list[ChapterTask], options: RestoreOptions, spoken: Spok
         for number, ((utt_id, _), text_normalized, restored) in enumerate(
             zip(pairs, normalized, restorations, strict=True), start=1
         ):
-            duration, audio = _duration(task, utt_id, number)
-            reason = drop_reason(restored, duration, options)
+            duration, audio, bad_audio = _duration(task, utt_id, number)
+            reason = "bad_audio" if bad_audio else drop_reason(restored, duration, options)
             entry = {"audio_filepath": str(audio), "duration": round(duration, 3), "text": restored.text,
                      "text_normalized": text_normalized, "pc_source": "book", "utt_id": utt_id,
                      "speaker": utt_id.split("-")[0], "chapter": str(task.info.chapter_id),
@@ -155,17 +196,43 @@ def restore_book(tasks: list[ChapterTask], options: RestoreOptions, spoken: Spok
     return len(tasks)
 
 
-def _duration(task: ChapterTask, utt_id: str, line: int) -> tuple[float, Path]:
+def _duration(task: ChapterTask, utt_id: str, line: int) -> tuple[float, Path, str | None]:
+    """Seconds of an utterance, its audio path, and why its audio is unusable (``None`` when it is fine)."""
     audio = task.trans.parent / f"{utt_id}.flac"
     if task.durations is not None:
         if utt_id not in task.durations:
             raise CorpusError(task.trans, line, f"no duration for {utt_id} in the durations file")
-        return task.durations[utt_id], audio
+        return task.durations[utt_id], audio, None
     if not audio.is_file():
         raise CorpusError(task.trans, line, f"audio file {audio} is missing")
+    try:
+        return audio_duration(audio), audio, None
+    except AudioError as err:
+        return 0.0, audio, str(err)
+
+
+class AudioError(ValueError):
+    """An audio file that cannot be decoded to the length its header gives."""
+
+
+def audio_duration(path: Path, tail_frames: int = 4096) -> float:
+    """Seconds of audio in ``path``, checked by decoding its last frames: a file cut short (whose header still
+    gives the full length) or one that is not audio raises :class:`AudioError`."""
     import soundfile
 
-    return soundfile.info(str(audio)).duration, audio
+    try:
+        with soundfile.SoundFile(str(path)) as handle:
+            frames, rate = handle.frames, handle.samplerate
+            if frames <= 0:
+                raise AudioError(f"{path}: no audio frames")
+            tail = min(frames, tail_frames)
+            handle.seek(frames - tail)
+            decoded = len(handle.read(tail))
+    except (RuntimeError, OSError, soundfile.SoundFileError) as err:  # libsndfile's errors derive from these
+        raise AudioError(f"{path}: cannot decode: {err}") from None
+    if decoded != tail:
+        raise AudioError(f"{path}: the header gives {frames} frames but decoding ends {tail - decoded} frames early")
+    return frames / rate
 
 
 def drop_reason(restored: Restoration, duration: float, options: RestoreOptions) -> str | None:
@@ -238,10 +305,13 @@ def prepare_librispeech_pc(
     corpus_dir, output_dir = Path(corpus_dir), Path(output_dir)
     books_dir = Path(books_dir) if books_dir else corpus_dir / "books"
     options = options or RestoreOptions()
-    tasks = find_tasks(corpus_dir, books_dir, output_dir / ".work" / options.fingerprint(), splits)
-    todo = [task for task in tasks if not task.result.is_file()]
+    work = output_dir / ".work" / options.fingerprint()
+    tasks = find_tasks(corpus_dir, books_dir, work, splits)
     if durations is not None:
-        _attach_durations(todo, read_durations(durations) if isinstance(durations, str | Path) else durations)
+        _attach_durations(tasks, read_durations(durations) if isinstance(durations, str | Path) else durations)
+    key_results(tasks)
+    _prune_results(tasks)
+    todo = [task for task in tasks if not task.result.is_file()]
     groups: dict[Path, list[ChapterTask]] = defaultdict(list)
     for task in todo:
         groups[task.book].append(task)

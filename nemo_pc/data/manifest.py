@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
+import secrets
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -17,8 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 PC_SOURCES = ("book", "formatter", "none")
-_UMASK = os.umask(0o022)
-os.umask(_UMASK)
 
 
 class ManifestError(ValueError):
@@ -124,11 +122,10 @@ def atomic_open(path: str | Path, mode: str = "w") -> Iterator:
     """Opens a temporary file next to ``path`` and renames it onto ``path`` only if the block succeeds."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = _create_temporary(path)
     try:
         with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as handle:
             yield handle
-        os.chmod(tmp, 0o666 & ~_UMASK)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -141,6 +138,19 @@ def write_manifest(path: str | Path, entries: Iterable[Mapping]) -> Path:
         for entry in entries:
             handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
     return Path(path)
+
+
+def _create_temporary(path: Path) -> tuple[int, str]:
+    """A new temporary file next to ``path``, created with mode 0o666 so that the process umask applies (as for
+    ``open``); ``tempfile.mkstemp`` would make it 0o600. The umask is never read or changed."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = str(path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"{path.parent}: no free temporary file name for {path.name}")
 
 
 def write_text_atomic(path: str | Path, text: str) -> Path:

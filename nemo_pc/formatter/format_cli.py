@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tarfile
+from pathlib import Path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,13 +34,72 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=int, default=32)
 
 
-def run(args: argparse.Namespace) -> int:
+def nemo_target(path: str | Path, option: str) -> str:
+    """The model class a ``.nemo`` file holds (its config's ``target``), read without loading the model."""
+    import yaml
+
+    path = Path(path)
+    if path.suffix != ".nemo":
+        raise ValueError(f"{option} {path}: expected a .nemo file")
+    if not path.is_file():
+        raise ValueError(f"{option} {path}: no such file")
+    try:
+        with tarfile.open(path) as tar:
+            member = next(m for m in tar.getmembers() if Path(m.name).name == "model_config.yaml")
+            config = yaml.safe_load(tar.extractfile(member)) or {}
+    except (tarfile.TarError, StopIteration, yaml.YAMLError, OSError, AttributeError):
+        raise ValueError(f"{option} {path}: not a NeMo checkpoint (a tar with model_config.yaml)") from None
+    return str(config.get("target", "")) if isinstance(config, dict) else ""
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    """Every argument checked before a model loads; a bad one raises ``ValueError`` naming it."""
     if args.auto_punctuate and not args.manifest:
-        print("nemo-pc format: --auto-punctuate needs --manifest", file=sys.stderr)
-        return 2
+        raise ValueError("--auto-punctuate needs --manifest")
     if args.manifest and not args.output:
-        print("nemo-pc format: --manifest needs --output", file=sys.stderr)
-        return 2
+        raise ValueError("--manifest needs --output")
+    for option, path, expected in (("--tagger", args.tagger, "PCTaggerModel"),
+                                   ("--rewriter", args.rewriter, "SpanRewriterModel")):  # fmt: skip
+        if path is None:
+            continue
+        target = nemo_target(path, option)
+        if target.rpartition(".")[2] != expected:
+            raise ValueError(f"{option} {path}: holds a {target or 'model of unknown class'}, not a {expected}")
+    if args.chunk_words < 1:
+        raise ValueError(f"--chunk-words must be 1 or more, got {args.chunk_words}")
+    if not 0 <= args.chunk_overlap < args.chunk_words:
+        raise ValueError(f"--chunk-overlap must be from 0 to --chunk-words - 1, got {args.chunk_overlap}")
+    if args.context_words < 0 or args.batch_size < 1:
+        raise ValueError("--context-words must be 0 or more and --batch-size 1 or more")
+    for option, path in (("--input", args.input), ("--manifest", args.manifest)):
+        if path is not None and not Path(path).is_file():
+            raise ValueError(f"{option} {path}: no such file")
+
+
+def read_lines(handle, name: str) -> list[str]:
+    """Lines of a UTF-8 text stream; a line that is not UTF-8 raises ``ValueError`` naming the file and line."""
+    lines = []
+    for number, raw in enumerate(handle, start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise ValueError(f"{name}:{number}: not UTF-8 (byte {err.start + 1} of the line)") from None
+        if "\x00" in line:
+            raise ValueError(f"{name}:{number}: a NUL byte (binary input?)")
+        lines.append(line)
+    return lines
+
+
+def run(args: argparse.Namespace) -> int:
+    check_arguments(args)
+    if not args.manifest:
+        if args.input:
+            with open(args.input, "rb") as handle:
+                lines = read_lines(handle, args.input)
+        elif hasattr(sys.stdin, "buffer"):
+            lines = read_lines(sys.stdin.buffer, "<stdin>")
+        else:  # a text stream without bytes underneath (e.g. io.StringIO)
+            lines = sys.stdin.readlines()
     from nemo_pc.data.manifest import write_text_atomic
     from nemo_pc.formatter.pipeline import TextFormatter
 
@@ -55,11 +116,6 @@ def run(args: argparse.Namespace) -> int:
     elif args.manifest:
         formatter.format_manifest(args.manifest, args.output, field=args.field, output_field=args.output_field)
     else:
-        if args.input:
-            with open(args.input, encoding="utf-8") as handle:
-                lines = handle.readlines()
-        else:
-            lines = sys.stdin.readlines()
         text = "".join(line + "\n" for line in formatter.format_lines(lines))
         if args.output:
             write_text_atomic(args.output, text)

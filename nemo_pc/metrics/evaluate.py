@@ -48,11 +48,19 @@ class Evaluation:
     dropped: DropCounter = field(default_factory=DropCounter)
 
 
+class NothingScoredError(ValueError):
+    """A manifest in which no utterance could be scored (empty, or every line dropped)."""
+
+
 def _key(entry: dict, config: EvalConfig, line: int) -> str:
-    for name in (config.key_field, "audio_filepath"):
-        value = entry.get(name)
-        if value not in (None, ""):
-            return str(value)
+    value = entry.get(config.key_field)
+    if value not in (None, ""):
+        return str(value)
+    value = entry.get("audio_filepath")
+    if value not in (None, ""):
+        # a segmented manifest holds several utterances of one file, told apart by their offsets
+        offset = entry.get("offset")
+        return f"{value}@{offset}" if offset not in (None, 0, 0.0, "") else str(value)
     return f"line:{line}"
 
 
@@ -67,7 +75,8 @@ def evaluate_manifest(path: str | Path, config: EvalConfig | None = None) -> Eva
     Raises:
         FileNotFoundError: no such manifest.
         ManifestError: with ``on_bad="error"``, the first bad line (bad JSON, not UTF-8, a missing or non-string
-            field, an empty reference, a duplicate utterance key), naming the file and line.
+            field, an empty reference or spoken form, a duplicate utterance key), naming the file and line.
+        NothingScoredError: no utterance was scored (an empty manifest, or every line dropped).
     """
     config = config or EvalConfig()
     if config.on_bad not in ("error", "skip"):
@@ -90,7 +99,8 @@ def evaluate_manifest(path: str | Path, config: EvalConfig | None = None) -> Eva
             hyp = require_text(entry, config.pred_field, path, line)
             spoken = None
             if config.spoken_field and config.spoken_field in entry:
-                spoken = require_text(entry, config.spoken_field, path, line)
+                # an empty spoken form would count every written ITN word as an error
+                spoken = require_text(entry, config.spoken_field, path, line, allow_empty=False)
             key = _key(entry, config, line)
             if key in seen:
                 raise ManifestError(
@@ -101,6 +111,10 @@ def evaluate_manifest(path: str | Path, config: EvalConfig | None = None) -> Eva
             continue
         seen[key] = line
         result.metrics.update(ref, hyp, spoken, utt_id=key)
+    if not result.metrics.ids:
+        reasons = ", ".join(f"{n} {kind}" for kind, n in result.dropped.counts.items())
+        why = f"every line was dropped ({reasons})" if reasons else "the manifest has no utterances"
+        raise NothingScoredError(f"{path}: no utterance scored: {why}")
     return result
 
 

@@ -16,6 +16,8 @@ from nemo_pc.parts.text import DEFAULT_MARKS, SEGMENT_MARKS, fold_case, map_mark
 
 PER_OPERATIONS = ("Correct", "Deletions", "Insertions", "Substitutions")
 SEGMENT_MARK = "."
+# Words per piece of a long utterance in PER (NeMo's alignment is quadratic; see per_counts).
+PER_CHUNK_WORDS = 64
 _NOT_PER_WORD = re.compile(r"[^\w']")
 
 
@@ -36,20 +38,59 @@ def _per_text(text: str, marks: str) -> str:
 def per_counts(ref: str, hyp: str, marks: str | Iterable[str] = DEFAULT_MARKS) -> dict[str, int]:
     """PER operation counts per mark: ``per|<mark>|<Operation>`` and ``per|<mark>|to|<other mark>``.
 
-    Words are compared case-insensitively, so a casing error does not move a mark.
+    Words are compared case-insensitively, so a casing error does not move a mark. NeMo's PER aligns with a full
+    dynamic-programming table in Python, quadratic in time and memory, so a long utterance is cut into pieces of
+    about :data:`PER_CHUNK_WORDS` words at words that a linear-memory word alignment matches
+    (:func:`per_chunks`), and the counts of the pieces are summed.
     """
     marks = "".join(dict.fromkeys(marks))
     if not marks:
         return {}
-    amounts, substitutions = _per_engine(marks).compute_operation_amounts(_per_text(ref, marks), _per_text(hyp, marks))
     counts = {}
     for mark in marks:
         for operation in PER_OPERATIONS:
-            counts[f"per|{mark}|{operation}"] = amounts[mark][operation]
+            counts[f"per|{mark}|{operation}"] = 0
         for other in marks:
             if other != mark:
-                counts[f"per|{mark}|to|{other}"] = substitutions[mark][other]
+                counts[f"per|{mark}|to|{other}"] = 0
+    ref_tokens, hyp_tokens = _per_text(ref, marks).split(), _per_text(hyp, marks).split()
+    for ref_piece, hyp_piece in per_chunks(ref_tokens, hyp_tokens, set(marks)):
+        amounts, substitutions = _per_engine(marks).compute_operation_amounts(" ".join(ref_piece), " ".join(hyp_piece))
+        for mark in marks:
+            for operation in PER_OPERATIONS:
+                counts[f"per|{mark}|{operation}"] += amounts[mark][operation]
+            for other in marks:
+                if other != mark:
+                    counts[f"per|{mark}|to|{other}"] += substitutions[mark][other]
     return counts
+
+
+def per_chunks(ref: list[str], hyp: list[str], marks: set[str], size: int | None = None):
+    """Pieces of two token lists (words and marks) that can be scored one by one.
+
+    Both lists are cut before a word that the word alignment matches, once ``size`` aligned words have passed since
+    the last cut; marks stay with the word before them. Where nothing matches for ``4 * size`` aligned words, both
+    lists are cut at the alignment's position anyway, so a piece never grows past that. Texts of ``size`` words or
+    fewer are one piece.
+    """
+    size = size or PER_CHUNK_WORDS
+    ref_words = [k for k, token in enumerate(ref) if token not in marks]
+    hyp_words = [k for k, token in enumerate(hyp) if token not in marks]
+    if max(len(ref_words), len(hyp_words)) <= size:
+        yield ref, hyp
+        return
+    ref_start = hyp_start = ref_done = hyp_done = since = 0
+    for i, j in align_pairs([ref[k] for k in ref_words], [hyp[k] for k in hyp_words]):
+        matched = i is not None and j is not None and ref[ref_words[i]] == hyp[hyp_words[j]]
+        if (since >= size and matched) or since >= 4 * size:
+            ref_cut = ref_words[ref_done] if ref_done < len(ref_words) else len(ref)
+            hyp_cut = hyp_words[hyp_done] if hyp_done < len(hyp_words) else len(hyp)
+            yield ref[ref_start:ref_cut], hyp[hyp_start:hyp_cut]
+            ref_start, hyp_start, since = ref_cut, hyp_cut, 0
+        ref_done += i is not None
+        hyp_done += j is not None
+        since += 1
+    yield ref[ref_start:], hyp[hyp_start:]
 
 
 def _score_marks(counts: dict, prefix: str, ref_mark: str | None, hyp_mark: str | None) -> None:

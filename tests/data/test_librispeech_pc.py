@@ -147,3 +147,44 @@ def test_missing_audio_names_the_transcript_line(tmp_path):
     write_chapter(tmp_path / "corpus", PARAGRAPH, ["she climbed the path", "at dawn"])
     with pytest.raises(CorpusError, match=r"7-70\.trans\.txt:1: audio file .*7-70-0000\.flac is missing"):
         prepare_librispeech_pc(tmp_path / "corpus", None, tmp_path / "out", options=OPTIONS)
+
+
+def test_an_edited_transcript_is_restored_again_and_the_rest_reused(tmp_path):
+    ids, durations = _drop_corpus(tmp_path / "corpus")
+    out = tmp_path / "out"
+    first = prepare_librispeech_pc(tmp_path / "corpus", None, out, durations=durations, options=OPTIONS)
+    assert "she climbed the path at dawn" in first["test"].read_text()
+    results = {path.name.split(".")[0]: path for path in out.glob(".work/*/test/*.jsonl")}
+    other_stamp = results["8-80"].stat().st_mtime_ns
+    trans = tmp_path / "corpus" / "test" / "7" / "70" / "7-70.trans.txt"
+    trans.write_text(trans.read_text().replace("SHE CLIMBED THE PATH", "SHE CLIMBED THE ROAD"))
+    second = prepare_librispeech_pc(tmp_path / "corpus", None, out, durations=durations, options=OPTIONS)
+    text = second["test"].read_text() + (out / "drops.jsonl").read_text()
+    assert "she climbed the road at dawn" in text and "she climbed the path at dawn" not in text
+    assert results["8-80"].stat().st_mtime_ns == other_stamp  # the untouched chapter was not redone
+    assert len(list(out.glob(".work/*/test/7-70.*.jsonl"))) == 1  # the stale result is gone
+
+
+def _flac(path, seconds=2.0):
+    import numpy as np
+    import soundfile
+
+    rng = np.random.default_rng(0)
+    soundfile.write(str(path), (0.1 * rng.standard_normal(int(16000 * seconds))).astype("float32"), 16000)
+
+
+def test_broken_audio_is_dropped_with_its_reason(tmp_path):
+    root = tmp_path / "corpus"
+    ids = write_chapter(root, PARAGRAPH, ["in the beginning the old house", "stood alone upon the hill",
+                                          "and nobody in the village would go near it"])  # fmt: skip
+    folder = root / "test" / "7" / "70"
+    for utt_id in ids:
+        _flac(folder / f"{utt_id}.flac")
+    whole = (folder / f"{ids[1]}.flac").read_bytes()
+    (folder / f"{ids[1]}.flac").write_bytes(whole[:100])  # cut short: the header still gives 2 s
+    (folder / f"{ids[2]}.flac").write_bytes(b"")
+    paths = prepare_librispeech_pc(root, None, tmp_path / "out", options=OPTIONS)
+    assert [entry["utt_id"] for entry in read_manifest(paths["test"])] == [ids[0]]
+    reasons = {drop["utt_id"]: drop["reason"] for drop in read_manifest(tmp_path / "out" / "drops.jsonl")}
+    assert reasons == {ids[1]: "bad_audio", ids[2]: "bad_audio"}
+    assert "bad_audio: 2" in (tmp_path / "out" / "retention.txt").read_text()

@@ -57,3 +57,18 @@ def _umask() -> int:
     current = os.umask(0)
     os.umask(current)
     return current
+
+
+def test_import_leaves_the_umask_alone_and_writes_follow_it(tmp_path):
+    import subprocess
+    import sys
+
+    # importing the module must not call os.umask (a process-wide, thread-unsafe change)
+    probe = "import os; os.umask = None; import nemo_pc.data.manifest; print('ok')"
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.strip() == "ok"
+    old = os.umask(0o077)
+    try:
+        path = write_manifest(tmp_path / "private.json", [{"a": 1}])
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600

@@ -150,3 +150,42 @@ def test_itn_only_rewrites_spans_and_keeps_the_asr_case_and_marks(formatter):
     assert "15th" in out[0] and "2024" in out[0] and "fifteenth" not in out[0]
     assert out[1].startswith("Revenue reached ") and out[1].endswith(".") and "twelve" not in out[1]
     assert formatter.itn_only([""]) == [""]
+
+
+def test_cli_checks_arguments_and_input_before_loading_models(nemo_files, tmp_path, capsys):
+    tagger, rewriter = nemo_files
+    good = ["format", "--tagger", str(tagger), "--rewriter", str(rewriter)]
+    text = tmp_path / "in.txt"
+    text.write_bytes(b"one two\ncaf\xe9 three\n")
+    not_nemo = tmp_path / "model.ckpt"
+    not_nemo.write_text("x")
+    broken = tmp_path / "broken.nemo"
+    broken.write_bytes(b"not a tar")
+    cases = [
+        (["format", "--tagger", str(tmp_path / "missing.nemo")], "--tagger .*missing.nemo: no such file"),
+        (["format", "--tagger", str(not_nemo)], "model.ckpt: expected a .nemo file"),
+        (["format", "--tagger", str(broken)], "broken.nemo: not a NeMo checkpoint"),
+        (["format", "--tagger", str(rewriter)], "holds a nemo_pc.models.rewriter.SpanRewriterModel, not a PCTagger"),
+        ([*good, "--chunk-words", "0"], "--chunk-words must be 1 or more"),
+        ([*good, "--chunk-overlap", "128"], "--chunk-overlap must be from 0"),
+        ([*good, "--input", str(text)], "in.txt:2: not UTF-8"),
+    ]
+    for argv, message in cases:
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert __import__("re").search(f"nemo-pc format: error: .*{message}", err), err
+        assert "Traceback" not in err
+
+
+def test_piped_output_has_one_line_per_input_line(nemo_files, tmp_path):
+    import subprocess
+    import sys
+
+    tagger, rewriter = nemo_files
+    lines = [s for _, s in WRITTEN_SPOKEN[:4]]
+    done = subprocess.run([sys.executable, "-m", "nemo_pc.cli", "format", "--tagger", str(tagger), "--rewriter",
+                           str(rewriter)], input="".join(s + "\n" for s in lines), capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [w for w, _ in WRITTEN_SPOKEN[:4]]
+    assert "restored" in done.stderr.lower()  # NeMo's log is there, on stderr

@@ -101,3 +101,37 @@ def test_cli_reports_bad_input_without_a_traceback(tmp_path, capsys):
     assert main(["evaluate", str(tmp_path / "missing.json"), "--no-progress"]) == 2
     assert main(["evaluate", str(tmp_path), "--no-progress"]) == 2  # a folder, not a manifest
     assert "error" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("rows", "options", "why"),
+    [
+        ([], [], "the manifest has no utterances"),
+        (
+            [ROWS[0], ROWS[1]],
+            ["--pred-field", "typo", "--on-bad", "skip"],
+            "every line was dropped \\(2 missing typo\\)",
+        ),
+    ],
+)
+def test_nothing_scored_is_an_error_not_a_perfect_score(tmp_path, capsys, rows, options, why):
+    manifest = _write(tmp_path / "m.json", rows)
+    assert main(["evaluate", str(manifest), "--no-progress", *options]) == 2
+    err = capsys.readouterr()
+    assert "m.json: no utterance scored: " in err.err and "WER" not in err.out
+    assert __import__("re").search(why, err.err)
+
+
+def test_segmented_manifest_keys_utterances_by_file_and_offset(tmp_path):
+    rows = [{"audio_filepath": "long.wav", "offset": k * 5.0, "duration": 5.0, "text": "Hi.", "pred_text": "hi"}
+            for k in range(3)]  # fmt: skip
+    report = evaluate(_write(tmp_path / "m.json", rows), QUIET)
+    assert report["num_utterances"] == 3 and report["dropped"]["total"] == 0
+    with pytest.raises(ManifestError, match="d.json:2: duplicate utterance 'long.wav@5.0'"):
+        evaluate(_write(tmp_path / "d.json", [rows[1], rows[1]]), QUIET)
+
+
+def test_an_empty_spoken_form_is_a_bad_line_not_an_itn_error(tmp_path):
+    row = {**ROWS[1], "text_normalized": " "}
+    with pytest.raises(ManifestError, match="m.json:1: field 'text_normalized' is empty"):
+        evaluate_manifest(_write(tmp_path / "m.json", [row]), QUIET)

@@ -62,3 +62,47 @@ def test_wer0_subset_only_keeps_exactly_recognized_utterances():
     assert counts["wer0|,|fn"] == 1 and counts["wer0|.|tp"] == 1
     assert wer0_counts("Hello, world.", "Hello, word.")["wer0|utts"] == 0
     assert wer0_counts("Hello, world.", "Hello, word.")["wer0|,|tp"] == 0
+
+
+def _marked_text(rng, words: int, marks: str = ",.?") -> str:
+    vocabulary = [f"w{k}" for k in range(40)]
+    return " ".join(rng.choice(vocabulary) + (rng.choice(marks) if rng.random() < 0.2 else "") for _ in range(words))
+
+
+def _per_totals(counts: dict, marks: str = ",.?") -> dict:
+    return {m: {op: counts[f"per|{m}|{op}"] for op in ("Correct", "Deletions", "Insertions", "Substitutions")}
+            for m in marks}  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_long_utterances_are_scored_in_pieces_that_keep_every_mark(seed, monkeypatch):
+    import random
+
+    from nemo_pc.metrics import punctuation
+
+    rng = random.Random(seed)
+    ref = _marked_text(rng, 150)
+    # the same words with marks moved, dropped and changed: the alignment of words is the identity
+    hyp = " ".join(w.rstrip(",.?") + (rng.choice(",.?") if rng.random() < 0.2 else "") for w in ref.split())
+    whole = per_counts(ref, hyp, ",.?")
+    monkeypatch.setattr(punctuation, "PER_CHUNK_WORDS", 16)
+    pieces = per_counts(ref, hyp, ",.?")
+    assert pieces == whole
+    # recognition errors as well: every reference mark is still counted once as correct, deleted or substituted
+    noisy = " ".join(w for w in hyp.split() if rng.random() > 0.1) + " " + _marked_text(rng, 20)
+    totals = _per_totals(per_counts(ref, noisy, ",.?"))
+    for mark, ops in totals.items():
+        assert ops["Correct"] + ops["Deletions"] + ops["Substitutions"] == ref.count(mark)
+        assert ops["Correct"] + ops["Insertions"] + sum(
+            per_counts(ref, noisy, ",.?")[f"per|{other}|to|{mark}"] for other in ",.?" if other != mark
+        ) == noisy.count(mark)
+
+
+def test_pieces_stay_bounded_when_nothing_matches():
+    from nemo_pc.metrics.punctuation import per_chunks
+
+    ref = [f"a{k}" for k in range(1000)]
+    hyp = [f"b{k}" for k in range(1000)]
+    pieces = list(per_chunks(ref, hyp, set(",."), size=10))
+    assert max(len(r) for r, _ in pieces) <= 40 and max(len(h) for _, h in pieces) <= 40
+    assert [t for r, _ in pieces for t in r] == ref and [t for _, h in pieces for t in h] == hyp

@@ -1,0 +1,130 @@
+"""Accuracy of the demo's shared base encoder (normalized CTC) under recipe variants, side by side in one run.
+
+Each variant trains the base encoder of ``examples/demo_pc.py`` on the corpus of an existing demo folder for
+``--steps`` optimizer steps (the schedule fitted to that length) and records its dev WER curve (dev: voices no
+training utterance uses). ``--jobs 2`` trains two variants at a time, one thread each, so that every variant of a
+round sees the same machine load.
+
+    .venv/bin/python benchmarks/asr_recipe.py --demo-dir demo_out --steps 1000 --jobs 2 \
+        --json benchmarks/results/asr_recipe.json
+
+Variants (name: changes to the demo's base encoder):
+    baseline   the demo's base before this benchmark: cased BPE 256, lr 2e-3 (cosine), batch 8, no SpecAugment
+    lr5e-3     peak learning rate 5e-3
+    vocab128   BPE vocabulary 128 (fewer, more frequent tokens)
+    vocab512   BPE vocabulary 512
+    specaug    SpecAugment (2 frequency masks of up to 15 bins, 2 time masks of up to 5% of the frames)
+    batch16    batches of 16 (half the steps per epoch, twice the audio per step)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+VARIANTS = {
+    "baseline": {},
+    "lr5e-3": {"overrides": ["model.optim.lr=0.005"]},
+    "vocab128": {"vocab_size": 128},
+    "vocab512": {"vocab_size": 512},
+    "specaug": {
+        "overrides": [
+            "model.spec_augment={_target_:nemo.collections.asr.modules.SpectrogramAugmentation,"
+            "freq_masks:2,freq_width:15,time_masks:2,time_width:0.05}"
+        ]
+    },
+    "batch16": {"base_batch_size": 16},
+}
+
+
+def run_one(variant: str, demo_dir: Path, work: Path, steps: int, jobs: int) -> dict:
+    """Trains one variant in this process; returns its row."""
+    from nemo_pc.pipelines.demo import Demo, DemoConfig
+
+    spec = VARIANTS[variant]
+    folder = work / variant
+    folder.mkdir(parents=True, exist_ok=True)
+    manifests = folder / "manifests"
+    if not manifests.exists():
+        manifests.symlink_to((demo_dir / "manifests").resolve())
+    config = DemoConfig(
+        out_dir=str(folder),
+        base_steps=steps,
+        vocab_size=spec.get("vocab_size", 256),
+        base_batch_size=spec.get("base_batch_size", 8),
+        num_jobs=jobs,
+        curve_points=4,
+        extra={"base": list(spec.get("overrides", []))},
+    )
+    demo = Demo(config, log=lambda message: print(message, file=sys.stderr))
+    demo.tokenizers()
+    demo.train_base()  # kept when the variant's folder has its model already
+    stats = json.loads(demo.model_path("base").with_suffix(".json").read_text())
+    return {
+        "variant": variant,
+        "steps": steps,
+        "seconds": stats["seconds"],
+        "curve": [{"step": p["step"], "dev_wer": p["val_wer"], "dev_loss": p["val_loss"]} for p in stats["curve"]],
+        "dev_wer": stats["curve"][-1]["val_wer"],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--demo-dir", default="demo_out", help="a demo output with manifests/ (its corpus)")
+    parser.add_argument("--work-dir", default=None, help="where the variants train (default: DEMO_DIR/.recipe)")
+    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--steps", type=int, default=1000)
+    parser.add_argument("--jobs", type=int, default=2, help="variants trained at once (one thread each)")
+    parser.add_argument("--json", default=None)
+    parser.add_argument("--one", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    demo_dir = Path(args.demo_dir)
+    work = Path(args.work_dir) if args.work_dir else demo_dir / ".recipe"
+    if args.one:
+        row = run_one(args.one, demo_dir, work, args.steps, 1 if args.jobs > 1 else 2)
+        (work / args.one / "row.json").write_text(json.dumps(row) + "\n")
+        return
+    variants = args.variants.split(",")
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        parser.error(f"unknown variant(s) {unknown}; choose from {sorted(VARIANTS)}")
+    if args.steps < 4 or args.jobs < 1:
+        parser.error("--steps must be 4 or more and --jobs 1 or more")
+    if not (demo_dir / "manifests" / "train.json").is_file():
+        parser.error(f"{demo_dir}: no manifests/train.json (run examples/demo_pc.py first)")
+    threads = "1" if args.jobs > 1 else str(os.cpu_count() or 1)
+    env = {**os.environ, "OMP_NUM_THREADS": threads}
+    rows = []
+    for start in range(0, len(variants), args.jobs):
+        batch = variants[start : start + args.jobs]
+        processes = []
+        for variant in batch:
+            command = [sys.executable, __file__, "--one", variant, "--demo-dir", str(demo_dir), "--work-dir",
+                       str(work), "--steps", str(args.steps), "--jobs", str(args.jobs)]  # fmt: skip
+            # the children's output goes to stderr: a pipe that nobody reads would stall them once full
+            processes.append((variant, subprocess.Popen(command, env=env, stdout=sys.stderr)))
+        for variant, process in processes:
+            if process.wait() != 0:
+                raise SystemExit(f"variant {variant} failed (exit code {process.returncode}); see above")
+            row = json.loads((work / variant / "row.json").read_text())
+            row["round"] = start // args.jobs
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    print("\n| variant | round | seconds | dev WER curve (step: %) | dev WER |")
+    print("|---|---:|---:|---|---:|")
+    for row in rows:
+        curve = ", ".join(f"{p['step']}: {100 * p['dev_wer']:.1f}" for p in row["curve"])
+        print(f"| {row['variant']} | {row['round']} | {row['seconds']:.0f} | {curve} | {100 * row['dev_wer']:.1f} |")
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        payload = {"demo_dir": str(demo_dir), "steps": args.steps, "jobs": args.jobs, "rows": rows}
+        Path(args.json).write_text(json.dumps(payload, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
