@@ -83,6 +83,25 @@ class SynthConfig:
     words_per_second: float = 2.6
 
     def __post_init__(self) -> None:
+        import math
+        import re
+
+        if not (math.isfinite(self.hours) and self.hours > 0):
+            raise ValueError(f"hours must be a number above 0, got {self.hours}")
+        if not self.splits:
+            raise ValueError("splits must name at least one split")
+        for name, share in self.splits.items():
+            if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name) or name in (".", ".."):
+                raise ValueError(f"split name {name!r} must be a plain folder name (letters, digits, '_', '-', '.')")
+            if not (math.isfinite(share) and share > 0):
+                raise ValueError(f"split share of {name!r} must be above 0, got {share}")
+        if not 0 <= self.deviation_rate <= 1:
+            raise ValueError(f"deviation_rate must be from 0 to 1, got {self.deviation_rate}")
+        unknown = [engine for engine in self.engines if engine not in ENGINES]
+        if unknown or not self.engines:
+            raise ValueError(f"engines must be some of {', '.join(ENGINES)}, got {', '.join(self.engines) or 'none'}")
+        if not 1 <= self.min_words <= self.max_words:
+            raise ValueError(f"need 1 <= min_words <= max_words, got {self.min_words}, {self.max_words}")
         if not self.minutes_per_speaker > 0:
             raise ValueError(f"minutes_per_speaker must be above 0, got {self.minutes_per_speaker}")
         if self.held_out_voices < 1:
@@ -91,6 +110,11 @@ class SynthConfig:
             low, high = getattr(self, name)
             if not 0.5 <= low <= high <= 2.0:
                 raise ValueError(f"{name} must be LOW,HIGH with 0.5 <= LOW <= HIGH <= 2, got {low},{high}")
+        for name, limit in (("pitch", 1200.0), ("tilt", 24.0)):
+            low, high = getattr(self, name)
+            if not -limit <= low <= high <= limit:
+                bounds = f"-{limit:g} <= LOW <= HIGH <= {limit:g}"
+                raise ValueError(f"{name} must be LOW,HIGH with {bounds}, got {low},{high}")
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,14 @@ import sys
 def _splits(value: str) -> dict[str, float]:
     try:
         pairs = [item.split("=") for item in value.split(",")]
-        return {name.strip(): float(share) for name, share in pairs}
+        splits = [(name.strip(), float(share)) for name, share in pairs]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected name=share,name=share..., got {value!r}") from None
+    names = [name for name, _ in splits]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise argparse.ArgumentTypeError(f"split {', '.join(repeated)} named twice in {value!r}")
+    return dict(splits)
 
 
 def _range(value: str) -> tuple[float, float]:
@@ -83,14 +88,28 @@ def run(args: argparse.Namespace) -> int:
     tn = args.tn or ("none" if sources == ["kjv"] else "nemo")
     try:
         config = _config(args, tn)
+        if args.num_jobs < 1:
+            raise ValueError(f"--num-jobs must be 1 or more, got {args.num_jobs}")
+        _check_root(args.root)
     except ValueError as err:
-        print(f"nemo-pc synth: {err}", file=sys.stderr)
+        print(f"nemo-pc synth: error: {err}", file=sys.stderr)
         return 2
     root = synthesize_corpus(
         args.root, load_sources(sources), config, num_jobs=args.num_jobs, cache_dir=args.cache_dir
     )
     print(f"corpus written to {root} (CHAPTERS.TXT, books/, SYNTH.jsonl)")
     return 0
+
+
+def _check_root(root: str) -> None:
+    """The corpus folder must be creatable and writable before any voice is synthesized."""
+    import os
+    from pathlib import Path
+
+    path = Path(root)
+    parent = next((p for p in (path, *path.parents) if p.exists()), Path("."))
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise ValueError(f"{root}: cannot write here ({parent} is not a writable folder)")
 
 
 def _config(args: argparse.Namespace, tn: str):

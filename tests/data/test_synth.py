@@ -200,3 +200,36 @@ def test_cli_refuses_bad_speaker_knobs_by_name(tmp_path, capsys, argument):
     message = capsys.readouterr().err
     assert argument[0].lstrip("-").replace("-", "_") in message
     assert not (tmp_path / "c").exists()
+
+
+@pytest.mark.parametrize(
+    ("argument", "message"),
+    [
+        (["--hours", "-1"], "hours must be a number above 0"),
+        (["--hours", "0"], "hours must be a number above 0"),
+        (["--hours", "nan"], "hours must be a number above 0"),
+        (["--engines", "bogus"], "engines must be some of"),
+        (["--tempo", "0,0"], "tempo must be LOW,HIGH"),
+        (["--tempo", "2,1"], "tempo must be LOW,HIGH"),
+        (["--deviation-rate", "5"], "deviation_rate must be from 0 to 1"),
+        (["--num-jobs", "-3"], "--num-jobs must be 1 or more"),
+        (["--splits", "train=0.5,dev=-0.1"], "split share of 'dev' must be above 0"),
+        (["--splits", "train=0.5,../x=0.5"], "split name '../x' must be a plain folder name"),
+        (["--source", "bogus"], "unknown text source 'bogus'"),
+    ],
+)
+def test_cli_refuses_bad_arguments_in_one_line_before_any_work(tmp_path, capsys, argument, message):
+    assert main(["synth", str(tmp_path / "c"), "--no-audio", *argument]) == 2
+    err = capsys.readouterr().err
+    assert "nemo-pc synth: error: " in err and message in err and "Traceback" not in err
+    assert not (tmp_path / "c").exists()
+
+
+def test_cli_refuses_a_split_named_twice_and_an_unwritable_root(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["synth", str(tmp_path / "c"), "--splits", "train=0.5,train=0.5"])
+    assert exit_info.value.code == 2 and "split train named twice" in capsys.readouterr().err
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert main(["synth", str(blocker / "c"), "--no-audio"]) == 2
+    assert "cannot write here" in capsys.readouterr().err
