@@ -16,6 +16,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 import zipfile
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -177,12 +178,25 @@ def find_book_file(books_dir: str | Path, book_id: int) -> Path | None:
 
 
 def read_book_text(path: str | Path) -> str:
-    """A book file as text: UTF-8, or Latin-1 for the older ``ascii`` files that are not pure ASCII."""
+    """A book file as text: UTF-8, or Latin-1 for the older ``ascii`` files that are not pure ASCII.
+
+    A file that is UTF-8 apart from a few stray bytes (more valid multi-byte characters than bad bytes) stays UTF-8,
+    with each stray byte replaced by U+FFFD and a warning naming the file and the first bad byte; reading it whole
+    as Latin-1 would garble every accented word and lose its utterances as deviations.
+    """
     raw = Path(path).read_bytes()
     try:
         return raw.decode("utf-8")
-    except UnicodeDecodeError:
+    except UnicodeDecodeError as err:
+        first_bad = err.start
+    text = raw.decode("utf-8", errors="replace")
+    bad = text.count("\ufffd") - raw.count("\ufffd".encode())
+    multibyte = sum(1 for ch in text if ord(ch) > 0x7F and ch != "\ufffd")
+    if multibyte <= bad:
         return raw.decode("latin-1")
+    line = raw.count(b"\n", 0, first_bad) + 1
+    print(f"warning: {path}:{line}: {bad} byte(s) that are not UTF-8 replaced by U+FFFD", file=sys.stderr)
+    return text
 
 
 def read_chapters_txt(path: str | Path) -> dict[int, ChapterInfo]:

@@ -90,7 +90,12 @@ def read_transcripts(path: Path) -> list[tuple[str, str]]:
     """``(utt_id, transcript)`` pairs of a ``*.trans.txt`` file; a malformed line raises :class:`CorpusError`."""
     chapter = path.name.removesuffix(".trans.txt")
     pairs = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    seen: dict[str, int] = {}
+    for number, raw in enumerate(path.read_bytes().splitlines(), start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise CorpusError(path, number, "not UTF-8") from None
         if not line.strip():
             continue
         utt_id, _, transcript = line.strip().partition(" ")
@@ -98,6 +103,9 @@ def read_transcripts(path: Path) -> list[tuple[str, str]]:
             raise CorpusError(path, number, f"expected '<speaker>-<chapter>-<utt> TRANSCRIPT', got {line!r}")
         if not transcript.strip():
             raise CorpusError(path, number, f"utterance {utt_id} has an empty transcript")
+        if utt_id in seen:
+            raise CorpusError(path, number, f"utterance {utt_id} is listed twice (first on line {seen[utt_id]})")
+        seen[utt_id] = number
         pairs.append((utt_id, transcript))
     return pairs
 
@@ -302,7 +310,8 @@ def prepare_librispeech_pc(
     """
     from tqdm import tqdm
 
-    corpus_dir, output_dir = Path(corpus_dir), Path(output_dir)
+    # absolute, so that the manifests' audio paths do not depend on the folder the build ran in
+    corpus_dir, output_dir = Path(corpus_dir).resolve(), Path(output_dir)
     books_dir = Path(books_dir) if books_dir else corpus_dir / "books"
     options = options or RestoreOptions()
     work = output_dir / ".work" / options.fingerprint()

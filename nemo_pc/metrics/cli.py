@@ -32,10 +32,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from nemo_pc.data.manifest import ManifestError
     from nemo_pc.metrics.evaluate import EvalConfig, evaluate
     from nemo_pc.metrics.report import format_report, plot_per, write_json
 
+    if not args.marks:
+        print("nemo-pc evaluate: error: --marks must name at least one mark", file=sys.stderr)
+        return 2
+    for option, target in (("--json", args.json), ("--png", args.png)):
+        if target and Path(target).is_dir():
+            print(f"nemo-pc evaluate: error: {option} {target} is a folder; give a file name", file=sys.stderr)
+            return 2
     config = EvalConfig(
         pred_field=args.pred_field,
         ref_field=args.ref_field,

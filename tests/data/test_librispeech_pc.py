@@ -188,3 +188,29 @@ def test_broken_audio_is_dropped_with_its_reason(tmp_path):
     reasons = {drop["utt_id"]: drop["reason"] for drop in read_manifest(tmp_path / "out" / "drops.jsonl")}
     assert reasons == {ids[1]: "bad_audio", ids[2]: "bad_audio"}
     assert "bad_audio: 2" in (tmp_path / "out" / "retention.txt").read_text()
+
+
+def test_a_transcript_listed_twice_is_an_error_and_paths_are_absolute(tmp_path, monkeypatch):
+    root = tmp_path / "corpus"
+    ids = write_chapter(root, PARAGRAPH, ["she climbed the path", "at dawn"])
+    monkeypatch.chdir(tmp_path)
+    paths = prepare_librispeech_pc("corpus", None, "out", durations=dict.fromkeys(ids, 2.0), options=OPTIONS)
+    assert all(entry["audio_filepath"].startswith("/") for entry in read_manifest(paths["test"]))
+    trans = root / "test" / "7" / "70" / "7-70.trans.txt"
+    trans.write_text(trans.read_text() + trans.read_text().splitlines()[0] + "\n")
+    with pytest.raises(CorpusError, match=r"7-70\.trans\.txt:3: utterance 7-70-0000 is listed twice"):
+        prepare_librispeech_pc("corpus", None, "out", durations=dict.fromkeys(ids, 2.0), options=RestoreOptions(
+            tn="none", fallback="formatter"))  # fmt: skip
+
+
+def test_a_utf8_book_with_a_stray_byte_stays_utf8(tmp_path, capsys):
+    from nemo_pc.data.books import read_book_text
+
+    book = tmp_path / "b.txt"
+    book.write_bytes("Kutúzov rode on.\nThe café was closed.\n".encode() + b"A stray \xff byte.\n")
+    text = read_book_text(book)
+    assert text.startswith("Kutúzov rode on.") and "\ufffd" in text
+    assert "b.txt:3: 1 byte(s) that are not UTF-8" in capsys.readouterr().err
+    latin = tmp_path / "l.txt"
+    latin.write_bytes("Kutúzov rode on.".encode("latin-1"))
+    assert read_book_text(latin) == "Kutúzov rode on."

@@ -135,3 +135,12 @@ def test_an_empty_spoken_form_is_a_bad_line_not_an_itn_error(tmp_path):
     row = {**ROWS[1], "text_normalized": " "}
     with pytest.raises(ManifestError, match="m.json:1: field 'text_normalized' is empty"):
         evaluate_manifest(_write(tmp_path / "m.json", [row]), QUIET)
+
+
+def test_cli_refuses_an_empty_mark_set_and_a_folder_as_output_before_scoring(tmp_path, capsys):
+    manifest = _write(tmp_path / "m.json", ROWS)
+    assert main(["evaluate", str(manifest), "--no-progress", "--marks", ""]) == 2
+    assert "--marks must name at least one mark" in capsys.readouterr().err
+    assert main(["evaluate", str(manifest), "--no-progress", "--json", str(tmp_path)]) == 2
+    out = capsys.readouterr()
+    assert "is a folder" in out.err and "WER" not in out.out
