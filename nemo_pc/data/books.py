@@ -202,7 +202,12 @@ def read_book_text(path: str | Path) -> str:
 def read_chapters_txt(path: str | Path) -> dict[int, ChapterInfo]:
     """Parses ``CHAPTERS.TXT``; a line with the wrong number of fields or a bad number raises :class:`CorpusError`."""
     chapters: dict[int, ChapterInfo] = {}
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+    lines: dict[int, int] = {}
+    for number, raw in enumerate(Path(path).read_bytes().splitlines(), start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise CorpusError(path, number, "not UTF-8") from None
         if not line.strip() or line.lstrip().startswith(";"):
             continue
         fields = [f.strip() for f in line.split("|", maxsplit=len(CHAPTER_FIELDS) - 1)]
@@ -213,6 +218,10 @@ def read_chapters_txt(path: str | Path) -> dict[int, ChapterInfo]:
                                int(fields[5]), fields[6], fields[7])  # fmt: skip
         except ValueError as err:
             raise CorpusError(path, number, f"bad number in {line.strip()!r}: {err}") from None
+        if info.chapter_id in lines:
+            message = f"chapter {info.chapter_id} is listed twice (first on line {lines[info.chapter_id]})"
+            raise CorpusError(path, number, message)
+        lines[info.chapter_id] = number
         chapters[info.chapter_id] = info
     return chapters
 
