@@ -58,13 +58,6 @@ def check_arguments(args: argparse.Namespace) -> None:
         raise ValueError("--auto-punctuate needs --manifest")
     if args.manifest and not args.output:
         raise ValueError("--manifest needs --output")
-    for option, path, expected in (("--tagger", args.tagger, "PCTaggerModel"),
-                                   ("--rewriter", args.rewriter, "SpanRewriterModel")):  # fmt: skip
-        if path is None:
-            continue
-        target = nemo_target(path, option)
-        if target.rpartition(".")[2] != expected:
-            raise ValueError(f"{option} {path}: holds a {target or 'model of unknown class'}, not a {expected}")
     if args.chunk_words < 1:
         raise ValueError(f"--chunk-words must be 1 or more, got {args.chunk_words}")
     if not 0 <= args.chunk_overlap < args.chunk_words:
@@ -74,6 +67,13 @@ def check_arguments(args: argparse.Namespace) -> None:
     for option, path in (("--input", args.input), ("--manifest", args.manifest)):
         if path is not None and not Path(path).is_file():
             raise ValueError(f"{option} {path}: no such file")
+    for option, path, expected in (("--tagger", args.tagger, "PCTaggerModel"),
+                                   ("--rewriter", args.rewriter, "SpanRewriterModel")):  # fmt: skip
+        if path is None:
+            continue
+        target = nemo_target(path, option)
+        if target.rpartition(".")[2] != expected:
+            raise ValueError(f"{option} {path}: holds a {target or 'model of unknown class'}, not a {expected}")
 
 
 def read_lines(handle, name: str) -> list[str]:

@@ -1,0 +1,138 @@
+"""Bad-input probes of the ``nemo-pc`` commands: each probe runs one command on one bad input and records its exit
+code, the last line it wrote to stderr and whether a traceback escaped. Writes the table of ``docs/reliability.md``.
+
+    .venv/bin/python benchmarks/bad_input_probes.py --markdown docs/reliability_probes.md
+
+The probes need no trained model (``format`` checks its arguments and model files before loading them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+
+
+def _files(root: Path) -> dict[str, Path]:
+    good = {"utt_id": "a", "text": "Hi, there.", "text_normalized": "hi there", "pred_text": "hi there"}
+    files = {
+        "good": root / "good.json",
+        "empty": root / "empty.json",
+        "bad_json": root / "bad.json",
+        "latin1": root / "latin1.json",
+        "no_pred": root / "no_pred.json",
+        "text": root / "in.txt",
+        "binary": root / "binary.txt",
+        "fake_nemo": root / "fake.nemo",
+        "ckpt": root / "model.ckpt",
+        "corpus": root / "corpus",
+    }
+    files["good"].write_text(json.dumps(good) + "\n")
+    files["empty"].write_text("")
+    files["bad_json"].write_text(json.dumps(good) + "\n{oops\n")
+    files["latin1"].write_bytes(b'{"text": "caf\xe9", "pred_text": "x"}\n')
+    files["no_pred"].write_text(json.dumps({"text": "Hi.", "text_normalized": "hi"}) + "\n")
+    files["text"].write_text("hello world\n")
+    files["binary"].write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe")
+    files["fake_nemo"].write_bytes(b"not a tar archive")
+    files["ckpt"].write_bytes(b"x")
+    trans = files["corpus"] / "test" / "7" / "70" / "7-70.trans.txt"
+    trans.parent.mkdir(parents=True)
+    trans.write_text("7-70-0000 HELLO THERE\n7-70-0000 HELLO AGAIN\n")
+    (files["corpus"] / "CHAPTERS.TXT").write_text("70 | 7 | 1.0 | test | 1 | 900 | One | Book\n")
+    book = files["corpus"] / "books" / "utf-8" / "900" / "book.txt.utf-8"
+    book.parent.mkdir(parents=True)
+    book.write_text("Hello there. Hello again.\n")
+    return files
+
+
+def probes(f: dict[str, Path], root: Path) -> list[tuple[str, list[str]]]:
+    fmt = ["format", "--tagger"]
+    return [
+        ("evaluate: missing manifest", ["evaluate", str(root / "missing.json")]),
+        ("evaluate: a folder as manifest", ["evaluate", str(root)]),
+        ("evaluate: empty manifest", ["evaluate", str(f["empty"])]),
+        ("evaluate: bad JSON line", ["evaluate", str(f["bad_json"])]),
+        ("evaluate: Latin-1 line", ["evaluate", str(f["latin1"])]),
+        ("evaluate: missing pred field", ["evaluate", str(f["no_pred"])]),
+        (
+            "evaluate: --pred-field typo --on-bad skip",
+            ["evaluate", str(f["good"]), "--pred-field", "typo", "--on-bad", "skip"],
+        ),  # fmt: skip
+        ("evaluate: --marks ''", ["evaluate", str(f["good"]), "--marks", ""]),
+        ("evaluate: --json to a folder", ["evaluate", str(f["good"]), "--json", str(root)]),
+        ("synth: --hours -1", ["synth", str(root / "s"), "--hours", "-1"]),
+        ("synth: --hours nan", ["synth", str(root / "s"), "--hours", "nan"]),
+        ("synth: --engines bogus", ["synth", str(root / "s"), "--engines", "bogus"]),
+        ("synth: --source bogus", ["synth", str(root / "s"), "--no-audio", "--source", "bogus"]),
+        ("synth: --tempo 0,0", ["synth", str(root / "s"), "--tempo", "0,0"]),
+        ("synth: --tempo 2,1", ["synth", str(root / "s"), "--tempo", "2,1"]),
+        ("synth: --deviation-rate 5", ["synth", str(root / "s"), "--deviation-rate", "5"]),
+        ("synth: --num-jobs -3", ["synth", str(root / "s"), "--num-jobs", "-3"]),
+        ("synth: --splits train=0.5,train=0.5", ["synth", str(root / "s"), "--splits", "train=0.5,train=0.5"]),
+        ("synth: --splits ../x=0.2,train=0.8", ["synth", str(root / "s"), "--splits", "../x=0.2,train=0.8"]),
+        ("synth: root under a file", ["synth", str(f["text"] / "s"), "--no-audio"]),
+        ("librispeech-pc: missing corpus", ["librispeech-pc", str(root / "nothing"), str(root / "o")]),
+        ("librispeech-pc: utt id twice", ["librispeech-pc", str(f["corpus"]), str(root / "o")]),
+        (
+            "build-tokenizer: missing manifest",
+            ["build-tokenizer", str(root / "missing.json"), "--output-dir", str(root / "t")],
+        ),  # fmt: skip
+        ("build-tokenizer: bad JSON line", ["build-tokenizer", str(f["bad_json"]), "--output-dir", str(root / "t")]),
+        ("format: missing model", [*fmt, str(root / "missing.nemo")]),
+        ("format: not a .nemo name", [*fmt, str(f["ckpt"])]),
+        ("format: a .nemo that is not a tar", [*fmt, str(f["fake_nemo"])]),
+        ("format: --chunk-words 0", [*fmt, str(f["fake_nemo"]), "--chunk-words", "0"]),
+        ("format: --chunk-overlap 200", [*fmt, str(f["fake_nemo"]), "--chunk-overlap", "200"]),
+        ("format: --auto-punctuate without --manifest", [*fmt, str(f["fake_nemo"]), "--auto-punctuate"]),
+        ("format: missing --input", [*fmt, str(root / "missing.nemo"), "--input", str(root / "none.txt")]),
+    ]
+
+
+def run_probe(argv: list[str]) -> tuple[int, str, bool]:
+    from nemo_pc.cli import main
+
+    err = io.StringIO()
+    traceback_escaped = False
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            code = main(argv)
+        except SystemExit as exit_info:  # argparse
+            code = exit_info.code if isinstance(exit_info.code, int) else 1
+        except Exception:  # noqa: BLE001 - a probe records any escape as a traceback
+            traceback.print_exc(file=err)
+            code, traceback_escaped = 1, True
+    lines = [line for line in err.getvalue().splitlines() if line.strip()]
+    return code, (lines[-1] if lines else ""), traceback_escaped or "Traceback" in err.getvalue()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--markdown", default=None, help="write the table here")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        rows = []
+        for name, argv in probes(_files(root), root):
+            code, message, escaped = run_probe(argv)
+            rows.append((name, code, message.replace(folder, "<tmp>").replace("|", "\\|"), escaped))
+    table = ["| probe | exit | last stderr line | traceback |", "|---|---:|---|---|"]
+    table += [
+        f"| {name} | {code} | `{message}` | {'yes' if escaped else 'no'} |" for name, code, message, escaped in rows
+    ]
+    text = "\n".join(table) + "\n"
+    print(text)
+    failures = [name for name, code, _, escaped in rows if code != 2 or escaped]
+    print(f"{len(rows)} probes, {len(failures)} not ending in one line with exit 2: {failures}", file=sys.stderr)
+    if args.markdown:
+        Path(args.markdown).write_text(text)
+    raise SystemExit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
