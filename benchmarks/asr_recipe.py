@@ -81,6 +81,11 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--jobs", type=int, default=2, help="variants trained at once (one thread each)")
     parser.add_argument("--json", default=None)
+    parser.add_argument(
+        "--collect",
+        action="store_true",
+        help="train nothing: tabulate the variants found in the work folder, unfinished ones from their logs",
+    )
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     demo_dir = Path(args.demo_dir)
@@ -97,6 +102,10 @@ def main() -> None:
         parser.error("--steps must be 4 or more and --jobs 1 or more")
     if not (demo_dir / "manifests" / "train.json").is_file():
         parser.error(f"{demo_dir}: no manifests/train.json (run examples/demo_pc.py first)")
+    if args.collect:
+        rows = [row for row in (collect(work / v, v) for v in variants) if row is not None]
+        _report(rows, args)
+        return
     threads = "1" if args.jobs > 1 else str(os.cpu_count() or 1)
     env = {**os.environ, "OMP_NUM_THREADS": threads}
     rows = []
@@ -115,14 +124,48 @@ def main() -> None:
             row["round"] = start // args.jobs
             rows.append(row)
             print(json.dumps(row), flush=True)
+    _report(rows, args)
+
+
+def collect(folder: Path, variant: str) -> dict | None:
+    """The row of a variant trained earlier; a run that was stopped is read from its TensorBoard log."""
+    row_file = folder / "row.json"
+    if row_file.is_file():
+        return json.loads(row_file.read_text())
+    stats_file = folder / "models" / "base.json"
+    if stats_file.is_file():
+        stats = json.loads(stats_file.read_text())
+        curve = [{"step": p["step"], "dev_wer": p["val_wer"], "dev_loss": p["val_loss"]} for p in stats["curve"]]
+        return {"variant": variant, "steps": stats["steps"], "seconds": stats["seconds"], "curve": curve,
+                "dev_wer": curve[-1]["dev_wer"], "round": None}  # fmt: skip
+    logs = sorted(folder.glob("logs/base/*/events.out.tfevents.*"))
+    if not logs:
+        return None
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(logs[-1]))
+    events.Reload()
+    if "val_wer" not in events.Tags()["scalars"]:
+        return None
+    losses = {e.step: e.value for e in events.Scalars("val_loss")}
+    curve = [{"step": e.step + 1, "dev_wer": round(e.value, 5), "dev_loss": round(losses.get(e.step, float("nan")), 5)}
+             for e in events.Scalars("val_wer")]  # fmt: skip
+    last = events.Scalars("train_loss")[-1].step + 1
+    return {"variant": variant, "steps": None, "stopped_at_step": last, "seconds": None, "curve": curve,
+            "dev_wer": None, "round": None}  # fmt: skip
+
+
+def _report(rows: list[dict], args: argparse.Namespace) -> None:
     print("\n| variant | round | seconds | dev WER curve (step: %) | dev WER |")
     print("|---|---:|---:|---|---:|")
     for row in rows:
         curve = ", ".join(f"{p['step']}: {100 * p['dev_wer']:.1f}" for p in row["curve"])
-        print(f"| {row['variant']} | {row['round']} | {row['seconds']:.0f} | {curve} | {100 * row['dev_wer']:.1f} |")
+        final = f"{100 * row['dev_wer']:.1f}" if row["dev_wer"] is not None else f"stopped at {row['stopped_at_step']}"
+        seconds = f"{row['seconds']:.0f}" if row["seconds"] is not None else "-"
+        print(f"| {row['variant']} | {row['round']} | {seconds} | {curve} | {final} |")
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        payload = {"demo_dir": str(demo_dir), "steps": args.steps, "jobs": args.jobs, "rows": rows}
+        payload = {"demo_dir": str(args.demo_dir), "steps": args.steps, "jobs": args.jobs, "rows": rows}
         Path(args.json).write_text(json.dumps(payload, indent=2) + "\n")
 
 
