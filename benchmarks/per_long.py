@@ -1,7 +1,8 @@
 """Time and peak memory of PER (``nemo_pc.metrics.per_counts``) on one long utterance: 1k, 10k and 100k words.
 
 NeMo's PER aligns with a full table in Python (quadratic); nemo_pc scores a long utterance in pieces cut at words
-that a linear-memory alignment matches. Each size runs in a fresh process, so its peak resident memory is its own.
+that a linear-memory alignment matches. ``--whole-sizes`` also times the whole-text alignment (one piece, as before
+the pieces) side by side. Each run is a fresh process, so its peak resident memory is its own.
 
     .venv/bin/python benchmarks/per_long.py --json benchmarks/results/per_long.json
 """
@@ -27,8 +28,11 @@ def _texts(words: int, seed: int = 0) -> tuple[str, str]:
     return " ".join(ref), " ".join(hyp)
 
 
-def _one(words: int) -> dict:
-    from nemo_pc.metrics import per_counts
+def _one(words: int, whole: bool) -> dict:
+    from nemo_pc.metrics import per_counts, punctuation
+
+    if whole:
+        punctuation.PER_CHUNK_WORDS = 10**9
 
     per_counts("a, b.", "a b.")  # NeMo's import, outside the timing
     ref, hyp = _texts(words)
@@ -37,23 +41,32 @@ def _one(words: int) -> dict:
     seconds = time.perf_counter() - start
     marks = sum(v for k, v in counts.items() if k.endswith(("|Correct", "|Deletions", "|Substitutions")))
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
-    return {"words": words, "seconds": round(seconds, 3), "peak_rss_mb": peak_mb, "reference_marks_scored": marks}
+    return {
+        "words": words,
+        "pieces": not whole,
+        "seconds": round(seconds, 3),
+        "peak_rss_mb": peak_mb,
+        "reference_marks_scored": marks,
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--whole-sizes", default="1000,2000", help="sizes also scored as one piece ('' for none)")
     parser.add_argument("--json", default=None)
     parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--whole", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(_one(args.one)))
+        print(json.dumps(_one(args.one, args.whole)))
         return
     rows = []
-    for size in (int(s) for s in args.sizes.split(",")):
-        done = subprocess.run(
-            [sys.executable, __file__, "--one", str(size)], capture_output=True, text=True, check=True
-        )
+    runs = [(int(s), []) for s in args.sizes.split(",")]
+    runs += [(int(s), ["--whole"]) for s in args.whole_sizes.split(",") if s]
+    for size, flag in runs:
+        command = [sys.executable, __file__, "--one", str(size), *flag]
+        done = subprocess.run(command, capture_output=True, text=True, check=True)
         rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
         print(json.dumps(rows[-1]), flush=True)
     if args.json:

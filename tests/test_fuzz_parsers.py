@@ -65,29 +65,28 @@ MANIFEST = b"".join(
 )  # fmt: skip
 
 
-def test_transcript_reader(tmp_path):
-    path = tmp_path / "7-70.trans.txt"
-    for case, data in _cases(TRANS, 1):
+def _transcripts_ok(pairs) -> bool:
+    return all(utt.startswith("7-70-") and text.strip() for utt, text in pairs) and len(dict(pairs)) == len(pairs)
+
+
+@pytest.mark.parametrize(
+    ("name", "reader", "valid", "seed", "parsed_ok"),
+    [
+        ("7-70.trans.txt", read_transcripts, TRANS, 1, _transcripts_ok),
+        ("CHAPTERS.TXT", read_chapters_txt, CHAPTERS, 2,
+         lambda chapters: all(isinstance(info.book_id, int) for info in chapters.values())),
+    ],
+)  # fmt: skip
+def test_corpus_text_readers(tmp_path, name, reader, valid, seed, parsed_ok):
+    path = tmp_path / name
+    for case, data in _cases(valid, seed):
         path.write_bytes(data)
         try:
-            pairs = read_transcripts(path)
+            parsed = reader(path)
         except CorpusError as err:
             assert str(err).startswith(f"{path}:{err.line}: "), case
             continue
-        assert all(utt.startswith("7-70-") and text.strip() for utt, text in pairs), case
-        assert len({utt for utt, _ in pairs}) == len(pairs), case
-
-
-def test_chapters_reader(tmp_path):
-    path = tmp_path / "CHAPTERS.TXT"
-    for case, data in _cases(CHAPTERS, 2):
-        path.write_bytes(data)
-        try:
-            chapters = read_chapters_txt(path)
-        except CorpusError as err:
-            assert str(err).startswith(f"{path}:{err.line}: "), case
-            continue
-        assert all(isinstance(info.book_id, int) for info in chapters.values()), case
+        assert parsed_ok(parsed), case
 
 
 def test_manifest_reader(tmp_path):

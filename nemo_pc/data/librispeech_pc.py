@@ -199,7 +199,10 @@ def restore_book(tasks: list[ChapterTask], options: RestoreOptions, spoken: Spok
                      "split": task.split}  # fmt: skip
             if reason is None:
                 entry["text"] = _preprocess(restored.text, options)
-            records.append({"entry": entry, "reason": reason, "edits": restored.edits})
+            record = {"entry": entry, "reason": reason, "edits": restored.edits}
+            if bad_audio:
+                record["detail"] = bad_audio  # what decoding found, kept in drops.jsonl
+            records.append(record)
         write_manifest(task.result, records)
     return len(tasks)
 
@@ -370,7 +373,8 @@ def merge_results(tasks: list[ChapterTask], output_dir: Path, options: RestoreOp
             kept = options.fallback == "formatter"
             drops.append({"utt_id": entry["utt_id"], "split": task.split, "reason": reason, "edits": record["edits"],
                           "kept_as_pc_source_none": kept, "text_normalized": entry["text_normalized"],
-                          "restored": entry["text"], "trans": str(task.trans)})  # fmt: skip
+                          "restored": entry["text"], "trans": str(task.trans),
+                          **({"detail": record["detail"]} if "detail" in record else {})})  # fmt: skip
             if kept:
                 entries[task.split].append({**entry, "text": entry["text_normalized"], "pc_source": "none"})
                 hours[task.split][2] += entry["duration"] / 3600

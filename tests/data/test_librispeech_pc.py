@@ -187,6 +187,8 @@ def test_broken_audio_is_dropped_with_its_reason(tmp_path):
     assert [entry["utt_id"] for entry in read_manifest(paths["test"])] == [ids[0]]
     reasons = {drop["utt_id"]: drop["reason"] for drop in read_manifest(tmp_path / "out" / "drops.jsonl")}
     assert reasons == {ids[1]: "bad_audio", ids[2]: "bad_audio"}
+    details = {drop["utt_id"]: drop["detail"] for drop in read_manifest(tmp_path / "out" / "drops.jsonl")}
+    assert all(f"{utt_id}.flac" in details[utt_id] for utt_id in ids[1:])
     assert "bad_audio: 2" in (tmp_path / "out" / "retention.txt").read_text()
 
 

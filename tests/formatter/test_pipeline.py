@@ -1,5 +1,6 @@
 import io
 import json
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -173,7 +174,7 @@ def test_cli_checks_arguments_and_input_before_loading_models(nemo_files, tmp_pa
     for argv, message in cases:
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
-        assert __import__("re").search(f"nemo-pc format: error: .*{message}", err), err
+        assert re.search(f"nemo-pc format: error: .*{message}", err), err
         assert "Traceback" not in err
 
 

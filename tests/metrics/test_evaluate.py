@@ -1,4 +1,5 @@
 import json
+import re
 
 import pytest
 
@@ -119,7 +120,7 @@ def test_nothing_scored_is_an_error_not_a_perfect_score(tmp_path, capsys, rows, 
     assert main(["evaluate", str(manifest), "--no-progress", *options]) == 2
     err = capsys.readouterr()
     assert "m.json: no utterance scored: " in err.err and "WER" not in err.out
-    assert __import__("re").search(why, err.err)
+    assert re.search(why, err.err)
 
 
 def test_segmented_manifest_keys_utterances_by_file_and_offset(tmp_path):
