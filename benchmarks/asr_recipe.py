@@ -15,6 +15,8 @@ Variants (name: changes to the demo's base encoder):
     vocab512   BPE vocabulary 512
     specaug    SpecAugment (2 frequency masks of up to 15 bins, 2 time masks of up to 5% of the frames)
     batch16    batches of 16 (half the steps per epoch, twice the audio per step)
+    vocab128_nodrop  BPE 128 and no dropout in the encoder (the base run under-fits: train loss below dev loss)
+    vocab128_lr3e-3  BPE 128 and peak learning rate 3e-3
 """
 
 from __future__ import annotations
@@ -38,6 +40,11 @@ VARIANTS = {
         ]
     },
     "batch16": {"base_batch_size": 16},
+    "vocab128_nodrop": {
+        "vocab_size": 128,
+        "overrides": ["model.encoder.dropout=0.0", "model.encoder.dropout_pre_encoder=0.0", "model.encoder.dropout_att=0.0"],
+    },
+    "vocab128_lr3e-3": {"vocab_size": 128, "overrides": ["model.optim.lr=0.003"]},
 }
 
 
