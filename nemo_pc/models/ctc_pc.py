@@ -105,6 +105,11 @@ class EncDecCTCPCBPEModel(EncDecCTCModelBPE):
             num_classes=self.decoder.num_classes_with_blank - 1, zero_infinity=True, reduction="none"
         )
 
+    @classmethod
+    def list_available_models(cls) -> list:
+        """No pretrained P&C checkpoints: NeMo's stock names must not resolve to this class (``from_pretrained``)."""
+        return []
+
     def maybe_init_from_pretrained_checkpoint(self, cfg: DictConfig, map_location: str = "cpu") -> None:
         """NeMo's ``init_from_nemo_model`` / ``init_from_pretrained_model`` / ``init_from_ptl_ckpt``, plus one step:
         when the checkpoint set the encoder but not the style layers (e.g. ``include: [encoder]`` from a
@@ -237,15 +242,23 @@ class EncDecCTCPCBPEModel(EncDecCTCModelBPE):
 
     def compute_losses(self, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """L = λ_CTC L_main + λ_inter L_inter + w L_normalized over one :class:`~nemo_pc.data.pc_dataset.PCBatch`."""
+        total, losses, _ = self._losses_and_main(batch)
+        return total, losses
+
+    def _main_targets(self, batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """The main head's targets, their lengths, and the mask of utterances that have them (None: all)."""
+        if self.cfg.pc.target == "normalized":
+            return batch.tokens_n, batch.tokens_n_len, None
+        return batch.tokens_p, batch.tokens_p_len, batch.p_mask
+
+    def _losses_and_main(self, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor], tuple]:
+        """The losses of one encoder pass, and the main head's ``(log_probs, lengths)`` for the WER."""
         outputs, lengths = self.forward_heads(
             input_signal=batch.audio, input_signal_length=batch.audio_len, heads=self._training_heads()
         )
         pc = self.cfg.pc
         normalized, normalized_len = batch.tokens_n, batch.tokens_n_len
-        if pc.target == "normalized":
-            main, main_len, p_mask = normalized, normalized_len, None
-        else:
-            main, main_len, p_mask = batch.tokens_p, batch.tokens_p_len, batch.p_mask
+        main, main_len, p_mask = self._main_targets(batch)
         losses = {"main": self._masked_ctc(outputs["main"], lengths, main, main_len, p_mask)}
         total = pc.ctc_weight * losses["main"]
         if "inter" in outputs:
@@ -255,7 +268,7 @@ class EncDecCTCPCBPEModel(EncDecCTCModelBPE):
             losses["normalized"] = self._masked_ctc(outputs["normalized"], lengths, normalized, normalized_len)
             weight = pc.style_layers.weight if self.style_branch is not None else pc.style_embedding.weight
             total = total + weight * losses["normalized"]
-        return total, losses
+        return total, losses, (outputs["main"], lengths)
 
     def training_step(self, batch, batch_nb):
         loss, losses = self.compute_losses(batch)
@@ -266,9 +279,9 @@ class EncDecCTCPCBPEModel(EncDecCTCModelBPE):
         return {"loss": loss}
 
     def validation_pass(self, batch, batch_idx, dataloader_idx=0):
-        loss, _ = self.compute_losses(batch)
-        main, main_len = (batch.tokens_n, batch.tokens_n_len) if self.cfg.pc.target == "normalized" else batch[4:6]
-        log_probs, lengths, _ = self.forward(input_signal=batch.audio, input_signal_length=batch.audio_len)
+        """Loss and WER of the main head from one encoder pass."""
+        loss, _, (log_probs, lengths) = self._losses_and_main(batch)
+        main, main_len, _ = self._main_targets(batch)
         self.wer.update(predictions=log_probs, targets=main, targets_lengths=main_len, predictions_lengths=lengths)
         wer, wer_num, wer_denom = self.wer.compute()
         self.wer.reset()

@@ -23,7 +23,7 @@ from torch.utils.data import DataLoader
 
 from nemo_pc.data.pc_dataset import MODES, PCBatch, mode_id, pc_dataloader_from_config
 from nemo_pc.losses import ModeWeightedRNNTLoss
-from nemo_pc.losses.mode_weighted import SCAN
+from nemo_pc.losses.mode_weighted import AUTO, SCAN, resolve_loss_name
 from nemo_pc.models.rnnt_pc_parts import (
     BOTH,
     ModeRows,
@@ -61,20 +61,33 @@ class EncDecRNNTPCBPEModel(EncDecRNNTBPEModel):
 
     def __init__(self, cfg: DictConfig, trainer: Trainer | None = None) -> None:
         super().__init__(cfg=cfg, trainer=trainer)
+        if getattr(self.joint, "fuse_loss_wer", False):
+            # NeMo's fused joint computes its own loss (joint.set_loss runs before this class sets the
+            # mode-weighted one), so the mode weights and masks would be silently skipped.
+            raise ValueError("joint.fuse_loss_wer: not supported by P&C RNN-T models (it bypasses the mode-weighted "
+                             "loss); set model.joint.fuse_loss_wer=false")  # fmt: skip
         self.pc_kind, self.head_modes, weights = self._read_pc_config()
         loss_name, loss_kwargs = self.extract_rnnt_loss_cfg(self.cfg.get("loss", None))
-        if (self.cfg.get("loss") or {}).get("loss_name") == SCAN:
+        self.loss_name = resolve_loss_name((self.cfg.get("loss") or {}).get("loss_name"), trainer)
+        if self.loss_name == SCAN:
             loss_name, loss_kwargs = SCAN, None
+        elif self.loss_name != loss_name:
+            loss_name = self.loss_name
         self.loss = ModeWeightedRNNTLoss(self.joint.num_classes_with_blank - 1, weights, loss_name, loss_kwargs)
         self._rows: ModeRows | None = None
         for module in self._mode_modules():
             module.set_mode(self.default_mode_id)
         self._setup_mode_decodings(self.cfg.decoding)
 
+    @classmethod
+    def list_available_models(cls) -> list:
+        """No pretrained P&C checkpoints: NeMo's stock names must not resolve to this class (``from_pretrained``)."""
+        return []
+
     def extract_rnnt_loss_cfg(self, cfg: DictConfig | None):
-        """NeMo's loss config reader; ``loss_name: scan`` (nemo_pc's vectorized loss) reads as ``default`` here,
-        so that NeMo's constructor builds a loss it knows, which ``__init__`` then replaces."""
-        if cfg is not None and cfg.get("loss_name") == SCAN:
+        """NeMo's loss config reader; ``loss_name: scan`` (nemo_pc's vectorized loss) and ``auto`` read as
+        ``default`` here, so that NeMo's constructor builds a loss it knows, which ``__init__`` then replaces."""
+        if cfg is not None and cfg.get("loss_name") in (SCAN, AUTO):
             return "default", {}
         return super().extract_rnnt_loss_cfg(cfg)
 
@@ -311,8 +324,7 @@ class EncDecRNNTPCBPEModel(EncDecRNNTBPEModel):
 
     @property
     def decoder_joint(self) -> ModeDecoderJoint:
-        """The exportable decoding step of every variant, with the mode as an input.
-
-        ``self.export_modes`` (default ``None``: every head) limits a 2-Decoder export to the heads of those modes.
-        """
-        return ModeDecoderJoint(self.decoder, self.joint, getattr(self, "export_modes", None))
+        """The exportable decoding step of every variant (every head), with the mode as an input; what NeMo's
+        ``export`` writes as ``decoder_joint-*``. :func:`nemo_pc.parts.onnx_rnnt.export_for_onnxruntime` exports
+        a subset of the heads."""
+        return ModeDecoderJoint(self.decoder, self.joint)
