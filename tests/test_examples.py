@@ -59,8 +59,9 @@ def test_training_script_runs_two_steps_with_exp_manager(tiny_data, script, tmp_
         "trainer.accelerator=cpu", "trainer.enable_progress_bar=false", f"exp_manager.exp_dir={tmp_path / 'exp'}",
         "name=smoke",
     ]  # fmt: skip
-    done = subprocess.run([sys.executable, str(ROOT / "examples" / script), *overrides], capture_output=True,
-                          text=True, cwd=tmp_path, timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"})  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, str(ROOT / "examples" / script), *overrides]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=600, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     runs = tmp_path / "exp" / "smoke"
     assert list(runs.rglob("events.out.tfevents.*")), "no TensorBoard log"
