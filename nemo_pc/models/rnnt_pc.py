@@ -24,16 +24,10 @@ from torch.utils.data import DataLoader
 from nemo_pc.data.pc_dataset import MODES, PCBatch, mode_id, pc_dataloader_from_config
 from nemo_pc.losses import ModeWeightedRNNTLoss
 from nemo_pc.losses.mode_weighted import AUTO, SCAN, resolve_loss_name
-from nemo_pc.models.rnnt_pc_parts import (
-    BOTH,
-    ModeRows,
-    MultiModeWER,
-    PCTranscribeConfig,
-    build_mode_rows,
-    resolve_transcribe_mode,
-)
+from nemo_pc.models.rnnt_pc_parts import ModeRows, MultiModeWER, build_mode_rows
 from nemo_pc.modules import DualRNNTDecoder, DualRNNTJoint, ModeConditioningMixin, ModeDecoderJoint
 from nemo_pc.parts.text import normalize
+from nemo_pc.parts.transcription import BOTH, PCTranscribeConfig, PCTranscriptionMixin, resolve_mode
 
 DECODER_KINDS = ("single", "dual", "conditioned")
 
@@ -45,7 +39,7 @@ def _reduce_sum(value: torch.Tensor) -> torch.Tensor:
     return value
 
 
-class EncDecRNNTPCBPEModel(EncDecRNNTBPEModel):
+class EncDecRNNTPCBPEModel(PCTranscriptionMixin, EncDecRNNTBPEModel):
     """RNN-T with normalized (mode 0) and punctuated (mode 1) output from one shared encoder.
 
     Config keys, besides those of :class:`EncDecRNNTBPEModel`:
@@ -244,51 +238,45 @@ class EncDecRNNTPCBPEModel(EncDecRNNTBPEModel):
 
     # Transcription
 
-    @classmethod
-    def get_transcribe_config(cls) -> PCTranscribeConfig:
-        """NeMo's transcribe config with ``mode`` and ``prompt`` (see :class:`PCTranscribeConfig`)."""
-        return PCTranscribeConfig()
-
     @torch.no_grad()
     def transcribe(
         self,
         audio: str | list[str] | np.ndarray | DataLoader,
+        use_lhotse: bool = True,
         batch_size: int = 4,
         return_hypotheses: bool = False,
+        partial_hypothesis: list | None = None,
         num_workers: int = 0,
+        channel_selector: Any = None,
+        augmentor: DictConfig | None = None,
         verbose: bool = True,
         timestamps: bool | None = None,
         override_config: PCTranscribeConfig | None = None,
+        *,
         mode: str | None = None,
-        **kwargs: Any,
+        style: str | None = None,
+        **config_kwargs: Any,
     ) -> list | dict:
-        """NeMo's ``transcribe`` with an output ``mode``: ``normalized``, ``punctuated`` or ``both``.
+        """NeMo's ``transcribe`` (same positional arguments) with an output ``mode``: ``normalized``,
+        ``punctuated`` or ``both`` (``style`` is an alias); see :mod:`nemo_pc.parts.transcription`.
 
         ``both`` runs the encoder once per batch, decodes once per mode and returns
-        ``{"normalized": [...], "punctuated": [...]}``. Without ``mode`` the config's mode, its ``prompt`` or
-        ``pc.default_mode`` decides. Other keyword arguments are those of NeMo's ``TranscribeConfig``.
+        ``{"normalized": [...], "punctuated": [...]}``.
 
         Raises:
             ValueError: an unknown mode (the message names the argument).
+            TypeError: a keyword argument that no transcribe config field has.
         """
-        if override_config is None:
-            override_config = PCTranscribeConfig(
-                batch_size=batch_size,
-                return_hypotheses=return_hypotheses,
-                num_workers=num_workers,
-                verbose=verbose,
-                timestamps=timestamps,
-                mode=mode,
-                **kwargs,
-            )
-        elif mode is not None:
-            override_config.mode = mode
-        resolve_transcribe_mode(override_config, self.default_mode)
+        arguments = dict(use_lhotse=use_lhotse, batch_size=batch_size, return_hypotheses=return_hypotheses,
+                         partial_hypothesis=partial_hypothesis, num_workers=num_workers,
+                         channel_selector=channel_selector, augmentor=augmentor, verbose=verbose,
+                         timestamps=timestamps)  # fmt: skip
+        override_config = self.pc_transcribe_config(override_config, arguments, mode, style, config_kwargs)
         return super().transcribe(audio=audio, override_config=override_config)
 
     def _transcribe_output_processing(self, outputs: dict, trcfg: PCTranscribeConfig) -> list | dict:
         encoded, encoded_len = outputs.pop("encoded"), outputs.pop("encoded_len")
-        requested = resolve_transcribe_mode(trcfg, self.default_mode)
+        requested = resolve_mode(trcfg, self.default_mode)
         names = MODES if requested == BOTH else (requested,)
         results = {name: self.decode_mode(encoded, encoded_len, mode_id(name), trcfg) for name in names}
         return results if requested == BOTH else results[requested]

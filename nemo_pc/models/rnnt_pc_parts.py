@@ -1,4 +1,4 @@
-"""Pieces of :class:`~nemo_pc.models.rnnt_pc.EncDecRNNTPCBPEModel`: batch duplication, per-mode WER, transcribe mode.
+"""Pieces of :class:`~nemo_pc.models.rnnt_pc.EncDecRNNTPCBPEModel`: batch duplication and per-mode WER.
 
 Batch duplication (the idea of the paper 000 implementation): a batch of B utterances becomes R = B × (number of
 trained modes) rows, one per (utterance, mode), each with the token ids of its mode. The encoder still runs once on
@@ -14,11 +14,8 @@ from typing import Any
 
 import torch
 from nemo.collections.asr.metrics.wer import WER
-from nemo.collections.asr.parts.mixins import TranscribeConfig
 
-from nemo_pc.data.pc_dataset import MODES, PCBatch, mode_id
-
-BOTH = "both"
+from nemo_pc.data.pc_dataset import PCBatch
 
 
 @dataclass
@@ -129,48 +126,3 @@ class MultiModeWER(torch.nn.Module):
         """Resets the per-mode metrics; :meth:`per_mode` keeps the last update until the next one."""
         for wer in self.wers.values():
             wer.reset()
-
-
-@dataclass
-class PCTranscribeConfig(TranscribeConfig):
-    """NeMo's transcribe config plus the output mode.
-
-    ``mode`` is ``"normalized"``, ``"punctuated"`` or ``"both"``; ``None`` takes ``prompt``'s ``mode`` slot (the
-    way stock ``transcribe_speech.py`` passes ``+prompt.mode=...``), else the model's ``pc.default_mode``.
-    """
-
-    mode: str | None = None
-    prompt: Any = None
-
-
-def _prompt_mode(prompt: Any) -> str | None:
-    if isinstance(prompt, str):
-        return prompt
-    if isinstance(prompt, dict):
-        if "mode" in prompt:
-            return prompt["mode"]
-        return _prompt_mode(prompt.get("slots"))
-    if isinstance(prompt, (list, tuple)):
-        for turn in prompt:
-            found = _prompt_mode(turn)
-            if found is not None:
-                return found
-    return None
-
-
-def resolve_transcribe_mode(trcfg: Any, default: str) -> str:
-    """The requested output mode name, ``"both"`` included.
-
-    Raises:
-        ValueError: an unknown mode; the message names where it came from (``mode`` or ``prompt``).
-    """
-    mode = getattr(trcfg, "mode", None)
-    argument = "mode"
-    if mode is None:
-        mode = _prompt_mode(getattr(trcfg, "prompt", None))
-        argument = "prompt mode"
-    if mode is None:
-        mode, argument = default, "pc.default_mode"
-    if isinstance(mode, str) and mode.strip().lower() == BOTH:
-        return BOTH
-    return MODES[mode_id(mode, argument)]
