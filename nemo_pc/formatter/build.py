@@ -212,7 +212,7 @@ def _add_rows(rows: dict, split: str, doc: Document, labeled: list[LabeledText],
 
 
 def _train_tokenizer(rows: dict, path: Path, vocab_size: int) -> None:
-    from nemo_pc.formatter.tokenizer import train_rewriter_tokenizer
+    from nemo_pc.data.rewriter_tokenizer import train_rewriter_tokenizer
 
     names = ("train_rewriter", "train_seq2seq")
     texts = [pair[key] for name in names for pair in rows[name] for key in ("input", "target")]

@@ -12,8 +12,8 @@ from nemo.collections.asr.parts.mixins.transcription import TranscribeConfig
 from nemo.utils import logging
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from nemo_pc.data.style_dataset import check_style_tokenizer, style_dataloader_from_config
 from nemo_pc.modules.style_encoder import LayerTaps, StyleBranch, StyleEmbedding, run_layers, to_decoder_input
-from nemo_pc.modules.style_targets import check_style_tokenizer, style_dataloader_from_config
 from nemo_pc.parts.styles import check_format, parse_mixed
 from nemo_pc.parts.text import DEFAULT_MARKS, normalize
 from nemo_pc.parts.transcription import PCTranscribeConfig, PCTranscriptionMixin, resolve_mode

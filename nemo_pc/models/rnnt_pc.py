@@ -24,7 +24,8 @@ from torch.utils.data import DataLoader
 from nemo_pc.data.pc_dataset import MODES, PCBatch, mode_id, pc_dataloader_from_config
 from nemo_pc.losses import ModeWeightedRNNTLoss
 from nemo_pc.losses.mode_weighted import AUTO, SCAN, resolve_loss_name
-from nemo_pc.models.rnnt_pc_parts import ModeRows, MultiModeWER, build_mode_rows
+from nemo_pc.metrics.mode_wer import MultiModeWER
+from nemo_pc.models.rnnt_pc_parts import ModeRows, build_mode_rows
 from nemo_pc.modules import DualRNNTDecoder, DualRNNTJoint, ModeConditioningMixin, ModeDecoderJoint
 from nemo_pc.parts.text import normalize
 from nemo_pc.parts.transcription import BOTH, PCTranscribeConfig, PCTranscriptionMixin, resolve_mode
