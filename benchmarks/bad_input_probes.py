@@ -84,6 +84,7 @@ def probes(f: dict[str, Path], root: Path) -> list[tuple[str, list[str]]]:
             ["build-tokenizer", str(root / "missing.json"), "--output-dir", str(root / "t")],
         ),  # fmt: skip
         ("build-tokenizer: bad JSON line", ["build-tokenizer", str(f["bad_json"]), "--output-dir", str(root / "t")]),
+        *_formatter_data_probes(f, root),
         ("format: missing model", [*fmt, str(root / "missing.nemo")]),
         ("format: not a .nemo name", [*fmt, str(f["ckpt"])]),
         ("format: a .nemo that is not a tar", [*fmt, str(f["fake_nemo"])]),
@@ -91,6 +92,24 @@ def probes(f: dict[str, Path], root: Path) -> list[tuple[str, list[str]]]:
         ("format: --chunk-overlap 200", [*fmt, str(f["fake_nemo"]), "--chunk-overlap", "200"]),
         ("format: --auto-punctuate without --manifest", [*fmt, str(f["fake_nemo"]), "--auto-punctuate"]),
         ("format: missing --input", [*fmt, str(root / "missing.nemo"), "--input", str(root / "none.txt")]),
+    ]
+
+
+def _formatter_data_probes(f: dict[str, Path], root: Path) -> list[tuple[str, list[str]]]:
+    out = ["formatter-data", str(root / "fd")]
+    return [
+        ("formatter-data: --sources bogus", [*out, "--sources", "bogus"]),
+        ("formatter-data: --max-documents 0", [*out, "--max-documents", "0"]),
+        ("formatter-data: --synthetic -5", [*out, "--synthetic", "-5"]),
+        ("formatter-data: --dev 1.5", [*out, "--dev", "1.5"]),
+        ("formatter-data: --dev nan", [*out, "--dev", "nan"]),
+        ("formatter-data: --dev 0.6 --test 0.6", [*out, "--dev", "0.6", "--test", "0.6"]),
+        ("formatter-data: --num-jobs 0", [*out, "--num-jobs", "0"]),
+        ("formatter-data: --tokenizer-vocab 0", [*out, "--tokenizer-vocab", "0"]),
+        ("formatter-data: --example-words 0", [*out, "--example-words", "0"]),
+        ("formatter-data: --context-words -1", [*out, "--context-words", "-1"]),
+        ("formatter-data: output under a file", ["formatter-data", str(f["text"] / "fd"), "--sources", "synthetic"]),
+        ("formatter-data: --cache-dir is a file", [*out, "--sources", "synthetic", "--cache-dir", str(f["text"])]),
     ]
 
 

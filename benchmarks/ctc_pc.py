@@ -2,7 +2,7 @@
 
 Cost (always): each variant of ``configs/ctc/variant`` is built from the base config (16-layer d=176 Conformer)
 with the given tokenizer and timed in one run on the same synthetic audio. The figures are decode times for
-``style="punctuated"``, ``"normalized"`` and ``"both"``, and ratios to the ``punctuated`` variant. The weights are
+``mode="punctuated"``, ``"normalized"`` and ``"both"``, and ratios to the ``punctuated`` variant. The weights are
 random: decode time does not depend on them.
 
 Accuracy (with ``--models``): each trained ``.nemo`` transcribes ``--manifest`` in both styles. WER, PER and
@@ -40,9 +40,9 @@ def build_variant(variant: str, tokenizer: Path):
 
 def time_decode(model, audio: torch.Tensor, lengths: torch.Tensor, style: str, repeats: int) -> float:
     """Seconds per decode of the batch in ``style`` (median of ``repeats`` runs, after one warm-up run)."""
-    from nemo_pc.models.ctc_pc import PCTranscribeConfig
+    from nemo_pc.parts.transcription import PCTranscribeConfig
 
-    trcfg = PCTranscribeConfig(style=style)
+    trcfg = PCTranscribeConfig(mode=style)
     runs = []
     with torch.inference_mode():
         for k in range(repeats + 1):
@@ -89,7 +89,7 @@ def accuracy_table(models: dict[str, Path], manifest: Path, out_dir: Path) -> di
         model = EncDecCTCPCBPEModel.restore_from(str(path), map_location="cpu").eval()
         parameters[name] = sum(p.numel() for p in model.parameters())
         start = time.perf_counter()
-        both = model.transcribe([e["audio_filepath"] for e in entries], batch_size=8, style="both", verbose=True)
+        both = model.transcribe([e["audio_filepath"] for e in entries], batch_size=8, mode="both", verbose=True)
         seconds[name] = time.perf_counter() - start
         rows = [
             {**e, "pred_text": p.text, "pred_text_normalized": n.text}

@@ -34,7 +34,7 @@ def score(targets: list[str], outputs: list[str]) -> dict:
 
 def main() -> None:
     args = parse_args()
-    from nemo_pc.formatter.datasets import PairDataset
+    from nemo_pc.data.formatter_datasets import PairDataset
     from nemo_pc.models.rewriter import SpanRewriterModel
 
     pairs = PairDataset(args.pairs).pairs  # a missing or empty input/target names the file and line

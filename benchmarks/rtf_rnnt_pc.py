@@ -68,7 +68,7 @@ def measure(runner, features: list[tuple[np.ndarray, np.ndarray]], repeats: int,
     timings = {
         "normalized": _time(one(0, (single or {}).get(0)), repeats),
         "punctuated": _time(one(1, (single or {}).get(1)), repeats),
-        "both": _time(lambda: [runner.transcribe_both(f, n) for f, n in features], repeats),
+        "both": _time(lambda: [runner.transcribe_all(f, n) for f, n in features], repeats),
     }
     if single:
         timings["punctuated_all_heads"] = _time(one(1), repeats)

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from nemo_pc.data.formatter_datasets import TASK_LABELS
 from nemo_pc.data.spoken import default_cache_dir
-from nemo_pc.formatter.datasets import TASK_LABELS
 from nemo_pc.parts.text import normalize
 
 # Spoken words that can continue a number, a date or an amount ("seventeen | fifty three", "two | point five"): a

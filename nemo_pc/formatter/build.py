@@ -55,6 +55,17 @@ class FormatterDataConfig:
                 raise ValueError(f"FormatterDataConfig.{name} must be >= 0 sentences, got {getattr(self, name)}")
         if self.max_documents is not None and self.max_documents < 1:
             raise ValueError(f"FormatterDataConfig.max_documents must be >= 1 or None, got {self.max_documents}")
+        for name in ("dev", "test"):
+            share = getattr(self, name)
+            if not (isinstance(share, (int, float)) and 0.0 <= share < 1.0):  # also refuses nan
+                raise ValueError(f"FormatterDataConfig.{name} must be a share in [0, 1), got {share}")
+        if self.dev + self.test >= 1.0:
+            raise ValueError(
+                f"FormatterDataConfig.dev + test must leave documents for train, got {self.dev + self.test}"
+            )
+        for name, least in (("example_words", 1), ("context_words", 0), ("max_gap", 0), ("tokenizer_vocab", 1)):
+            if getattr(self, name) < least:
+                raise ValueError(f"FormatterDataConfig.{name} must be >= {least}, got {getattr(self, name)}")
 
 
 def build_formatter_data(
@@ -74,8 +85,12 @@ def build_formatter_data(
     from tqdm import tqdm
 
     config = config or FormatterDataConfig()
+    if num_jobs < 1:
+        raise ValueError(f"num_jobs must be 1 or more, got {num_jobs}")
     output_dir = Path(output_dir)
     cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
+    if cache_dir.exists() and not cache_dir.is_dir():
+        raise ValueError(f"cache_dir: {cache_dir} is not a folder")
     paths = _paths(output_dir)
     if paths["summary"].is_file() and json.loads(paths["summary"].read_text())["config"] == _jsonable(config):
         return paths
@@ -212,7 +227,7 @@ def _add_rows(rows: dict, split: str, doc: Document, labeled: list[LabeledText],
 
 
 def _train_tokenizer(rows: dict, path: Path, vocab_size: int) -> None:
-    from nemo_pc.formatter.tokenizer import train_rewriter_tokenizer
+    from nemo_pc.data.rewriter_tokenizer import train_rewriter_tokenizer
 
     names = ("train_rewriter", "train_seq2seq")
     texts = [pair[key] for name in names for pair in rows[name] for key in ("input", "target")]

@@ -9,7 +9,9 @@ Under DDP the per-process loss is multiplied by the world size, so that DDP's gr
 gradient of the global mean; single-process training is unaffected.
 
 ``loss_name: scan`` selects :func:`nemo_pc.losses.rnnt_scan.rnnt_loss_scan` (exact, vectorized per frame, by far the
-fastest on CPU); any other name is passed to NeMo's :class:`RNNTLoss` (``default`` is numba, fastest on GPU).
+fastest on CPU, but a Python loop over frames); any other name is passed to NeMo's :class:`RNNTLoss` (``default`` is
+numba, fastest on GPU). ``loss_name: auto`` (the packaged configs) applies that rule: ``scan`` when training runs on
+CPU, NeMo's ``default`` when it runs on a GPU (:func:`resolve_loss_name`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,23 @@ from nemo.collections.asr.losses.rnnt import RNNTLoss
 from nemo_pc.losses.rnnt_scan import rnnt_loss_scan
 
 SCAN = "scan"
+AUTO = "auto"
+
+
+def resolve_loss_name(name: str | None, trainer=None) -> str:
+    """The RNN-T loss to build for ``loss_name``: ``auto`` is ``scan`` on CPU and NeMo's ``default`` on GPU.
+
+    The device is the trainer's accelerator; without a trainer, a visible CUDA device means GPU.
+    """
+    if name != AUTO:
+        return name or "default"
+    if trainer is not None:
+        from lightning.pytorch.accelerators import CPUAccelerator
+
+        on_gpu = not isinstance(trainer.accelerator, CPUAccelerator)
+    else:
+        on_gpu = torch.cuda.is_available()
+    return "default" if on_gpu else SCAN
 
 
 def _global_sum(value: torch.Tensor) -> torch.Tensor:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
 
 import torch
 from lightning.pytorch import Trainer
@@ -13,12 +12,12 @@ from nemo.collections.asr.parts.mixins.transcription import TranscribeConfig
 from nemo.utils import logging
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from nemo_pc.data.style_dataset import check_style_tokenizer, style_dataloader_from_config
 from nemo_pc.modules.style_encoder import LayerTaps, StyleBranch, StyleEmbedding, run_layers, to_decoder_input
-from nemo_pc.modules.style_targets import check_style_tokenizer, style_dataloader_from_config
 from nemo_pc.parts.styles import check_format, parse_mixed
 from nemo_pc.parts.text import DEFAULT_MARKS, normalize
+from nemo_pc.parts.transcription import PCTranscribeConfig, PCTranscriptionMixin, resolve_mode
 
-STYLES = ("punctuated", "normalized", "both")
 TARGETS = ("punctuated", "normalized", "mixed")
 NORMALIZED_ID, PUNCTUATED_ID = 0, 1  # the mode ids of the manifest schema; also the one-hot style index
 
@@ -26,7 +25,7 @@ PC_DEFAULTS = {
     "target": "punctuated",
     "mixed_format": "m2",
     "marks": DEFAULT_MARKS,
-    "default_style": "punctuated",
+    "default_mode": None,  # None: pc.default_style of older checkpoints, else punctuated
     "ctc_weight": 1.0,
     "inter": {"weight": 0.0, "layer": None},
     "style_layers": {"branch_layer": None, "weight": 1.0},
@@ -34,15 +33,7 @@ PC_DEFAULTS = {
 }
 
 
-@dataclass
-class PCTranscribeConfig(TranscribeConfig):
-    """NeMo's transcribe config plus the output style; ``prompt`` carries ``style`` from transcribe_speech.py."""
-
-    style: str | None = None
-    prompt: list = field(default_factory=list)
-
-
-class EncDecCTCPCBPEModel(EncDecCTCModelBPE):
+class EncDecCTCPCBPEModel(PCTranscriptionMixin, EncDecCTCModelBPE):
     """CTC model that writes punctuated text, normalized text, or both.
 
     One class covers papers/004 (punctuated CTC with an intermediate normalized CTC) and the three architectures
@@ -53,7 +44,7 @@ class EncDecCTCPCBPEModel(EncDecCTCModelBPE):
         target: what the main (last-layer) head learns: ``punctuated``, ``normalized`` or ``mixed``.
         mixed_format: ``m0``, ``m1`` or ``m2`` for ``target: mixed``.
         marks: the mark set kept in punctuated targets (default ``.,?``).
-        default_style: the style ``transcribe`` returns when none is asked for.
+        default_mode: the mode ``transcribe`` returns when none is asked for (``default_style`` is read too).
         ctc_weight: λ_CTC, the weight of the main loss.
         inter.weight: λ_inter of the intermediate normalized CTC; 0 turns it off.
         inter.layer: the layer whose output it reads (1-based); null means ⌊l/2⌋.
@@ -104,6 +95,11 @@ class EncDecCTCPCBPEModel(EncDecCTCModelBPE):
         self.style_loss = CTCLoss(
             num_classes=self.decoder.num_classes_with_blank - 1, zero_infinity=True, reduction="none"
         )
+
+    @classmethod
+    def list_available_models(cls) -> list:
+        """No pretrained P&C checkpoints: NeMo's stock names must not resolve to this class (``from_pretrained``)."""
+        return []
 
     def maybe_init_from_pretrained_checkpoint(self, cfg: DictConfig, map_location: str = "cpu") -> None:
         """NeMo's ``init_from_nemo_model`` / ``init_from_pretrained_model`` / ``init_from_ptl_ckpt``, plus one step:
@@ -237,15 +233,23 @@ class EncDecCTCPCBPEModel(EncDecCTCModelBPE):
 
     def compute_losses(self, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """L = λ_CTC L_main + λ_inter L_inter + w L_normalized over one :class:`~nemo_pc.data.pc_dataset.PCBatch`."""
+        total, losses, _ = self._losses_and_main(batch)
+        return total, losses
+
+    def _main_targets(self, batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """The main head's targets, their lengths, and the mask of utterances that have them (None: all)."""
+        if self.cfg.pc.target == "normalized":
+            return batch.tokens_n, batch.tokens_n_len, None
+        return batch.tokens_p, batch.tokens_p_len, batch.p_mask
+
+    def _losses_and_main(self, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor], tuple]:
+        """The losses of one encoder pass, and the main head's ``(log_probs, lengths)`` for the WER."""
         outputs, lengths = self.forward_heads(
             input_signal=batch.audio, input_signal_length=batch.audio_len, heads=self._training_heads()
         )
         pc = self.cfg.pc
         normalized, normalized_len = batch.tokens_n, batch.tokens_n_len
-        if pc.target == "normalized":
-            main, main_len, p_mask = normalized, normalized_len, None
-        else:
-            main, main_len, p_mask = batch.tokens_p, batch.tokens_p_len, batch.p_mask
+        main, main_len, p_mask = self._main_targets(batch)
         losses = {"main": self._masked_ctc(outputs["main"], lengths, main, main_len, p_mask)}
         total = pc.ctc_weight * losses["main"]
         if "inter" in outputs:
@@ -255,7 +259,7 @@ class EncDecCTCPCBPEModel(EncDecCTCModelBPE):
             losses["normalized"] = self._masked_ctc(outputs["normalized"], lengths, normalized, normalized_len)
             weight = pc.style_layers.weight if self.style_branch is not None else pc.style_embedding.weight
             total = total + weight * losses["normalized"]
-        return total, losses
+        return total, losses, (outputs["main"], lengths)
 
     def training_step(self, batch, batch_nb):
         loss, losses = self.compute_losses(batch)
@@ -266,9 +270,9 @@ class EncDecCTCPCBPEModel(EncDecCTCModelBPE):
         return {"loss": loss}
 
     def validation_pass(self, batch, batch_idx, dataloader_idx=0):
-        loss, _ = self.compute_losses(batch)
-        main, main_len = (batch.tokens_n, batch.tokens_n_len) if self.cfg.pc.target == "normalized" else batch[4:6]
-        log_probs, lengths, _ = self.forward(input_signal=batch.audio, input_signal_length=batch.audio_len)
+        """Loss and WER of the main head from one encoder pass."""
+        loss, _, (log_probs, lengths) = self._losses_and_main(batch)
+        main, main_len, _ = self._main_targets(batch)
         self.wer.update(predictions=log_probs, targets=main, targets_lengths=main_len, predictions_lengths=lengths)
         wer, wer_num, wer_denom = self.wer.compute()
         self.wer.reset()
@@ -276,41 +280,49 @@ class EncDecCTCPCBPEModel(EncDecCTCModelBPE):
 
     # Transcription
 
-    @classmethod
-    def get_transcribe_config(cls) -> PCTranscribeConfig:
-        """NeMo's transcribe config with ``style`` (None means ``pc.default_style``)."""
-        return PCTranscribeConfig()
+    @property
+    def default_mode(self) -> str:
+        """The mode ``transcribe`` returns when none is asked for: ``pc.default_mode`` (``pc.default_style`` in
+        checkpoints written before the two families shared one vocabulary)."""
+        pc = self.cfg.pc
+        return pc.get("default_mode") or pc.get("default_style") or "punctuated"
 
-    def transcribe(self, audio, batch_size: int = 4, style: str | None = None, override_config=None, **kwargs):
-        """NeMo's ``transcribe`` with an output style.
+    def transcribe(
+        self,
+        audio,
+        batch_size: int = 4,
+        return_hypotheses: bool = False,
+        num_workers: int = 0,
+        channel_selector=None,
+        augmentor: DictConfig | None = None,
+        verbose: bool = True,
+        timestamps: bool | None = None,
+        override_config: PCTranscribeConfig | None = None,
+        *,
+        mode: str | None = None,
+        style: str | None = None,
+        **config_kwargs,
+    ):
+        """NeMo's ``transcribe`` (same positional arguments) with an output ``mode``: ``punctuated``,
+        ``normalized`` or ``both`` (``style`` is an alias); see :mod:`nemo_pc.parts.transcription`. With ``both``
+        the result is ``{"normalized": [...], "punctuated": [...]}``.
 
-        Args:
-            audio: audio paths, a manifest, arrays or a DataLoader, as in NeMo.
-            batch_size: batch size.
-            style: ``"punctuated"``, ``"normalized"`` or ``"both"``; default ``pc.default_style``. With
-                ``"both"`` the result is ``{"normalized": [...], "punctuated": [...]}``.
-            override_config: a :class:`PCTranscribeConfig`; its ``style`` (or a ``style`` prompt slot) is used.
-            **kwargs: NeMo's other transcribe arguments (``return_hypotheses``, ``num_workers``, ``verbose``, ...).
+        Raises:
+            ValueError: an unknown mode, or a punctuated mode from a model trained on normalized text only.
+            TypeError: a keyword argument that no transcribe config field has.
         """
-        if override_config is None:
-            names = PCTranscribeConfig.__dataclass_fields__
-            override_config = PCTranscribeConfig(
-                batch_size=batch_size, style=style, **{k: v for k, v in kwargs.items() if k in names}
-            )
-        elif style is not None:
-            override_config.style = style
+        arguments = dict(batch_size=batch_size, return_hypotheses=return_hypotheses, num_workers=num_workers,
+                         channel_selector=channel_selector, augmentor=augmentor, verbose=verbose,
+                         timestamps=timestamps)  # fmt: skip
+        override_config = self.pc_transcribe_config(override_config, arguments, mode, style, config_kwargs)
+        self._requested_mode(override_config)
         return super().transcribe(audio=audio, override_config=override_config)
 
-    def _requested_style(self, trcfg: TranscribeConfig) -> str:
-        style = getattr(trcfg, "style", None)
-        for turn in getattr(trcfg, "prompt", None) or []:
-            style = (turn.get("slots") or {}).get("style", style)
-        style = style or self.cfg.pc.default_style
-        if style not in STYLES:
-            raise ValueError(f"style must be one of {STYLES}, got {style!r}")
-        if style != "normalized" and self.cfg.pc.target == "normalized":
-            raise ValueError("this model was trained with pc.target=normalized; it has no punctuated style")
-        return style
+    def _requested_mode(self, trcfg: TranscribeConfig) -> str:
+        mode = resolve_mode(trcfg, self.default_mode)
+        if mode != "normalized" and self.cfg.pc.target == "normalized":
+            raise ValueError("this model was trained with pc.target=normalized; it has no punctuated mode")
+        return mode
 
     def _style_sources(self, style: str) -> dict[str, str]:
         """Which head gives each requested style: ``main``, ``inter``, ``normalized``, ``parse`` or ``rules``."""
@@ -337,7 +349,7 @@ class EncDecCTCPCBPEModel(EncDecCTCModelBPE):
         self.train(mode=trcfg._internal.training_mode)
 
     def _transcribe_forward(self, batch, trcfg: TranscribeConfig):
-        sources = self._style_sources(self._requested_style(trcfg))
+        sources = self._style_sources(self._requested_mode(trcfg))
         heads = tuple({"main", *(s for s in sources.values() if s in ("inter", "normalized"))})
         outputs, lengths = self.forward_heads(input_signal=batch[0], input_signal_length=batch[1], heads=heads)
         return {"outputs": outputs, "logits_len": lengths, "sources": sources}

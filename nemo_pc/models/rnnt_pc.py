@@ -23,17 +23,12 @@ from torch.utils.data import DataLoader
 
 from nemo_pc.data.pc_dataset import MODES, PCBatch, mode_id, pc_dataloader_from_config
 from nemo_pc.losses import ModeWeightedRNNTLoss
-from nemo_pc.losses.mode_weighted import SCAN
-from nemo_pc.models.rnnt_pc_parts import (
-    BOTH,
-    ModeRows,
-    MultiModeWER,
-    PCTranscribeConfig,
-    build_mode_rows,
-    resolve_transcribe_mode,
-)
+from nemo_pc.losses.mode_weighted import AUTO, SCAN, resolve_loss_name
+from nemo_pc.metrics.mode_wer import MultiModeWER
+from nemo_pc.models.rnnt_pc_parts import ModeRows, build_mode_rows
 from nemo_pc.modules import DualRNNTDecoder, DualRNNTJoint, ModeConditioningMixin, ModeDecoderJoint
 from nemo_pc.parts.text import normalize
+from nemo_pc.parts.transcription import BOTH, PCTranscribeConfig, PCTranscriptionMixin, resolve_mode
 
 DECODER_KINDS = ("single", "dual", "conditioned")
 
@@ -45,7 +40,7 @@ def _reduce_sum(value: torch.Tensor) -> torch.Tensor:
     return value
 
 
-class EncDecRNNTPCBPEModel(EncDecRNNTBPEModel):
+class EncDecRNNTPCBPEModel(PCTranscriptionMixin, EncDecRNNTBPEModel):
     """RNN-T with normalized (mode 0) and punctuated (mode 1) output from one shared encoder.
 
     Config keys, besides those of :class:`EncDecRNNTBPEModel`:
@@ -61,20 +56,33 @@ class EncDecRNNTPCBPEModel(EncDecRNNTBPEModel):
 
     def __init__(self, cfg: DictConfig, trainer: Trainer | None = None) -> None:
         super().__init__(cfg=cfg, trainer=trainer)
+        if getattr(self.joint, "fuse_loss_wer", False):
+            # NeMo's fused joint computes its own loss (joint.set_loss runs before this class sets the
+            # mode-weighted one), so the mode weights and masks would be silently skipped.
+            raise ValueError("joint.fuse_loss_wer: not supported by P&C RNN-T models (it bypasses the mode-weighted "
+                             "loss); set model.joint.fuse_loss_wer=false")  # fmt: skip
         self.pc_kind, self.head_modes, weights = self._read_pc_config()
         loss_name, loss_kwargs = self.extract_rnnt_loss_cfg(self.cfg.get("loss", None))
-        if (self.cfg.get("loss") or {}).get("loss_name") == SCAN:
+        self.loss_name = resolve_loss_name((self.cfg.get("loss") or {}).get("loss_name"), trainer)
+        if self.loss_name == SCAN:
             loss_name, loss_kwargs = SCAN, None
+        elif self.loss_name != loss_name:
+            loss_name = self.loss_name
         self.loss = ModeWeightedRNNTLoss(self.joint.num_classes_with_blank - 1, weights, loss_name, loss_kwargs)
         self._rows: ModeRows | None = None
         for module in self._mode_modules():
             module.set_mode(self.default_mode_id)
         self._setup_mode_decodings(self.cfg.decoding)
 
+    @classmethod
+    def list_available_models(cls) -> list:
+        """No pretrained P&C checkpoints: NeMo's stock names must not resolve to this class (``from_pretrained``)."""
+        return []
+
     def extract_rnnt_loss_cfg(self, cfg: DictConfig | None):
-        """NeMo's loss config reader; ``loss_name: scan`` (nemo_pc's vectorized loss) reads as ``default`` here,
-        so that NeMo's constructor builds a loss it knows, which ``__init__`` then replaces."""
-        if cfg is not None and cfg.get("loss_name") == SCAN:
+        """NeMo's loss config reader; ``loss_name: scan`` (nemo_pc's vectorized loss) and ``auto`` read as
+        ``default`` here, so that NeMo's constructor builds a loss it knows, which ``__init__`` then replaces."""
+        if cfg is not None and cfg.get("loss_name") in (SCAN, AUTO):
             return "default", {}
         return super().extract_rnnt_loss_cfg(cfg)
 
@@ -231,51 +239,45 @@ class EncDecRNNTPCBPEModel(EncDecRNNTBPEModel):
 
     # Transcription
 
-    @classmethod
-    def get_transcribe_config(cls) -> PCTranscribeConfig:
-        """NeMo's transcribe config with ``mode`` and ``prompt`` (see :class:`PCTranscribeConfig`)."""
-        return PCTranscribeConfig()
-
     @torch.no_grad()
     def transcribe(
         self,
         audio: str | list[str] | np.ndarray | DataLoader,
+        use_lhotse: bool = True,
         batch_size: int = 4,
         return_hypotheses: bool = False,
+        partial_hypothesis: list | None = None,
         num_workers: int = 0,
+        channel_selector: Any = None,
+        augmentor: DictConfig | None = None,
         verbose: bool = True,
         timestamps: bool | None = None,
         override_config: PCTranscribeConfig | None = None,
+        *,
         mode: str | None = None,
-        **kwargs: Any,
+        style: str | None = None,
+        **config_kwargs: Any,
     ) -> list | dict:
-        """NeMo's ``transcribe`` with an output ``mode``: ``normalized``, ``punctuated`` or ``both``.
+        """NeMo's ``transcribe`` (same positional arguments) with an output ``mode``: ``normalized``,
+        ``punctuated`` or ``both`` (``style`` is an alias); see :mod:`nemo_pc.parts.transcription`.
 
         ``both`` runs the encoder once per batch, decodes once per mode and returns
-        ``{"normalized": [...], "punctuated": [...]}``. Without ``mode`` the config's mode, its ``prompt`` or
-        ``pc.default_mode`` decides. Other keyword arguments are those of NeMo's ``TranscribeConfig``.
+        ``{"normalized": [...], "punctuated": [...]}``.
 
         Raises:
             ValueError: an unknown mode (the message names the argument).
+            TypeError: a keyword argument that no transcribe config field has.
         """
-        if override_config is None:
-            override_config = PCTranscribeConfig(
-                batch_size=batch_size,
-                return_hypotheses=return_hypotheses,
-                num_workers=num_workers,
-                verbose=verbose,
-                timestamps=timestamps,
-                mode=mode,
-                **kwargs,
-            )
-        elif mode is not None:
-            override_config.mode = mode
-        resolve_transcribe_mode(override_config, self.default_mode)
+        arguments = dict(use_lhotse=use_lhotse, batch_size=batch_size, return_hypotheses=return_hypotheses,
+                         partial_hypothesis=partial_hypothesis, num_workers=num_workers,
+                         channel_selector=channel_selector, augmentor=augmentor, verbose=verbose,
+                         timestamps=timestamps)  # fmt: skip
+        override_config = self.pc_transcribe_config(override_config, arguments, mode, style, config_kwargs)
         return super().transcribe(audio=audio, override_config=override_config)
 
     def _transcribe_output_processing(self, outputs: dict, trcfg: PCTranscribeConfig) -> list | dict:
         encoded, encoded_len = outputs.pop("encoded"), outputs.pop("encoded_len")
-        requested = resolve_transcribe_mode(trcfg, self.default_mode)
+        requested = resolve_mode(trcfg, self.default_mode)
         names = MODES if requested == BOTH else (requested,)
         results = {name: self.decode_mode(encoded, encoded_len, mode_id(name), trcfg) for name in names}
         return results if requested == BOTH else results[requested]
@@ -311,8 +313,7 @@ class EncDecRNNTPCBPEModel(EncDecRNNTBPEModel):
 
     @property
     def decoder_joint(self) -> ModeDecoderJoint:
-        """The exportable decoding step of every variant, with the mode as an input.
-
-        ``self.export_modes`` (default ``None``: every head) limits a 2-Decoder export to the heads of those modes.
-        """
-        return ModeDecoderJoint(self.decoder, self.joint, getattr(self, "export_modes", None))
+        """The exportable decoding step of every variant (every head), with the mode as an input; what NeMo's
+        ``export`` writes as ``decoder_joint-*``. :func:`nemo_pc.parts.onnx_rnnt.export_for_onnxruntime` exports
+        a subset of the heads."""
+        return ModeDecoderJoint(self.decoder, self.joint)

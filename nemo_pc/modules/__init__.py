@@ -1,4 +1,5 @@
-"""Neural modules of the P&C models: mode-conditioned predictors, per-mode heads and the export wrapper."""
+"""Neural modules (``nn.Module`` only) of the P&C models: mode-conditioned predictors, per-mode heads, style layers
+and the export wrapper. Datasets live in :mod:`nemo_pc.data`, metrics in :mod:`nemo_pc.metrics`."""
 
 from nemo_pc.modules.dual import DualRNNTDecoder, DualRNNTJoint, route_rows
 from nemo_pc.modules.export import ModeDecoderJoint
@@ -8,14 +9,11 @@ from nemo_pc.modules.mode_conditioning import (
     ModeConditioningMixin,
 )
 from nemo_pc.modules.style_encoder import LayerTaps, StyleBranch, StyleEmbedding
-from nemo_pc.modules.style_targets import MixedStyleDataset, build_style_tokenizer
 
 __all__ = [
     "LayerTaps",
-    "MixedStyleDataset",
     "StyleBranch",
     "StyleEmbedding",
-    "build_style_tokenizer",
     "DualRNNTDecoder",
     "DualRNNTJoint",
     "ModeConditionedRNNTDecoder",

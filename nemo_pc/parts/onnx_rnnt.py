@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 RUNNER_CONFIG = "runner.json"
+MODE_NAMES = {0: "normalized", 1: "punctuated"}  # the mode ids of the manifest schema
 
 
 @dataclass
@@ -41,15 +42,19 @@ def export_for_onnxruntime(model: Any, folder: str | Path, modes: Sequence[int] 
 
     ``modes`` limits a 2-Decoder model to the heads of those modes (e.g. ``[1]`` for punctuated output only).
     """
+    from nemo_pc.modules.export import ModeDecoderJoint
+
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
+    modes = list(model.head_modes) if modes is None else [int(m) for m in modes]
+    unknown = [mode for mode in modes if mode not in model.head_modes]
+    if not modes or unknown:
+        raise ValueError(f"modes: this model has heads for modes {list(model.head_modes)}, got {modes}")
     model.eval()
-    model.export_modes = None if modes is None else [int(m) for m in modes]
-    try:
-        model.export(str(folder / "model.onnx"))
-        step = model.decoder_joint
-    finally:
-        model.export_modes = None
+    # The two files NeMo's ``model.export`` writes, with the decoding step limited to the requested heads.
+    step = ModeDecoderJoint(model.decoder, model.joint, modes if _is_dual(model) else None)
+    model.encoder.export(str(folder / "encoder-model.onnx"))
+    step.export(str(folder / "decoder_joint-model.onnx"))
     states = []
     for one, two in zip(step.initial_states(1), step.initial_states(2), strict=True):
         axis = next(index for index, (a, b) in enumerate(zip(one.shape, two.shape, strict=True)) if a != b)
@@ -59,11 +64,17 @@ def export_for_onnxruntime(model: Any, folder: str | Path, modes: Sequence[int] 
         "blank_id": int(model.decoder.blank_idx),
         "max_symbols": int(model.cfg.decoding.get("greedy", {}).get("max_symbols", 10) or 10),
         "states": states,
-        "modes": [int(mode) for mode in model.head_modes if modes is None or mode in modes],
+        "modes": modes,
     }
     (folder / RUNNER_CONFIG).write_text(json.dumps(config, indent=1), encoding="utf-8")
     (folder / "tokenizer.model").write_bytes(model.tokenizer.tokenizer.serialized_model_proto())
     return folder
+
+
+def _is_dual(model: Any) -> bool:
+    from nemo_pc.modules import DualRNNTDecoder
+
+    return isinstance(model.decoder, DualRNNTDecoder)
 
 
 class OnnxRNNTPCRunner:
@@ -89,6 +100,8 @@ class OnnxRNNTPCRunner:
         self.step = onnxruntime.InferenceSession(
             str(folder / "decoder_joint-model.onnx"), options, providers=providers
         )
+        self.folder = folder
+        self.modes = [int(mode) for mode in config["modes"]]
         self.blank_id = config["blank_id"]
         self.max_symbols = config["max_symbols"]
         self.states = [StateSpec(**spec) for spec in config["states"]]
@@ -141,16 +154,29 @@ class OnnxRNNTPCRunner:
     def transcribe_features(
         self, features: np.ndarray, lengths: np.ndarray, modes: list[int] | np.ndarray
     ) -> list[str]:
-        """Texts of a feature batch, one mode per row (the same features may appear once per mode)."""
-        encoded, encoded_len = self.encode(features, lengths)
-        return [self.tokenizer.decode(ids) for ids in self.greedy(encoded, encoded_len, np.asarray(modes))]
+        """Texts of a feature batch, one mode per row (the same features may appear once per mode).
 
-    def transcribe_both(self, features: np.ndarray, lengths: np.ndarray) -> dict[str, list[str]]:
-        """Both modes of every utterance: one encoder run, one greedy loop over the batch twice."""
+        Raises:
+            ValueError: a mode that the export does not hold (``runner.json`` lists the exported modes).
+        """
+        modes = np.asarray(modes)
+        self._check_modes(modes.tolist())
         encoded, encoded_len = self.encode(features, lengths)
-        batch = encoded.shape[0]
-        doubled = np.concatenate([encoded, encoded])
-        modes = np.repeat(np.arange(2), batch)
-        ids = self.greedy(doubled, np.concatenate([encoded_len, encoded_len]), modes)
+        return [self.tokenizer.decode(ids) for ids in self.greedy(encoded, encoded_len, modes)]
+
+    def transcribe_all(self, features: np.ndarray, lengths: np.ndarray) -> dict[str, list[str]]:
+        """Every exported mode of every utterance, keyed by mode name: one encoder run, one greedy loop over the
+        batch repeated once per mode. A single-mode export answers with that mode only."""
+        encoded, encoded_len = self.encode(features, lengths)
+        batch, count = encoded.shape[0], len(self.modes)
+        modes = np.repeat(np.asarray(self.modes), batch)
+        ids = self.greedy(np.concatenate([encoded] * count), np.concatenate([encoded_len] * count), modes)
         texts = [self.tokenizer.decode(item) for item in ids]
-        return {"normalized": texts[:batch], "punctuated": texts[batch:]}
+        return {MODE_NAMES[mode]: texts[index * batch : (index + 1) * batch] for index, mode in enumerate(self.modes)}
+
+    def _check_modes(self, modes: list[int]) -> None:
+        missing = sorted({int(mode) for mode in modes} - set(self.modes))
+        if missing:
+            names = [MODE_NAMES.get(mode, str(mode)) for mode in missing]
+            exported = [MODE_NAMES[mode] for mode in self.modes]
+            raise ValueError(f"{self.folder}: mode(s) {names} not exported (this export holds {exported})")

@@ -354,7 +354,7 @@ def _test_audio(demo_dir: str | Path, limit: int | None = None) -> list[str]:
 
 
 def count_encoder_passes(model, audio: Sequence[str], batch_size: int = 16) -> dict:
-    """Runs ``model.transcribe(audio, style="both")`` and counts the calls of ``model.encoder``.
+    """Runs ``model.transcribe(audio, mode="both")`` and counts the calls of ``model.encoder``.
 
     Returns:
         ``{"encoder_calls", "batches", "utterances", "both_nonempty", "normalized_nonempty",
@@ -363,7 +363,7 @@ def count_encoder_passes(model, audio: Sequence[str], batch_size: int = 16) -> d
     calls = []
     handle = model.encoder.register_forward_hook(lambda *_: calls.append(1))
     try:
-        outputs = model.transcribe(list(audio), batch_size=batch_size, style="both", verbose=False)
+        outputs = model.transcribe(list(audio), batch_size=batch_size, mode="both", verbose=False)
     finally:
         handle.remove()
     texts = {style: [getattr(h, "text", h) for h in outputs[style]] for style in ("normalized", "punctuated")}
@@ -396,7 +396,7 @@ def claim_one_pass_styles(
     """papers/001: an M2 mixed-style CTC model gives both styles from one encoder pass.
 
     Restores ``D/models/ctc_m2.nemo`` (with ``loader``, default NeMo's ``restore_from`` on CPU), transcribes the
-    test audio with ``style="both"`` while counting encoder calls, and reads the WER of its normalized output and the
+    test audio with ``mode="both"`` while counting encoder calls, and reads the WER of its normalized output and the
     PER of its punctuated output from ``D/predictions/ctc_m2.json``.
     """
     from nemo_pc.metrics.evaluate import EvalConfig, evaluate

@@ -216,8 +216,8 @@ class Demo:
         return tuple(sources)
 
     def tokenizers(self) -> dict[str, Path]:
+        from nemo_pc.data.style_dataset import build_style_tokenizer
         from nemo_pc.data.tokenizer import build_tokenizer, tokenizer_dir_name
-        from nemo_pc.modules.style_targets import build_style_tokenizer
 
         folder = self.path("tokenizers")
         plain = folder / tokenizer_dir_name(self.cfg.vocab_size)

@@ -22,14 +22,13 @@ def _texts(hypotheses) -> list[str]:
 def transcribe_both(model, manifest: str | Path, batch_size: int = 16, progress: bool = True) -> dict[str, list[str]]:
     """``{"normalized": [...], "punctuated": [...]}`` for every line of ``manifest``, in order.
 
-    ``model`` is a restored model or a ``.nemo`` path. The encoder runs once per batch for both outputs (RNN-T
-    ``mode="both"``, CTC ``style="both"``).
+    ``model`` is a restored model or a ``.nemo`` path. The encoder runs once per batch for both outputs
+    (``mode="both"``, the same for both families).
     """
     if isinstance(model, (str, Path)):
         model = load_asr_model(model)
     audio = [require_text(entry, "audio_filepath", manifest, line) for line, entry in iter_manifest(manifest)]
     if not audio:
         raise ValueError(f"{manifest}: no utterances to transcribe")
-    option = {"mode": "both"} if hasattr(model, "decode_mode") else {"style": "both"}
-    outputs = model.transcribe(audio, batch_size=batch_size, verbose=progress, **option)
+    outputs = model.transcribe(audio, batch_size=batch_size, verbose=progress, mode="both")
     return {name: _texts(outputs[name]) for name in ("normalized", "punctuated")}

@@ -1,4 +1,4 @@
-"""Trains one model of a recipe from its Hydra config in ``configs/`` and saves it as a ``.nemo`` file.
+"""Trains one model of a recipe from its packaged Hydra config (``nemo_pc/configs``) and saves it as a ``.nemo``.
 
 The recipe steps (``nemo_pc.pipelines.demo``) call these instead of the example scripts so that one process can
 train several models in a row; the configs, and therefore the models, are the same as the scripts'.
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from omegaconf import open_dict
 
-CONFIG_ROOT = Path(__file__).resolve().parents[2] / "configs"
+from nemo_pc import CONFIG_DIR as CONFIG_ROOT
 
 FAMILIES = {
     # family: (config folder, config name, model class path)
@@ -32,7 +32,7 @@ def compose_config(family: str, overrides: Sequence[str] = ()):
     folder, name, _ = FAMILIES[family]
     config_dir = CONFIG_ROOT / folder
     if not config_dir.is_dir():
-        raise FileNotFoundError(f"{config_dir}: the configs folder is missing (run from a source checkout)")
+        raise FileNotFoundError(f"{config_dir}: the packaged configs are missing (a broken nemo_pc install)")
     with initialize_config_dir(config_dir=str(config_dir), version_base=None):
         return compose(config_name=name, overrides=list(overrides))
 

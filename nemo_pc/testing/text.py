@@ -134,8 +134,8 @@ def train_tiny_formatter(folder: str | Path, pairs=WRITTEN_SPOKEN, steps: int = 
     Returns:
         ``(tagger, rewriter)``, both in eval mode.
     """
+    from nemo_pc.data.rewriter_tokenizer import train_rewriter_tokenizer
     from nemo_pc.formatter.labels import derive_labels
-    from nemo_pc.formatter.tokenizer import train_rewriter_tokenizer
     from nemo_pc.models.rewriter import SpanRewriterModel
     from nemo_pc.models.tagger import PCTaggerModel
 

@@ -62,3 +62,21 @@ def test_formatter_data_command_builds_synthetic_data(tmp_path, capsys):
 def test_config_refuses_negative_counts_by_name(field, value):
     with pytest.raises(ValueError, match=f"FormatterDataConfig.{field} must be"):
         FormatterDataConfig(**{field: value})
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"dev": 1.5},
+        {"test": float("nan")},
+        {"dev": 0.6, "test": 0.6},
+        {"example_words": 0},
+        {"context_words": -1},
+        {"tokenizer_vocab": 0},
+        {"max_gap": -1},
+    ],  # fmt: skip
+)
+def test_bad_config_is_refused_before_any_work(changes):
+    field = next(iter(changes))
+    with pytest.raises(ValueError, match=f"FormatterDataConfig.{field}"):
+        FormatterDataConfig(**changes)

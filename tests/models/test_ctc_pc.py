@@ -88,9 +88,9 @@ def audio_files(data) -> list[str]:
 def test_memorized_utterances_decode_in_both_styles(trained, data, variant):
     model, losses = trained[variant]
     assert losses[-1] < 0.1 * losses[0]
-    both = texts(model.transcribe(audio_files(data), style="both", verbose=False))
+    both = texts(model.transcribe(audio_files(data), mode="both", verbose=False))
     assert both == EXPECTED
-    assert texts(model.transcribe(audio_files(data), style="normalized", verbose=False)) == EXPECTED["normalized"]
+    assert texts(model.transcribe(audio_files(data), mode="normalized", verbose=False)) == EXPECTED["normalized"]
 
 
 @pytest.mark.parametrize(
@@ -115,7 +115,7 @@ def test_nemo_round_trip_keeps_every_head(trained, data, variant, tmp_path):
         got, _ = restored.forward_heads(input_signal=batch.audio, input_signal_length=batch.audio_len, heads=heads)
         for head in heads:
             torch.testing.assert_close(got[head], want[head])
-    assert texts(restored.transcribe(audio_files(data), style="both", verbose=False)) == EXPECTED
+    assert texts(restored.transcribe(audio_files(data), mode="both", verbose=False)) == EXPECTED
 
 
 def test_untrained_heads_differ_between_styles(data):
@@ -155,7 +155,7 @@ def test_bad_pc_config_is_refused_by_name(data, pc, message):
 
 def test_bad_style_request_is_refused(trained, data):
     model, _ = trained["punctuated"]
-    with pytest.raises(ValueError, match="style must be one of"):
+    with pytest.raises(ValueError, match="style: mode must be one of"):
         model.transcribe(audio_files(data), style="spoken", verbose=False)
 
 

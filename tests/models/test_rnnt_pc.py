@@ -153,9 +153,14 @@ def test_onnx_greedy_equals_pytorch_greedy(trained, corpus, variant, tmp_path):
         name = ("normalized", "punctuated")[mode]
         onnx_texts = runner.transcribe_features(features.numpy(), lengths.numpy(), [mode] * 4)
         assert onnx_texts == _texts(model.transcribe(_audio(corpus), mode=name, verbose=False, batch_size=4)), name
-    if len(model.head_modes) == 2:
-        both = runner.transcribe_both(features.numpy(), lengths.numpy())
-        assert both["punctuated"] == runner.transcribe_features(features.numpy(), lengths.numpy(), [1] * 4)
+    every = runner.transcribe_all(features.numpy(), lengths.numpy())
+    assert sorted(every) == sorted(("normalized", "punctuated")[mode] for mode in model.head_modes)
+    for mode in model.head_modes:
+        name = ("normalized", "punctuated")[mode]
+        assert every[name] == runner.transcribe_features(features.numpy(), lengths.numpy(), [mode] * 4)
+    for mode in set((0, 1)) - set(model.head_modes):  # a single-target export refuses the other mode
+        with pytest.raises(ValueError, match="not exported"):
+            runner.transcribe_features(features.numpy(), lengths.numpy(), [mode] * 4)
     # The export leaves the modules as they were: training and decoding still prepend the start symbol.
     assert not any(getattr(module, "_rnnt_export", False) for module in model.modules())
     assert all(
@@ -180,8 +185,12 @@ def test_dual_model_exports_one_head_per_mode(trained, corpus, tmp_path):
         assert len(one.states) == len(full.states) // 2
         want = full.transcribe_features(features.numpy(), lengths.numpy(), [mode] * 4)
         assert one.transcribe_features(features.numpy(), lengths.numpy(), [mode] * 4) == want
-    assert getattr(model, "export_modes", None) is None
-    with pytest.raises(ValueError, match="export modes"):
+        # the runner reads the exported modes: the other mode is refused, not answered by the wrong head
+        assert one.modes == [mode]
+        assert list(one.transcribe_all(features.numpy(), lengths.numpy())) == [("normalized", "punctuated")[mode]]
+        with pytest.raises(ValueError, match="not exported"):
+            one.transcribe_features(features.numpy(), lengths.numpy(), [1 - mode] * 4)
+    with pytest.raises(ValueError, match="heads for modes"):
         export_for_onnxruntime(model, tmp_path / "bad", modes=[2])
 
 

@@ -193,8 +193,8 @@ class FakeM2:
         self.encoder = torch.nn.Identity()
         self.passes, self.empty = passes, empty
 
-    def transcribe(self, audio, batch_size=4, style=None, verbose=True):
-        assert style == "both"
+    def transcribe(self, audio, batch_size=4, mode=None, verbose=True):
+        assert mode == "both"
         for _ in range(0, len(audio), batch_size):
             for _ in range(self.passes):
                 self.encoder(torch.zeros(1))

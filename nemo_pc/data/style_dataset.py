@@ -68,7 +68,7 @@ def check_style_tokenizer(tokenizer, tags: Iterable[str] = STYLE_TAGS) -> None:
         if pieces != [tag]:
             raise ValueError(
                 f"style tag {tag!r} is not one token of the tokenizer ({pieces}); train it with the style tags as "
-                "user-defined symbols (nemo_pc.modules.style_targets.build_style_tokenizer)"
+                "user-defined symbols (nemo_pc.data.style_dataset.build_style_tokenizer)"
             )
 
 

@@ -1,0 +1,80 @@
+"""What both P&C ASR classes promise NeMo: no stock checkpoints, no silently bypassed loss, the loss chosen for
+the device, one encoder pass per validation batch."""
+
+import lightning.pytorch as pl
+import pytest
+import torch
+from omegaconf import OmegaConf
+
+import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
+from nemo_pc.losses.mode_weighted import SCAN, resolve_loss_name
+from nemo_pc.testing import ctc as ctc_testing
+from nemo_pc.testing.asr import tiny_model_config, train_tokenizer, write_pc_manifest
+
+pytest.importorskip("nemo.collections.asr")
+from nemo.collections.asr.models import EncDecCTCModelBPE, EncDecRNNTBPEModel  # noqa: E402
+
+from nemo_pc.models import EncDecCTCPCBPEModel, EncDecRNNTPCBPEModel  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def rnnt_corpus(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("contracts")
+    manifest = write_pc_manifest(folder)
+    return {"manifest": manifest, "tokenizer": train_tokenizer(manifest, folder / "tokenizer")}
+
+
+@pytest.mark.parametrize(
+    ("ours", "stock"), [(EncDecRNNTPCBPEModel, EncDecRNNTBPEModel), (EncDecCTCPCBPEModel, EncDecCTCModelBPE)]
+)
+def test_stock_checkpoint_names_do_not_resolve_to_a_pc_class(ours, stock):
+    assert stock.list_available_models()  # NeMo lists its own checkpoints ...
+    assert ours.list_available_models() == []  # ... which are not P&C models
+
+
+@pytest.mark.parametrize("decoders", ["single", "conditioned", "dual"])
+def test_fused_joint_is_refused_by_name(rnnt_corpus, decoders):
+    config = OmegaConf.create(tiny_model_config(rnnt_corpus["tokenizer"], decoders=decoders))
+    joint = config.joint.head if decoders == "dual" else config.joint
+    joint.fuse_loss_wer = True
+    joint.fused_batch_size = 4
+    with pytest.raises(ValueError, match="fuse_loss_wer"):
+        EncDecRNNTPCBPEModel(config)
+
+
+def test_auto_loss_is_scan_on_cpu_and_nemo_default_on_gpu(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert resolve_loss_name("auto") == SCAN
+    assert resolve_loss_name("auto", pl.Trainer(accelerator="cpu", logger=False)) == SCAN
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert resolve_loss_name("auto") == "default"
+    for explicit in ("scan", "default", "pytorch"):  # a chosen loss is kept on any device
+        assert resolve_loss_name(explicit) == explicit
+
+
+def test_auto_loss_builds_the_scan_loss_on_cpu(rnnt_corpus):
+    config = OmegaConf.create(tiny_model_config(rnnt_corpus["tokenizer"]))
+    config.loss.loss_name = "auto"
+    model = EncDecRNNTPCBPEModel(config)
+    assert model.loss_name == SCAN and model.loss.rnnt is None
+
+
+@pytest.mark.parametrize("pc", [{}, {"ctc_weight": 0.5, "inter": {"weight": 0.5}}, {"target": "normalized"}])
+def test_ctc_validation_runs_the_encoder_once(tmp_path, pc):
+    manifest = ctc_testing.write_manifest(tmp_path / "audio")
+    tokenizer = ctc_testing.train_tokenizer(tmp_path / "tokenizer", manifest)
+    model = EncDecCTCPCBPEModel(OmegaConf.create(ctc_testing.tiny_config(tokenizer, manifest, pc)))
+    model.eval()
+    calls = []
+    model.encoder.register_forward_hook(lambda *_: calls.append(1))
+    batch = next(iter(model._train_dl))
+    with torch.no_grad():
+        logs = model.validation_pass(batch, 0)
+    assert len(calls) == 1
+    main_len = batch.tokens_n_len if pc.get("target") == "normalized" else batch.tokens_p_len
+    assert logs["val_wer_denom"] > 0 and torch.isfinite(logs["val_loss"])
+    # the WER counts the words of the main head's own targets
+    words = sum(len(model.tokenizer.ids_to_text(row[:n].tolist()).split())
+                for row, n in zip(batch.tokens_p if pc.get("target") != "normalized" else batch.tokens_n,
+                                  main_len, strict=True))  # fmt: skip
+    assert int(logs["val_wer_denom"]) == words

@@ -1,0 +1,86 @@
+"""Both P&C ASR families share one transcription API (nemo_pc.parts.transcription) and keep NeMo's signatures."""
+
+import inspect
+from types import SimpleNamespace
+
+import pytest
+from omegaconf import OmegaConf
+
+import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
+from nemo_pc.testing import ctc as ctc_testing
+from nemo_pc.testing.asr import tiny_model_config, train_tokenizer, write_pc_manifest
+
+pytest.importorskip("nemo.collections.asr")
+from nemo.collections.asr.models import EncDecCTCModelBPE, EncDecRNNTBPEModel  # noqa: E402
+
+from nemo_pc.models import EncDecCTCPCBPEModel, EncDecRNNTPCBPEModel  # noqa: E402
+from nemo_pc.parts.transcription import PCTranscribeConfig, resolve_mode  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("api")
+    manifest = write_pc_manifest(folder / "rnnt")
+    rnnt = EncDecRNNTPCBPEModel(OmegaConf.create(tiny_model_config(train_tokenizer(manifest, folder / "tok"))))
+    ctc_manifest = ctc_testing.write_manifest(folder / "ctc")
+    tokenizer = ctc_testing.train_tokenizer(folder / "ctc_tok", ctc_manifest)
+    ctc = EncDecCTCPCBPEModel(OmegaConf.create(ctc_testing.tiny_config(tokenizer, ctc_manifest)))
+    return {"rnnt": rnnt.eval(), "ctc": ctc.eval(), "audio": [str(manifest.parent / "wav" / "utt0.wav")]}
+
+
+def _positional(function) -> list[str]:
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return [p.name for p in inspect.signature(function).parameters.values() if p.kind in kinds]
+
+
+@pytest.mark.parametrize(("ours", "stock"), [(EncDecRNNTPCBPEModel, EncDecRNNTBPEModel),
+                                             (EncDecCTCPCBPEModel, EncDecCTCModelBPE)])  # fmt: skip
+def test_positional_arguments_are_nemos(ours, stock):
+    """``transcribe(files, True, 8)`` means for a P&C model what it means for its NeMo parent."""
+    assert _positional(ours.transcribe) == _positional(stock.transcribe)
+    assert inspect.signature(ours.transcribe).parameters["mode"].kind is inspect.Parameter.KEYWORD_ONLY
+
+
+@pytest.mark.parametrize("family", ["rnnt", "ctc"])
+def test_unknown_keyword_is_refused_by_both_families(models, family):
+    with pytest.raises(TypeError, match="bogus"):
+        models[family].transcribe(models["audio"], bogus=1, verbose=False)
+
+
+@pytest.mark.parametrize("family", ["rnnt", "ctc"])
+def test_same_config_class_and_mode_vocabulary(models, family):
+    model = models[family]
+    assert type(model.get_transcribe_config()) is PCTranscribeConfig
+    assert model.default_mode == "punctuated"
+    with pytest.raises(ValueError, match="mode: mode must be one of"):
+        model.transcribe(models["audio"], mode="shouting", verbose=False)
+    with pytest.raises(ValueError, match="disagree"):
+        model.transcribe(models["audio"], mode="normalized", style="punctuated", verbose=False)
+
+
+@pytest.mark.parametrize("family", ["rnnt", "ctc"])
+def test_style_is_an_alias_of_mode(models, family):
+    model = models[family]
+    by_mode = model.transcribe(models["audio"], mode="both", verbose=False)
+    by_style = model.transcribe(models["audio"], style="both", verbose=False)
+    assert sorted(by_mode) == ["normalized", "punctuated"]
+    texts = {name: [hyp.text for hyp in hyps] for name, hyps in by_mode.items()}
+    assert texts == {name: [hyp.text for hyp in hyps] for name, hyps in by_style.items()}
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        ({}, "punctuated"),
+        ({"mode": "N"}, "normalized"),
+        ({"mode": 1}, "punctuated"),
+        ({"style": "both"}, "both"),
+        ({"prompt": {"mode": "normalized"}}, "normalized"),
+        ({"prompt": {"style": "normalized"}}, "normalized"),
+        ({"prompt": [{"role": "user", "slots": {"mode": "normalized"}}]}, "normalized"),
+        ({"mode": "punctuated", "prompt": {"mode": "normalized"}}, "punctuated"),  # the argument wins
+    ],
+)
+def test_resolve_mode(config, expected):
+    fields = {"mode": None, "style": None, "prompt": None, **config}
+    assert resolve_mode(SimpleNamespace(**fields), "punctuated") == expected

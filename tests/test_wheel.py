@@ -1,0 +1,55 @@
+"""An installed wheel trains: the Hydra configs ship inside the package, not only in the source checkout."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+TRAIN = """
+import json, sys
+from pathlib import Path
+import nemo_pc
+assert Path(nemo_pc.__file__).resolve().is_relative_to(Path(sys.argv[1]).resolve()), nemo_pc.__file__
+from nemo_pc.pipelines.train import train_model
+from nemo_pc.testing.asr import train_tokenizer, write_pc_manifest
+manifest = write_pc_manifest(Path("data"))
+tokenizer = train_tokenizer(manifest, Path("tokenizer"))
+tiny = ["model.encoder.d_model=32", "model.encoder.n_heads=2", "model.encoder.n_layers=2",
+        "model.encoder.subsampling_conv_channels=32", "model.encoder.ff_expansion_factor=2",
+        "model.train_ds.batch_size=4", f"model.tokenizer.dir={tokenizer}",
+        f"model.train_ds.manifest_filepath={manifest}", "model.validation_ds.manifest_filepath=null"]
+stats = train_model("rnnt", ["decoders=conditioned", *tiny, "model.model_defaults.pred_hidden=32"], "rnnt.nemo", 2)
+print(json.dumps({"config_dir": str(nemo_pc.CONFIG_DIR), "steps": stats["steps"]}))
+"""
+
+
+def test_wheel_holds_the_configs_and_trains_outside_the_checkout(tmp_path):
+    source = tmp_path / "source"  # build from a copy: building writes build/ and *.egg-info next to setup.cfg
+    source.mkdir()
+    for name in ("setup.cfg", "pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    shutil.copytree(ROOT / "nemo_pc", source / "nemo_pc", ignore=shutil.ignore_patterns("__pycache__"))
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
+    subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "dist"), str(source)],
+                   check=True, cwd=tmp_path)  # fmt: skip
+    wheel = next((tmp_path / "dist").glob("nemo_pc-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    for config in ("rnnt/rnnt_pc.yaml", "rnnt/decoders/dual.yaml", "ctc/ctc_pc.yaml", "ctc/variant/inter.yaml",
+                   "formatter/tagger.yaml", "formatter/rewriter.yaml", "evaluate/evaluate_pc.yaml"):  # fmt: skip
+        assert f"nemo_pc/configs/{config}" in names, config
+    target = tmp_path / "site"
+    subprocess.run([*pip, "install", "--no-deps", "--target", str(target), str(wheel)], check=True, cwd=tmp_path)
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(target), "OMP_NUM_THREADS": "1"}  # the wheel's copy comes first
+    done = subprocess.run([sys.executable, "-c", TRAIN, str(target)], cwd=work, env=env, capture_output=True,
+                          text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert Path(result["config_dir"]).is_relative_to(target) and result["steps"] == 2
+    assert (work / "rnnt.nemo").stat().st_size > 0
