@@ -42,7 +42,11 @@ VARIANTS = {
     "batch16": {"base_batch_size": 16},
     "vocab128_nodrop": {
         "vocab_size": 128,
-        "overrides": ["model.encoder.dropout=0.0", "model.encoder.dropout_pre_encoder=0.0", "model.encoder.dropout_att=0.0"],
+        "overrides": [
+            "model.encoder.dropout=0.0",
+            "model.encoder.dropout_pre_encoder=0.0",
+            "model.encoder.dropout_att=0.0",
+        ],
     },
     "vocab128_lr3e-3": {"vocab_size": 128, "overrides": ["model.optim.lr=0.003"]},
 }
