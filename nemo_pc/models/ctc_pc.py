@@ -283,9 +283,10 @@ class EncDecCTCPCBPEModel(PCTranscriptionMixin, EncDecCTCModelBPE):
     @property
     def default_mode(self) -> str:
         """The mode ``transcribe`` returns when none is asked for: ``pc.default_mode`` (``pc.default_style`` in
-        checkpoints written before the two families shared one vocabulary)."""
+        checkpoints written before the two families shared one vocabulary), else the mode of the main head."""
         pc = self.cfg.pc
-        return pc.get("default_mode") or pc.get("default_style") or "punctuated"
+        main = "normalized" if pc.target == "normalized" else "punctuated"
+        return pc.get("default_mode") or pc.get("default_style") or main
 
     def transcribe(
         self,

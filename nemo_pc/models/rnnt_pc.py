@@ -66,8 +66,6 @@ class EncDecRNNTPCBPEModel(PCTranscriptionMixin, EncDecRNNTBPEModel):
         self.loss_name = resolve_loss_name((self.cfg.get("loss") or {}).get("loss_name"), trainer)
         if self.loss_name == SCAN:
             loss_name, loss_kwargs = SCAN, None
-        elif self.loss_name != loss_name:
-            loss_name = self.loss_name
         self.loss = ModeWeightedRNNTLoss(self.joint.num_classes_with_blank - 1, weights, loss_name, loss_kwargs)
         self._rows: ModeRows | None = None
         for module in self._mode_modules():

@@ -84,3 +84,14 @@ def test_style_is_an_alias_of_mode(models, family):
 def test_resolve_mode(config, expected):
     fields = {"mode": None, "style": None, "prompt": None, **config}
     assert resolve_mode(SimpleNamespace(**fields), "punctuated") == expected
+
+
+def test_ctc_default_mode_follows_a_normalized_main_head(tmp_path):
+    """Without pc.default_mode, a CTC model trained on normalized text transcribes normalized text by default."""
+    manifest = ctc_testing.write_manifest(tmp_path / "audio")
+    tokenizer = ctc_testing.train_tokenizer(tmp_path / "tokenizer", manifest)
+    model = EncDecCTCPCBPEModel(
+        OmegaConf.create(ctc_testing.tiny_config(tokenizer, manifest, {"target": "normalized"}))
+    )
+    assert model.default_mode == "normalized"
+    assert isinstance(model.eval().transcribe([str(manifest.parent / "utt0.wav")], verbose=False), list)
