@@ -74,32 +74,40 @@ class ModeWeightedRNNTLoss(torch.nn.Module):
             else RNNTLoss(num_classes=num_classes, reduction=None, loss_name=loss_name, loss_kwargs=loss_kwargs)
         )
         self.mode_weights = {int(mode): float(weight) for mode, weight in mode_weights.items()}
-        self.modes: torch.Tensor | None = None
-        self.active: torch.Tensor | None = None
-        self.last_terms: dict[int, torch.Tensor] = {}
 
-    def set_rows(self, modes: torch.Tensor | None, active: torch.Tensor | None) -> None:
-        """The mode and the active flag of every row of the next batches (None: all rows, one mode)."""
-        self.modes, self.active = modes, active
+    def forward(
+        self,
+        log_probs: torch.Tensor,
+        targets: torch.Tensor,
+        input_lengths: torch.Tensor,
+        target_lengths: torch.Tensor,
+        modes: torch.Tensor | None = None,
+        active: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, dict[int, torch.Tensor]]:
+        """The weighted loss and each mode's term (detached).
 
-    def forward(self, log_probs, targets, input_lengths, target_lengths) -> torch.Tensor:
+        Args:
+            log_probs, targets, input_lengths, target_lengths: as for NeMo's :class:`RNNTLoss`, one row each.
+            modes: (R,) the mode of every row (None: every row has the first weighted mode).
+            active: (R,) whether a row takes loss (None: all).
+        """
         if self.rnnt is None:
             per_row = rnnt_loss_scan(log_probs, targets, input_lengths, target_lengths, self.blank)
         else:
             per_row = self.rnnt(
                 log_probs=log_probs, targets=targets, input_lengths=input_lengths, target_lengths=target_lengths
             )
-        if self.modes is None:
+        if modes is None:
             modes = torch.full_like(per_row, next(iter(self.mode_weights)), dtype=torch.long)
+        if active is None:
             active = torch.ones_like(per_row, dtype=torch.bool)
-        else:
-            modes, active = self.modes.to(per_row.device), self.active.to(per_row.device)
+        modes, active = modes.to(per_row.device), active.to(per_row.device)
         total = per_row.new_zeros(())
-        self.last_terms = {}
+        terms = {}
         for mode, weight in self.mode_weights.items():
             selected = active & (modes == mode)
             count = _global_sum(selected.sum().to(per_row.dtype)).clamp(min=1.0)
             term = torch.where(selected, per_row, torch.zeros_like(per_row)).sum() * _world_size() / count
-            self.last_terms[mode] = term.detach()
+            terms[mode] = term.detach()
             total = total + weight * term
-        return total
+        return total, terms

@@ -5,31 +5,22 @@ Unlike the rest of :mod:`nemo_pc.metrics`, this module imports NeMo ASR; the pac
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from nemo.collections.asr.metrics.wer import WER
-
-if TYPE_CHECKING:
-    from nemo_pc.models.rnnt_pc_parts import ModeRows
 
 
 class MultiModeWER(torch.nn.Module):
     """NeMo's :class:`WER` once per mode over a duplicated batch; ``compute`` sums errors and words over modes.
 
     Args:
-        decodings: the decoding object of each mode.
-        mode_context: ``mode_context(mode)`` sets the model's modules to one mode inside a ``with`` block.
-        default_mode: the mode of every row when no rows are set.
+        decodings: the decoding object of each mode (built on that mode's predictor and joint).
     """
 
     def __init__(
         self,
         decodings: dict[int, Any],
-        mode_context: Callable[[int], AbstractContextManager],
-        default_mode: int,
         use_cer: bool = False,
         log_prediction: bool = True,
         batch_dim_index: int = 0,
@@ -42,31 +33,40 @@ class MultiModeWER(torch.nn.Module):
                 for mode, decoding in decodings.items()
             }
         )
-        self.mode_context = mode_context
-        self.default_mode = default_mode
         self.use_cer, self.log_prediction, self.batch_dim_index = use_cer, log_prediction, batch_dim_index
-        self.rows: ModeRows | None = None
         self._last: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
 
-    def update(self, predictions, predictions_lengths, targets, targets_lengths, **kwargs) -> None:
+    def update(
+        self,
+        predictions: torch.Tensor,
+        predictions_lengths: torch.Tensor,
+        targets: torch.Tensor,
+        targets_lengths: torch.Tensor,
+        modes: torch.Tensor,
+        active: torch.Tensor | None = None,
+    ) -> None:
+        """Decodes and scores the active rows of each mode with that mode's decoding.
+
+        Args:
+            predictions, predictions_lengths: encoder output (R, D, T) and lengths, one row per (utterance, mode).
+            targets, targets_lengths: token ids (R, U) and counts.
+            modes: (R,) the mode of every row.
+            active: (R,) whether a row is scored (None: all).
+        """
         self._last = {}
+        if active is None:
+            active = torch.ones_like(modes, dtype=torch.bool)
         for key, wer in self.wers.items():
             mode = int(key)
-            if self.rows is None:
-                if mode != self.default_mode:
-                    continue
-                rows = torch.arange(predictions.shape[0], device=predictions.device)
-            else:
-                rows = torch.nonzero(self.rows.active & (self.rows.modes == mode)).squeeze(1)
+            rows = torch.nonzero(active & (modes == mode)).squeeze(1)
             if rows.numel() == 0:
                 continue
-            with self.mode_context(mode):
-                wer.update(
-                    predictions=predictions[rows],
-                    predictions_lengths=predictions_lengths[rows],
-                    targets=targets[rows],
-                    targets_lengths=targets_lengths[rows],
-                )
+            wer.update(
+                predictions=predictions[rows],
+                predictions_lengths=predictions_lengths[rows],
+                targets=targets[rows],
+                targets_lengths=targets_lengths[rows],
+            )
             _, scores, words = wer.compute()
             self._last[mode] = (scores, words)
 

@@ -13,7 +13,7 @@ from nemo.utils import logging
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from nemo_pc.data.style_dataset import check_style_tokenizer, style_dataloader_from_config
-from nemo_pc.modules.style_encoder import LayerTaps, StyleBranch, StyleEmbedding, run_layers, to_decoder_input
+from nemo_pc.modules.style_encoder import LayerTaps, StyleBranch, StyleEmbedding, to_decoder_input
 from nemo_pc.parts.styles import check_format, parse_mixed
 from nemo_pc.parts.text import DEFAULT_MARKS, normalize
 from nemo_pc.parts.transcription import PCTranscribeConfig, PCTranscriptionMixin, resolve_mode
@@ -80,7 +80,9 @@ class EncDecCTCPCBPEModel(PCTranscriptionMixin, EncDecCTCModelBPE):
         if pc.inter.weight > 0:
             self.inter_decoder = self.from_config_dict(self.cfg.decoder)
         if pc.style_embedding.layers:
-            self.style_embedding = StyleEmbedding(self.encoder.d_model, pc.style_embedding.layers, len(layers))
+            self.style_embedding = StyleEmbedding(
+                self.encoder.d_model, pc.style_embedding.layers, len(layers), encoder_style=self.main_style_id
+            )
             if self.cfg.encoder.get("conv_norm_type", "batch_norm") == "batch_norm":
                 logging.warning(
                     "pc.style_embedding with batch-norm convolutions: the running statistics mix both styles; "
@@ -91,7 +93,6 @@ class EncDecCTCPCBPEModel(PCTranscriptionMixin, EncDecCTCModelBPE):
         self._taps = LayerTaps(layers, self._tapped_layers())
         if self.style_embedding is not None:
             self.style_embedding.attach(layers)
-            self.style_embedding.style = self.main_style_id  # also the style of an exported graph
         self.style_loss = CTCLoss(
             num_classes=self.decoder.num_classes_with_blank - 1, zero_infinity=True, reduction="none"
         )
@@ -170,8 +171,6 @@ class EncDecCTCPCBPEModel(PCTranscriptionMixin, EncDecCTCModelBPE):
             )
         if self.spec_augmentation is not None and self.training:
             processed_signal = self.spec_augmentation(input_spec=processed_signal, length=processed_signal_length)
-        if self.style_embedding is not None:
-            self.style_embedding.style = self.main_style_id
         with self._taps:
             encoded, encoded_len = self.encoder(audio_signal=processed_signal, length=processed_signal_length)
         outputs = {}
@@ -193,13 +192,8 @@ class EncDecCTCPCBPEModel(PCTranscriptionMixin, EncDecCTCModelBPE):
             return self.normalized_decoder(encoder_output=self.style_branch(state, kwargs))
         if self.style_embedding is None:
             raise ValueError("this model has no normalized head: configure pc.style_layers or pc.style_embedding")
-        first = self.style_embedding.first_layer
-        state, kwargs = self._taps.state(first)
-        self.style_embedding.style = NORMALIZED_ID
-        try:
-            hidden = run_layers(self.encoder.layers[first:], state, kwargs)
-        finally:
-            self.style_embedding.style = self.main_style_id
+        state, kwargs = self._taps.state(self.style_embedding.first_layer)
+        hidden = self.style_embedding.run(self.encoder.layers, state, kwargs, NORMALIZED_ID)
         return self.decoder(encoder_output=to_decoder_input(hidden, self.encoder.out_proj))
 
     @property

@@ -8,8 +8,6 @@ Variants (``configs/rnnt/decoders/``):
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import numpy as np
@@ -18,7 +16,8 @@ from lightning.pytorch import Trainer
 from nemo.collections.asr.models import EncDecRNNTBPEModel
 from nemo.collections.asr.parts.submodules.rnnt_decoding import RNNTBPEDecoding
 from nemo.collections.asr.parts.utils.timestamp_utils import process_timestamp_outputs
-from omegaconf import DictConfig
+from nemo.core.classes.mixins import AccessMixin
+from omegaconf import DictConfig, OmegaConf
 from torch.utils.data import DataLoader
 
 from nemo_pc.data.pc_dataset import MODES, PCBatch, mode_id, pc_dataloader_from_config
@@ -55,21 +54,20 @@ class EncDecRNNTPCBPEModel(PCTranscriptionMixin, EncDecRNNTBPEModel):
     """
 
     def __init__(self, cfg: DictConfig, trainer: Trainer | None = None) -> None:
-        super().__init__(cfg=cfg, trainer=trainer)
-        if getattr(self.joint, "fuse_loss_wer", False):
-            # NeMo's fused joint computes its own loss (joint.set_loss runs before this class sets the
-            # mode-weighted one), so the mode weights and masks would be silently skipped.
+        # NeMo's fused joint computes its own loss (joint.set_loss runs before this class sets the mode-weighted
+        # one), so the mode weights and masks would be silently skipped.
+        if any(
+            OmegaConf.select(cfg, key, default=False) for key in ("joint.fuse_loss_wer", "joint.head.fuse_loss_wer")
+        ):
             raise ValueError("joint.fuse_loss_wer: not supported by P&C RNN-T models (it bypasses the mode-weighted "
                              "loss); set model.joint.fuse_loss_wer=false")  # fmt: skip
+        super().__init__(cfg=cfg, trainer=trainer)
         self.pc_kind, self.head_modes, weights = self._read_pc_config()
         loss_name, loss_kwargs = self.extract_rnnt_loss_cfg(self.cfg.get("loss", None))
         self.loss_name = resolve_loss_name((self.cfg.get("loss") or {}).get("loss_name"), trainer)
         if self.loss_name == SCAN:
             loss_name, loss_kwargs = SCAN, None
         self.loss = ModeWeightedRNNTLoss(self.joint.num_classes_with_blank - 1, weights, loss_name, loss_kwargs)
-        self._rows: ModeRows | None = None
-        for module in self._mode_modules():
-            module.set_mode(self.default_mode_id)
         self._setup_mode_decodings(self.cfg.decoding)
 
     @classmethod
@@ -116,34 +114,25 @@ class EncDecRNNTPCBPEModel(PCTranscriptionMixin, EncDecRNNTBPEModel):
         mode = mode_id(self.default_mode)
         return mode if mode in self.head_modes else self.head_modes[0]
 
-    def _mode_modules(self) -> list[torch.nn.Module]:
-        return [module for module in (self.decoder, self.joint) if hasattr(module, "using_mode")]
-
-    @contextmanager
-    def mode_context(self, mode: int | torch.Tensor) -> Iterator[None]:
-        """Sets every mode-aware module to ``mode`` (an id, or one id per row) inside the block."""
-        with ExitStack() as stack:
-            for module in self._mode_modules():
-                stack.enter_context(module.using_mode(mode))
-            yield
-
-    def _head(self, mode: int) -> tuple[torch.nn.Module, torch.nn.Module]:
-        if isinstance(self.decoder, DualRNNTDecoder):
-            return self.decoder.head(mode), self.joint.head(mode)
+    def modules_for_mode(self, mode: int) -> tuple[torch.nn.Module, torch.nn.Module]:
+        """The predictor and joint that decode ``mode``: a 2-Decoder model's pair of that mode, a conditioned
+        predictor's view bound to it, or a single model's own modules."""
+        if self.pc_kind == "dual":
+            return self.decoder.for_mode(mode), self.joint.for_mode(mode)
+        if self.pc_kind == "conditioned":
+            return self.decoder.for_mode(mode), self.joint
         return self.decoder, self.joint
 
     def _setup_mode_decodings(self, decoding_cfg: DictConfig) -> None:
         self.decodings = {}
         for mode in self.head_modes:
-            decoder, joint = self._head(mode)
+            decoder, joint = self.modules_for_mode(mode)
             self.decodings[mode] = RNNTBPEDecoding(
                 decoding_cfg=decoding_cfg, decoder=decoder, joint=joint, tokenizer=self.tokenizer
             )
         self.decoding = self.decodings[self.default_mode_id]
         self.wer = MultiModeWER(
             self.decodings,
-            self.mode_context,
-            self.default_mode_id,
             use_cer=self._cfg.get("use_cer", False),
             log_prediction=self._cfg.get("log_prediction", True),
         )
@@ -173,51 +162,78 @@ class EncDecRNNTPCBPEModel(PCTranscriptionMixin, EncDecRNNTBPEModel):
     def setup_test_data(self, test_data_config: DictConfig | dict) -> None:
         self._test_dl = self._setup_pc_dataloader("test", test_data_config, shuffle=False)
 
-    # Forward
+    # Training and validation: every utterance once per trained mode (a row), with its mode passed explicitly.
 
-    def forward(
-        self, input_signal=None, input_signal_length=None, processed_signal=None, processed_signal_length=None
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """The encoder, as in NeMo; inside a routed step its output is gathered to the rows of the step."""
-        encoded, encoded_len = super().forward(
-            input_signal=input_signal,
-            input_signal_length=input_signal_length,
-            processed_signal=processed_signal,
-            processed_signal_length=processed_signal_length,
-        )
-        if self._rows is not None:
-            encoded = encoded.index_select(0, self._rows.utt_index)
-            encoded_len = encoded_len.index_select(0, self._rows.utt_index)
-        return encoded, encoded_len
-
-    @contextmanager
-    def _routed(self, batch: PCBatch) -> Iterator[tuple]:
+    def encode_rows(self, batch: PCBatch) -> tuple[torch.Tensor, torch.Tensor, ModeRows]:
+        """Runs the encoder once on the batch's utterances and gathers its output to the batch's mode rows."""
+        encoded, encoded_len = self.forward(input_signal=batch.audio, input_signal_length=batch.audio_len)
         rows = build_mode_rows(batch, self.head_modes)
-        self._rows = rows
-        self.loss.set_rows(rows.modes, rows.active)
-        self.wer.rows = rows
-        try:
-            with self.mode_context(rows.modes):
-                yield (batch.audio, batch.audio_len, rows.targets, rows.target_len)
-        finally:
-            self._rows = None
-            self.loss.set_rows(None, None)
-            self.wer.rows = None
+        return encoded.index_select(0, rows.utt_index), encoded_len.index_select(0, rows.utt_index), rows
 
-    # PTL steps: NeMo's own steps run on the duplicated batch.
+    def joint_scores(self, encoded: torch.Tensor, rows: ModeRows) -> torch.Tensor:
+        """The joint's scores ``(R, T, U + 1, V + 1)`` of every row through the predictor and joint of its mode."""
+        if self.pc_kind == "single":
+            g, _, _ = self.decoder(targets=rows.targets, target_length=rows.target_len)
+            return self.joint(encoder_outputs=encoded, decoder_outputs=g)
+        g, _, _ = self.decoder(targets=rows.targets, target_length=rows.target_len, modes=rows.modes)
+        if self.pc_kind == "dual":
+            return self.joint(encoder_outputs=encoded, decoder_outputs=g, modes=rows.modes)
+        return self.joint(encoder_outputs=encoded, decoder_outputs=g)
+
+    def rows_loss(self, encoded: torch.Tensor, encoded_len: torch.Tensor, rows: ModeRows) -> tuple:
+        """The mode-weighted RNN-T loss of the rows and each mode's term."""
+        return self.loss(
+            log_probs=self.joint_scores(encoded, rows),
+            targets=rows.targets,
+            input_lengths=encoded_len,
+            target_lengths=rows.target_len,
+            modes=rows.modes,
+            active=rows.active,
+        )
+
+    def _update_wer(self, encoded: torch.Tensor, encoded_len: torch.Tensor, rows: ModeRows) -> None:
+        self.wer.update(encoded, encoded_len, rows.targets, rows.target_len, modes=rows.modes, active=rows.active)
 
     def training_step(self, batch: PCBatch, batch_nb: int) -> dict:
-        with self._routed(batch) as nemo_batch:
-            result = super().training_step(nemo_batch, batch_nb)
-        self.log_dict({f"train_loss_{MODES[mode]}": term for mode, term in self.loss.last_terms.items()})
-        return result
+        """NeMo's RNN-T training step (loss, auxiliary losses, logs, batch WER every ``log_every_n_steps``) over
+        the mode rows of a :class:`PCBatch`; also logs each mode's loss term."""
+        if AccessMixin.is_access_enabled(self.model_guid):
+            AccessMixin.reset_registry(self)
+        encoded, encoded_len, rows = self.encode_rows(batch)
+        loss, terms = self.rows_loss(encoded, encoded_len, rows)
+        loss = self.add_auxiliary_losses(loss)
+        if AccessMixin.is_access_enabled(self.model_guid):
+            AccessMixin.reset_registry(self)
+        logs = {
+            "train_loss": loss,
+            "learning_rate": self._optimizer.param_groups[0]["lr"],
+            "global_step": torch.tensor(self.trainer.global_step, dtype=torch.float32),
+            **{f"train_loss_{MODES[mode]}": term for mode, term in terms.items()},
+        }
+        if (self.trainer.global_step + 1) % self.trainer.log_every_n_steps == 0:
+            self._update_wer(encoded, encoded_len, rows)
+            _, scores, words = self.wer.compute()
+            self.wer.reset()
+            logs["training_batch_wer"] = scores.float() / words.clamp(min=1.0)
+        self.log_dict(logs)
+        if self._optim_normalize_joint_txu:
+            self._optim_normalize_txu = [encoded_len.max(), rows.target_len.max()]
+        return {"loss": loss}
 
     def validation_pass(self, batch: PCBatch, batch_idx: int, dataloader_idx: int = 0) -> dict:
-        with self._routed(batch) as nemo_batch:
-            logs = super().validation_pass(nemo_batch, batch_idx, dataloader_idx)
-        for mode, (scores, words) in self.wer.per_mode().items():
-            logs[f"val_wer_num_{MODES[mode]}"] = scores
-            logs[f"val_wer_denom_{MODES[mode]}"] = words
+        """Loss (when ``compute_eval_loss``) and WER, overall and per mode, of one batch's mode rows."""
+        encoded, encoded_len, rows = self.encode_rows(batch)
+        logs = {}
+        if self.compute_eval_loss:
+            logs["val_loss"], _ = self.rows_loss(encoded, encoded_len, rows)
+        self._update_wer(encoded, encoded_len, rows)
+        wer, scores, words = self.wer.compute()
+        self.wer.reset()
+        logs.update(val_wer_num=scores, val_wer_denom=words, val_wer=wer)
+        for mode, (mode_scores, mode_words) in self.wer.per_mode().items():
+            logs[f"val_wer_num_{MODES[mode]}"] = mode_scores
+            logs[f"val_wer_denom_{MODES[mode]}"] = mode_words
+        self.log("global_step", torch.tensor(self.trainer.global_step, dtype=torch.float32))
         return logs
 
     def _epoch_end(self, outputs: list[dict], prefix: str, result: dict) -> dict:
@@ -291,13 +307,12 @@ class EncDecRNNTPCBPEModel(PCTranscriptionMixin, EncDecRNNTBPEModel):
         source = mode if mode in self.head_modes else 1
         if source not in self.head_modes:
             raise ValueError(f"mode: this model writes only {MODES[self.head_modes[0]]} text, not {MODES[mode]}")
-        with self.mode_context(source):
-            hyps = self.decodings[source].rnnt_decoder_predictions_tensor(
-                encoded,
-                encoded_len,
-                return_hypotheses=getattr(trcfg, "return_hypotheses", False),
-                partial_hypotheses=getattr(trcfg, "partial_hypothesis", None),
-            )
+        hyps = self.decodings[source].rnnt_decoder_predictions_tensor(
+            encoded,
+            encoded_len,
+            return_hypotheses=getattr(trcfg, "return_hypotheses", False),
+            partial_hypotheses=getattr(trcfg, "partial_hypothesis", None),
+        )
         if source != mode:
             for hyp in hyps:
                 hyp.text = normalize(hyp.text)

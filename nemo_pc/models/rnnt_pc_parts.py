@@ -3,7 +3,8 @@
 
 Batch duplication (the idea of the paper 000 implementation): a batch of B utterances becomes R = B × (number of
 trained modes) rows, one per (utterance, mode), each with the token ids of its mode. The encoder still runs once on
-the B utterances; its output is gathered to the R rows.
+the B utterances; its output is gathered to the R rows, and each row's mode is passed to the predictor, joint, loss
+and metric (``docs/rnnt_pc.md``).
 """
 
 from __future__ import annotations

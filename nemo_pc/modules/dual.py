@@ -2,9 +2,10 @@
 
 :class:`DualRNNTDecoder` and :class:`DualRNNTJoint` hold one stock NeMo module per mode (head 0 = normalized,
 head 1 = punctuated), built from the same config. Their ``forward`` sends each row of a batch to the head of its
-mode, so NeMo's training and validation steps run unchanged on a batch that holds rows of both modes. Everything
-else (``predict``, state handling, projections) is answered by the head of the current integer mode, which is what
-NeMo's decoding algorithms call; :meth:`head` gives a head itself.
+mode (``modes``: one id per row, or one id for the batch). NeMo's decoding algorithms run on one head, which
+:meth:`head` (or ``for_mode``, the name the conditioned predictors share) gives. The few settings NeMo's model class
+reads from its ``decoder`` and ``joint`` are properties here, answered by head 0 (every head is built from the same
+config).
 """
 
 from __future__ import annotations
@@ -16,12 +17,12 @@ import torch
 from nemo.core.classes import NeuralModule
 from omegaconf import DictConfig, OmegaConf
 
-from nemo_pc.modules.mode_conditioning import ModeLike, ModeSwitchMixin
+from nemo_pc.modules.mode_conditioning import ModeLike, mode_tensor
 
 
 def route_rows(modes: torch.Tensor, run: Callable[[int, torch.Tensor], torch.Tensor]) -> torch.Tensor:
-    """Runs ``run(mode, row_indices)`` for each mode present in ``modes`` and puts the outputs back in row order."""
-    modes = modes.reshape(-1)
+    """Runs ``run(mode, row_indices)`` for each mode present in ``modes`` (B,) and puts the outputs back in row
+    order."""
     output = None
     for mode in torch.unique(modes).tolist():
         rows = torch.nonzero(modes == mode).squeeze(1)
@@ -32,8 +33,8 @@ def route_rows(modes: torch.Tensor, run: Callable[[int, torch.Tensor], torch.Ten
     return output
 
 
-class _ModeHeads(ModeSwitchMixin, NeuralModule):
-    """One NeMo module per mode, chosen by the current mode."""
+class _ModeHeads(NeuralModule):
+    """One NeMo module per mode."""
 
     def __init__(self, head_target: str, head: dict | DictConfig, num_modes: int = 2, **shared: Any) -> None:
         super().__init__()
@@ -43,23 +44,22 @@ class _ModeHeads(ModeSwitchMixin, NeuralModule):
             [NeuralModule.from_config_dict(OmegaConf.create(config)) for _ in range(num_modes)]
         )
         self.num_modes = num_modes
-        self._mode: ModeLike = 0
 
     def head(self, mode: int) -> torch.nn.Module:
         """The module of one mode."""
-        return self.heads[mode]
+        if not 0 <= int(mode) < self.num_modes:
+            raise ValueError(f"mode must be in [0, {self.num_modes}), got {mode}")
+        return self.heads[int(mode)]
 
-    def _active(self) -> torch.nn.Module:
-        """The head of the current mode; with per-row modes, head 0 answers for the settings all heads share."""
-        return self.heads[0 if isinstance(self._mode, torch.Tensor) else self._mode]
+    def for_mode(self, mode: int) -> torch.nn.Module:
+        """The module that decodes ``mode``: its head."""
+        return self.head(mode)
 
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return super().__getattr__(name)
-        except AttributeError:
-            if name.startswith("__") or "_modules" not in self.__dict__ or "heads" not in self._modules:
-                raise
-            return getattr(self._active(), name)
+    def _route(self, modes: ModeLike, batch: int, device: torch.device, run: Callable) -> torch.Tensor:
+        ids = mode_tensor(modes, batch, device)
+        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= self.num_modes):
+            raise ValueError(f"modes must be in [0, {self.num_modes}), got {ids.tolist()}")
+        return route_rows(ids, run)
 
 
 class DualRNNTDecoder(_ModeHeads):
@@ -79,16 +79,36 @@ class DualRNNTDecoder(_ModeHeads):
     ) -> None:
         super().__init__(head_target, head, num_modes, vocab_size=vocab_size)
 
-    def forward(self, targets: torch.Tensor, target_length: torch.Tensor, states: Any = None) -> tuple:
-        if not isinstance(self._mode, torch.Tensor):
-            return self._active()(targets=targets, target_length=target_length, states=states)
+    # What NeMo's RNN-T model and the decoding it builds in its constructor read from its decoder.
+
+    @property
+    def blank_idx(self) -> int:
+        return self.heads[0].blank_idx
+
+    @property
+    def blank_as_pad(self) -> bool:
+        return self.heads[0].blank_as_pad
+
+    @property
+    def vocab_size(self) -> int:
+        return self.heads[0].vocab_size
+
+    @property
+    def pred_hidden(self) -> int:
+        return self.heads[0].pred_hidden
+
+    def forward(
+        self, targets: torch.Tensor, target_length: torch.Tensor, states: Any = None, *, modes: ModeLike
+    ) -> tuple:
+        """Each row through the predictor of its mode: ``(g (B, D, U), target_length, None)``; training only
+        (no states: decoding runs on one head)."""
         if states is not None:
-            raise ValueError("states cannot be given together with per-row modes")
+            raise ValueError("states: decode with one head (for_mode) to carry predictor states")
 
         def run(mode: int, rows: torch.Tensor) -> torch.Tensor:
             return self.heads[mode](targets=targets[rows], target_length=target_length[rows])[0]
 
-        return route_rows(self._mode, run), target_length, None
+        return self._route(modes, targets.shape[0], targets.device, run), target_length, None
 
 
 class DualRNNTJoint(_ModeHeads):
@@ -114,13 +134,43 @@ class DualRNNTJoint(_ModeHeads):
             head_target, head or {}, num_modes, jointnet=jointnet, num_classes=num_classes, vocabulary=vocabulary
         )
 
-    def forward(self, encoder_outputs: torch.Tensor, decoder_outputs: torch.Tensor | None, **kwargs: Any) -> Any:
-        if not isinstance(self._mode, torch.Tensor):
-            return self._active()(encoder_outputs=encoder_outputs, decoder_outputs=decoder_outputs, **kwargs)
-        if kwargs.get("transcripts") is not None:
-            raise ValueError("the fused joint (fuse_loss_wer) is not supported with per-row modes")
+    # What NeMo's RNN-T model reads from its joint.
+
+    @property
+    def num_classes_with_blank(self) -> int:
+        return self.heads[0].num_classes_with_blank
+
+    @property
+    def num_extra_outputs(self) -> int:
+        return self.heads[0].num_extra_outputs
+
+    @property
+    def vocabulary(self) -> list | None:
+        return self.heads[0].vocabulary
+
+    @property
+    def fuse_loss_wer(self) -> bool:
+        return any(head.fuse_loss_wer for head in self.heads)
+
+    @property
+    def temperature(self) -> float:
+        return self.heads[0].temperature
+
+    @temperature.setter
+    def temperature(self, value: float) -> None:
+        for head in self.heads:
+            head.temperature = value
+
+    @property
+    def encoder_hidden(self) -> int:
+        return self.heads[0].encoder_hidden
+
+    def forward(
+        self, encoder_outputs: torch.Tensor, decoder_outputs: torch.Tensor, *, modes: ModeLike
+    ) -> torch.Tensor:
+        """Each row through the joint of its mode: ``(B, T, U, V + 1)``."""
 
         def run(mode: int, rows: torch.Tensor) -> torch.Tensor:
             return self.heads[mode](encoder_outputs=encoder_outputs[rows], decoder_outputs=decoder_outputs[rows])
 
-        return route_rows(self._mode, run)
+        return self._route(modes, encoder_outputs.shape[0], encoder_outputs.device, run)

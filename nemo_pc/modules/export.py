@@ -102,14 +102,8 @@ class ModeDecoderJoint(torch.nn.Module, Exportable):
         for (decoder, joint), kinds in zip(self._pairs, self._state_kinds, strict=True):
             own = list(states[offset : offset + len(kinds)])
             offset += len(kinds)
-            previous = decoder.mode if isinstance(decoder, ModeConditioningMixin) else None
-            if previous is not None:
-                decoder.set_mode(mode)
-            try:
-                g, state = decoder.predict(targets, state=own, add_sos=False, batch_size=targets.shape[0])
-            finally:
-                if previous is not None:
-                    decoder.set_mode(previous)
+            extra = {"modes": mode} if isinstance(decoder, ModeConditioningMixin) else {}
+            g, state = decoder.predict(targets, state=own, add_sos=False, batch_size=targets.shape[0], **extra)
             scores.append(joint(encoder_outputs=encoder_outputs, decoder_outputs=g.transpose(1, 2)))
             new_states += list(state)
         output = scores[0]

@@ -2,55 +2,40 @@
 
 The token embedding has ``pred_hidden - mode_dim`` dimensions; a mode embedding of ``mode_dim`` dimensions
 (12 in the paper; mode 0 = normalized, 1 = punctuated) is concatenated to it at every position, the start symbol
-included, before the LSTM (or as the output of NeMo's stateless predictor). The mode is module state: an ``int``
-for the whole batch (decoding) or a ``(B,)`` tensor with one mode per row (training on duplicated batches, export).
+included, before the LSTM (or as the output of NeMo's stateless predictor).
+
+The mode is an argument: ``forward(targets, target_length, modes=...)`` and ``predict(..., modes=...)`` take one
+mode id per row (a ``(B,)`` tensor) or one id for the whole batch. NeMo's decoding algorithms call ``predict``
+without it, so each decoding gets a view bound to one mode from :meth:`ModeConditioningMixin.for_mode`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+import copy
 from typing import Any
 
 import torch
 from nemo.collections.asr.modules.rnnt import RNNTDecoder, StatelessTransducerDecoder
 from nemo.collections.asr.parts.submodules.stateless_net import StatelessNet
+from nemo.collections.common.parts import rnn
 
 ModeLike = int | torch.Tensor
 
 
-class ModeSwitchMixin:
-    """The current mode of a module: an id for the whole batch, or a ``(B,)`` tensor with one id per row."""
-
-    num_modes: int
-    _mode: ModeLike
-
-    @property
-    def mode(self) -> ModeLike:
-        """The current mode."""
-        return self._mode
-
-    def set_mode(self, mode: ModeLike) -> None:
-        """Sets the mode used until the next call."""
-        if isinstance(mode, int) and not 0 <= mode < self.num_modes:
-            raise ValueError(f"mode must be in [0, {self.num_modes}), got {mode}")
-        self._mode = mode
-
-    @contextmanager
-    def using_mode(self, mode: ModeLike) -> Iterator[None]:
-        """Sets the mode inside the block and restores the previous one after it."""
-        previous = self._mode
-        self.set_mode(mode)
-        try:
-            yield
-        finally:
-            self._mode = previous
+def mode_tensor(modes: ModeLike, batch: int, device: torch.device) -> torch.Tensor:
+    """``modes`` (one id, or one id per row) as a ``(batch,)`` long tensor on ``device``."""
+    if isinstance(modes, torch.Tensor):
+        modes = modes.to(device=device, dtype=torch.long).reshape(-1)
+        return modes.expand(batch) if modes.shape[0] == 1 and batch != 1 else modes
+    return torch.full((batch,), int(modes), dtype=torch.long, device=device)
 
 
-class ModeConditioningMixin(ModeSwitchMixin):
-    """The mode embedding shared by both conditioned predictors."""
+class ModeConditioningMixin:
+    """The mode embedding shared by both conditioned predictors, the ``modes`` argument and mode-bound views."""
 
     mode_dim: int
+    num_modes: int
+    bound_mode: int | None
 
     def _init_mode(self, num_modes: int, mode_dim: int, pred_hidden: int) -> None:
         if not 0 < mode_dim < pred_hidden:
@@ -60,19 +45,59 @@ class ModeConditioningMixin(ModeSwitchMixin):
         self.mode_dim = mode_dim
         self.num_modes = num_modes
         self.token_dim = pred_hidden - mode_dim
-        self._mode = 0
+        self.bound_mode = None
+        self._mode_family: dict[Any, torch.nn.Module] = {}
 
-    def append_mode(self, tokens: torch.Tensor) -> torch.Tensor:
+    def for_mode(self, mode: int) -> ModeConditioningMixin:
+        """This predictor with ``mode`` bound: ``predict`` and ``forward`` without ``modes`` use it.
+
+        The view is a shallow copy: it shares the parameters, buffers and submodules of this module, and
+        ``train``/``eval`` on either one set the flag of both. It is not a submodule of anything, so a model that
+        holds views saves its weights once. A new view replaces the previous one of the same mode.
+        """
+        if not 0 <= int(mode) < self.num_modes:
+            raise ValueError(f"mode must be in [0, {self.num_modes}), got {mode}")
+        view = copy.copy(self)
+        view.bound_mode = int(mode)
+        self._mode_family["source"] = self
+        self._mode_family[int(mode)] = view
+        return view
+
+    def train(self, mode: bool = True):
+        """As :meth:`torch.nn.Module.train`, for this module and its mode-bound views (they share submodules)."""
+        super().train(mode)
+        for member in self._mode_family.values():
+            member.training = mode
+        return self
+
+    def mode_ids(self, modes: ModeLike | None, batch: int, device: torch.device) -> torch.Tensor:
+        """The ``(batch,)`` mode ids of a call: ``modes``, else the bound mode.
+
+        Raises:
+            ValueError: neither is given, or an id is out of range.
+        """
+        if modes is None:
+            modes = self.bound_mode
+        if modes is None:
+            raise ValueError("modes: pass the mode of every row, or decode with a view from for_mode(mode)")
+        ids = mode_tensor(modes, batch, device)
+        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= self.num_modes):
+            raise ValueError(f"modes must be in [0, {self.num_modes}), got {ids.tolist()}")
+        return ids
+
+    def append_mode(self, tokens: torch.Tensor, modes: ModeLike | None = None) -> torch.Tensor:
         """Concatenates the mode embedding to token embeddings ``(B, U, token_dim)`` -> ``(B, U, pred_hidden)``."""
         batch, length, _ = tokens.shape
-        if isinstance(self._mode, torch.Tensor):
-            modes = self._mode.to(device=tokens.device, dtype=torch.long).reshape(-1)
-            if modes.shape[0] == 1 and batch != 1:
-                modes = modes.expand(batch)
-        else:
-            modes = torch.full((batch,), int(self._mode), dtype=torch.long, device=tokens.device)
-        embedded = self.mode_embed(modes).to(tokens.dtype)
+        embedded = self.mode_embed(self.mode_ids(modes, batch, tokens.device)).to(tokens.dtype)
         return torch.cat([tokens, embedded.unsqueeze(1).expand(-1, length, -1)], dim=-1)
+
+    def forward(
+        self, targets: torch.Tensor, target_length: torch.Tensor, states: Any = None, modes: ModeLike | None = None
+    ) -> tuple:
+        """NeMo's training-time predictor pass with each row's mode: ``(g (B, D, U), target_length, states)``."""
+        y = rnn.label_collate(targets)
+        g, states = self.predict(y, state=states, add_sos=not self._rnnt_export, modes=modes)
+        return g.transpose(1, 2), target_length, states
 
     def _token_input(self, y: torch.Tensor | None, state: Any, batch_size: int | None, batch_dim: int) -> tuple:
         param = next(self.parameters())
@@ -127,13 +152,15 @@ class ModeConditionedRNNTDecoder(ModeConditioningMixin, RNNTDecoder):
         state: list[torch.Tensor] | None = None,
         add_sos: bool = True,
         batch_size: int | None = None,
+        modes: ModeLike | None = None,
     ) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        """As :meth:`RNNTDecoder.predict`, with the current mode embedding appended to every input position."""
+        """As :meth:`RNNTDecoder.predict`, with the embedding of each row's mode (``modes``, else the bound mode)
+        appended to every input position."""
         y, zeros = self._token_input(y, state, batch_size, batch_dim=1)
         g = self.prediction["embed"](y) if y is not None else zeros
         if add_sos:
             g = _prepend_start(g)
-        g = self.append_mode(g)
+        g = self.append_mode(g, modes)
         if state is None and self.random_state_sampling and self.training:
             state = self.initialize_state(g)
         out, hidden = self.prediction["dec_rnn"](g.transpose(0, 1), state)
@@ -175,8 +202,9 @@ class ModeConditionedStatelessDecoder(ModeConditioningMixin, StatelessTransducer
         state: list[torch.Tensor] | None = None,
         add_sos: bool = True,
         batch_size: int | None = None,
+        modes: ModeLike | None = None,
     ) -> tuple[torch.Tensor, list[torch.Tensor] | None]:
-        """As :meth:`StatelessTransducerDecoder.predict`, with the current mode embedding appended."""
+        """As :meth:`StatelessTransducerDecoder.predict`, with the embedding of each row's mode appended."""
         y, zeros = self._token_input(y, state, batch_size, batch_dim=0)
         if y is not None:
             g, state = self.prediction(y, state)
@@ -184,4 +212,4 @@ class ModeConditionedStatelessDecoder(ModeConditioningMixin, StatelessTransducer
             g = zeros
         if add_sos:
             g = _prepend_start(g)
-        return self.append_mode(g), state
+        return self.append_mode(g, modes), state

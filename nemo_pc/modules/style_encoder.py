@@ -108,43 +108,62 @@ class StyleBranch(nn.Module):
 class StyleEmbedding(nn.Module):
     """A one-hot style vector, projected to the model width and added to the input of chosen encoder layers.
 
-    The style in force is :attr:`style` (an int); set it before running the encoder.
+    The encoder's own pass (through the hooks of :meth:`attach`) always gets ``encoder_style``; another style is
+    computed by :meth:`run`, which re-runs the conditioned layers with that style's vector.
 
     Args:
         d_model: the encoder width.
         layers: 1-based numbers of the layers whose input gets the embedding.
         num_layers: how many layers the encoder has, to check ``layers``.
         num_styles: how many styles there are.
+        encoder_style: the style of the encoder's own pass (the model's main output; also that of an export).
     """
 
-    def __init__(self, d_model: int, layers: Sequence[int], num_layers: int, num_styles: int = 2) -> None:
+    def __init__(
+        self, d_model: int, layers: Sequence[int], num_layers: int, num_styles: int = 2, encoder_style: int = 0
+    ) -> None:
         super().__init__()
         if not layers or any(not 1 <= int(k) <= num_layers for k in layers):
             raise ValueError(f"style_embedding.layers must be a non-empty list in [1, {num_layers}], got {layers}")
+        if not 0 <= encoder_style < num_styles:
+            raise ValueError(f"encoder_style must be in [0, {num_styles}), got {encoder_style}")
         self.layers = sorted({int(k) for k in layers})
         self.num_styles = num_styles
+        self.encoder_style = encoder_style
         self.proj = nn.Linear(num_styles, d_model, bias=False)
-        self.style = 0
 
     @property
     def first_layer(self) -> int:
         """0-based index of the first conditioned layer: where re-running for another style starts."""
         return self.layers[0] - 1
 
-    def vector(self, like: torch.Tensor) -> torch.Tensor:
-        """The projected one-hot vector of the current style, as a ``(1, 1, d_model)`` tensor."""
+    def vector(self, like: torch.Tensor, style: int) -> torch.Tensor:
+        """The projected one-hot vector of ``style``, as a ``(1, 1, d_model)`` tensor."""
         one_hot = torch.zeros(self.num_styles, dtype=like.dtype, device=like.device)
-        one_hot[self.style] = 1.0
+        one_hot[style] = 1.0
         return self.proj(one_hot).view(1, 1, -1)
 
     def attach(self, encoder_layers: Sequence[nn.Module]) -> None:
-        """Registers the hooks that add the embedding; call it once, after any :class:`LayerTaps`."""
+        """Registers the hooks that add the encoder style's vector; call it once, after any :class:`LayerTaps`
+        (so that a tap records a layer's input before the vector is added)."""
         for number in self.layers:
             encoder_layers[number - 1].register_forward_pre_hook(self._add, with_kwargs=True)
 
     def _add(self, module, args, kwargs):
         if args:
-            return (args[0] + self.vector(args[0]), *args[1:]), kwargs
+            return (args[0] + self.vector(args[0], self.encoder_style), *args[1:]), kwargs
         kwargs = dict(kwargs)
-        kwargs["x"] = kwargs["x"] + self.vector(kwargs["x"])
+        kwargs["x"] = kwargs["x"] + self.vector(kwargs["x"], self.encoder_style)
         return args, kwargs
+
+    def run(self, encoder_layers: Sequence[nn.Module], x: torch.Tensor, kwargs: dict, style: int) -> torch.Tensor:
+        """Runs the encoder's layers from :attr:`first_layer` on ``x`` (the input that layer received, as a
+        :class:`LayerTaps` records it) with ``style``'s vector added where the hooks add the encoder style's.
+
+        The layers' ``forward`` is called directly, so their hooks (the encoder style's vector, the taps) do not run.
+        """
+        for index in range(self.first_layer, len(encoder_layers)):
+            if index + 1 in self.layers:
+                x = x + self.vector(x, style)
+            x = encoder_layers[index].forward(x, **kwargs)
+        return x

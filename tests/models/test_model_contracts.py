@@ -79,3 +79,28 @@ def test_ctc_validation_runs_the_encoder_once(tmp_path, pc):
                 for row, n in zip(batch.tokens_p if pc.get("target") != "normalized" else batch.tokens_n,
                                   main_len, strict=True))  # fmt: skip
     assert int(logs["val_wer_denom"]) == words
+
+
+@pytest.mark.parametrize("decoders", ["conditioned", "dual"])
+def test_each_row_is_scored_by_the_modules_of_its_own_mode(rnnt_corpus, decoders):
+    """Modes are arguments: a batch of both modes' rows gives, row by row, what the predictor and joint of that
+    row's mode give alone, and no module keeps a mode between calls."""
+    from nemo_pc.data.pc_dataset import pc_dataloader_from_config
+
+    torch.manual_seed(0)
+    config = tiny_model_config(rnnt_corpus["tokenizer"], decoders=decoders, train_manifest=rnnt_corpus["manifest"])
+    model = EncDecRNNTPCBPEModel(OmegaConf.create(config))
+    model.eval()
+    loader = pc_dataloader_from_config(dict(model.cfg.train_ds, batch_size=3, shuffle=False), model.tokenizer)
+    with torch.no_grad():
+        encoded, encoded_len, rows = model.encode_rows(next(iter(loader)))
+        assert sorted(set(rows.modes.tolist())) == [0, 1]
+        mixed = model.joint_scores(encoded, rows)
+        for mode in (0, 1):
+            decoder, joint = model.modules_for_mode(mode)
+            g = decoder(targets=rows.targets, target_length=rows.target_len)[0]
+            alone = joint(encoder_outputs=encoded, decoder_outputs=g)
+            selected = rows.modes == mode
+            assert torch.allclose(mixed[selected], alone[selected], atol=1e-5)
+            assert not torch.allclose(mixed[~selected], alone[~selected], atol=1e-3)
+    assert getattr(model.decoder, "bound_mode", None) is None

@@ -39,23 +39,50 @@ LENGTHS = torch.tensor([3, 2])
 @pytest.mark.parametrize("make", [_lstm, _stateless])
 def test_the_mode_changes_every_position_the_start_included(make):
     decoder = make()
-    with decoder.using_mode(0):
-        normalized = decoder(targets=TARGETS, target_length=LENGTHS)[0]
-    with decoder.using_mode(1):
-        punctuated = decoder(targets=TARGETS, target_length=LENGTHS)[0]
+    normalized = decoder(targets=TARGETS, target_length=LENGTHS, modes=0)[0]
+    punctuated = decoder(targets=TARGETS, target_length=LENGTHS, modes=1)[0]
     assert normalized.shape == (2, 32, 4)
     assert ((normalized - punctuated).abs().sum(dim=1) > 0).all()  # at every position, the start symbol too
-    assert decoder.mode == 0
 
 
 @pytest.mark.parametrize("make", [_lstm, _stateless])
 def test_one_mode_per_row_equals_one_mode_per_batch(make):
     decoder = make()
-    with decoder.using_mode(torch.tensor([1, 0])):
-        mixed = decoder(targets=TARGETS, target_length=LENGTHS)[0]
+    mixed = decoder(targets=TARGETS, target_length=LENGTHS, modes=torch.tensor([1, 0]))[0]
     for row, mode in enumerate([1, 0]):
-        with decoder.using_mode(mode):
-            assert torch.allclose(mixed[row], decoder(targets=TARGETS, target_length=LENGTHS)[0][row], atol=1e-6)
+        alone = decoder(targets=TARGETS, target_length=LENGTHS, modes=mode)[0]
+        assert torch.allclose(mixed[row], alone[row], atol=1e-6)
+
+
+@pytest.mark.parametrize("make", [_lstm, _stateless])
+def test_a_call_without_a_mode_is_refused_and_a_view_binds_one(make):
+    decoder = make()
+    with pytest.raises(ValueError, match="for_mode"):
+        decoder.predict(TARGETS, add_sos=True)
+    view = decoder.for_mode(1)
+    assert type(view) is type(decoder) and view.bound_mode == 1 and decoder.bound_mode is None
+    assert torch.equal(view.predict(TARGETS)[0], decoder.predict(TARGETS, modes=1)[0])
+    # NeMo's scoring helpers call ``self.predict`` inside the module: the view's mode reaches them too.
+    assert not torch.equal(decoder.for_mode(0).predict(TARGETS)[0], view.predict(TARGETS)[0])
+
+
+def test_a_view_shares_weights_and_the_train_flag():
+    decoder = _lstm()
+    view = decoder.for_mode(0)
+    assert view.mode_embed is decoder.mode_embed and view.prediction is decoder.prediction
+    assert (
+        not list(view.named_children()) == []
+        and dict(decoder.named_parameters()).keys() == dict(view.named_parameters()).keys()
+    )
+    with torch.no_grad():
+        decoder.mode_embed.weight.add_(1.0)
+    assert torch.equal(view.mode_embed.weight, decoder.mode_embed.weight)
+    decoder.train()
+    assert view.training and view.prediction.training
+    view.eval()  # what NeMo's greedy search does around a decode
+    assert not decoder.training and not decoder.prediction.training
+    view.train(True)
+    assert decoder.training
 
 
 def test_the_token_embedding_leaves_room_for_the_mode():
@@ -64,7 +91,9 @@ def test_the_token_embedding_leaves_room_for_the_mode():
     with pytest.raises(ValueError, match="mode_dim"):
         ModeConditionedRNNTDecoder({"pred_hidden": 12, "pred_rnn_layers": 1}, VOCAB, mode_dim=12)
     with pytest.raises(ValueError, match="mode must be in"):
-        decoder.set_mode(2)
+        decoder.for_mode(2)
+    with pytest.raises(ValueError, match="modes must be in"):
+        decoder(targets=TARGETS, target_length=LENGTHS, modes=torch.tensor([0, 2]))
 
 
 def test_route_rows_puts_outputs_back_in_row_order():
@@ -80,19 +109,25 @@ def _dual():
     return decoder, DualRNNTJoint(jointnet, VOCAB).eval()
 
 
-def test_dual_heads_route_rows_and_answer_for_the_current_mode():
+def test_dual_heads_route_rows_by_their_mode():
     decoder, joint = _dual()
     encoded = torch.randn(2, 24, 5)
-    with decoder.using_mode(torch.tensor([0, 1])), joint.using_mode(torch.tensor([0, 1])):
-        g = decoder(targets=TARGETS, target_length=LENGTHS)[0]
-        mixed = joint(encoder_outputs=encoded, decoder_outputs=g)
+    modes = torch.tensor([0, 1])
+    g = decoder(targets=TARGETS, target_length=LENGTHS, modes=modes)[0]
+    mixed = joint(encoder_outputs=encoded, decoder_outputs=g, modes=modes)
     for row in range(2):
-        head_g = decoder.head(row)(targets=TARGETS, target_length=LENGTHS)[0]
-        expected = joint.head(row)(encoder_outputs=encoded, decoder_outputs=head_g)
+        head_g = decoder.for_mode(row)(targets=TARGETS, target_length=LENGTHS)[0]
+        expected = joint.for_mode(row)(encoder_outputs=encoded, decoder_outputs=head_g)
         assert torch.allclose(mixed[row], expected[row], atol=1e-6)
-    with decoder.using_mode(1):
-        assert decoder.predict.__self__ is decoder.head(1) and decoder.blank_idx == VOCAB
+    assert decoder.for_mode(1) is decoder.head(1) and decoder.blank_idx == VOCAB
+    assert joint.num_classes_with_blank == VOCAB + 1 and not joint.fuse_loss_wer
+    joint.temperature = 2.0  # what NeMo's change_decoding_strategy sets
+    assert [head.temperature for head in joint.heads] == [2.0, 2.0]
     assert sum(p.numel() for p in decoder.parameters()) == 2 * sum(p.numel() for p in decoder.head(0).parameters())
+    with pytest.raises(TypeError):
+        decoder(targets=TARGETS, target_length=LENGTHS)  # the rows' modes are a required argument
+    with pytest.raises(AttributeError):
+        decoder.predict  # noqa: B018  (no delegation: decoding runs on a head)
 
 
 @pytest.mark.parametrize("make", ["conditioned_lstm", "conditioned_stateless", "dual"])
