@@ -95,6 +95,9 @@ class DemoConfig:
             many batches (0: random batches). Both measured in ``benchmarks/train_speed.py``.
         max_words: the longest synthetic utterance in words.
         tagger_steps, rewriter_steps: text-formatter training steps.
+        tagger_lr: the tagger's peak learning rate. 5e-4 gave PER 44.9% and I-WER 6.2% on 60 formatter test
+            documents after 400 steps, where the packaged 1e-4 (tuned for 1,200 steps) gave 53.9% and 10.6%
+            (``benchmarks/results/formatter_tagger_lr.json``).
         seq2seq_steps: steps of the full seq2seq formatter baseline ``models/seq2seq.nemo`` (0: not trained).
         formatter_documents, formatter_synthetic, formatter_numbers: formatter data size (documents per source,
             entity sentences, number-rich sentences).
@@ -127,6 +130,7 @@ class DemoConfig:
     bucketing_window: int = 20
     max_words: int = 14
     tagger_steps: int = 400
+    tagger_lr: float = 5e-4
     rewriter_steps: int = 2000
     seq2seq_steps: int = 0
     formatter_documents: int = 1000
@@ -320,7 +324,10 @@ class Demo:
                                        example_words=48,
                                        tn=self.cfg.formatter_tn, seed=self.cfg.seed)  # fmt: skip
         build_formatter_data(data, data_cfg, num_jobs=self.cfg.num_jobs)
-        jobs = [("tagger", "tagger", self.cfg.tagger_steps, []), ("rewriter", "rewriter", self.cfg.rewriter_steps, [])]
+        jobs = [
+            ("tagger", "tagger", self.cfg.tagger_steps, [f"model.optim.lr={self.cfg.tagger_lr}"]),
+            ("rewriter", "rewriter", self.cfg.rewriter_steps, []),
+        ]
         if self.cfg.seq2seq_steps:
             jobs.append(("seq2seq", "rewriter", self.cfg.seq2seq_steps, ["task=full"]))
         for name, family, steps, variant in jobs:
