@@ -28,6 +28,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))  # the demo application, examples/pc_demo
+
 VARIANTS = {
     "baseline": {},
     "lr5e-3": {"overrides": ["model.optim.lr=0.005"]},
@@ -54,7 +56,7 @@ VARIANTS = {
 
 def run_one(variant: str, demo_dir: Path, work: Path, steps: int, jobs: int) -> dict:
     """Trains one variant in this process; returns its row."""
-    from nemo_pc.pipelines.demo import Demo, DemoConfig
+    from pc_demo.pipeline import Demo, DemoConfig
 
     spec = VARIANTS[variant]
     folder = work / variant

@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))  # the demo application, examples/pc_demo
 
 ROOT = Path(__file__).resolve().parents[1]
 STYLES = ("punctuated", "normalized", "both")
@@ -78,10 +81,11 @@ def cost_table(tokenizer: Path, clips: int, seconds: float, repeats: int) -> dic
 
 
 def accuracy_table(models: dict[str, Path], manifest: Path, out_dir: Path) -> dict:
+    from pc_demo.claims import empty_share
+
     from nemo_pc.data.manifest import read_manifest, write_manifest
     from nemo_pc.metrics.evaluate import EvalConfig, evaluate
     from nemo_pc.models.ctc_pc import EncDecCTCPCBPEModel
-    from nemo_pc.pipelines.claims import empty_share
 
     entries = read_manifest(manifest)
     predictions, seconds, parameters = {}, {}, {}

@@ -21,10 +21,13 @@ import argparse
 import dataclasses
 import importlib.util
 import json
+import sys
 import time
 from pathlib import Path
 
 from nemo_pc.data.manifest import read_manifest, write_text_atomic
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))  # the demo application, examples/pc_demo
 
 
 def _formatter_bench():
@@ -44,9 +47,10 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
 
+    from pc_demo.pipeline import Demo, DemoConfig
+
     from nemo_pc.formatter.build import FormatterDataConfig, build_formatter_data
     from nemo_pc.formatter.pipeline import TextFormatter
-    from nemo_pc.pipelines.demo import Demo, DemoConfig
     from nemo_pc.pipelines.train import train_model
 
     demo_dir = Path(args.demo_dir)

@@ -8,7 +8,7 @@ a. RTF with ONNX Runtime on CPU, batch 1, on the first ``--rtf-utterances`` test
 b. The text formatter against the full seq2seq formatter and NeMo WFST ITN (``benchmarks/formatter.py``) on the
    test documents of the formatter data, with paired significance tests per document.
 c. LibriSpeech-PC manifest restoration throughput on a text-only synthetic KJV corpus, one process.
-d. The claims (``nemo_pc.pipelines.claims``).
+d. The claims (``pc_demo.claims`` in examples/).
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/run_all.py --demo-dir demo_out --readme README.md
 """
@@ -27,7 +27,9 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from nemo_pc.data.manifest import read_manifest, write_manifest, write_text_atomic
-from nemo_pc.pipelines import claims as claims_lib
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))  # the demo application, examples/pc_demo
+from pc_demo import claims as claims_lib  # noqa: E402
 
 BENCHMARKS = Path(__file__).resolve().parent
 

@@ -22,9 +22,12 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import sys
 import time
 from pathlib import Path
 from queue import Empty
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))  # the demo application, examples/pc_demo
 
 VARIANTS = {
     "fp32": [],
@@ -39,9 +42,9 @@ VARIANTS = {
 def _run(model: str, variant: str, demo_dir: str, steps: int, warmup: int, queue) -> None:
     import lightning.pytorch as pl
     import torch
+    from pc_demo.pipeline import Demo, DemoConfig
 
     from nemo_pc.pipelines import train
-    from nemo_pc.pipelines.demo import Demo, DemoConfig
 
     if variant == "threads1":
         torch.set_num_threads(1)

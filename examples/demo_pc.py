@@ -1,4 +1,4 @@
-"""The main job end to end on a CPU machine (what ``make demo`` runs); see nemo_pc/pipelines/demo.py.
+"""The main job end to end on a CPU machine (what ``make demo`` runs); see examples/pc_demo/pipeline.py.
 
 python examples/demo_pc.py                       # ~80 min on 2 cores: 3 h corpus, 3 ASR models, formatter
 python examples/demo_pc.py --full                # 5 h corpus, 5x the training steps, every claims baseline
@@ -9,7 +9,7 @@ python examples/demo_pc.py --claims              # also the baselines of the REA
 import argparse
 import dataclasses
 
-from nemo_pc.pipelines.demo import ASR_SYSTEMS, CLAIM_SYSTEMS, DEMO_SYSTEMS, Demo, DemoConfig
+from pc_demo.pipeline import ASR_SYSTEMS, CLAIM_SYSTEMS, DEMO_SYSTEMS, Demo, DemoConfig
 
 FULL_HOURS = 5.0
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 import torch
+from pc_demo import claims as C
 
 from nemo_pc.data.manifest import write_manifest
-from nemo_pc.pipelines import claims as C
 
 RESAMPLES = 200
 SENTENCES = [

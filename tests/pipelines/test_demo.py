@@ -3,9 +3,9 @@
 import json
 
 import pytest
+from pc_demo.pipeline import Demo, DemoConfig
 
 from nemo_pc.data.manifest import read_manifest
-from nemo_pc.pipelines.demo import Demo, DemoConfig
 from nemo_pc.testing.text import TINY_REWRITER_OVERRIDES as TINY_REWRITER
 
 TINY_ASR = [

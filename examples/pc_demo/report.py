@@ -234,7 +234,7 @@ def write_report(out_dir: str | Path, reports: Mapping[str, dict], runs: Sequenc
         "",
         "## Targets",
         "",
-        "The demo's targets on the held-out test voices (`nemo_pc.pipelines.report.TARGETS`); a miss says by how many "
+        "The demo's targets on the held-out test voices (`pc_demo.report.TARGETS`); a miss says by how many "
         "points. Whether more steps would close it: see the learning curves below.",
         "",
         *targets_table(out_dir, reports),

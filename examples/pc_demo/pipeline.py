@@ -379,7 +379,7 @@ class Demo:
     def evaluate(self, system: str) -> dict:
         from nemo_pc.metrics.evaluate import EvalConfig, evaluate
         from nemo_pc.metrics.report import plot_per, write_json
-        from nemo_pc.pipelines.claims import empty_share
+        from pc_demo.claims import empty_share
 
         predictions = self.path("predictions", f"{system}.json")
         report = evaluate(predictions, EvalConfig(progress=False))
@@ -407,7 +407,7 @@ class Demo:
         reports = {}
         for system in [*self.cfg.systems, "cascade", "hybrid"]:
             reports[system] = self._timed(f"evaluate {system}", lambda system=system: self.evaluate(system))
-        from nemo_pc.pipelines.report import write_report
+        from pc_demo.report import write_report
 
         runs = self._timing_runs()
         runs.append({"finished": time.strftime("%Y-%m-%d %H:%M:%S"), "seconds": self.timings})
