@@ -42,6 +42,9 @@ def test_wheel_holds_the_configs_and_trains_outside_the_checkout(tmp_path):
     for config in ("rnnt/rnnt_pc.yaml", "rnnt/decoders/dual.yaml", "ctc/ctc_pc.yaml", "ctc/variant/inter.yaml",
                    "formatter/tagger.yaml", "formatter/rewriter.yaml", "evaluate/evaluate_pc.yaml"):  # fmt: skip
         assert f"nemo_pc/configs/{config}" in names, config
+    # the library only: the demo application (examples/pc_demo: recipe, report and claims rendering) is not shipped
+    assert {name.split("/")[0] for name in names if name.endswith(".py")} == {"nemo_pc"}
+    assert not [name for name in names if name.endswith(("claims.py", "report.py"))]
     target = tmp_path / "site"
     subprocess.run([*pip, "install", "--no-deps", "--target", str(target), str(wheel)], check=True, cwd=tmp_path)
     work = tmp_path / "work"
