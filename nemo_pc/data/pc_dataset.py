@@ -238,12 +238,16 @@ def _pad_tokens(sequences: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch
     return padded, lengths
 
 
-class DurationBucketSampler(torch.utils.data.Sampler):
+class DurationBucketSampler(torch.utils.data.DistributedSampler):
     """Batches of similar durations, to cut padding: every epoch the utterances are shuffled, sorted by duration
     within windows of ``window`` batches, cut into batches, and the batches are shuffled.
 
     Under DDP (an initialized process group) each process takes every ``world_size``-th batch, and every process
-    gets the same number of batches.
+    gets the same number of batches. It yields whole batches (lists of indices), so the DataLoader takes it as its
+    ``sampler`` with ``batch_size=None`` over a :class:`BatchIndexedDataset`, as NeMo does with its semi-sorted
+    batch sampler. It is a ``DistributedSampler`` so that Lightning, which sees one, does not try to inject its own
+    (which fails on a batch sampler); its ``set_epoch`` reshuffles each epoch. ``DistributedSampler.__init__`` is not
+    called: the process group is read when the batches are made, not when the sampler is built.
     """
 
     def __init__(self, durations: Sequence[float], batch_size: int, window: int, seed: int = 0) -> None:
@@ -286,6 +290,19 @@ def padding_share(durations: Sequence[float], batches: Sequence[Sequence[int]]) 
     return 1.0 - real / padded if padded else 0.0
 
 
+class BatchIndexedDataset(torch.utils.data.Dataset):
+    """A map-style dataset indexed by a list of indices: ``wrapped[[i, j]] == [dataset[i], dataset[j]]``."""
+
+    def __init__(self, dataset: torch.utils.data.Dataset) -> None:
+        self.dataset = dataset
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def __getitem__(self, indices: Sequence[int]) -> list:
+        return [self.dataset[index] for index in indices]
+
+
 def pc_dataloader_from_config(config: Mapping, tokenizer) -> torch.utils.data.DataLoader:
     """A DataLoader over :class:`PCAudioTextDataset` from a NeMo-style data config (see the module docstring).
 
@@ -312,8 +329,9 @@ def pc_dataloader_from_config(config: Mapping, tokenizer) -> torch.utils.data.Da
         sampler = DurationBucketSampler([item.duration for item in dataset.items], config.get("batch_size", 8), window,
                                         seed=int(config.get("pc_seed", 0)))  # fmt: skip
         return torch.utils.data.DataLoader(
-            dataset,
-            batch_sampler=sampler,
+            BatchIndexedDataset(dataset),
+            sampler=sampler,
+            batch_size=None,
             collate_fn=dataset.collate_fn,
             num_workers=config.get("num_workers", 0),
             pin_memory=config.get("pin_memory", False),

@@ -1,0 +1,155 @@
+"""Multi-process training for real: two CPU processes (gloo) through the Hydra scripts, and the cross-rank pieces
+(batch split, loss normalization, WER sums) checked in two spawned processes."""
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+ROOT = Path(__file__).resolve().parents[1]
+WORLD = 2
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _init(rank: int, port: int) -> None:
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", rank=rank, world_size=WORLD)
+
+
+def _batches_worker(rank: int, port: int, out: str) -> None:
+    from nemo_pc.data.pc_dataset import DurationBucketSampler
+
+    _init(rank, port)
+    sampler = DurationBucketSampler([float(k % 7) + 1.0 for k in range(50)], batch_size=4, window=3, seed=5)
+    sampler.set_epoch(1)
+    torch.save([list(batch) for batch in sampler], f"{out}/batches_{rank}.pt")
+    dist.destroy_process_group()
+
+
+def _loss_worker(rank: int, port: int, out: str) -> None:
+    from nemo_pc.losses import ModeWeightedRNNTLoss
+
+    _init(rank, port)
+    values, modes, active = _loss_rows()
+    mine = slice(rank * 3, rank * 3 + 3)
+    loss = ModeWeightedRNNTLoss(num_classes=4, mode_weights={0: 0.3, 1: 0.7}, loss_name="pytorch")
+    loss.rnnt = _PerRow()
+    part = values[mine].clone().requires_grad_(True)
+    total, _ = loss(part, None, None, None, modes=modes[mine], active=active[mine])
+    total.backward()
+    grad = part.grad / WORLD  # DDP averages parameter gradients over processes: each row's share is 1 / WORLD
+
+    from nemo_pc.models.rnnt_pc import EncDecRNNTPCBPEModel
+
+    counts = {"": (1.0 + 2 * rank, 4.0), "_normalized": (float(rank), 2.0), "_punctuated": (1.0 + rank, 2.0)}
+    outputs = [{}]
+    for suffix, (errors, words) in counts.items():
+        outputs[0][f"val_wer_num{suffix}"], outputs[0][f"val_wer_denom{suffix}"] = torch.tensor([errors, words])
+    logs = EncDecRNNTPCBPEModel._epoch_end(SimpleNamespace(head_modes=[0, 1]), outputs, "val", {"log": {}})["log"]
+    torch.save({"grad": grad, "logs": {k: float(v) for k, v in logs.items()}}, f"{out}/loss_{rank}.pt")
+    dist.destroy_process_group()
+
+
+class _PerRow(torch.nn.Module):
+    """Stands in for the RNN-T loss: each row's loss is its value."""
+
+    def forward(self, log_probs, targets, input_lengths, target_lengths):
+        return log_probs
+
+
+def _loss_rows():
+    values = torch.tensor([1.0, 2.0, 4.0, 8.0, 16.0, 32.0])
+    return values, torch.tensor([0, 1, 1, 0, 1, 1]), torch.tensor([True, True, False, True, True, True])
+
+
+def test_ranks_get_disjoint_batches_of_equal_count(tmp_path):
+    mp.spawn(_batches_worker, args=(_free_port(), str(tmp_path)), nprocs=WORLD, join=True)
+    ranks = [torch.load(tmp_path / f"batches_{rank}.pt") for rank in range(WORLD)]
+    seen = [{index for batch in batches for index in batch} for batches in ranks]
+    assert len(ranks[0]) == len(ranks[1]) > 0
+    assert not seen[0] & seen[1]  # different data on each rank
+    assert len(seen[0] | seen[1]) >= 50 - 2 * 4  # at most one batch per rank left out to even the counts
+
+
+def test_loss_and_wer_are_reduced_across_ranks(tmp_path):
+    from nemo_pc.losses import ModeWeightedRNNTLoss
+
+    mp.spawn(_loss_worker, args=(_free_port(), str(tmp_path)), nprocs=WORLD, join=True)
+    results = [torch.load(tmp_path / f"loss_{rank}.pt") for rank in range(WORLD)]
+    values, modes, active = _loss_rows()
+    whole = values.clone().requires_grad_(True)
+    loss = ModeWeightedRNNTLoss(num_classes=4, mode_weights={0: 0.3, 1: 0.7}, loss_name="pytorch")
+    loss.rnnt = _PerRow()
+    loss(whole, None, None, None, modes=modes, active=active)[0].backward()
+    averaged = torch.cat([results[rank]["grad"] for rank in range(WORLD)])
+    assert torch.allclose(averaged, whole.grad)  # the DDP gradient is the one-process gradient of the whole batch
+    for result in results:  # both ranks log the WER of all words: (1 + 3) / 8, per mode (0 + 1) / 4 and (1 + 2) / 4
+        logs = result["logs"]
+        assert logs["val_wer"] == pytest.approx(0.5)
+        assert logs["val_wer_normalized"] == pytest.approx(0.25)
+        assert logs["val_wer_punctuated"] == pytest.approx(0.75)
+
+
+TINY_ENCODER = ["model.encoder.d_model=32", "model.encoder.n_heads=2", "model.encoder.n_layers=2",
+                "model.encoder.subsampling_conv_channels=32", "model.encoder.ff_expansion_factor=2"]  # fmt: skip
+SCRIPTS = {
+    "speech_to_text_rnnt_pc.py": ["decoders=conditioned", "model.model_defaults.pred_hidden=32"],
+    "speech_to_text_ctc_pc.py": ["variant=inter"],
+}
+
+
+@pytest.fixture(scope="module")
+def tiny_data(tmp_path_factory):
+    from nemo_pc.testing.asr import train_tokenizer, write_pc_manifest
+
+    folder = tmp_path_factory.mktemp("ddp")
+    manifest = write_pc_manifest(folder / "data")
+    return manifest, train_tokenizer(manifest, folder / "tokenizer")
+
+
+@pytest.mark.parametrize("script", sorted(SCRIPTS))
+def test_hydra_script_trains_on_two_cpu_processes_and_the_checkpoint_restores(tiny_data, script, tmp_path):
+    """``trainer.devices=2 trainer.strategy=ddp`` on CPU (gloo), with duration-bucketed batches."""
+    manifest, tokenizer = tiny_data
+    overrides = [
+        *SCRIPTS[script], *TINY_ENCODER, f"model.tokenizer.dir={tokenizer}",
+        f"model.train_ds.manifest_filepath={manifest}", f"model.validation_ds.manifest_filepath={manifest}",
+        "model.train_ds.batch_size=1", "model.train_ds.bucketing_window=2", "model.validation_ds.batch_size=1",
+        "trainer.max_steps=2", "trainer.max_epochs=-1", "trainer.val_check_interval=1.0", f"trainer.devices={WORLD}",
+        "trainer.strategy=ddp", "trainer.accelerator=cpu", "trainer.enable_progress_bar=false",
+        f"exp_manager.exp_dir={tmp_path / 'exp'}", "name=ddp",
+    ]  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, str(ROOT / "examples" / script), *overrides]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=600, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "GLOBAL_RANK: 1" in done.stderr + done.stdout  # two processes ran
+    saved = list((tmp_path / "exp" / "ddp").rglob("*.nemo"))
+    assert saved, "no .nemo written"
+    from nemo.collections.asr.models import ASRModel
+
+    import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
+
+    model = ASRModel.restore_from(str(saved[0]), map_location="cpu")
+    assert type(model).__module__.startswith("nemo_pc.models")
+    texts = model.transcribe([entry for entry in _audio(manifest)][:1], batch_size=1, verbose=False)
+    assert len(texts) == 1
+
+
+def _audio(manifest: Path) -> list[str]:
+    import json
+
+    return [json.loads(line)["audio_filepath"] for line in manifest.read_text().splitlines() if line.strip()]
