@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     from pc_demo.pipeline import Demo, DemoConfig
 
-    from nemo_pc.formatter.build import FormatterDataConfig, build_formatter_data
+    from nemo_pc.formatter.build import build_formatter_data
     from nemo_pc.formatter.pipeline import TextFormatter
     from nemo_pc.pipelines.train import train_model
 
@@ -72,22 +72,20 @@ def main(argv: list[str] | None = None) -> dict:
     docs = docs[: args.max_docs]
     work = Path(args.work or demo_dir / f"loso_{args.leave_out}")
     sources = tuple(s for s in cfg.formatter_sources if s != args.leave_out)
-    data_cfg = FormatterDataConfig(sources=sources, max_documents=cfg.formatter_documents,
-                                   synthetic=cfg.formatter_synthetic, numbers=cfg.formatter_numbers, example_words=48,
-                                   tn=cfg.formatter_tn, seed=cfg.seed)  # fmt: skip
+    demo = Demo(cfg)
     start = time.perf_counter()
-    build_formatter_data(work / "formatter_data", data_cfg, num_jobs=cfg.num_jobs)
+    build_formatter_data(work / "formatter_data", demo.formatter_data_config(sources), num_jobs=cfg.num_jobs)
     seconds = {"data": round(time.perf_counter() - start, 1)}
     for name, steps in (("tagger", cfg.tagger_steps), ("rewriter", cfg.rewriter_steps)):
         target = work / f"{name}.nemo"
         if not target.is_file():
-            overrides = [f"data_dir={work / 'formatter_data'}", *cfg.extra.get(name, [])]
+            overrides = demo.formatter_overrides(name, work / "formatter_data")  # the demo's recipe, tagger_lr too
             stats = train_model(name, overrides, target, steps, seed=cfg.seed)
             seconds[name] = stats["seconds"]
     bench = _formatter_bench()
     systems = {
         f"formatter without {args.leave_out}": TextFormatter.from_files(work / "tagger.nemo", work / "rewriter.nemo"),
-        "demo formatter (all sources)": TextFormatter.from_files(*Demo(cfg).formatter()),
+        "demo formatter (all sources)": TextFormatter.from_files(*demo.formatter()),
     }
     if not args.no_wfst:
         from nemo_pc.formatter.baselines import WfstItn

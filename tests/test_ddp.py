@@ -13,6 +13,8 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+from nemo_pc.testing.asr import SCRIPT_VARIANTS, script_overrides
+
 ROOT = Path(__file__).resolve().parents[1]
 WORLD = 2
 
@@ -103,35 +105,14 @@ def test_loss_and_wer_are_reduced_across_ranks(tmp_path):
         assert logs["val_wer_punctuated"] == pytest.approx(0.75)
 
 
-TINY_ENCODER = ["model.encoder.d_model=32", "model.encoder.n_heads=2", "model.encoder.n_layers=2",
-                "model.encoder.subsampling_conv_channels=32", "model.encoder.ff_expansion_factor=2"]  # fmt: skip
-SCRIPTS = {
-    "speech_to_text_rnnt_pc.py": ["decoders=conditioned", "model.model_defaults.pred_hidden=32"],
-    "speech_to_text_ctc_pc.py": ["variant=inter"],
-}
-
-
-@pytest.fixture(scope="module")
-def tiny_data(tmp_path_factory):
-    from nemo_pc.testing.asr import train_tokenizer, write_pc_manifest
-
-    folder = tmp_path_factory.mktemp("ddp")
-    manifest = write_pc_manifest(folder / "data")
-    return manifest, train_tokenizer(manifest, folder / "tokenizer")
-
-
-@pytest.mark.parametrize("script", sorted(SCRIPTS))
-def test_hydra_script_trains_on_two_cpu_processes_and_the_checkpoint_restores(tiny_data, script, tmp_path):
+@pytest.mark.parametrize("script", sorted(SCRIPT_VARIANTS))
+def test_hydra_script_trains_on_two_cpu_processes_and_the_checkpoint_restores(tiny_script_data, script, tmp_path):
     """``trainer.devices=2 trainer.strategy=ddp`` on CPU (gloo), with duration-bucketed batches."""
-    manifest, tokenizer = tiny_data
-    overrides = [
-        *SCRIPTS[script], *TINY_ENCODER, f"model.tokenizer.dir={tokenizer}",
-        f"model.train_ds.manifest_filepath={manifest}", f"model.validation_ds.manifest_filepath={manifest}",
-        "model.train_ds.batch_size=1", "model.train_ds.bucketing_window=2", "model.validation_ds.batch_size=1",
-        "trainer.max_steps=2", "trainer.max_epochs=-1", "trainer.val_check_interval=1.0", f"trainer.devices={WORLD}",
-        "trainer.strategy=ddp", "trainer.accelerator=cpu", "trainer.enable_progress_bar=false",
-        f"exp_manager.exp_dir={tmp_path / 'exp'}", "name=ddp",
-    ]  # fmt: skip
+    manifest, tokenizer = tiny_script_data
+    overrides = script_overrides(script, manifest, tokenizer, tmp_path / "exp", "ddp",
+                                 "model.train_ds.batch_size=1", "model.train_ds.bucketing_window=2",
+                                 "model.validation_ds.batch_size=1", f"trainer.devices={WORLD}",
+                                 "trainer.strategy=ddp")  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     command = [sys.executable, str(ROOT / "examples" / script), *overrides]
     done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=600, env=env)

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from nemo_pc.testing.asr import SCRIPT_VARIANTS, script_overrides
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -30,35 +32,13 @@ def test_hydra_evaluate_example_writes_a_report(tmp_path):
     assert report["num_utterances"] == 5 and 0 < report["metrics"]["per"] < 1
 
 
-TINY_ENCODER = ["model.encoder.d_model=32", "model.encoder.n_heads=2", "model.encoder.n_layers=2",
-                "model.encoder.subsampling_conv_channels=32", "model.encoder.ff_expansion_factor=2"]  # fmt: skip
-SCRIPTS = {
-    "speech_to_text_rnnt_pc.py": ["decoders=conditioned", "model.model_defaults.pred_hidden=32"],
-    "speech_to_text_ctc_pc.py": ["variant=inter"],
-}
-
-
-@pytest.fixture(scope="module")
-def tiny_data(tmp_path_factory):
-    from nemo_pc.testing.asr import train_tokenizer, write_pc_manifest
-
-    folder = tmp_path_factory.mktemp("scripts")
-    manifest = write_pc_manifest(folder / "data")
-    return manifest, train_tokenizer(manifest, folder / "tokenizer")
-
-
-@pytest.mark.parametrize("script", sorted(SCRIPTS))
-def test_training_script_runs_two_steps_with_exp_manager(tiny_data, script, tmp_path):
+@pytest.mark.parametrize("script", sorted(SCRIPT_VARIANTS))
+def test_training_script_runs_two_steps_with_exp_manager(tiny_script_data, script, tmp_path):
     """The Hydra training scripts a NeMo user runs: 2 steps, a validation, exp_manager's logs and checkpoint."""
-    manifest, tokenizer = tiny_data
-    overrides = [
-        *SCRIPTS[script], *TINY_ENCODER, f"model.tokenizer.dir={tokenizer}",
-        f"model.train_ds.manifest_filepath={manifest}", f"model.validation_ds.manifest_filepath={manifest}",
-        "model.train_ds.batch_size=4", "model.validation_ds.batch_size=4",
-        "trainer.max_steps=2", "trainer.max_epochs=-1", "trainer.val_check_interval=1.0", "trainer.devices=1",
-        "trainer.accelerator=cpu", "trainer.enable_progress_bar=false", f"exp_manager.exp_dir={tmp_path / 'exp'}",
-        "name=smoke",
-    ]  # fmt: skip
+    manifest, tokenizer = tiny_script_data
+    overrides = script_overrides(script, manifest, tokenizer, tmp_path / "exp", "smoke",
+                                 "model.train_ds.batch_size=4", "model.validation_ds.batch_size=4",
+                                 "trainer.devices=1")  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     command = [sys.executable, str(ROOT / "examples" / script), *overrides]
     done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=600, env=env)

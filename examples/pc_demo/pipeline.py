@@ -301,6 +301,22 @@ class Demo:
             target.with_suffix(".json").write_text(json.dumps(stats, indent=2) + "\n")
         return target
 
+    def formatter_data_config(self, sources: tuple[str, ...] | None = None):
+        """The demo's :class:`~nemo_pc.formatter.build.FormatterDataConfig` (``sources``: other text sources, e.g.
+        all but a left-out one)."""
+        from nemo_pc.formatter.build import FormatterDataConfig
+
+        return FormatterDataConfig(sources=tuple(self.cfg.formatter_sources if sources is None else sources),
+                                   max_documents=self.cfg.formatter_documents, synthetic=self.cfg.formatter_synthetic,
+                                   numbers=self.cfg.formatter_numbers, example_words=48, tn=self.cfg.formatter_tn,
+                                   seed=self.cfg.seed)  # fmt: skip
+
+    def formatter_overrides(self, name: str, data_dir: Path) -> list[str]:
+        """The Hydra overrides of one formatter model (``tagger``, ``rewriter`` or ``seq2seq``) trained on
+        ``data_dir``."""
+        variant = {"tagger": [f"model.optim.lr={self.cfg.tagger_lr}"], "seq2seq": ["task=full"]}.get(name, [])
+        return [*variant, f"data_dir={data_dir}", *self.cfg.extra.get(name, [])]
+
     def formatter(self) -> tuple[Path, Path]:
         """Formatter data, then the tagger and the span rewriter (or the ones in ``formatter_dir``)."""
         from nemo_pc.pipelines.train import train_model
@@ -315,25 +331,17 @@ class Demo:
             and (self.model_path("seq2seq").is_file() or not self.cfg.seq2seq_steps)
         ):
             return tagger, rewriter
-        from nemo_pc.formatter.build import FormatterDataConfig, build_formatter_data
+        from nemo_pc.formatter.build import build_formatter_data
 
         data = self.path("formatter_data")
-        data_cfg = FormatterDataConfig(sources=tuple(self.cfg.formatter_sources),
-                                       max_documents=self.cfg.formatter_documents,
-                                       synthetic=self.cfg.formatter_synthetic, numbers=self.cfg.formatter_numbers,
-                                       example_words=48,
-                                       tn=self.cfg.formatter_tn, seed=self.cfg.seed)  # fmt: skip
-        build_formatter_data(data, data_cfg, num_jobs=self.cfg.num_jobs)
-        jobs = [
-            ("tagger", "tagger", self.cfg.tagger_steps, [f"model.optim.lr={self.cfg.tagger_lr}"]),
-            ("rewriter", "rewriter", self.cfg.rewriter_steps, []),
-        ]
+        build_formatter_data(data, self.formatter_data_config(), num_jobs=self.cfg.num_jobs)
+        jobs = [("tagger", "tagger", self.cfg.tagger_steps), ("rewriter", "rewriter", self.cfg.rewriter_steps)]
         if self.cfg.seq2seq_steps:
-            jobs.append(("seq2seq", "rewriter", self.cfg.seq2seq_steps, ["task=full"]))
-        for name, family, steps, variant in jobs:
+            jobs.append(("seq2seq", "rewriter", self.cfg.seq2seq_steps))
+        for name, family, steps in jobs:
             target = self.model_path(name)
             if not target.is_file():
-                overrides = [*variant, f"data_dir={data}", *self.cfg.extra.get(name, [])]
+                overrides = self.formatter_overrides(name, data)
                 stats = train_model(family, overrides, target, steps, seed=self.cfg.seed, log_dir=self.path("logs"))
                 target.with_suffix(".json").write_text(json.dumps(stats, indent=2) + "\n")
         return tagger, rewriter

@@ -157,3 +157,25 @@ def tiny_model_config(
         "optim": {"name": "adam", "lr": lr, "betas": [0.9, 0.98], "weight_decay": 0.0},
         "log_prediction": False,
     }  # fmt: skip
+
+
+TINY_ENCODER_OVERRIDES = [
+    "model.encoder.d_model=32", "model.encoder.n_heads=2", "model.encoder.n_layers=2",
+    "model.encoder.subsampling_conv_channels=32", "model.encoder.ff_expansion_factor=2",
+]  # fmt: skip
+SCRIPT_VARIANTS = {
+    "speech_to_text_rnnt_pc.py": ["decoders=conditioned", "model.model_defaults.pred_hidden=32"],
+    "speech_to_text_ctc_pc.py": ["variant=inter"],
+}
+
+
+def script_overrides(script: str, manifest: str | Path, tokenizer: str | Path, exp_dir: str | Path, name: str,
+                     *extra: str) -> list[str]:  # fmt: skip
+    """Hydra overrides that train a tiny model with one of the example training scripts for 2 steps on CPU, with
+    ``exp_manager`` writing to ``exp_dir/name``; ``extra`` overrides come last."""
+    return [
+        *SCRIPT_VARIANTS[script], *TINY_ENCODER_OVERRIDES, f"model.tokenizer.dir={tokenizer}",
+        f"model.train_ds.manifest_filepath={manifest}", f"model.validation_ds.manifest_filepath={manifest}",
+        "trainer.max_steps=2", "trainer.max_epochs=-1", "trainer.val_check_interval=1.0", "trainer.accelerator=cpu",
+        "trainer.enable_progress_bar=false", f"exp_manager.exp_dir={exp_dir}", f"name={name}", *extra,
+    ]  # fmt: skip

@@ -70,10 +70,8 @@ def test_a_view_shares_weights_and_the_train_flag():
     decoder = _lstm()
     view = decoder.for_mode(0)
     assert view.mode_embed is decoder.mode_embed and view.prediction is decoder.prediction
-    assert (
-        not list(view.named_children()) == []
-        and dict(decoder.named_parameters()).keys() == dict(view.named_parameters()).keys()
-    )
+    assert list(view.named_children())
+    assert dict(decoder.named_parameters()).keys() == dict(view.named_parameters()).keys()
     with torch.no_grad():
         decoder.mode_embed.weight.add_(1.0)
     assert torch.equal(view.mode_embed.weight, decoder.mode_embed.weight)
