@@ -162,6 +162,8 @@ def test_cli_checks_arguments_and_input_before_loading_models(nemo_files, tmp_pa
     not_nemo.write_text("x")
     broken = tmp_path / "broken.nemo"
     broken.write_bytes(b"not a tar")
+    binary = tmp_path / "binary.txt"
+    binary.write_bytes(b"one\n\x89PNG\r\n\x1a\n\x00\xff\xfe\n")
     cases = [
         (["format", "--tagger", str(tmp_path / "missing.nemo")], "--tagger .*missing.nemo: no such file"),
         (["format", "--tagger", str(not_nemo)], "model.ckpt: expected a .nemo file"),
@@ -170,6 +172,7 @@ def test_cli_checks_arguments_and_input_before_loading_models(nemo_files, tmp_pa
         ([*good, "--chunk-words", "0"], "--chunk-words must be 1 or more"),
         ([*good, "--chunk-overlap", "128"], "--chunk-overlap must be from 0"),
         ([*good, "--input", str(text)], "in.txt:2: not UTF-8"),
+        ([*good, "--input", str(binary)], "binary.txt:2: not UTF-8"),
     ]
     for argv, message in cases:
         assert main(argv) == 2, argv
