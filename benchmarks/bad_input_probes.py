@@ -87,6 +87,9 @@ def probes(f: dict[str, Path], root: Path) -> list[tuple[str, list[str]]]:
             ["build-tokenizer", str(root / "missing.json"), "--output-dir", str(root / "t")],
         ),  # fmt: skip
         ("build-tokenizer: bad JSON line", ["build-tokenizer", str(f["bad_json"]), "--output-dir", str(root / "t")]),
+        ("export-shar: missing manifest", ["export-shar", str(root / "missing.json"), str(root / "shar")]),
+        ("export-shar: line without audio_filepath", ["export-shar", str(f["good"]), str(root / "shar")]),
+        ("export-shar: --shard-size 0", ["export-shar", str(f["good"]), str(root / "shar"), "--shard-size", "0"]),
         *_formatter_data_probes(f, root),
         ("format: missing model", [*fmt, str(root / "missing.nemo")]),
         ("format: not a .nemo name", [*fmt, str(f["ckpt"])]),

@@ -32,6 +32,14 @@ def test_hydra_evaluate_example_writes_a_report(tmp_path):
     assert report["num_utterances"] == 5 and 0 < report["metrics"]["per"] < 1
 
 
+def _train(script: str, overrides: list[str], folder: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, str(ROOT / "examples" / script), *overrides]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=folder, timeout=600, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
 @pytest.mark.parametrize("script", sorted(SCRIPT_VARIANTS))
 def test_training_script_runs_two_steps_with_exp_manager(tiny_script_data, script, tmp_path):
     """The Hydra training scripts a NeMo user runs: 2 steps, a validation, exp_manager's logs and checkpoint."""
@@ -39,10 +47,24 @@ def test_training_script_runs_two_steps_with_exp_manager(tiny_script_data, scrip
     overrides = script_overrides(script, manifest, tokenizer, tmp_path / "exp", "smoke",
                                  "model.train_ds.batch_size=4", "model.validation_ds.batch_size=4",
                                  "trainer.devices=1")  # fmt: skip
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    command = [sys.executable, str(ROOT / "examples" / script), *overrides]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=600, env=env)
-    assert done.returncode == 0, done.stderr[-3000:]
+    _train(script, overrides, tmp_path)
     runs = tmp_path / "exp" / "smoke"
     assert list(runs.rglob("events.out.tfevents.*")), "no TensorBoard log"
     assert list(runs.rglob("*.nemo")) or list(runs.rglob("*.ckpt")), "no checkpoint"
+
+
+@pytest.mark.parametrize("script", sorted(SCRIPT_VARIANTS))
+def test_training_script_trains_from_shar_with_lhotse(tiny_script_data, script, tmp_path):
+    """The documented lhotse overrides (docs/scale.md): shar training data, a length-less loader."""
+    from nemo_pc.data.shar import export_shar
+
+    manifest, tokenizer = tiny_script_data
+    export_shar(manifest, tmp_path / "shar")
+    overrides = script_overrides(script, manifest, tokenizer, tmp_path / "exp", "lhotse",
+                                 "model.train_ds.use_lhotse=true", f"+model.train_ds.shar_path={tmp_path / 'shar'}",
+                                 "model.train_ds.batch_size=2", "model.train_ds.num_workers=0",
+                                 "trainer.limit_train_batches=2", "trainer.use_distributed_sampler=false",
+                                 "trainer.devices=1")  # fmt: skip
+    done = _train(script, overrides, tmp_path)
+    assert "Lhotse DataLoader" in done.stdout + done.stderr  # NeMo's log line
+    assert list((tmp_path / "exp" / "lhotse").rglob("*.nemo")), "no checkpoint"

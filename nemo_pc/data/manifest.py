@@ -20,14 +20,17 @@ PC_SOURCES = ("book", "formatter", "none")
 
 
 class ManifestError(ValueError):
-    """A manifest line that cannot be used; the message names the file and the 1-based line number."""
+    """A manifest line that cannot be used; the message names the file and the 1-based line number.
 
-    def __init__(self, path: str | Path, line: int, message: str, kind: str = "bad line") -> None:
+    ``line`` is ``None`` for an item that has no line, such as a lhotse cut (``path`` then names the cut).
+    """
+
+    def __init__(self, path: str | Path, line: int | None, message: str, kind: str = "bad line") -> None:
         self.path = str(path)
         self.line = line
         self.reason = message
         self.kind = kind
-        super().__init__(f"{path}:{line}: {message}")
+        super().__init__(f"{path}: {message}" if line is None else f"{path}:{line}: {message}")
 
 
 @dataclass
@@ -93,7 +96,7 @@ def _parse_line(raw: bytes, path: Path, number: int) -> dict | None:
     return entry
 
 
-def require_text(entry: Mapping, field_name: str, path: str | Path, line: int, allow_empty: bool = True) -> str:
+def require_text(entry: Mapping, field_name: str, path: str | Path, line: int | None, allow_empty: bool = True) -> str:
     """Returns ``entry[field_name]`` as a string, or raises a :class:`ManifestError` naming the field."""
     if field_name not in entry:
         raise ManifestError(

@@ -20,6 +20,11 @@ The data config follows NeMo's ``train_ds`` / ``validation_ds`` keys::
     augmentor: null                   # NeMo's augmentor config, e.g. {speed: {prob: 0.5, sr: 16000, ...}}
     bucketing_window: 0               # >0: batches of similar durations, sorted within windows of this many
                                       # batches (less padding); the batch order is still shuffled every epoch
+    use_lhotse: false                 # true: NeMo's lhotse loader (shar, tarred audio, NeMo manifests) over
+                                      # nemo_pc.data.pc_lhotse.LhotsePCDataset; see docs/scale.md
+
+A model whose main head learns a mixed-style transcript (papers/001 §2.3) passes ``mixed_format``: the P tokens are
+then those of ``compose_mixed(N, P, mixed_format)``, and batches keep the :class:`PCBatch` layout.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from typing import NamedTuple
 import torch
 
 from nemo_pc.data.manifest import PC_SOURCES, DropCounter, ManifestError, iter_manifest, require_text
+from nemo_pc.parts.styles import check_format, compose_mixed
 from nemo_pc.parts.text import DEFAULT_MARKS, normalize, preprocess_punctuated
 
 MODES = ("normalized", "punctuated")
@@ -120,7 +126,7 @@ def read_pc_manifest(
     items = []
     for number, entry in iter_manifest(manifest):
         where = f"{manifest}:{number}"
-        item = _check_entry(entry, manifest, number, marks, pc_fraction, pc_seed)
+        item = check_pc_entry(entry, manifest, number, marks, pc_fraction, pc_seed)
         if (min_duration is not None and item.duration < min_duration) or (
             max_duration is not None and item.duration > max_duration
         ):
@@ -131,30 +137,54 @@ def read_pc_manifest(
     return items
 
 
-def _check_entry(
+def prepare_pc_text(
+    fields: Mapping, key: str, marks: str, pc_fraction: float, pc_seed: int, path: str | Path, line: int | None
+) -> tuple[str, str, bool]:
+    """The training texts of one utterance from its manifest fields: ``(punctuated, normalized, p_available)``.
+
+    ``text`` is reduced to ``marks`` (the normalized text where it has no word left), ``text_normalized`` is
+    normalized, and P is available unless ``pc_source`` is ``"none"`` or ``key`` falls outside ``pc_fraction``.
+
+    Raises:
+        ManifestError: no ``text_normalized``, an empty one, or an unknown ``pc_source`` (naming ``path`` and
+            ``line``).
+    """
+    normalized = normalize(require_text(fields, "text_normalized", path, line))
+    if not normalized:
+        raise ManifestError(path, line, "empty transcript ('text_normalized' has no word)", "empty text")
+    source = fields.get("pc_source", "book")
+    if source not in PC_SOURCES:
+        raise ManifestError(path, line, f"pc_source must be one of {PC_SOURCES}, got {source!r}")
+    punctuated = preprocess_punctuated(fields.get("text") or normalized, marks) or normalized
+    return punctuated, normalized, source != "none" and keeps_p_label(key, pc_fraction, pc_seed)
+
+
+def pc_token_ids(tokenizer, punctuated: str, normalized: str, mixed_format: str | None = None) -> tuple[list, list]:
+    """The N token ids and the P token ids (those of the mixed-style transcript with ``mixed_format``)."""
+    if mixed_format is not None:
+        punctuated = compose_mixed(normalized, punctuated, mixed_format)
+    return tokenizer.text_to_ids(normalized), tokenizer.text_to_ids(punctuated)
+
+
+def check_pc_entry(
     entry: Mapping, manifest: Path, number: int, marks: str, pc_fraction: float, pc_seed: int
 ) -> PCUtterance:
+    """One manifest line checked and prepared (see :func:`read_pc_manifest` for the errors)."""
     audio = _resolve_audio(require_text(entry, "audio_filepath", manifest, number, allow_empty=False), manifest)
     if not audio.is_file():
         raise ManifestError(manifest, number, f"audio file not found: {audio}", "missing audio")
     duration = entry.get("duration")
     if not isinstance(duration, (int, float)) or isinstance(duration, bool) or duration <= 0:
         raise ManifestError(manifest, number, f"field 'duration' must be a positive number, got {duration!r}")
-    normalized = normalize(require_text(entry, "text_normalized", manifest, number))
-    if not normalized:
-        raise ManifestError(manifest, number, "empty transcript ('text_normalized' has no word)", "empty text")
-    source = entry.get("pc_source", "book")
-    if source not in PC_SOURCES:
-        raise ManifestError(manifest, number, f"pc_source must be one of {PC_SOURCES}, got {source!r}")
-    punctuated = preprocess_punctuated(entry.get("text", normalized), marks) or normalized
     key = str(entry.get("utt_id") or audio)
+    punctuated, normalized, p_available = prepare_pc_text(entry, key, marks, pc_fraction, pc_seed, manifest, number)
     return PCUtterance(
         audio_filepath=str(audio),
         duration=float(duration),
         offset=float(entry.get("offset", 0.0) or 0.0),
         text=punctuated,
         text_normalized=normalized,
-        p_available=source != "none" and keeps_p_label(key, pc_fraction, pc_seed),
+        p_available=p_available,
         where=f"{manifest}:{number}",
     )
 
@@ -169,6 +199,7 @@ class PCAudioTextDataset(torch.utils.data.Dataset):
         marks, pc_fraction, pc_seed, min_duration, max_duration: see the module docstring.
         augmentor: a NeMo ``AudioAugmentor`` (``process_augmentations`` of an ``augmentor`` config) applied to
             every waveform it reads, e.g. speed perturbation; ``None`` reads the audio as it is.
+        mixed_format: ``"m0"``, ``"m1"`` or ``"m2"``: the P tokens are those of the mixed-style transcript.
     """
 
     def __init__(
@@ -182,6 +213,7 @@ class PCAudioTextDataset(torch.utils.data.Dataset):
         min_duration: float | None = None,
         max_duration: float | None = None,
         augmentor=None,
+        mixed_format: str | None = None,
     ) -> None:
         from nemo.collections.asr.parts.preprocessing.features import WaveformFeaturizer
 
@@ -196,6 +228,7 @@ class PCAudioTextDataset(torch.utils.data.Dataset):
         if not self.items:
             raise ValueError(f"no utterance left in {', '.join(map(str, paths))} ({self.drops.as_dict()})")
         self.tokenizer = tokenizer
+        self.mixed_format = None if mixed_format is None else check_format(mixed_format)
         self.featurizer = WaveformFeaturizer(sample_rate=sample_rate, augmentor=augmentor)
 
     def __len__(self) -> int:
@@ -213,8 +246,7 @@ class PCAudioTextDataset(torch.utils.data.Dataset):
         if audio.numel() == 0:
             path, line = item.where.rsplit(":", 1)
             raise ManifestError(path, int(line), f"audio {item.audio_filepath} is empty", "bad audio")
-        tokens_n = self.tokenizer.text_to_ids(item.text_normalized)
-        tokens_p = self.tokenizer.text_to_ids(item.text)
+        tokens_n, tokens_p = pc_token_ids(self.tokenizer, item.text, item.text_normalized, self.mixed_format)
         return audio, tokens_n, tokens_p, item.p_available
 
     @staticmethod
@@ -224,10 +256,17 @@ class PCAudioTextDataset(torch.utils.data.Dataset):
         audio = torch.zeros(len(samples), int(audio_len.max()))
         for row, sample in enumerate(samples):
             audio[row, : len(sample[0])] = sample[0]
-        tokens_n, tokens_n_len = _pad_tokens([sample[1] for sample in samples])
-        tokens_p, tokens_p_len = _pad_tokens([sample[2] for sample in samples])
-        p_mask = torch.tensor([sample[3] for sample in samples], dtype=torch.bool)
-        return PCBatch(audio, audio_len, tokens_n, tokens_n_len, tokens_p, tokens_p_len, p_mask)
+        return collate_pc_batch(audio, audio_len, [sample[1:] for sample in samples])
+
+
+def collate_pc_batch(
+    audio: torch.Tensor, audio_len: torch.Tensor, targets: Sequence[tuple[list[int], list[int], bool]]
+) -> PCBatch:
+    """A :class:`PCBatch` from padded audio and each utterance's ``(tokens_n, tokens_p, p_available)``."""
+    tokens_n, tokens_n_len = _pad_tokens([target[0] for target in targets])
+    tokens_p, tokens_p_len = _pad_tokens([target[1] for target in targets])
+    p_mask = torch.tensor([target[2] for target in targets], dtype=torch.bool)
+    return PCBatch(audio, audio_len, tokens_n, tokens_n_len, tokens_p, tokens_p_len, p_mask)
 
 
 def _pad_tokens(sequences: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -303,11 +342,22 @@ class BatchIndexedDataset(torch.utils.data.Dataset):
         return [self.dataset[index] for index in indices]
 
 
-def pc_dataloader_from_config(config: Mapping, tokenizer) -> torch.utils.data.DataLoader:
-    """A DataLoader over :class:`PCAudioTextDataset` from a NeMo-style data config (see the module docstring).
+def pc_dataloader_from_config(
+    config: Mapping, tokenizer, mixed_format: str | None = None, global_rank: int = 0, world_size: int = 1
+) -> torch.utils.data.DataLoader:
+    """A DataLoader of :class:`PCBatch` from a NeMo-style data config (see the module docstring).
 
-    Under DDP, Lightning replaces the sampler with a ``DistributedSampler``; nothing here assumes one process.
+    With ``use_lhotse: true`` it is NeMo's lhotse loader (:func:`nemo_pc.data.pc_lhotse.lhotse_pc_dataloader`),
+    whose sampler shards by ``global_rank`` and ``world_size``; else a DataLoader over :class:`PCAudioTextDataset`,
+    which under DDP gets Lightning's ``DistributedSampler`` (the ranks are read from the process group).
     """
+    if config.get("use_lhotse"):
+        from nemo_pc.data.pc_lhotse import lhotse_pc_dataloader
+
+        return lhotse_pc_dataloader(config, tokenizer, mixed_format, global_rank, world_size)
+    lhotse_only = [key for key in ("shar_path", "cuts_path", "tarred_audio_filepaths", "input_cfg") if config.get(key)]
+    if lhotse_only:
+        raise ValueError(f"data config: {', '.join(lhotse_only)} needs use_lhotse: true (NeMo's lhotse loader)")
     if not config.get("manifest_filepath"):
         raise ValueError("data config: 'manifest_filepath' is required")
     manifests = config["manifest_filepath"]
@@ -323,6 +373,7 @@ def pc_dataloader_from_config(config: Mapping, tokenizer) -> torch.utils.data.Da
         min_duration=config.get("min_duration"),
         max_duration=config.get("max_duration"),
         augmentor=_augmentor(config.get("augmentor")),
+        mixed_format=mixed_format,
     )
     window = int(config.get("bucketing_window", 0) or 0)
     if window and config.get("shuffle", False):

@@ -12,8 +12,9 @@ from nemo.collections.asr.parts.mixins.transcription import TranscribeConfig
 from nemo.utils import logging
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from nemo_pc.data.style_dataset import check_style_tokenizer, style_dataloader_from_config
+from nemo_pc.data.style_dataset import check_style_tokenizer
 from nemo_pc.modules.style_encoder import LayerTaps, StyleBranch, StyleEmbedding, to_decoder_input
+from nemo_pc.parts.pc_data import PCDataMixin
 from nemo_pc.parts.styles import check_format, parse_mixed
 from nemo_pc.parts.text import DEFAULT_MARKS, normalize
 from nemo_pc.parts.transcription import PCTranscribeConfig, PCTranscriptionMixin, resolve_mode
@@ -33,7 +34,7 @@ PC_DEFAULTS = {
 }
 
 
-class EncDecCTCPCBPEModel(PCTranscriptionMixin, EncDecCTCModelBPE):
+class EncDecCTCPCBPEModel(PCTranscriptionMixin, PCDataMixin, EncDecCTCModelBPE):
     """CTC model that writes punctuated text, normalized text, or both.
 
     One class covers papers/004 (punctuated CTC with an intermediate normalized CTC) and the three architectures
@@ -57,6 +58,10 @@ class EncDecCTCPCBPEModel(PCTranscriptionMixin, EncDecCTCModelBPE):
         style_embedding.weight: weight of the normalized-pass loss.
 
     Utterances whose ``pc_source`` is ``"none"`` take no loss on a punctuated or mixed main target.
+
+    ``train_ds`` / ``validation_ds`` / ``test_ds`` are :func:`nemo_pc.data.pc_dataset.pc_dataloader_from_config`
+    configs (``use_lhotse: true`` reads shar, tarred audio or manifests with NeMo's lhotse loader), set up by
+    :class:`~nemo_pc.parts.pc_data.PCDataMixin`; ``transcribe`` keeps NeMo's audio loader.
     """
 
     def __init__(self, cfg: DictConfig, trainer: Trainer | None = None) -> None:
@@ -127,19 +132,16 @@ class EncDecCTCPCBPEModel(PCTranscriptionMixin, EncDecCTCModelBPE):
             tapped.append(self.style_embedding.first_layer)
         return tapped
 
-    # Data
+    # Data (setup_training_data and its twins: PCDataMixin)
 
-    def _setup_dataloader_from_config(self, config: DictConfig | None):
-        """NeMo's loader for transcription configs (``use_lhotse``); the shared P&C loader for training data."""
-        if config is None or config.get("use_lhotse") or config.get("is_tarred"):
-            return super()._setup_dataloader_from_config(config)
-        if not config.get("manifest_filepath"):
-            logging.warning("no manifest_filepath in the data config: no data loader")
-            return None
+    def pc_data_defaults(self) -> dict:
+        """The model's sample rate and ``pc.marks``, for data configs that leave them out."""
         rate = self.cfg.get("sample_rate", self.cfg.preprocessor.get("sample_rate", 16000))
-        config = {"sample_rate": rate, "marks": self.cfg.pc.marks, **OmegaConf.to_container(config)}
-        mixed_format = self.cfg.pc.mixed_format if self.cfg.pc.target == "mixed" else None
-        return style_dataloader_from_config(config, self.tokenizer, mixed_format)
+        return {"sample_rate": rate, "marks": self.cfg.pc.marks}
+
+    def pc_mixed_format(self) -> str | None:
+        """``pc.mixed_format`` for a mixed main target, else ``None``."""
+        return self.cfg.pc.mixed_format if self.cfg.pc.target == "mixed" else None
 
     # Forward
 

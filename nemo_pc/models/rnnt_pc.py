@@ -20,12 +20,13 @@ from nemo.core.classes.mixins import AccessMixin
 from omegaconf import DictConfig, OmegaConf
 from torch.utils.data import DataLoader
 
-from nemo_pc.data.pc_dataset import MODES, PCBatch, mode_id, pc_dataloader_from_config
+from nemo_pc.data.pc_dataset import MODES, PCBatch, mode_id
 from nemo_pc.losses import ModeWeightedRNNTLoss
 from nemo_pc.losses.mode_weighted import AUTO, SCAN, resolve_loss_name
 from nemo_pc.metrics.mode_wer import MultiModeWER
 from nemo_pc.models.rnnt_pc_parts import ModeRows, build_mode_rows
 from nemo_pc.modules import DualRNNTDecoder, DualRNNTJoint, ModeConditioningMixin, ModeDecoderJoint
+from nemo_pc.parts.pc_data import PCDataMixin
 from nemo_pc.parts.text import normalize
 from nemo_pc.parts.transcription import BOTH, PCTranscribeConfig, PCTranscriptionMixin, resolve_mode
 
@@ -39,7 +40,7 @@ def _reduce_sum(value: torch.Tensor) -> torch.Tensor:
     return value
 
 
-class EncDecRNNTPCBPEModel(PCTranscriptionMixin, EncDecRNNTBPEModel):
+class EncDecRNNTPCBPEModel(PCTranscriptionMixin, PCDataMixin, EncDecRNNTBPEModel):
     """RNN-T with normalized (mode 0) and punctuated (mode 1) output from one shared encoder.
 
     Config keys, besides those of :class:`EncDecRNNTBPEModel`:
@@ -50,7 +51,9 @@ class EncDecRNNTPCBPEModel(PCTranscriptionMixin, EncDecRNNTBPEModel):
         pc.alpha: α of the conditioned loss (default 0.5).
         pc.default_mode: the mode ``transcribe`` returns when none is asked for (``punctuated`` by default).
         train_ds / validation_ds / test_ds: :func:`nemo_pc.data.pc_dataset.pc_dataloader_from_config` configs
-            (``pc_fraction`` keeps P labels on a share of the training utterances).
+            (``pc_fraction`` keeps P labels on a share of the training utterances; ``use_lhotse: true`` reads
+            shar, tarred audio or manifests with NeMo's lhotse loader), set up by
+            :class:`~nemo_pc.parts.pc_data.PCDataMixin`.
     """
 
     def __init__(self, cfg: DictConfig, trainer: Trainer | None = None) -> None:
@@ -141,26 +144,6 @@ class EncDecRNNTPCBPEModel(PCTranscriptionMixin, EncDecRNNTBPEModel):
         """As in NeMo, for the decoding of every mode."""
         super().change_decoding_strategy(decoding_cfg, verbose=verbose)
         self._setup_mode_decodings(self.cfg.decoding)
-
-    # Data
-
-    def _setup_pc_dataloader(self, name: str, config: DictConfig, shuffle: bool) -> DataLoader | None:
-        if "shuffle" not in config:
-            config["shuffle"] = shuffle
-        self._update_dataset_config(dataset_name=name, config=config)
-        if not config.get("manifest_filepath"):
-            return None
-        return pc_dataloader_from_config(config, self.tokenizer)
-
-    def setup_training_data(self, train_data_config: DictConfig | dict) -> None:
-        """Training data: :class:`~nemo_pc.data.pc_dataset.PCAudioTextDataset` batches."""
-        self._train_dl = self._setup_pc_dataloader("train", train_data_config, shuffle=True)
-
-    def setup_validation_data(self, val_data_config: DictConfig | dict) -> None:
-        self._validation_dl = self._setup_pc_dataloader("validation", val_data_config, shuffle=False)
-
-    def setup_test_data(self, test_data_config: DictConfig | dict) -> None:
-        self._test_dl = self._setup_pc_dataloader("test", test_data_config, shuffle=False)
 
     # Training and validation: every utterance once per trained mode (a row), with its mode passed explicitly.
 

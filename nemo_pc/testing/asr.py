@@ -68,6 +68,25 @@ def write_pc_manifest(
     return write_manifest(folder / name, entries)
 
 
+def write_nemo_tarred(manifest: str | Path, folder: str | Path) -> tuple[Path, Path]:
+    """A one-shard NeMo tarred copy of a manifest, as NeMo's ``convert_to_tarred_audio_dataset.py`` writes it: a
+    tar of the audio files (member names are the file names) and a manifest whose ``audio_filepath`` is the member
+    name, with ``shard_id`` 0 and every other field kept. Returns ``(audio_0.tar, tarred_audio_manifest.json)``."""
+    import tarfile
+
+    from nemo_pc.data.manifest import read_manifest
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    entries = []
+    with tarfile.open(folder / "audio_0.tar", "w") as tar:
+        for entry in read_manifest(manifest):
+            audio = Path(entry["audio_filepath"])
+            tar.add(audio, arcname=audio.name)
+            entries.append({**entry, "audio_filepath": audio.name, "shard_id": 0})
+    return folder / "audio_0.tar", write_manifest(folder / "tarred_audio_manifest.json", entries)
+
+
 def train_tokenizer(manifest: str | Path, folder: str | Path, vocab_size: int = 40) -> Path:
     """Trains the cased, punctuated BPE tokenizer on a manifest; returns its folder."""
     from nemo_pc.data.tokenizer import build_tokenizer

@@ -1,0 +1,136 @@
+"""P&C batches through NeMo's lhotse dataloading: lhotse shar, NeMo tarred audio and NeMo manifests.
+
+:class:`LhotsePCDataset` maps a lhotse ``CutSet`` (one batch chosen by lhotse's sampler) to the same
+:class:`~nemo_pc.data.pc_dataset.PCBatch` as the map-style :class:`~nemo_pc.data.pc_dataset.PCAudioTextDataset`,
+and :func:`lhotse_pc_dataloader` builds NeMo's lhotse loader around it from a data config with
+``use_lhotse: true``. NeMo's readers put a manifest's ``text`` into the cut's supervision and every other field
+into ``cut.custom`` (``text_normalized``, ``pc_source``, ``utt_id``); ``nemo-pc export-shar`` writes shar cuts the
+same way. The data keys are NeMo's (``manifest_filepath``, ``tarred_audio_filepaths``, ``shar_path``,
+``cuts_path``, ``input_cfg``, ``batch_size``, ``batch_duration``, ``use_bucketing``, ``num_buckets``,
+``bucket_duration_bins``, ``max_duration``, ``min_duration``, ``shuffle``, ``seed``, ``shard_seed``,
+``force_finite``, ...); ``marks``, ``pc_fraction`` and ``pc_seed`` are read here. See docs/scale.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import torch
+
+from nemo_pc.data.pc_dataset import PCBatch, collate_pc_batch, pc_token_ids, prepare_pc_text
+from nemo_pc.parts.styles import check_format
+from nemo_pc.parts.text import DEFAULT_MARKS
+
+MAP_STYLE_KEYS = ("bucketing_window", "augmentor")
+"""Keys of the map-style loader that NeMo's lhotse loader has other keys for: set, they are an error."""
+
+
+class LhotsePCDataset(torch.utils.data.Dataset):
+    """A lhotse dataset: a ``CutSet`` to a :class:`~nemo_pc.data.pc_dataset.PCBatch` (audio, N and P token ids and
+    the P-available mask), with the texts prepared as the map-style dataset prepares them.
+
+    The ``pc_fraction`` key of an utterance is its ``utt_id``, else its audio file path (as in the map-style
+    dataset), else its cut id (for NeMo tarred audio the tar member name); a manifest and its shar or tarred copy
+    with ``utt_id`` select the same utterances.
+
+    Args:
+        tokenizer: a NeMo tokenizer (``text_to_ids``), the model's cased, punctuated SentencePiece tokenizer.
+        marks: the mark set kept in the P text.
+        pc_fraction: share of utterances that keep their P labels.
+        pc_seed: seed of that choice.
+        mixed_format: ``"m0"``, ``"m1"`` or ``"m2"``: the P tokens are those of the mixed-style transcript.
+
+    Raises (when a batch is made):
+        ManifestError: a cut without ``text_normalized``, with an empty one or with an unknown ``pc_source``; the
+            message names the cut (a ``ValueError``: nothing is dropped silently).
+    """
+
+    def __init__(
+        self,
+        tokenizer,
+        marks: str = DEFAULT_MARKS,
+        pc_fraction: float = 1.0,
+        pc_seed: int = 0,
+        mixed_format: str | None = None,
+    ) -> None:
+        from lhotse.dataset import AudioSamples
+
+        super().__init__()
+        if not 0.0 <= pc_fraction <= 1.0:
+            raise ValueError(f"pc_fraction must be in [0, 1], got {pc_fraction}")
+        self.tokenizer = tokenizer
+        self.marks, self.pc_fraction, self.pc_seed = marks, pc_fraction, pc_seed
+        self.mixed_format = None if mixed_format is None else check_format(mixed_format)
+        self.load_audio = AudioSamples(fault_tolerant=False)
+
+    def __getitem__(self, cuts) -> PCBatch:
+        targets = [self.targets(cut) for cut in cuts]  # bad text fails before any audio is read
+        audio, audio_len = self.load_audio(cuts)
+        return collate_pc_batch(audio, audio_len, targets)
+
+    def targets(self, cut) -> tuple[list[int], list[int], bool]:
+        """``(tokens_n, tokens_p, p_available)`` of one cut."""
+        fields = dict(cut.custom or {})
+        texts = [supervision.text for supervision in cut.supervisions if supervision.text]
+        if texts:
+            fields["text"] = " ".join(texts)
+        punctuated, normalized, p_available = prepare_pc_text(
+            fields, _key(cut), self.marks, self.pc_fraction, self.pc_seed, _where(cut), None
+        )
+        tokens_n, tokens_p = pc_token_ids(self.tokenizer, punctuated, normalized, self.mixed_format)
+        return tokens_n, tokens_p, p_available
+
+
+def _key(cut) -> str:
+    utt_id = (cut.custom or {}).get("utt_id")
+    if utt_id:
+        return str(utt_id)
+    recording = getattr(cut, "recording", None)  # a MixedCut has none
+    if recording is not None and recording.sources and recording.sources[0].type == "file":
+        return str(recording.sources[0].source)
+    return cut.id
+
+
+def _where(cut) -> str:
+    origin = next((cut.custom[k] for k in ("manifest_origin", "shard_origin") if k in (cut.custom or {})), None)
+    return f"{origin}: cut {cut.id}" if origin else f"cut {cut.id}"
+
+
+def lhotse_pc_dataloader(
+    config: Mapping, tokenizer, mixed_format: str | None = None, global_rank: int = 0, world_size: int = 1
+) -> torch.utils.data.DataLoader:
+    """NeMo's lhotse DataLoader of :class:`LhotsePCDataset` batches from a NeMo data config.
+
+    The loader has no length (shar and tarred data repeat without end): train with ``trainer.max_steps``, an int
+    ``trainer.limit_train_batches`` and ``trainer.use_distributed_sampler=false``, as NeMo's lhotse recipes do.
+
+    Raises:
+        ValueError: ``bucketing_window`` or ``augmentor`` set (NeMo's ``use_bucketing`` and its augmentation keys
+            do their work here), ``concatenate_samples`` set, or a bad ``pc_fraction``.
+    """
+    from nemo.collections.common.data.lhotse import get_lhotse_dataloader_from_config
+    from omegaconf import DictConfig, OmegaConf
+
+    if isinstance(config, DictConfig):
+        config = OmegaConf.to_container(config, resolve=True)
+    config = dict(config)
+    for key in MAP_STYLE_KEYS:
+        if config.pop(key, None):
+            raise ValueError(
+                f"data config: {key!r} is a key of the map-style loader; with use_lhotse use NeMo's keys "
+                "(use_bucketing, num_buckets, batch_duration; perturb_speed, noise_path)"
+            )
+    if config.get("concatenate_samples"):
+        raise ValueError("data config: concatenate_samples is not supported: the fields of one utterance would "
+                         "label several")  # fmt: skip
+    dataset = LhotsePCDataset(
+        tokenizer,
+        marks=config.pop("marks", DEFAULT_MARKS),
+        pc_fraction=float(config.pop("pc_fraction", 1.0)),
+        pc_seed=int(config.pop("pc_seed", 0)),
+        mixed_format=mixed_format,
+    )
+    # no tokenizer: NeMo would pre-tokenize the raw ``text``, and the targets are made by the dataset
+    return get_lhotse_dataloader_from_config(
+        config, global_rank=global_rank, world_size=world_size, dataset=dataset, tokenizer=None
+    )
