@@ -17,6 +17,7 @@ from collections.abc import Mapping
 
 import torch
 
+from nemo_pc.data.manifest import ManifestError
 from nemo_pc.data.pc_dataset import PCBatch, collate_pc_batch, pc_token_ids, prepare_pc_text
 from nemo_pc.parts.styles import check_format
 from nemo_pc.parts.text import DEFAULT_MARKS
@@ -65,7 +66,10 @@ class LhotsePCDataset(torch.utils.data.Dataset):
 
     def __getitem__(self, cuts) -> PCBatch:
         targets = [self.targets(cut) for cut in cuts]  # bad text fails before any audio is read
-        audio, audio_len = self.load_audio(cuts)
+        try:
+            audio, audio_len = self.load_audio(cuts)
+        except Exception as err:  # soundfile, audioread and lhotse raise many types
+            _raise_for_bad_audio(cuts, err)
         return collate_pc_batch(audio, audio_len, targets)
 
     def targets(self, cut) -> tuple[list[int], list[int], bool]:
@@ -89,6 +93,17 @@ def _key(cut) -> str:
     if recording is not None and recording.sources and recording.sources[0].type == "file":
         return str(recording.sources[0].source)
     return cut.id
+
+
+def _raise_for_bad_audio(cuts, err: Exception) -> None:
+    """Raises a :class:`ManifestError` naming the first cut of ``cuts`` whose audio cannot be read."""
+    for cut in cuts:
+        try:
+            cut.load_audio()
+        except Exception as cut_err:
+            reason = " ".join(str(cut_err).split())
+            raise ManifestError(_where(cut), None, f"cannot read audio: {reason}", "bad audio") from cut_err
+    raise err
 
 
 def _where(cut) -> str:

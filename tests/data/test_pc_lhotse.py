@@ -90,6 +90,27 @@ def test_a_bad_cut_is_an_error_naming_the_cut(corpus, tokenizer, tmp_path, chang
     assert "cut utt1" in str(err.value)
 
 
+def test_unreadable_audio_is_an_error_naming_the_cut(corpus, tokenizer, tmp_path):
+    import shutil
+
+    from lhotse import CutSet, Recording
+
+    from nemo_pc.data.pc_lhotse import LhotsePCDataset
+
+    entries = [json.loads(line) for line in corpus["manifest"].read_text().splitlines()][:2]
+    cuts = []
+    for entry in entries:
+        copy = tmp_path / f"{entry['utt_id']}.wav"
+        shutil.copy(entry["audio_filepath"], copy)
+        cut = Recording.from_file(copy, recording_id=entry["utt_id"]).to_cut()
+        cut.custom = {key: entry[key] for key in ("text_normalized", "utt_id")}
+        cuts.append(cut)
+    (tmp_path / f"{entries[1]['utt_id']}.wav").unlink()  # gone after its header was read
+    with pytest.raises(ManifestError, match="cannot read audio") as err:
+        LhotsePCDataset(tokenizer)[CutSet.from_cuts(cuts)]
+    assert f"cut {entries[1]['utt_id']}" in str(err.value)
+
+
 @pytest.mark.parametrize(
     ("key", "value", "message"),
     [
