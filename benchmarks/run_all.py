@@ -2,7 +2,8 @@
 
 Sections (each reports "not measured" when its models or data are missing):
 
-a. RTF with ONNX Runtime on CPU, batch 1, on the first ``--rtf-utterances`` test utterances: the cascade
+a. RTF with ONNX Runtime on CPU, batch 1, on the test utterances (``benchmarks/rtf_demo.py``: medians of
+   interleaved rounds, their spread, paired ratios; ``--rtf-previous`` checks that two runs agree): the cascade
    (``rnnt_conditioned`` normalized mode + ``TextFormatter.format``), ``rnnt_dual`` (punctuated output from a
    punctuated-head-only export, and both outputs) and ``rnnt_conditioned`` (punctuated, both).
 b. The text formatter against the full seq2seq formatter and NeMo WFST ITN (``benchmarks/formatter.py``) on the
@@ -18,7 +19,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import math
 import shutil
 import sys
 import tempfile
@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from nemo_pc.data.manifest import read_manifest, write_manifest, write_text_atomic
+from nemo_pc.data.manifest import read_manifest, write_text_atomic
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))  # the demo application, examples/pc_demo
 from pc_demo import claims as claims_lib  # noqa: E402
@@ -53,8 +53,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--json", default="benchmarks/results/run_all.json")
     parser.add_argument("--markdown", default="benchmarks/results/run_all.md")
     parser.add_argument("--readme", default=None, help="replace the claims block of this README")
-    parser.add_argument("--rtf-utterances", type=int, default=40, help="first N test utterances timed")
-    parser.add_argument("--repeats", type=int, default=2, help="timed runs per RTF figure; the fastest counts")
+    parser.add_argument("--rtf-utterances", type=int, default=0, help="first N test utterances timed (0: all)")
+    parser.add_argument("--repeats", type=int, default=5, help="interleaved timing rounds (medians count)")
+    parser.add_argument("--rtf-previous", default=None, help="an earlier run's JSON: report how far each RTF moved")
     parser.add_argument("--threads", type=int, default=1, help="onnxruntime and torch threads")
     parser.add_argument("--formatter-data", default=None, help="default D/formatter_data")
     parser.add_argument("--tagger", default=None, help="default D/models/tagger.nemo (or the demo's formatter_dir)")
@@ -100,122 +101,9 @@ def formatter_paths(args: argparse.Namespace, demo_dir: Path) -> dict[str, Path 
     }
 
 
-# a. RTF
-
-
-def _time(run, repeats: int) -> float:
-    best = math.inf
-    for _ in range(max(repeats, 1)):
-        start = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
-def _features(model, manifest: Path) -> tuple[list, float]:
-    import torch
-
-    from nemo_pc.data.pc_dataset import pc_dataloader_from_config
-
-    loader = pc_dataloader_from_config({"manifest_filepath": str(manifest), "batch_size": 1}, model.tokenizer)
-    features, seconds = [], 0.0
-    for batch in loader:
-        with torch.no_grad():
-            feats, lengths = model.preprocessor(input_signal=batch.audio, length=batch.audio_len)
-        features.append((feats.numpy(), lengths.numpy()))
-        seconds += float(batch.audio_len.sum()) / model.preprocessor._sample_rate
-    return features, seconds
-
-
-def _rnnt_rtf(path: Path, manifest: Path, folder: Path, dual: bool, repeats: int, threads: int) -> tuple[dict, list]:
-    """RTF of one RNN-T model per output kind, and its normalized outputs (for the cascade)."""
-    from nemo_pc.parts.onnx_rnnt import OnnxRNNTPCRunner, export_for_onnxruntime
-    from nemo_pc.pipelines.inference import load_asr_model
-
-    model = load_asr_model(path)
-    features, seconds = _features(model, manifest)
-    runner = OnnxRNNTPCRunner(export_for_onnxruntime(model, folder / "all"), threads=threads)
-    single = None
-    if dual:
-        head = export_for_onnxruntime(model, folder / "punctuated_head", modes=[1])
-        single = {1: OnnxRNNTPCRunner(head, threads=threads)}
-    timings = bench_module("rtf_rnnt_pc").measure(runner, features, repeats, single)
-    normalized = [runner.transcribe_features(f, n, [0])[0] for f, n in features]
-    row = {kind: value / seconds for kind, value in timings.items()}
-    row["seconds"] = timings
-    row["parameters"] = sum(p.numel() for p in model.parameters())
-    return {"rtf": row, "audio_seconds": seconds}, normalized
-
-
 def rtf_section(demo_dir: Path, paths: dict, args: argparse.Namespace, work: Path) -> dict:
-    """Section a: RTF of the cascade, ``rnnt_dual`` and ``rnnt_conditioned`` on the same test audio."""
-    import torch
-
-    test = demo_dir / "manifests" / "test.json"
-    if not test.is_file():
-        return {"not_measured": f"no test manifest {test}"}
-    torch.set_num_threads(args.threads)
-    subset = write_manifest(work / "rtf_test.json", read_manifest(test)[: args.rtf_utterances])
-    section: dict = {"utterances": len(read_manifest(subset)), "threads": args.threads, "systems": {}}
-    normalized = None
-    for name, dual in (("rnnt_conditioned", False), ("rnnt_dual", True)):
-        path = claims_lib.model_path(demo_dir, name)
-        if not path.is_file():
-            section["systems"][name] = {"not_measured": f"no {path}"}
-            continue
-        measured, outputs = _rnnt_rtf(path, subset, work / f"onnx_{name}", dual, args.repeats, args.threads)
-        section["audio_seconds"] = measured["audio_seconds"]
-        section["systems"][name] = measured["rtf"]
-        normalized = outputs if name == "rnnt_conditioned" else normalized
-    section["systems"]["cascade"] = _cascade_rtf(section, normalized, paths, args.repeats)
-    section["ratios"] = rtf_ratios(section["systems"])
-    return section
-
-
-def _cascade_rtf(section: dict, normalized: list[str] | None, paths: dict, repeats: int) -> dict:
-    if normalized is None:
-        return {"not_measured": "no rnnt_conditioned model"}
-    if not (paths["tagger"] and paths["rewriter"]):
-        return {"not_measured": "no tagger.nemo / rewriter.nemo"}
-    from nemo_pc.formatter.pipeline import TextFormatter
-
-    formatter = TextFormatter.from_files(paths["tagger"], paths["rewriter"])
-    formatter.format(normalized[:2])  # first-call setup is not part of the timing
-    seconds = _time(lambda: formatter.format(normalized), repeats)
-    asr = section["systems"]["rnnt_conditioned"]["normalized"]
-    formatter_rtf = seconds / section["audio_seconds"]
-    return {"punctuated": asr + formatter_rtf, "asr_normalized": asr, "formatter": formatter_rtf}
-
-
-def rtf_ratios(systems: dict) -> dict:
-    """Conditioned P / dual P (P head alone, all heads, both outputs), both / one output for each model, cascade /
-    conditioned P (None if unmeasured)."""
-
-    def get(name: str, kind: str):
-        return systems.get(name, {}).get(kind)
-
-    def ratio(a, b):
-        return a / b if a is not None and b else None
-
-    return {
-        "conditioned_punctuated_over_dual_punctuated": ratio(
-            get("rnnt_conditioned", "punctuated"), get("rnnt_dual", "punctuated")
-        ),
-        # paper 000's 2-Decoder runs both decoders: its P output costs the all-heads export, or both outputs
-        "conditioned_punctuated_over_dual_all_heads": ratio(
-            get("rnnt_conditioned", "punctuated"), get("rnnt_dual", "punctuated_all_heads")
-        ),
-        "conditioned_punctuated_over_dual_both": ratio(
-            get("rnnt_conditioned", "punctuated"), get("rnnt_dual", "both")
-        ),
-        "conditioned_both_over_punctuated": ratio(
-            get("rnnt_conditioned", "both"), get("rnnt_conditioned", "punctuated")
-        ),
-        "dual_both_over_punctuated": ratio(get("rnnt_dual", "both"), get("rnnt_dual", "punctuated")),
-        "cascade_over_conditioned_punctuated": ratio(
-            get("cascade", "punctuated"), get("rnnt_conditioned", "punctuated")
-        ),
-    }
+    """Section a (``benchmarks/rtf_demo.py``)."""
+    return bench_module("rtf_demo").rtf_section(demo_dir, paths, args, work, claims_lib.model_path)
 
 
 # b. formatter
@@ -308,32 +196,6 @@ def _num(value, digits: int = 4) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def rtf_markdown(section: dict) -> list[str]:
-    if "not_measured" in section:
-        return [f"Not measured: {section['not_measured']}."]
-    lines = [
-        f"{section['utterances']} test utterances ({_num(section.get('audio_seconds'), 1)} s of audio), batch 1, "
-        f"{section['threads']} thread(s), fastest of the timed runs.",
-        "",
-        "| system | normalized | punctuated | both | punctuated, all heads |",
-        "|---|---:|---:|---:|---:|",
-    ]
-    for name, row in section["systems"].items():
-        if "not_measured" in row:
-            lines.append(f"| `{name}` | not measured: {row['not_measured']} | | | |")
-            continue
-        normalized = row.get("normalized", row.get("asr_normalized"))
-        cells = [normalized, row.get("punctuated"), row.get("both"), row.get("punctuated_all_heads")]
-        lines.append(f"| `{name}` | " + " | ".join(_num(c) for c in cells) + " |")
-    cascade = section["systems"].get("cascade", {})
-    if "formatter" in cascade:
-        lines += ["", f"`cascade`: normalized = the `rnnt_conditioned` normalized pass, punctuated = that pass "
-                  f"{_num(cascade['asr_normalized'])} + the text formatter {_num(cascade['formatter'])}."]  # fmt: skip
-    lines += ["", "| ratio | value |", "|---|---:|"]
-    lines += [f"| {name} | {_num(value, 3)} |" for name, value in section["ratios"].items()]
-    return lines
-
-
 def formatter_markdown(section: dict) -> list[str]:
     if "not_measured" in section:
         return [f"Not measured: {section['not_measured']}."]
@@ -375,7 +237,7 @@ def render_markdown(results: dict) -> str:
         "",
         "## a. RTF, ONNX Runtime on CPU",
         "",
-        *rtf_markdown(results["rtf"]),
+        *bench_module("rtf_demo").rtf_markdown(results["rtf"]),
         "",
         "## b. Text formatter vs full seq2seq vs NeMo WFST ITN",
         "",
@@ -435,6 +297,10 @@ def main(argv: list[str] | None = None) -> dict:
         work = Path(args.work) if args.work else Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         results["rtf"] = _run("rtf", skip, lambda: rtf_section(demo_dir, paths, args, work))
+        if args.rtf_previous and "not_measured" not in results["rtf"]:
+            previous = json.loads(Path(args.rtf_previous).read_text())["rtf"]
+            results["rtf"]["agreement"] = bench_module("rtf_demo").agreement(results["rtf"], previous)
+            results["rtf"]["agreement"]["previous"] = args.rtf_previous
         results["formatter"] = _run("formatter", skip, lambda: formatter_section(paths, args))
         results["restoration"] = _run("restore", skip, lambda: restoration_section(work, args.restore_utterances))
         print("== claims", flush=True)

@@ -284,26 +284,44 @@ def test_run_all_claims_only(tmp_path):
     assert "| C4 | 004 |" in text
 
 
-def test_rtf_ratios_tolerate_missing_systems():
-    run_all = load_run_all()
-    systems = {"rnnt_conditioned": {"punctuated": 0.1, "both": 0.12}, "rnnt_dual": {"not_measured": "no model"}}
-    ratios = run_all.rtf_ratios(systems)
-    assert ratios["conditioned_both_over_punctuated"] == pytest.approx(1.2)
+def _rtf_demo():
+    return load_run_all().bench_module("rtf_demo")
+
+
+def test_rtf_rounds_interleave_the_figures_and_start_each_round_elsewhere():
+    rtf_demo, calls = _rtf_demo(), []
+    jobs = {key: (lambda key=key: calls.append(key)) for key in (("a", "x"), ("b", "x"), ("c", "x"))}
+    seconds = rtf_demo.timed_rounds(jobs, rounds=3)
+    assert [len(v) for v in seconds.values()] == [3, 3, 3]
+    assert [c[0] for c in calls] == list("abcbcacab")
+
+
+def test_rtf_figures_are_medians_and_ratios_are_paired_per_round():
+    rtf_demo = _rtf_demo()
+    # round 2 ran on a loaded machine: both figures slow, their ratio unchanged
+    per_round = {("rnnt_conditioned", "punctuated"): [1.0, 3.0, 1.2], ("rnnt_conditioned", "both"): [1.2, 3.6, 1.44]}
+    figures = rtf_demo.summarize(per_round, audio_seconds=10.0)
+    assert figures[("rnnt_conditioned", "punctuated")]["rtf"] == pytest.approx(0.12)
+    assert figures[("rnnt_conditioned", "punctuated")]["spread_pct"] == pytest.approx(100 * (0.3 - 0.1) / 0.12)
+    ratios = rtf_demo.rtf_ratios(figures)
+    both = ratios["conditioned_both_over_punctuated"]
+    assert both["median"] == pytest.approx(1.2) and both["min"] == pytest.approx(1.2)
+    assert both["max"] == pytest.approx(1.2)
     assert ratios["conditioned_punctuated_over_dual_punctuated"] is None
     assert ratios["cascade_over_conditioned_punctuated"] is None
 
 
-def test_rtf_ratios_compare_the_conditioned_p_output_with_each_dual_deployment():
-    run_all = load_run_all()
-    systems = {
-        "rnnt_conditioned": {"punctuated": 0.1, "both": 0.12},
-        "rnnt_dual": {"punctuated": 0.1, "punctuated_all_heads": 0.125, "both": 0.16},
-    }
-    ratios = run_all.rtf_ratios(systems)
-    assert ratios["conditioned_punctuated_over_dual_punctuated"] == pytest.approx(1.0)
-    assert ratios["conditioned_punctuated_over_dual_all_heads"] == pytest.approx(0.8)
-    assert ratios["conditioned_punctuated_over_dual_both"] == pytest.approx(0.625)
-    assert ratios["dual_both_over_punctuated"] == pytest.approx(1.6)
+def test_rtf_agreement_names_the_largest_difference():
+    rtf_demo = _rtf_demo()
+
+    def section(p_rtf, ratio):
+        return {"systems": {"rnnt_conditioned": {"punctuated": {"rtf": p_rtf}, "parameters": 5}},
+                "ratios": {"conditioned_both_over_punctuated": {"median": ratio}, "missing": None}}  # fmt: skip
+
+    close = rtf_demo.agreement(section(0.102, 1.2), section(0.1, 1.2))
+    assert close["agree"] and close["max_abs_pct"] == pytest.approx(2.0)
+    far = rtf_demo.agreement(section(0.1, 1.32), section(0.1, 1.2))
+    assert not far["agree"] and far["differences_pct"]["ratio conditioned_both_over_punctuated"] == pytest.approx(10)
 
 
 def test_silent_systems_make_a_claim_not_measurable(tmp_path):
