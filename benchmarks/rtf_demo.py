@@ -1,10 +1,11 @@
 """Section a of ``benchmarks/run_all.py``: steady real-time factors of a demo folder's models, ONNX Runtime on CPU.
 
-Every timed figure (a system and an output kind) runs once per round, and the rounds interleave the figures, so a
-change of machine load hits every figure of a round alike. A figure's RTF is the median of its rounds; its spread
-is (max - min) / median over the rounds. Each ratio is taken within each round (paired) and reported as the median
-of the rounds with its range. ``--rtf-previous`` compares every figure with an earlier run's JSON: two runs agree
-when no figure differs by more than ``AGREEMENT_PCT``.
+Every timed figure (a system and an output kind) runs once per round on every utterance, and a round interleaves
+the figures utterance by utterance, so a change of machine load hits every figure alike. A figure's RTF is the
+median of its rounds; its spread is (max - min) / median over the rounds. Each ratio is taken within each round
+(paired) and reported as the median of the rounds with its range. The cascade's formatter also runs at batch 1,
+on one utterance's normalized output at a time. ``--rtf-previous`` compares every figure with an earlier run's
+JSON: two runs agree when no figure or ratio differs by more than ``AGREEMENT_PCT``.
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/run_all.py --demo-dir demo_out --skip formatter,restore,m2 \
         --json benchmarks/results/rtf_run1.json --markdown /tmp/rtf_run1.md
@@ -35,17 +36,22 @@ RATIOS = {
 }
 
 
-def timed_rounds(jobs: dict[tuple[str, str], Callable[[], object]], rounds: int) -> dict[tuple[str, str], list]:
-    """Seconds of every job in every round; round ``r`` starts at job ``r`` (mod the jobs) so no job is always
-    first after a pause."""
+def timed_rounds(jobs: dict[tuple[str, str], Callable[[int], object]], items: int, rounds: int) -> dict:
+    """Seconds of every job in every round. A round runs every job on item 0, then every job on item 1, and so on,
+    starting each item at another job, so that a change of machine load reaches every job alike; a job's seconds
+    in a round are the sum over the items."""
     keys = list(jobs)
     seconds: dict[tuple[str, str], list[float]] = {key: [] for key in keys}
     for round_index in range(max(rounds, 1)):
-        shift = round_index % len(keys) if keys else 0
-        for key in keys[shift:] + keys[:shift]:
-            start = time.perf_counter()
-            jobs[key]()
-            seconds[key].append(time.perf_counter() - start)
+        sums = dict.fromkeys(keys, 0.0)
+        for item in range(items):
+            shift = (round_index + item) % len(keys) if keys else 0
+            for key in keys[shift:] + keys[:shift]:
+                start = time.perf_counter()
+                jobs[key](item)
+                sums[key] += time.perf_counter() - start
+        for key in keys:
+            seconds[key].append(sums[key])
     return seconds
 
 
@@ -127,13 +133,13 @@ def rnnt_jobs(name: str, path: Path, manifest: Path, folder: Path, dual: bool, t
         head = export_for_onnxruntime(model, folder / "punctuated_head", modes=[1])
         single = OnnxRNNTPCRunner(head, threads=threads)
 
-    def one(mode: int, on) -> Callable[[], list]:
-        return lambda: [on.transcribe_features(f, n, [mode]) for f, n in feats]
+    def one(mode: int, on) -> Callable[[int], list]:
+        return lambda i: on.transcribe_features(*feats[i], [mode])
 
     jobs = {
         (name, "normalized"): one(0, runner),
         (name, "punctuated"): one(1, single),
-        (name, "both"): lambda: [runner.transcribe_all(f, n) for f, n in feats],
+        (name, "both"): lambda i: runner.transcribe_all(*feats[i]),
     }
     if dual:
         jobs[(name, "punctuated_all_heads")] = one(1, runner)
@@ -171,7 +177,8 @@ def rtf_section(demo_dir: Path, paths: dict, args, work: Path, model_path: Calla
         missing["cascade"] = {"not_measured": formatter_job}
     else:
         jobs[("cascade", "formatter")] = formatter_job
-    figures = summarize(timed_rounds(jobs, args.repeats), audio_seconds) if jobs else {}
+    items = section["utterances"]
+    figures = summarize(timed_rounds(jobs, items, args.repeats), audio_seconds) if jobs else {}
     if ("cascade", "formatter") in figures:
         asr, text = figures[("rnnt_conditioned", "normalized")], figures[("cascade", "formatter")]
         rounds = [a + b for a, b in zip(asr["rounds"], text["rounds"], strict=True)]
@@ -187,7 +194,8 @@ def rtf_section(demo_dir: Path, paths: dict, args, work: Path, model_path: Calla
     return section
 
 
-def _formatter_job(normalized: list[str] | None, paths: dict) -> Callable[[], object] | str:
+def _formatter_job(normalized: list[str] | None, paths: dict) -> Callable[[int], object] | str:
+    """The text formatter on one utterance's normalized output (batch 1, as the ASR runs)."""
     if normalized is None:
         return "no rnnt_conditioned model"
     if not (paths["tagger"] and paths["rewriter"]):
@@ -196,7 +204,7 @@ def _formatter_job(normalized: list[str] | None, paths: dict) -> Callable[[], ob
 
     formatter = TextFormatter.from_files(paths["tagger"], paths["rewriter"])
     formatter.format(normalized[:2])  # first-call setup is not part of the timing
-    return lambda: formatter.format(normalized)
+    return lambda i: formatter.format([normalized[i]])
 
 
 def _num(value, digits: int = 4) -> str:

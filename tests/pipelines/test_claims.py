@@ -288,12 +288,14 @@ def _rtf_demo():
     return load_run_all().bench_module("rtf_demo")
 
 
-def test_rtf_rounds_interleave_the_figures_and_start_each_round_elsewhere():
+def test_rtf_rounds_interleave_the_figures_item_by_item():
     rtf_demo, calls = _rtf_demo(), []
-    jobs = {key: (lambda key=key: calls.append(key)) for key in (("a", "x"), ("b", "x"), ("c", "x"))}
-    seconds = rtf_demo.timed_rounds(jobs, rounds=3)
-    assert [len(v) for v in seconds.values()] == [3, 3, 3]
-    assert [c[0] for c in calls] == list("abcbcacab")
+    jobs = {key: (lambda item, key=key: calls.append((key[0], item))) for key in (("a", "x"), ("b", "x"), ("c", "x"))}
+    seconds = rtf_demo.timed_rounds(jobs, items=2, rounds=2)
+    assert [len(v) for v in seconds.values()] == [2, 2, 2] and all(s > 0 for v in seconds.values() for s in v)
+    order = ["".join(job for job, _ in calls[k : k + 3]) for k in range(0, len(calls), 3)]
+    assert order == ["abc", "bca", "bca", "cab"]  # each item of each round starts at another job
+    assert [item for _, item in calls] == [0, 0, 0, 1, 1, 1] * 2
 
 
 def test_rtf_figures_are_medians_and_ratios_are_paired_per_round():
