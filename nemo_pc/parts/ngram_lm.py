@@ -291,7 +291,8 @@ def _nemo_tokenizer_bytes(path: Path) -> bytes:
                 raise ValueError(f"{path}: no SentencePiece tokenizer in this .nemo (found {sorted(candidates)})")
             return archive.extractfile(members[name]).read()
     except tarfile.TarError as err:
-        raise ValueError(f"{path}: not a .nemo archive ({err})") from None
+        detail = str(err).splitlines()[0].rstrip(":")  # the message of "r:*" lists every compression it tried
+        raise ValueError(f"{path}: not a .nemo archive ({detail})") from None
 
 
 def lm_text(value: str, field_name: str, marks: str = DEFAULT_MARKS) -> str:

@@ -16,7 +16,7 @@ OFFSET = 100
 def read_arpa(text: str, offset: int = OFFSET) -> dict[tuple, tuple[float, float]]:
     """An independent ARPA reader: ``ngram -> (log10 p, log10 back-off)``, tokens as ids, ``</s>`` as -2."""
     table, order = {}, 0
-    for line in text.splitlines():
+    for line in text.split("\n"):  # not splitlines: token characters such as U+0085 are line breaks to it
         if line.startswith("\\") and line.endswith("-grams:"):
             order = int(line[1:].split("-")[0])
             continue
