@@ -26,7 +26,8 @@ def lm_log_prob(arpa, vocab_size: int, tokens: list[int]) -> float:
     from nemo.collections.asr.parts.submodules.ngram_lm import NGramGPULanguageModel
 
     lm = NGramGPULanguageModel.from_file(arpa, vocab_size=vocab_size, use_triton=False)
-    return float(lm.score_sentences(torch.tensor([tokens]), bos=True).sum()) if tokens else 0.0
+    with torch.no_grad():
+        return float(lm.score_sentences(torch.tensor([tokens]), bos=True).sum()) if tokens else 0.0
 
 
 def test_the_lm_config_reaches_one_mode_only():
@@ -110,20 +111,24 @@ def ctc(tmp_path_factory):
     return model, arpa, load_sentencepiece(tokenizer)
 
 
-def tied_frames(vocab: int, first: int, second: int) -> torch.Tensor:
-    """One frame where ``first`` is a little more likely than ``second``, then a blank frame: (1, 2, V + 1)."""
-    probs = torch.full((1, 2, vocab + 1), 1e-4)
-    probs[0, 0, first], probs[0, 0, second] = 0.5, 0.45
-    probs[0, 1, vocab] = 0.99
+def tied_frames(vocab: int, tie: tuple[int, int], rest: list[int]) -> torch.Tensor:
+    """Log-probs (1, T, V + 1): a first frame where ``tie[0]`` is a little more likely than ``tie[1]``, then each
+    piece of ``rest`` in a sure frame, every piece followed by a sure blank frame."""
+    frames = [{tie[0]: 0.5, tie[1]: 0.45}] + [{token: 0.99} for token in rest]
+    probs = torch.full((1, 2 * len(frames), vocab + 1), 1e-4)
+    for index, frame in enumerate(frames):
+        for token, prob in frame.items():
+            probs[0, 2 * index, token] = prob
+        probs[0, 2 * index + 1, vocab] = 0.99
     return (probs / probs.sum(-1, keepdim=True)).log()
 
 
-def ctc_tokens(model, head, log_probs, strategy="greedy_batch", arpa=None, alpha=0.0) -> list[int]:
+def ctc_text(model, head, log_probs, strategy="greedy_batch", arpa=None, alpha=0.0) -> str:
     model.change_decoding_strategy(OmegaConf.create(decoding(strategy, arpa, alpha)), verbose=False)
     hyps = model.head_decoding(head).ctc_decoder_predictions_tensor(
         log_probs, decoder_lengths=torch.tensor([log_probs.shape[1]]), return_hypotheses=True
     )
-    return [int(t) for t in hyps[0].y_sequence]
+    return hyps[0].text
 
 
 @pytest.mark.parametrize("strategy", ["greedy_batch", "beam_batch"])
@@ -131,18 +136,20 @@ def test_ctc_fusion_with_weight_0_equals_plain_decoding(ctc, strategy):
     model, arpa, _ = ctc
     log_probs = torch.randn(1, 20, model.tokenizer.vocab_size + 1, generator=torch.Generator().manual_seed(2))
     log_probs = log_probs.log_softmax(-1)
-    plain = ctc_tokens(model, "main", log_probs, strategy)
+    plain = ctc_text(model, "main", log_probs, strategy)
     assert plain
-    assert ctc_tokens(model, "main", log_probs, strategy, arpa, 0.0) == plain
+    assert ctc_text(model, "main", log_probs, strategy, arpa, 0.0) == plain
 
 
 @pytest.mark.parametrize("strategy", ["greedy_batch", "beam_batch"])
 def test_ctc_fusion_picks_the_lm_preferred_piece_on_the_punctuated_head_only(ctc, strategy):
     model, arpa, processor = ctc
     vocab = model.tokenizer.vocab_size
-    likely = processor.encode("Yes, it is.", out_type=int)[0]  # how 10 of the 11 LM sentences start
-    unlikely = processor.encode("No.", out_type=int)[-1]  # "." never starts a sentence
-    frames = tied_frames(vocab, unlikely, likely)
-    assert ctc_tokens(model, "main", frames, strategy, arpa, 0.0) == [unlikely]
-    assert ctc_tokens(model, "main", frames, strategy, arpa, 1.0) == [likely]
-    assert ctc_tokens(model, "inter", frames, strategy, arpa, 1.0) == [unlikely]  # normalized head: no LM
+    likely, *rest = processor.encode("Yes, it is.", out_type=int)  # 10 of the 11 LM sentences
+    unlikely = processor.encode("No.", out_type=int)[0]  # "No" only ever follows "?" in the LM text
+    frames = tied_frames(vocab, (unlikely, likely), rest)
+    unlikely_text, likely_text = processor.decode([unlikely, *rest]), processor.decode([likely, *rest])
+    assert unlikely_text != likely_text
+    assert ctc_text(model, "main", frames, strategy, arpa, 0.0) == unlikely_text
+    assert ctc_text(model, "main", frames, strategy, arpa, 1.0) == likely_text
+    assert ctc_text(model, "inter", frames, strategy, arpa, 1.0) == unlikely_text  # normalized head: no LM
