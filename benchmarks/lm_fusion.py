@@ -51,7 +51,9 @@ def transcribe_to_manifest(model, manifest: Path, target: Path, batch_size: int)
                             mode="punctuated")  # fmt: skip
     seconds = time.perf_counter() - start
     texts = [getattr(hyp, "text", hyp) for hyp in hyps]
-    return write_manifest(target, [{**entry, "pred_text": text} for entry, text in zip(entries, texts)]), seconds
+    return write_manifest(
+        target, [{**entry, "pred_text": text} for entry, text in zip(entries, texts, strict=True)]
+    ), seconds
 
 
 def metrics_of(report: dict) -> dict:

@@ -123,7 +123,7 @@ def estimate_discounts(adjusted: Counter) -> tuple[tuple[float, float, float], b
         return FALLBACK_DISCOUNTS, True
     y = t[1] / (t[1] + 2 * t[2])
     discounts = tuple(k - (k + 1) * y * t[k + 1] / t[k] for k in (1, 2, 3))
-    if not all(0.0 < d <= k for k, d in zip((1, 2, 3), discounts)):
+    if not all(0.0 < d <= k for k, d in zip((1, 2, 3), discounts, strict=True)):
         return FALLBACK_DISCOUNTS, True
     return discounts, False
 
@@ -408,7 +408,9 @@ def build_token_lm(
         for path in paths:
             lines = sum(1 for _ in path.open("rb"))
             stream = manifest_token_sentences(path, processor, field_name, marks, skipped, on_bad)
-            for ids in tqdm(stream, total=lines, desc=f"counting {path.name}", unit="utt", disable=None if progress else True):
+            for ids in tqdm(
+                stream, total=lines, desc=f"counting {path.name}", unit="utt", disable=None if progress else True
+            ):
                 totals["sentences"] += 1
                 totals["tokens"] += len(ids)
                 yield ids

@@ -16,7 +16,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("output", help="the ARPA file to write (atomically)")
     parser.add_argument("--order", type=int, default=DEFAULT_ORDER, help=f"n-gram order (default {DEFAULT_ORDER})")
     parser.add_argument("--field", default="text", help="manifest field (default: text, cased and punctuated)")
-    parser.add_argument("--marks", default=DEFAULT_MARKS, help=f"mark set of the ASR model (default {DEFAULT_MARKS!r})")
+    parser.add_argument(
+        "--marks", default=DEFAULT_MARKS, help=f"mark set of the ASR model (default {DEFAULT_MARKS!r})"
+    )
     parser.add_argument(
         "--on-bad", choices=("error", "skip"), default="error", help="stop at a bad line, or skip and count it"
     )
@@ -40,7 +42,8 @@ def run(args: argparse.Namespace) -> int:
     reasons = ", ".join(f"{count} {reason}" for reason, count in skipped.counts.items())
     print(
         f"nemo-pc build-lm: {report.sentences} utterances, {report.tokens} tokens, vocabulary {report.vocab_size}; "
-        f"n-grams per order {report.ngram_counts}; skipped {skipped.total} line(s)" + (f" ({reasons})" if reasons else ""),
+        f"n-grams per order {report.ngram_counts}; skipped {skipped.total} line(s)"
+        + (f" ({reasons})" if reasons else ""),
         file=sys.stderr,
     )
     if report.fallback_orders:

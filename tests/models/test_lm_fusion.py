@@ -31,7 +31,9 @@ def lm_log_prob(arpa, vocab_size: int, tokens: list[int]) -> float:
 
 
 def test_the_lm_config_reaches_one_mode_only():
-    cfg = OmegaConf.create({"strategy": "greedy_batch", "greedy": {"ngram_lm_model": "lm.arpa", "ngram_lm_alpha": 0.5}})
+    cfg = OmegaConf.create(
+        {"strategy": "greedy_batch", "greedy": {"ngram_lm_model": "lm.arpa", "ngram_lm_alpha": 0.5}}
+    )
     assert has_ngram_lm(cfg) and not has_ngram_lm(without_ngram_lm(cfg))
     assert without_ngram_lm(cfg).greedy.ngram_lm_alpha == 0.5 and cfg.greedy.ngram_lm_model == "lm.arpa"
     assert decoding_cfg_for_mode(cfg, PUNCTUATED, ngram_lm_mode({})) is cfg
@@ -81,7 +83,7 @@ def test_rnnt_fusion_moves_the_punctuated_output_towards_the_lm_only(rnnt):
     plain = rnnt_tokens(model, "greedy_batch", encoded, PUNCTUATED)
     fused = rnnt_tokens(model, "greedy_batch", encoded, PUNCTUATED, arpa, 2.0)
     assert fused != plain
-    for before, after in zip(plain, fused):
+    for before, after in zip(plain, fused, strict=True):
         assert len(after) == len(before)  # NeMo's greedy fusion keeps the blank decisions of the acoustic model
         assert lm_log_prob(arpa, vocab, after) > lm_log_prob(arpa, vocab, before)
     normalized_plain = rnnt_tokens(model, "greedy_batch", encoded, NORMALIZED)
