@@ -18,8 +18,8 @@ is the exact back-off form of the interpolated model. Tokens are written as NeMo
 and as ``NGramGPULanguageModel.from_arpa`` reads them: token id ``i`` is the character ``chr(i + token_offset)``
 (``DEFAULT_TOKEN_OFFSET`` of ``nemo.collections.asr.parts.submodules.ngram_lm.constants``).
 
-The counting is pure Python: fine for the transcripts of an ASR corpus (the demo's in a second, LibriSpeech-PC's
-~280k utterances in minutes), not for web-scale text, where KenLM's ``lmplz`` is the tool.
+The counting is pure Python: meant for the transcripts of an ASR corpus, not for web-scale text, where KenLM's
+``lmplz`` is the tool (NGPU-LM reads its ARPA files just as well).
 """
 
 from __future__ import annotations
