@@ -9,11 +9,13 @@ from lightning.pytorch import Trainer
 from nemo.collections.asr.losses.ctc import CTCLoss
 from nemo.collections.asr.models.ctc_bpe_models import EncDecCTCModelBPE
 from nemo.collections.asr.parts.mixins.transcription import TranscribeConfig
+from nemo.collections.asr.parts.submodules.ctc_decoding import CTCBPEDecoding
 from nemo.utils import logging
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from nemo_pc.data.style_dataset import check_style_tokenizer
 from nemo_pc.modules.style_encoder import LayerTaps, StyleBranch, StyleEmbedding, to_decoder_input
+from nemo_pc.parts.lm_fusion import DEFAULT_LM_MODE, decoding_cfg_for_mode, ngram_lm_mode
 from nemo_pc.parts.pc_data import PCDataMixin
 from nemo_pc.parts.styles import check_format, parse_mixed
 from nemo_pc.parts.text import DEFAULT_MARKS, normalize
@@ -27,6 +29,7 @@ PC_DEFAULTS = {
     "mixed_format": "m2",
     "marks": DEFAULT_MARKS,
     "default_mode": None,  # None: pc.default_style of older checkpoints, else punctuated
+    "ngram_lm_mode": DEFAULT_LM_MODE,
     "ctc_weight": 1.0,
     "inter": {"weight": 0.0, "layer": None},
     "style_layers": {"branch_layer": None, "weight": 1.0},
@@ -46,6 +49,9 @@ class EncDecCTCPCBPEModel(PCTranscriptionMixin, PCDataMixin, EncDecCTCModelBPE):
         mixed_format: ``m0``, ``m1`` or ``m2`` for ``target: mixed``.
         marks: the mark set kept in punctuated targets (default ``.,?``).
         default_mode: the mode ``transcribe`` returns when none is asked for (``default_style`` is read too).
+        ngram_lm_mode: the mode whose heads decode with the n-gram LM of NeMo's decoding config
+            (``decoding.greedy.ngram_lm_model`` / ``decoding.beam.ngram_lm_model``), default ``punctuated``; the
+            other mode's heads and a mixed main head decode without it (:mod:`nemo_pc.parts.lm_fusion`).
         ctc_weight: λ_CTC, the weight of the main loss.
         inter.weight: λ_inter of the intermediate normalized CTC; 0 turns it off.
         inter.layer: the layer whose output it reads (1-based); null means ⌊l/2⌋.
@@ -101,6 +107,7 @@ class EncDecCTCPCBPEModel(PCTranscriptionMixin, PCDataMixin, EncDecCTCModelBPE):
         self.style_loss = CTCLoss(
             num_classes=self.decoder.num_classes_with_blank - 1, zero_infinity=True, reduction="none"
         )
+        self._setup_mode_decodings()
 
     @classmethod
     def list_available_models(cls) -> list:
@@ -207,6 +214,31 @@ class EncDecCTCPCBPEModel(PCTranscriptionMixin, PCDataMixin, EncDecCTCModelBPE):
     def has_normalized_head(self) -> bool:
         """Whether a style branch or a style embedding gives the normalized style its own pass."""
         return self.style_branch is not None or self.style_embedding is not None
+
+    # Decoding
+
+    def _setup_mode_decodings(self) -> None:
+        """One decoding per mode: NeMo's ``self.decoding`` (with the config's n-gram LM, if any) for
+        ``pc.ngram_lm_mode``, and a copy without the LM for the other mode."""
+        full, lm_mode = self.cfg.decoding, ngram_lm_mode(self.cfg.pc)
+        self.decodings = {}
+        for mode in (NORMALIZED_ID, PUNCTUATED_ID):
+            cfg = decoding_cfg_for_mode(full, mode, lm_mode)
+            self.decodings[mode] = self.decoding if cfg is full else CTCBPEDecoding(cfg, tokenizer=self.tokenizer)
+
+    def change_decoding_strategy(self, decoding_cfg: DictConfig | None = None, verbose: bool = True) -> None:
+        """As in NeMo, for the decoding of every mode."""
+        super().change_decoding_strategy(decoding_cfg, verbose=verbose)
+        self._setup_mode_decodings()
+
+    def head_decoding(self, head: str):
+        """The decoding of a head's output: its mode's (``main`` writes the main target, ``inter`` and
+        ``normalized`` the normalized mode). A mixed transcript is in neither mode and decodes without the LM."""
+        if head != "main":
+            return self.decodings[NORMALIZED_ID]
+        if self.cfg.pc.target == "mixed":
+            return self.decodings[1 - ngram_lm_mode(self.cfg.pc)]  # the mode without the LM
+        return self.decodings[self.main_style_id]
 
     # Training
 
@@ -354,7 +386,7 @@ class EncDecCTCPCBPEModel(PCTranscriptionMixin, PCDataMixin, EncDecCTCModelBPE):
     def _transcribe_output_processing(self, outputs, trcfg: TranscribeConfig):
         sources, lengths = outputs["sources"], outputs["logits_len"]
         decoded = {
-            head: self.decoding.ctc_decoder_predictions_tensor(
+            head: self.head_decoding(head).ctc_decoder_predictions_tensor(
                 log_probs, decoder_lengths=lengths, return_hypotheses=trcfg.return_hypotheses
             )
             for head, log_probs in outputs["outputs"].items()

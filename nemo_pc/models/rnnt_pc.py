@@ -26,6 +26,7 @@ from nemo_pc.losses.mode_weighted import AUTO, SCAN, resolve_loss_name
 from nemo_pc.metrics.mode_wer import MultiModeWER
 from nemo_pc.models.rnnt_pc_parts import ModeRows, build_mode_rows
 from nemo_pc.modules import DualRNNTDecoder, DualRNNTJoint, ModeConditioningMixin, ModeDecoderJoint
+from nemo_pc.parts.lm_fusion import decoding_cfg_for_mode, ngram_lm_mode
 from nemo_pc.parts.pc_data import PCDataMixin
 from nemo_pc.parts.text import normalize
 from nemo_pc.parts.transcription import BOTH, PCTranscribeConfig, PCTranscriptionMixin, resolve_mode
@@ -50,6 +51,9 @@ class EncDecRNNTPCBPEModel(PCTranscriptionMixin, PCDataMixin, EncDecRNNTBPEModel
         pc.target: the mode a ``single`` model is trained on (``normalized`` | ``punctuated``).
         pc.alpha: α of the conditioned loss (default 0.5).
         pc.default_mode: the mode ``transcribe`` returns when none is asked for (``punctuated`` by default).
+        pc.ngram_lm_mode: the mode whose decoding fuses the n-gram LM of NeMo's decoding config
+            (``decoding.greedy.ngram_lm_model`` / ``decoding.beam.ngram_lm_model``), default ``punctuated``; the
+            other mode decodes without it (:mod:`nemo_pc.parts.lm_fusion`).
         train_ds / validation_ds / test_ds: :func:`nemo_pc.data.pc_dataset.pc_dataloader_from_config` configs
             (``pc_fraction`` keeps P labels on a share of the training utterances; ``use_lhotse: true`` reads
             shar, tarred audio or manifests with NeMo's lhotse loader), set up by
@@ -128,10 +132,14 @@ class EncDecRNNTPCBPEModel(PCTranscriptionMixin, PCDataMixin, EncDecRNNTBPEModel
 
     def _setup_mode_decodings(self, decoding_cfg: DictConfig) -> None:
         self.decodings = {}
+        lm_mode = ngram_lm_mode(self.cfg.get("pc"))
         for mode in self.head_modes:
             decoder, joint = self.modules_for_mode(mode)
             self.decodings[mode] = RNNTBPEDecoding(
-                decoding_cfg=decoding_cfg, decoder=decoder, joint=joint, tokenizer=self.tokenizer
+                decoding_cfg=decoding_cfg_for_mode(decoding_cfg, mode, lm_mode),
+                decoder=decoder,
+                joint=joint,
+                tokenizer=self.tokenizer,
             )
         self.decoding = self.decodings[self.default_mode_id]
         self.wer = MultiModeWER(

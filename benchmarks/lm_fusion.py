@@ -1,0 +1,148 @@
+"""n-gram LM shallow fusion on the demo's P&C models (papers/002 §5.3), with NeMo's NGPU-LM fusion.
+
+For each system: builds a token-level n-gram (``nemo-pc build-lm``) from ``manifests/train.json`` with the model's
+own tokenizer, tunes the LM weight on ``dev`` over a small grid (by WER-PC; ties go to the smaller weight), then
+decodes ``test`` in the punctuated mode with and without the LM and reports WER, WER-PC and PER with nemo_pc's
+paired bootstrap and MAPSSWE tests (``nemo-pc evaluate --compare``). Work files (ARPA, prediction manifests) go to
+``--work``; the JSON report to ``--json``.
+
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/lm_fusion.py --demo-dir demo_out \\
+        --json benchmarks/results/lm_fusion.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+DEFAULT_SYSTEMS = ("rnnt_conditioned", "ctc_inter")
+DEFAULT_ALPHAS = (0.1, 0.2, 0.3, 0.5, 0.8)
+TUNE_METRIC = "wer_pc"
+REPORTED = ("wer", "wer_pc", "per")
+
+
+def lm_decoding(model, strategy: str, arpa: Path | None, alpha: float, beam_size: int):
+    """The model's decoding config with ``strategy`` (``greedy``: greedy_batch; ``beam``: RNN-T malsd_batch or CTC
+    beam_batch) and the LM at weight ``alpha`` (none at weight 0)."""
+    from omegaconf import OmegaConf, open_dict
+
+    cfg = OmegaConf.create(OmegaConf.to_container(model.cfg.decoding))
+    transducer = hasattr(model, "joint")
+    section = "greedy" if strategy == "greedy" else "beam"
+    with open_dict(cfg):
+        cfg.strategy = "greedy_batch" if strategy == "greedy" else ("malsd_batch" if transducer else "beam_batch")
+        if section not in cfg or cfg[section] is None:
+            cfg[section] = {}
+        if section == "beam":
+            cfg.beam.beam_size = beam_size
+        cfg[section].ngram_lm_model = str(arpa) if arpa is not None and alpha else None
+        cfg[section].ngram_lm_alpha = float(alpha)
+    return cfg
+
+
+def transcribe_to_manifest(model, manifest: Path, target: Path, batch_size: int) -> tuple[Path, float]:
+    """The punctuated output of every line of ``manifest`` as ``pred_text`` of a copy of it, and the seconds."""
+    from nemo_pc.data.manifest import iter_manifest, write_manifest
+
+    entries = [entry for _, entry in iter_manifest(manifest)]
+    start = time.perf_counter()
+    hyps = model.transcribe([e["audio_filepath"] for e in entries], batch_size=batch_size, verbose=False,
+                            mode="punctuated")  # fmt: skip
+    seconds = time.perf_counter() - start
+    texts = [getattr(hyp, "text", hyp) for hyp in hyps]
+    return write_manifest(
+        target, [{**entry, "pred_text": text} for entry, text in zip(entries, texts, strict=True)]
+    ), seconds
+
+
+def metrics_of(report: dict) -> dict:
+    return {metric: report["metrics"][metric] for metric in REPORTED}
+
+
+def run_system(name: str, args: argparse.Namespace) -> dict:
+    from nemo_pc.metrics.evaluate import EvalConfig, evaluate
+    from nemo_pc.parts.ngram_lm import build_token_lm
+    from nemo_pc.pipelines.inference import load_asr_model
+
+    model_path = args.demo_dir / "models" / f"{name}.nemo"
+    if not model_path.is_file():
+        return {"skipped": f"no model {model_path}"}
+    manifests = args.demo_dir / "manifests"
+    work = args.work / name
+    built = build_token_lm(manifests / "train.json", model_path, work / f"order{args.order}.arpa", args.order,
+                           marks=args.marks, progress=False)  # fmt: skip
+    model = load_asr_model(model_path)
+    config = EvalConfig(progress=False, marks=args.marks)
+
+    def decode(split: str, alpha: float) -> tuple[Path, float]:
+        model.change_decoding_strategy(lm_decoding(model, args.strategy, built.output, alpha, args.beam_size),
+                                       verbose=False)  # fmt: skip
+        target = work / f"{split}_alpha{alpha:g}.json"
+        return transcribe_to_manifest(model, manifests / f"{split}.json", target, args.batch_size)
+
+    grid = {}
+    for alpha in (0.0, *args.alphas):
+        predictions, seconds = decode("dev", alpha)
+        grid[f"{alpha:g}"] = {**metrics_of(evaluate(predictions, config)), "seconds": round(seconds, 2)}
+    best = min((0.0, *args.alphas), key=lambda a: (grid[f"{a:g}"][TUNE_METRIC], a))
+    plain, plain_seconds = decode("test", 0.0)
+    fused, fused_seconds = decode("test", best) if best else (plain, plain_seconds)
+    report = evaluate(fused, config, compare=plain, num_resamples=args.resamples, seed=0)
+    paired = report["compare"]["metrics"]
+    return {
+        "model": str(model_path),
+        "lm": built.as_dict(),
+        "tuned_on": f"dev {TUNE_METRIC}",
+        "dev_grid": grid,
+        "best_alpha": best,
+        "test": {
+            "no_lm": {metric: paired[metric]["b"] for metric in REPORTED},
+            "lm": {metric: paired[metric]["a"] for metric in REPORTED},
+            "paired": {metric: paired[metric] for metric in REPORTED},
+            "seconds": {"no_lm": round(plain_seconds, 2), "lm": round(fused_seconds, 2)},
+            "num_utterances": report["num_utterances"],
+        },
+    }
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    from nemo_pc.parts.ngram_lm import DEFAULT_ORDER
+    from nemo_pc.parts.text import DEFAULT_MARKS
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--demo-dir", type=Path, default=Path("demo_out"), help="a `make demo` output folder")
+    parser.add_argument("--systems", default=",".join(DEFAULT_SYSTEMS), help="models/<name>.nemo, comma-separated")
+    parser.add_argument("--order", type=int, default=DEFAULT_ORDER, help="n-gram order")
+    parser.add_argument("--alphas", default=",".join(map(str, DEFAULT_ALPHAS)), help="LM weights tried on dev")
+    parser.add_argument("--strategy", choices=("greedy", "beam"), default="greedy", help="greedy_batch or beam")
+    parser.add_argument("--beam-size", type=int, default=4, help="beam size of --strategy beam")
+    parser.add_argument("--marks", default=DEFAULT_MARKS, help="mark set")
+    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples of the paired test")
+    parser.add_argument("--work", type=Path, default=None, help="ARPA and predictions (default DEMO/lm_fusion)")
+    parser.add_argument("--json", type=Path, default=Path("benchmarks/results/lm_fusion.json"))
+    args = parser.parse_args(argv)
+    args.alphas = tuple(float(a) for a in args.alphas.split(",") if a.strip())
+    if not args.alphas or any(a <= 0 for a in args.alphas):
+        parser.error("--alphas must be positive weights")
+    args.work = args.work or args.demo_dir / "lm_fusion"
+    return args
+
+
+def main(argv: list[str] | None = None) -> dict:
+    from nemo_pc.metrics.report import write_json
+
+    args = parse_args(argv)
+    settings = {key: str(value) if isinstance(value, Path) else value for key, value in vars(args).items()}
+    results = {"settings": settings, "systems": {}}
+    for name in [s.strip() for s in args.systems.split(",") if s.strip()]:
+        results["systems"][name] = run_system(name, args)
+        print(f"{name}: {results['systems'][name].get('test', results['systems'][name])}", flush=True)
+    write_json(results, args.json)
+    print(f"report: {args.json}")
+    return results
+
+
+if __name__ == "__main__":
+    main()
