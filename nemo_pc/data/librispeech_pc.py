@@ -26,11 +26,19 @@ import hashlib
 import json
 import re
 from collections import defaultdict
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TextIO
 
 from nemo_pc.data.books import ChapterInfo, CorpusError, find_book_file, read_book_text, read_chapters_txt
-from nemo_pc.data.manifest import DropCounter, iter_manifest, read_manifest, write_manifest, write_text_atomic
+from nemo_pc.data.manifest import (
+    DropCounter,
+    atomic_open,
+    iter_manifest,
+    write_manifest,
+    write_text_atomic,
+)
 from nemo_pc.data.restore import BookIndex, Restoration, restore_chapter
 from nemo_pc.data.spoken import SpokenForm, book_words
 from nemo_pc.parts.text import normalize, preprocess_punctuated
@@ -356,34 +364,46 @@ def _map(jobs: list[tuple], num_jobs: int, spoken: SpokenForm):
 
 
 def merge_results(tasks: list[ChapterTask], output_dir: Path, options: RestoreOptions) -> dict[str, Path]:
-    """Joins the chapter results into one manifest per split, the drop report and the retention table."""
-    entries: dict[str, list[dict]] = defaultdict(list)
-    drops: list[dict] = []
+    """Joins the chapter results into one manifest per split, the drop report and the retention table.
+
+    The lines are streamed from the chapter results to the outputs (each written atomically), so memory does not
+    grow with the number of utterances; a split without a kept utterance gets no manifest.
+    """
     counters: dict[str, DropCounter] = defaultdict(DropCounter)
     hours: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
-    for task in tasks:
-        for record in read_manifest(task.result):
-            entry, reason = record["entry"], record["reason"]
-            hours[task.split][0] += entry["duration"] / 3600
-            if reason is None:
-                entries[task.split].append(entry)
-                hours[task.split][1] += entry["duration"] / 3600
-                continue
-            counters[task.split].add(reason, entry["utt_id"])
-            kept = options.fallback == "formatter"
-            drops.append({"utt_id": entry["utt_id"], "split": task.split, "reason": reason, "edits": record["edits"],
-                          "kept_as_pc_source_none": kept, "text_normalized": entry["text_normalized"],
-                          "restored": entry["text"], "trans": str(task.trans),
-                          **({"detail": record["detail"]} if "detail" in record else {})})  # fmt: skip
-            if kept:
-                entries[task.split].append({**entry, "text": entry["text_normalized"], "pc_source": "none"})
-                hours[task.split][2] += entry["duration"] / 3600
-    paths = {split: write_manifest(output_dir / f"{split}.json", rows) for split, rows in sorted(entries.items())}
-    write_manifest(output_dir / "drops.jsonl", drops)
+    paths: dict[str, Path] = {}
+    with ExitStack() as stack:
+        manifests: dict[str, TextIO] = {}
+        drops = stack.enter_context(atomic_open(output_dir / "drops.jsonl"))
+
+        def keep(split: str, entry: dict) -> None:
+            if split not in manifests:
+                paths[split] = output_dir / f"{split}.json"
+                manifests[split] = stack.enter_context(atomic_open(paths[split]))
+            manifests[split].write(json.dumps(entry, ensure_ascii=False) + "\n")
+
+        for task in tasks:
+            for _, record in iter_manifest(task.result):
+                entry, reason = record["entry"], record["reason"]
+                hours[task.split][0] += entry["duration"] / 3600
+                if reason is None:
+                    keep(task.split, entry)
+                    hours[task.split][1] += entry["duration"] / 3600
+                    continue
+                counters[task.split].add(reason, entry["utt_id"])
+                kept = options.fallback == "formatter"
+                drop = {"utt_id": entry["utt_id"], "split": task.split, "reason": reason, "edits": record["edits"],
+                        "kept_as_pc_source_none": kept, "text_normalized": entry["text_normalized"],
+                        "restored": entry["text"], "trans": str(task.trans),
+                        **({"detail": record["detail"]} if "detail" in record else {})}  # fmt: skip
+                drops.write(json.dumps(drop, ensure_ascii=False) + "\n")
+                if kept:
+                    keep(task.split, {**entry, "text": entry["text_normalized"], "pc_source": "none"})
+                    hours[task.split][2] += entry["duration"] / 3600
     table = retention_rows(hours, counters)
     write_text_atomic(output_dir / "retention.json", json.dumps(table, indent=2) + "\n")
     write_text_atomic(output_dir / "retention.txt", format_retention(table) + "\n")
-    return paths
+    return dict(sorted(paths.items()))
 
 
 def retention_rows(hours: dict[str, list[float]], counters: dict[str, DropCounter]) -> list[dict]:

@@ -216,3 +216,74 @@ def test_a_utf8_book_with_a_stray_byte_stays_utf8(tmp_path, capsys):
     latin = tmp_path / "l.txt"
     latin.write_bytes("Kutúzov rode on.".encode("latin-1"))
     assert read_book_text(latin) == "Kutúzov rode on."
+
+
+def _chapter_results(folder, chapters: int, per_chapter: int = 20) -> list:
+    """Chapter result files as ``restore_book`` writes them, in two splits, with kept and dropped lines."""
+    from pathlib import Path
+
+    from nemo_pc.data.librispeech_pc import ChapterTask
+    from nemo_pc.data.manifest import write_manifest
+
+    tasks = []
+    for c in range(chapters):
+        split = "dev" if c % 4 == 0 else "train"
+        records = []
+        for u in range(per_chapter):
+            utt_id = f"{c}-{c}-{u:04d}"
+            reason = (None, None, "deviation", None, "short")[u % 5]
+            detail = {"detail": "cut short"} if u % 7 == 6 else {}
+            entry = {"audio_filepath": f"/corpus/{utt_id}.flac", "duration": 1.5 + u % 9, "text": f"Word {u}, ok.",
+                     "text_normalized": f"word {u} ok", "pc_source": "book", "utt_id": utt_id, "speaker": str(c),
+                     "chapter": str(c), "split": split}  # fmt: skip
+            records.append({"entry": entry, "reason": reason, "edits": u % 3, **detail})
+        result = write_manifest(Path(folder) / split / f"{c}.jsonl", records)
+        tasks.append(ChapterTask(split, Path(f"/corpus/{c}.trans.txt"), None, Path("book.txt"), result))
+    return tasks
+
+
+def _merged_in_memory(tasks, options) -> dict:
+    """The merge as one list per output, built in memory: the reference the streamed merge must equal."""
+    manifests, drops = {}, []
+    for task in tasks:
+        for record in read_manifest(task.result):
+            entry, reason = record["entry"], record["reason"]
+            if reason is None:
+                manifests.setdefault(task.split, []).append(entry)
+                continue
+            kept = options.fallback == "formatter"
+            drops.append({"utt_id": entry["utt_id"], "split": task.split, "reason": reason, "edits": record["edits"],
+                          "kept_as_pc_source_none": kept, "text_normalized": entry["text_normalized"],
+                          "restored": entry["text"], "trans": str(task.trans),
+                          **({"detail": record["detail"]} if "detail" in record else {})})  # fmt: skip
+            if kept:
+                manifests.setdefault(task.split, []).append(
+                    {**entry, "text": entry["text_normalized"], "pc_source": "none"}
+                )
+    return {f"{split}.json": rows for split, rows in manifests.items()} | {"drops.jsonl": drops}
+
+
+@pytest.mark.parametrize("fallback", ["drop", "formatter"])
+def test_merge_streams_every_line_in_order_with_memory_flat_in_chapters(tmp_path, fallback):
+    import tracemalloc
+
+    from nemo_pc.data.librispeech_pc import merge_results
+
+    options = RestoreOptions(tn="none", fallback=fallback)
+    peaks = {}
+    for chapters in (20, 160):
+        tasks = _chapter_results(tmp_path / f"work{chapters}", chapters)
+        out = tmp_path / f"out{chapters}"
+        tracemalloc.start()
+        paths = merge_results(tasks, out, options)
+        peaks[chapters] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        expected = _merged_in_memory(tasks, options)
+        assert {path.name for path in paths.values()} | {"drops.jsonl"} == set(expected)
+        for name, rows in expected.items():
+            assert read_manifest(out / name) == rows, name
+        rows = {row["split"]: row for row in json.loads((out / "retention.json").read_text())}
+        train_hours = sum(r["entry"]["duration"] for t in tasks if t.split == "train" for r in read_manifest(t.result))
+        assert rows["train"]["hours"] == pytest.approx(train_hours / 3600, abs=1e-4)
+        assert rows["train"]["dropped"] == {"deviation": chapters * 3 // 4 * 4, "short": chapters * 3 // 4 * 4}
+    assert peaks[160] < 1.5 * peaks[20]  # 8x the lines, about the same peak: nothing grows with the chapters
