@@ -26,8 +26,10 @@ import hashlib
 import json
 import re
 from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
+from itertools import groupby
 from pathlib import Path
 from typing import TextIO
 
@@ -84,14 +86,18 @@ class RestoreOptions:
 
 @dataclass
 class ChapterTask:
-    """One ``*.trans.txt`` file with everything needed to restore it."""
+    """One ``*.trans.txt`` file with everything needed to restore it.
+
+    ``durations`` (for corpora without audio) is the chapter's ``utt_id -> seconds`` as JSON with sorted keys: text
+    costs a few bytes an utterance until the chapter is restored, where a dict would cost some 200.
+    """
 
     split: str
     trans: Path
     info: ChapterInfo
     book: Path
     result: Path
-    durations: dict[str, float] | None = field(default=None, repr=False)
+    durations: str | None = field(default=None, repr=False)
 
 
 def read_transcripts(path: Path) -> list[tuple[str, str]]:
@@ -160,7 +166,7 @@ def key_results(tasks: list[ChapterTask]) -> None:
         digest.update(_file_digest(task.book, books).encode())
         digest.update(json.dumps(asdict(task.info), sort_keys=True, default=str).encode())
         if task.durations is not None:
-            digest.update(json.dumps(task.durations, sort_keys=True).encode())
+            digest.update(task.durations.encode())
         else:
             for audio in sorted(task.trans.parent.glob("*.flac")):
                 stat = audio.stat()
@@ -192,6 +198,7 @@ def restore_book(tasks: list[ChapterTask], options: RestoreOptions, spoken: Spok
     """Restores all chapters of one book (the book is read and indexed once) and writes their result files."""
     index = BookIndex(book_words(read_book_text(tasks[0].book), spoken))
     for task in tasks:
+        durations = None if task.durations is None else json.loads(task.durations)
         pairs = read_transcripts(task.trans)
         normalized = [normalize(transcript) for _, transcript in pairs]
         restorations = restore_chapter(index, [text.split() for text in normalized])
@@ -199,7 +206,7 @@ def restore_book(tasks: list[ChapterTask], options: RestoreOptions, spoken: Spok
         for number, ((utt_id, _), text_normalized, restored) in enumerate(
             zip(pairs, normalized, restorations, strict=True), start=1
         ):
-            duration, audio, bad_audio = _duration(task, utt_id, number)
+            duration, audio, bad_audio = _duration(task, durations, utt_id, number)
             reason = "bad_audio" if bad_audio else drop_reason(restored, duration, options)
             entry = {"audio_filepath": str(audio), "duration": round(duration, 3), "text": restored.text,
                      "text_normalized": text_normalized, "pc_source": "book", "utt_id": utt_id,
@@ -215,13 +222,16 @@ def restore_book(tasks: list[ChapterTask], options: RestoreOptions, spoken: Spok
     return len(tasks)
 
 
-def _duration(task: ChapterTask, utt_id: str, line: int) -> tuple[float, Path, str | None]:
-    """Seconds of an utterance, its audio path, and why its audio is unusable (``None`` when it is fine)."""
+def _duration(
+    task: ChapterTask, durations: dict[str, float] | None, utt_id: str, line: int
+) -> tuple[float, Path, str | None]:
+    """Seconds of an utterance (from ``durations`` when given, else its audio file), its audio path, and why its audio
+    is unusable (``None`` when it is fine)."""
     audio = task.trans.parent / f"{utt_id}.flac"
-    if task.durations is not None:
-        if utt_id not in task.durations:
+    if durations is not None:
+        if utt_id not in durations:
             raise CorpusError(task.trans, line, f"no duration for {utt_id} in the durations file")
-        return task.durations[utt_id], audio, None
+        return durations[utt_id], audio, None
     if not audio.is_file():
         raise CorpusError(task.trans, line, f"audio file {audio} is missing")
     try:
@@ -283,14 +293,18 @@ def _restore_worker(arguments: tuple) -> int:
     return restore_book(*arguments)
 
 
-def read_durations(path: str | Path) -> dict[str, float]:
-    """``utt_id -> duration`` from a JSON-lines file with those two fields (e.g. a synthetic corpus's SYNTH.jsonl)."""
-    durations = {}
+def iter_durations(path: str | Path) -> Iterator[tuple[str, float]]:
+    """``(utt_id, duration)`` of each line of a JSON-lines file with those two fields (e.g. a synthetic corpus's
+    SYNTH.jsonl)."""
     for number, entry in iter_manifest(path):
         if "utt_id" not in entry or not isinstance(entry.get("duration"), int | float):
             raise CorpusError(path, number, "expected fields 'utt_id' and a numeric 'duration'")
-        durations[str(entry["utt_id"])] = float(entry["duration"])
-    return durations
+        yield str(entry["utt_id"]), float(entry["duration"])
+
+
+def read_durations(path: str | Path) -> dict[str, float]:
+    """``utt_id -> duration`` from a JSON-lines file (see :func:`iter_durations`); a later line wins."""
+    return dict(iter_durations(path))
 
 
 def prepare_librispeech_pc(
@@ -300,7 +314,7 @@ def prepare_librispeech_pc(
     num_jobs: int = 1,
     splits: list[str] | None = None,
     options: RestoreOptions | None = None,
-    durations: str | Path | dict[str, float] | None = None,
+    durations: str | Path | Mapping[str, float] | None = None,
     cache_dir: str | Path | None = None,
 ) -> dict[str, Path]:
     """Builds LibriSpeech-PC manifests from a LibriSpeech-layout corpus and its books.
@@ -328,7 +342,7 @@ def prepare_librispeech_pc(
     work = output_dir / ".work" / options.fingerprint()
     tasks = find_tasks(corpus_dir, books_dir, work, splits)
     if durations is not None:
-        _attach_durations(tasks, read_durations(durations) if isinstance(durations, str | Path) else durations)
+        _attach_durations(tasks, iter_durations(durations) if isinstance(durations, str | Path) else durations.items())
     key_results(tasks)
     _prune_results(tasks)
     todo = [task for task in tasks if not task.result.is_file()]
@@ -343,12 +357,20 @@ def prepare_librispeech_pc(
     return merge_results(tasks, output_dir, options)
 
 
-def _attach_durations(tasks: list[ChapterTask], durations: dict[str, float]) -> None:
-    by_chapter: dict[str, dict[str, float]] = defaultdict(dict)
-    for utt_id, seconds in durations.items():
-        by_chapter[utt_id.rsplit("-", 1)[0]][utt_id] = seconds
+def _attach_durations(tasks: list[ChapterTask], durations: Iterable[tuple[str, float]]) -> None:
+    """Gives each task its chapter's durations (as JSON, see :class:`ChapterTask`); a later pair wins.
+
+    A run of pairs of one chapter is held as a dict only until the next chapter starts (a durations file lists a
+    chapter's utterances together); a chapter that comes back is merged into its earlier text.
+    """
+    by_chapter: dict[str, str] = {}
+    for chapter, pairs in groupby(durations, key=lambda pair: pair[0].rsplit("-", 1)[0]):
+        seconds = dict(pairs)
+        if chapter in by_chapter:
+            seconds = json.loads(by_chapter[chapter]) | seconds
+        by_chapter[chapter] = json.dumps(seconds, sort_keys=True)
     for task in tasks:
-        task.durations = by_chapter.get(task.trans.name.removesuffix(".trans.txt"), {})
+        task.durations = by_chapter.get(task.trans.name.removesuffix(".trans.txt"), "{}")
 
 
 def _map(jobs: list[tuple], num_jobs: int, spoken: SpokenForm):

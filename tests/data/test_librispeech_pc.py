@@ -287,3 +287,38 @@ def test_merge_streams_every_line_in_order_with_memory_flat_in_chapters(tmp_path
         assert rows["train"]["hours"] == pytest.approx(train_hours / 3600, abs=1e-4)
         assert rows["train"]["dropped"] == {"deviation": chapters * 3 // 4 * 4, "short": chapters * 3 // 4 * 4}
     assert peaks[160] < 1.5 * peaks[20]  # 8x the lines, about the same peak: nothing grows with the chapters
+
+
+def test_durations_in_any_order_give_the_same_build_and_reuse_its_results(text_corpus, tmp_path):
+    import random
+
+    out = tmp_path / "out"
+    first = prepare_librispeech_pc(text_corpus, None, out, durations=text_corpus / "SYNTH.jsonl", options=OPTIONS)
+    manifests = {split: path.read_text() for split, path in first.items()}
+    results = {path: path.stat().st_mtime_ns for path in out.glob(".work/*/*/*.jsonl")}
+    lines = (text_corpus / "SYNTH.jsonl").read_text().splitlines()
+    wrong = json.dumps({**json.loads(lines[0]), "duration": 0.1})  # a later line wins over it
+    shuffled = [wrong, *random.Random(0).sample(lines, len(lines))]
+    (tmp_path / "shuffled.jsonl").write_text("\n".join(shuffled) + "\n")
+    again = prepare_librispeech_pc(text_corpus, None, out, durations=tmp_path / "shuffled.jsonl", options=OPTIONS)
+    assert {split: path.read_text() for split, path in again.items()} == manifests
+    assert {path: path.stat().st_mtime_ns for path in out.glob(".work/*/*/*.jsonl")} == results  # same keys
+
+
+def test_durations_cost_a_few_bytes_an_utterance_until_restored():
+    import tracemalloc
+    from pathlib import Path
+
+    from nemo_pc.data.librispeech_pc import ChapterTask, _attach_durations
+
+    chapters, per_chapter = 200, 100
+    tasks = [ChapterTask("train", Path(f"/c/{c}/{c}/{c}-{c}.trans.txt"), None, Path("book.txt"), Path("r.jsonl"))
+             for c in range(chapters)]  # fmt: skip
+    pairs = ((f"{c}-{c}-{u:04d}", 10.0 + u / 1000) for c in range(chapters) for u in range(per_chapter))
+    tracemalloc.start()
+    _attach_durations(tasks, pairs)
+    held, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert held < 40 * chapters * per_chapter  # a dict of them would hold some 200 bytes an utterance
+    assert peak < held + 200_000  # at most about one chapter held as a dict at a time
+    assert json.loads(tasks[3].durations)["3-3-0007"] == 10.007
