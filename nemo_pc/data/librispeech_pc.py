@@ -176,12 +176,20 @@ def key_results(tasks: list[ChapterTask]) -> None:
 
 
 def _prune_results(tasks: list[ChapterTask]) -> None:
-    """Removes result files of earlier inputs (a chapter keeps only the result of its current content)."""
+    """Removes result files of earlier inputs (a chapter keeps only the result of its current content).
+
+    Each result folder is listed once: a listing per chapter costs chapters x chapters name matches, which at
+    LibriSpeech's size made a rerun spend most of its time here.
+    """
     current = {task.result for task in tasks}
+    stems: dict[Path, set[str]] = defaultdict(set)
     for task in tasks:
-        stem = task.result.name.split(".")[0]
-        for old in task.result.parent.glob(f"{stem}.*.jsonl"):
-            if old not in current:
+        stems[task.result.parent].add(task.result.name.split(".")[0])
+    for folder, chapters in stems.items():
+        if not folder.is_dir():
+            continue
+        for old in folder.glob("*.*.jsonl"):  # <stem>.<key>.jsonl
+            if old.name.split(".")[0] in chapters and old not in current:
                 old.unlink(missing_ok=True)
 
 
