@@ -127,8 +127,10 @@ def run_builder(corpus: Path, out: Path, num_jobs: int) -> dict:
     sampler.join()
     if process.returncode:
         raise SystemExit(f"builder failed ({process.returncode}): {stderr[-2000:]}")
-    kept = sum(1 for path in out.glob("*.json") for _ in path.open())
-    return {"seconds": round(seconds, 1), "peak_rss_mib": round(peak[0] / 2**20, 1), "kept_utterances": kept}
+    kept = sum(1 for split in SPLITS if (out / f"{split}.json").is_file() for _ in (out / f"{split}.json").open())
+    dropped = sum(1 for _ in (out / "drops.jsonl").open())
+    return {"seconds": round(seconds, 1), "peak_rss_mib": round(peak[0] / 2**20, 1), "kept_utterances": kept,
+            "dropped_utterances": dropped}  # fmt: skip
 
 
 def main() -> None:
@@ -157,6 +159,9 @@ def main() -> None:
             print(f"building {made} utterances, {chapters} chapters, --num-jobs {jobs}", file=sys.stderr, flush=True)
             row = {"fraction": fraction, "utterances": made, "chapters": chapters, "num_jobs": jobs,
                    "load_before": os.getloadavg()[0]} | run_builder(corpus, work / "out", jobs)  # fmt: skip
+            if row["kept_utterances"] + row["dropped_utterances"] != made:
+                raise SystemExit(f"the build accounts for {row['kept_utterances']} kept and "
+                                 f"{row['dropped_utterances']} dropped utterances of {made}")  # fmt: skip
             row["utterances_per_second"] = round(made / row["seconds"], 1)
             rows.append(row)
             print(json.dumps(row), flush=True)

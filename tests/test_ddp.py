@@ -1,5 +1,6 @@
-"""Multi-process training for real: two CPU processes (gloo) through the Hydra scripts, and the cross-rank pieces
-(batch split, loss normalization, WER sums) checked in two spawned processes."""
+"""Multi-process training for real: two CPU processes (gloo) through the Hydra scripts, from manifests and from lhotse
+shar, and the cross-rank pieces (batch split, what NeMo's lhotse loader gives each rank, loss normalization, WER sums)
+checked in two spawned processes."""
 
 import os
 import socket
@@ -173,8 +174,8 @@ def test_lhotse_ranks_see_different_cuts(tmp_path):
             assert sorted(order(seen, name)) == sorted(every), name
     assert order(ranks[0], "shar_trng") != order(ranks[1], "shar_trng")
     assert order(ranks[0], "shar_randomized_worker") != order(ranks[1], "shar_randomized_worker")
-    # without loader workers "randomized" falls back to Python's global seed, which NeMo sets from the same
-    # ``seed`` on every rank: the ranks read the same order (docs/scale.md)
+    # without loader workers "randomized" falls back to a value of Python's global random state, the same on every
+    # rank: the ranks read the same order (docs/scale.md)
     assert order(ranks[0], "shar_randomized") == order(ranks[1], "shar_randomized")
 
 

@@ -322,3 +322,20 @@ def test_durations_cost_a_few_bytes_an_utterance_until_restored():
     assert held < 40 * chapters * per_chapter  # a dict of them would hold some 200 bytes an utterance
     assert peak < held + 200_000  # at most about one chapter held as a dict at a time
     assert json.loads(tasks[3].durations)["3-3-0007"] == 10.007
+
+
+def test_the_scale_benchmark_counts_each_utterance_once(text_corpus, tmp_path):
+    """benchmarks/builder_scale.py times the CLI build; kept and dropped utterances add up to the corpus."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "builder_scale.py"
+    spec = importlib.util.spec_from_file_location("builder_scale_under_test", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    row = bench.run_builder(text_corpus, tmp_path / "out", num_jobs=1)
+    manifests = [tmp_path / "out" / f"{split}.json" for split in ("train", "dev", "test")]
+    assert row["kept_utterances"] == sum(len(read_manifest(path)) for path in manifests if path.is_file())
+    assert row["dropped_utterances"] == len(read_manifest(tmp_path / "out" / "drops.jsonl"))
+    assert row["kept_utterances"] + row["dropped_utterances"] == len(read_manifest(text_corpus / "SYNTH.jsonl"))
+    assert row["seconds"] > 0 and row["peak_rss_mib"] > 0
