@@ -26,11 +26,21 @@ import hashlib
 import json
 import re
 from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
+from itertools import groupby
 from pathlib import Path
+from typing import TextIO
 
 from nemo_pc.data.books import ChapterInfo, CorpusError, find_book_file, read_book_text, read_chapters_txt
-from nemo_pc.data.manifest import DropCounter, iter_manifest, read_manifest, write_manifest, write_text_atomic
+from nemo_pc.data.manifest import (
+    DropCounter,
+    atomic_open,
+    iter_manifest,
+    write_manifest,
+    write_text_atomic,
+)
 from nemo_pc.data.restore import BookIndex, Restoration, restore_chapter
 from nemo_pc.data.spoken import SpokenForm, book_words
 from nemo_pc.parts.text import normalize, preprocess_punctuated
@@ -76,14 +86,18 @@ class RestoreOptions:
 
 @dataclass
 class ChapterTask:
-    """One ``*.trans.txt`` file with everything needed to restore it."""
+    """One ``*.trans.txt`` file with everything needed to restore it.
+
+    ``durations`` (for corpora without audio) is the chapter's ``utt_id -> seconds`` as JSON with sorted keys: text
+    costs a few bytes an utterance until the chapter is restored, where a dict would cost some 200.
+    """
 
     split: str
     trans: Path
     info: ChapterInfo
     book: Path
     result: Path
-    durations: dict[str, float] | None = field(default=None, repr=False)
+    durations: str | None = field(default=None, repr=False)
 
 
 def read_transcripts(path: Path) -> list[tuple[str, str]]:
@@ -152,7 +166,7 @@ def key_results(tasks: list[ChapterTask]) -> None:
         digest.update(_file_digest(task.book, books).encode())
         digest.update(json.dumps(asdict(task.info), sort_keys=True, default=str).encode())
         if task.durations is not None:
-            digest.update(json.dumps(task.durations, sort_keys=True).encode())
+            digest.update(task.durations.encode())
         else:
             for audio in sorted(task.trans.parent.glob("*.flac")):
                 stat = audio.stat()
@@ -162,12 +176,20 @@ def key_results(tasks: list[ChapterTask]) -> None:
 
 
 def _prune_results(tasks: list[ChapterTask]) -> None:
-    """Removes result files of earlier inputs (a chapter keeps only the result of its current content)."""
+    """Removes result files of earlier inputs (a chapter keeps only the result of its current content).
+
+    Each result folder is listed once: a listing per chapter costs chapters x chapters name matches (a third of a
+    rerun's time over 688 chapters, growing with the square of their number).
+    """
     current = {task.result for task in tasks}
+    stems: dict[Path, set[str]] = defaultdict(set)
     for task in tasks:
-        stem = task.result.name.split(".")[0]
-        for old in task.result.parent.glob(f"{stem}.*.jsonl"):
-            if old not in current:
+        stems[task.result.parent].add(task.result.name.split(".")[0])
+    for folder, chapters in stems.items():
+        if not folder.is_dir():
+            continue
+        for old in folder.glob("*.*.jsonl"):  # <stem>.<key>.jsonl
+            if old.name.split(".")[0] in chapters and old not in current:
                 old.unlink(missing_ok=True)
 
 
@@ -184,6 +206,7 @@ def restore_book(tasks: list[ChapterTask], options: RestoreOptions, spoken: Spok
     """Restores all chapters of one book (the book is read and indexed once) and writes their result files."""
     index = BookIndex(book_words(read_book_text(tasks[0].book), spoken))
     for task in tasks:
+        durations = None if task.durations is None else json.loads(task.durations)
         pairs = read_transcripts(task.trans)
         normalized = [normalize(transcript) for _, transcript in pairs]
         restorations = restore_chapter(index, [text.split() for text in normalized])
@@ -191,7 +214,7 @@ def restore_book(tasks: list[ChapterTask], options: RestoreOptions, spoken: Spok
         for number, ((utt_id, _), text_normalized, restored) in enumerate(
             zip(pairs, normalized, restorations, strict=True), start=1
         ):
-            duration, audio, bad_audio = _duration(task, utt_id, number)
+            duration, audio, bad_audio = _duration(task, durations, utt_id, number)
             reason = "bad_audio" if bad_audio else drop_reason(restored, duration, options)
             entry = {"audio_filepath": str(audio), "duration": round(duration, 3), "text": restored.text,
                      "text_normalized": text_normalized, "pc_source": "book", "utt_id": utt_id,
@@ -207,13 +230,16 @@ def restore_book(tasks: list[ChapterTask], options: RestoreOptions, spoken: Spok
     return len(tasks)
 
 
-def _duration(task: ChapterTask, utt_id: str, line: int) -> tuple[float, Path, str | None]:
-    """Seconds of an utterance, its audio path, and why its audio is unusable (``None`` when it is fine)."""
+def _duration(
+    task: ChapterTask, durations: dict[str, float] | None, utt_id: str, line: int
+) -> tuple[float, Path, str | None]:
+    """Seconds of an utterance (from ``durations`` when given, else its audio file), its audio path, and why its audio
+    is unusable (``None`` when it is fine)."""
     audio = task.trans.parent / f"{utt_id}.flac"
-    if task.durations is not None:
-        if utt_id not in task.durations:
+    if durations is not None:
+        if utt_id not in durations:
             raise CorpusError(task.trans, line, f"no duration for {utt_id} in the durations file")
-        return task.durations[utt_id], audio, None
+        return durations[utt_id], audio, None
     if not audio.is_file():
         raise CorpusError(task.trans, line, f"audio file {audio} is missing")
     try:
@@ -275,14 +301,18 @@ def _restore_worker(arguments: tuple) -> int:
     return restore_book(*arguments)
 
 
-def read_durations(path: str | Path) -> dict[str, float]:
-    """``utt_id -> duration`` from a JSON-lines file with those two fields (e.g. a synthetic corpus's SYNTH.jsonl)."""
-    durations = {}
+def iter_durations(path: str | Path) -> Iterator[tuple[str, float]]:
+    """``(utt_id, duration)`` of each line of a JSON-lines file with those two fields (e.g. a synthetic corpus's
+    SYNTH.jsonl)."""
     for number, entry in iter_manifest(path):
         if "utt_id" not in entry or not isinstance(entry.get("duration"), int | float):
             raise CorpusError(path, number, "expected fields 'utt_id' and a numeric 'duration'")
-        durations[str(entry["utt_id"])] = float(entry["duration"])
-    return durations
+        yield str(entry["utt_id"]), float(entry["duration"])
+
+
+def read_durations(path: str | Path) -> dict[str, float]:
+    """``utt_id -> duration`` from a JSON-lines file (see :func:`iter_durations`); a later line wins."""
+    return dict(iter_durations(path))
 
 
 def prepare_librispeech_pc(
@@ -292,7 +322,7 @@ def prepare_librispeech_pc(
     num_jobs: int = 1,
     splits: list[str] | None = None,
     options: RestoreOptions | None = None,
-    durations: str | Path | dict[str, float] | None = None,
+    durations: str | Path | Mapping[str, float] | None = None,
     cache_dir: str | Path | None = None,
 ) -> dict[str, Path]:
     """Builds LibriSpeech-PC manifests from a LibriSpeech-layout corpus and its books.
@@ -320,7 +350,7 @@ def prepare_librispeech_pc(
     work = output_dir / ".work" / options.fingerprint()
     tasks = find_tasks(corpus_dir, books_dir, work, splits)
     if durations is not None:
-        _attach_durations(tasks, read_durations(durations) if isinstance(durations, str | Path) else durations)
+        _attach_durations(tasks, iter_durations(durations) if isinstance(durations, str | Path) else durations.items())
     key_results(tasks)
     _prune_results(tasks)
     todo = [task for task in tasks if not task.result.is_file()]
@@ -335,12 +365,20 @@ def prepare_librispeech_pc(
     return merge_results(tasks, output_dir, options)
 
 
-def _attach_durations(tasks: list[ChapterTask], durations: dict[str, float]) -> None:
-    by_chapter: dict[str, dict[str, float]] = defaultdict(dict)
-    for utt_id, seconds in durations.items():
-        by_chapter[utt_id.rsplit("-", 1)[0]][utt_id] = seconds
+def _attach_durations(tasks: list[ChapterTask], durations: Iterable[tuple[str, float]]) -> None:
+    """Gives each task its chapter's durations (as JSON, see :class:`ChapterTask`); a later pair wins.
+
+    A run of pairs of one chapter is held as a dict only until the next chapter starts (a durations file lists a
+    chapter's utterances together); a chapter that comes back is merged into its earlier text.
+    """
+    by_chapter: dict[str, str] = {}
+    for chapter, pairs in groupby(durations, key=lambda pair: pair[0].rsplit("-", 1)[0]):
+        seconds = dict(pairs)
+        if chapter in by_chapter:
+            seconds = json.loads(by_chapter[chapter]) | seconds
+        by_chapter[chapter] = json.dumps(seconds, sort_keys=True)
     for task in tasks:
-        task.durations = by_chapter.get(task.trans.name.removesuffix(".trans.txt"), {})
+        task.durations = by_chapter.get(task.trans.name.removesuffix(".trans.txt"), "{}")
 
 
 def _map(jobs: list[tuple], num_jobs: int, spoken: SpokenForm):
@@ -356,34 +394,46 @@ def _map(jobs: list[tuple], num_jobs: int, spoken: SpokenForm):
 
 
 def merge_results(tasks: list[ChapterTask], output_dir: Path, options: RestoreOptions) -> dict[str, Path]:
-    """Joins the chapter results into one manifest per split, the drop report and the retention table."""
-    entries: dict[str, list[dict]] = defaultdict(list)
-    drops: list[dict] = []
+    """Joins the chapter results into one manifest per split, the drop report and the retention table.
+
+    The lines are streamed from the chapter results to the outputs (each written atomically), so memory does not
+    grow with the number of utterances; a split without a kept utterance gets no manifest.
+    """
     counters: dict[str, DropCounter] = defaultdict(DropCounter)
     hours: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
-    for task in tasks:
-        for record in read_manifest(task.result):
-            entry, reason = record["entry"], record["reason"]
-            hours[task.split][0] += entry["duration"] / 3600
-            if reason is None:
-                entries[task.split].append(entry)
-                hours[task.split][1] += entry["duration"] / 3600
-                continue
-            counters[task.split].add(reason, entry["utt_id"])
-            kept = options.fallback == "formatter"
-            drops.append({"utt_id": entry["utt_id"], "split": task.split, "reason": reason, "edits": record["edits"],
-                          "kept_as_pc_source_none": kept, "text_normalized": entry["text_normalized"],
-                          "restored": entry["text"], "trans": str(task.trans),
-                          **({"detail": record["detail"]} if "detail" in record else {})})  # fmt: skip
-            if kept:
-                entries[task.split].append({**entry, "text": entry["text_normalized"], "pc_source": "none"})
-                hours[task.split][2] += entry["duration"] / 3600
-    paths = {split: write_manifest(output_dir / f"{split}.json", rows) for split, rows in sorted(entries.items())}
-    write_manifest(output_dir / "drops.jsonl", drops)
+    paths: dict[str, Path] = {}
+    with ExitStack() as stack:
+        manifests: dict[str, TextIO] = {}
+        drops = stack.enter_context(atomic_open(output_dir / "drops.jsonl"))
+
+        def keep(split: str, entry: dict) -> None:
+            if split not in manifests:
+                paths[split] = output_dir / f"{split}.json"
+                manifests[split] = stack.enter_context(atomic_open(paths[split]))
+            manifests[split].write(json.dumps(entry, ensure_ascii=False) + "\n")
+
+        for task in tasks:
+            for _, record in iter_manifest(task.result):
+                entry, reason = record["entry"], record["reason"]
+                hours[task.split][0] += entry["duration"] / 3600
+                if reason is None:
+                    keep(task.split, entry)
+                    hours[task.split][1] += entry["duration"] / 3600
+                    continue
+                counters[task.split].add(reason, entry["utt_id"])
+                kept = options.fallback == "formatter"
+                drop = {"utt_id": entry["utt_id"], "split": task.split, "reason": reason, "edits": record["edits"],
+                        "kept_as_pc_source_none": kept, "text_normalized": entry["text_normalized"],
+                        "restored": entry["text"], "trans": str(task.trans),
+                        **({"detail": record["detail"]} if "detail" in record else {})}  # fmt: skip
+                drops.write(json.dumps(drop, ensure_ascii=False) + "\n")
+                if kept:
+                    keep(task.split, {**entry, "text": entry["text_normalized"], "pc_source": "none"})
+                    hours[task.split][2] += entry["duration"] / 3600
     table = retention_rows(hours, counters)
     write_text_atomic(output_dir / "retention.json", json.dumps(table, indent=2) + "\n")
     write_text_atomic(output_dir / "retention.txt", format_retention(table) + "\n")
-    return paths
+    return dict(sorted(paths.items()))
 
 
 def retention_rows(hours: dict[str, list[float]], counters: dict[str, DropCounter]) -> list[dict]:

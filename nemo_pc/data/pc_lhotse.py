@@ -85,6 +85,29 @@ class LhotsePCDataset(torch.utils.data.Dataset):
         return tokens_n, tokens_p, p_available
 
 
+ITERABLE_KEYS = ("shar_path", "tarred_audio_filepaths")
+"""Data keys of NeMo's iterable sources: every rank reads all of it in its own order, nothing is split by rank."""
+
+
+def _check_rank_split(config: Mapping, world_size: int) -> None:
+    """Refuses a shuffled map-style source (a plain manifest or ``cuts_path``) under DDP with ``shard_seed: trng``.
+
+    There the sampler splits the data by rank: each rank shuffles the whole list and takes every ``world_size``-th
+    batch. With ``trng`` (NeMo's default) every rank shuffles with its own random seed, so the ranks' shares overlap
+    and some utterances are seen by no rank in an epoch; an integer ``shard_seed`` (or ``randomized``) shuffles
+    alike on every rank.
+    """
+    if world_size <= 1 or not config.get("shuffle") or config.get("input_cfg"):
+        return
+    if any(config.get(key) for key in ITERABLE_KEYS) or config.get("force_iterable_dataset"):
+        return
+    if config.get("shard_seed", "trng") == "trng":
+        raise ValueError(
+            f"data config: with a plain manifest on {world_size} processes, shuffle and shard_seed 'trng' give every "
+            "rank its own order, so the ranks' shares overlap: set an integer shard_seed (e.g. shard_seed: 1)"
+        )
+
+
 def _key(cut) -> str:
     utt_id = (cut.custom or {}).get("utt_id")
     if utt_id:
@@ -138,6 +161,7 @@ def lhotse_pc_dataloader(
     if config.get("concatenate_samples"):
         raise ValueError("data config: concatenate_samples is not supported: the fields of one utterance would "
                          "label several")  # fmt: skip
+    _check_rank_split(config, world_size)
     dataset = LhotsePCDataset(
         tokenizer,
         marks=config.pop("marks", DEFAULT_MARKS),

@@ -216,3 +216,126 @@ def test_a_utf8_book_with_a_stray_byte_stays_utf8(tmp_path, capsys):
     latin = tmp_path / "l.txt"
     latin.write_bytes("Kutúzov rode on.".encode("latin-1"))
     assert read_book_text(latin) == "Kutúzov rode on."
+
+
+def _chapter_results(folder, chapters: int, per_chapter: int = 20) -> list:
+    """Chapter result files as ``restore_book`` writes them, in two splits, with kept and dropped lines."""
+    from pathlib import Path
+
+    from nemo_pc.data.librispeech_pc import ChapterTask
+    from nemo_pc.data.manifest import write_manifest
+
+    tasks = []
+    for c in range(chapters):
+        split = "dev" if c % 4 == 0 else "train"
+        records = []
+        for u in range(per_chapter):
+            utt_id = f"{c}-{c}-{u:04d}"
+            reason = (None, None, "deviation", None, "short")[u % 5]
+            detail = {"detail": "cut short"} if u % 7 == 6 else {}
+            entry = {"audio_filepath": f"/corpus/{utt_id}.flac", "duration": 1.5 + u % 9, "text": f"Word {u}, ok.",
+                     "text_normalized": f"word {u} ok", "pc_source": "book", "utt_id": utt_id, "speaker": str(c),
+                     "chapter": str(c), "split": split}  # fmt: skip
+            records.append({"entry": entry, "reason": reason, "edits": u % 3, **detail})
+        result = write_manifest(Path(folder) / split / f"{c}.jsonl", records)
+        tasks.append(ChapterTask(split, Path(f"/corpus/{c}.trans.txt"), None, Path("book.txt"), result))
+    return tasks
+
+
+def _merged_in_memory(tasks, options) -> dict:
+    """The merge as one list per output, built in memory: the reference the streamed merge must equal."""
+    manifests, drops = {}, []
+    for task in tasks:
+        for record in read_manifest(task.result):
+            entry, reason = record["entry"], record["reason"]
+            if reason is None:
+                manifests.setdefault(task.split, []).append(entry)
+                continue
+            kept = options.fallback == "formatter"
+            drops.append({"utt_id": entry["utt_id"], "split": task.split, "reason": reason, "edits": record["edits"],
+                          "kept_as_pc_source_none": kept, "text_normalized": entry["text_normalized"],
+                          "restored": entry["text"], "trans": str(task.trans),
+                          **({"detail": record["detail"]} if "detail" in record else {})})  # fmt: skip
+            if kept:
+                manifests.setdefault(task.split, []).append(
+                    {**entry, "text": entry["text_normalized"], "pc_source": "none"}
+                )
+    return {f"{split}.json": rows for split, rows in manifests.items()} | {"drops.jsonl": drops}
+
+
+@pytest.mark.parametrize("fallback", ["drop", "formatter"])
+def test_merge_streams_every_line_in_order_with_memory_flat_in_chapters(tmp_path, fallback):
+    import tracemalloc
+
+    from nemo_pc.data.librispeech_pc import merge_results
+
+    options = RestoreOptions(tn="none", fallback=fallback)
+    peaks = {}
+    for chapters in (20, 160):
+        tasks = _chapter_results(tmp_path / f"work{chapters}", chapters)
+        out = tmp_path / f"out{chapters}"
+        tracemalloc.start()
+        paths = merge_results(tasks, out, options)
+        peaks[chapters] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        expected = _merged_in_memory(tasks, options)
+        assert {path.name for path in paths.values()} | {"drops.jsonl"} == set(expected)
+        for name, rows in expected.items():
+            assert read_manifest(out / name) == rows, name
+        rows = {row["split"]: row for row in json.loads((out / "retention.json").read_text())}
+        train_hours = sum(r["entry"]["duration"] for t in tasks if t.split == "train" for r in read_manifest(t.result))
+        assert rows["train"]["hours"] == pytest.approx(train_hours / 3600, abs=1e-4)
+        assert rows["train"]["dropped"] == {"deviation": chapters * 3 // 4 * 4, "short": chapters * 3 // 4 * 4}
+    assert peaks[160] < 1.5 * peaks[20]  # 8x the lines, about the same peak: nothing grows with the chapters
+
+
+def test_durations_in_any_order_give_the_same_build_and_reuse_its_results(text_corpus, tmp_path):
+    import random
+
+    out = tmp_path / "out"
+    first = prepare_librispeech_pc(text_corpus, None, out, durations=text_corpus / "SYNTH.jsonl", options=OPTIONS)
+    manifests = {split: path.read_text() for split, path in first.items()}
+    results = {path: path.stat().st_mtime_ns for path in out.glob(".work/*/*/*.jsonl")}
+    lines = (text_corpus / "SYNTH.jsonl").read_text().splitlines()
+    wrong = json.dumps({**json.loads(lines[0]), "duration": 0.1})  # a later line wins over it
+    shuffled = [wrong, *random.Random(0).sample(lines, len(lines))]
+    (tmp_path / "shuffled.jsonl").write_text("\n".join(shuffled) + "\n")
+    again = prepare_librispeech_pc(text_corpus, None, out, durations=tmp_path / "shuffled.jsonl", options=OPTIONS)
+    assert {split: path.read_text() for split, path in again.items()} == manifests
+    assert {path: path.stat().st_mtime_ns for path in out.glob(".work/*/*/*.jsonl")} == results  # same keys
+
+
+def test_durations_cost_a_few_bytes_an_utterance_until_restored():
+    import tracemalloc
+    from pathlib import Path
+
+    from nemo_pc.data.librispeech_pc import ChapterTask, _attach_durations
+
+    chapters, per_chapter = 200, 100
+    tasks = [ChapterTask("train", Path(f"/c/{c}/{c}/{c}-{c}.trans.txt"), None, Path("book.txt"), Path("r.jsonl"))
+             for c in range(chapters)]  # fmt: skip
+    pairs = ((f"{c}-{c}-{u:04d}", 10.0 + u / 1000) for c in range(chapters) for u in range(per_chapter))
+    tracemalloc.start()
+    _attach_durations(tasks, pairs)
+    held, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert held < 40 * chapters * per_chapter  # a dict of them would hold some 200 bytes an utterance
+    assert peak < held + 200_000  # at most about one chapter held as a dict at a time
+    assert json.loads(tasks[3].durations)["3-3-0007"] == 10.007
+
+
+def test_the_scale_benchmark_counts_each_utterance_once(text_corpus, tmp_path):
+    """benchmarks/builder_scale.py times the CLI build; kept and dropped utterances add up to the corpus."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "builder_scale.py"
+    spec = importlib.util.spec_from_file_location("builder_scale_under_test", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    row = bench.run_builder(text_corpus, tmp_path / "out", num_jobs=1)
+    manifests = [tmp_path / "out" / f"{split}.json" for split in ("train", "dev", "test")]
+    assert row["kept_utterances"] == sum(len(read_manifest(path)) for path in manifests if path.is_file())
+    assert row["dropped_utterances"] == len(read_manifest(tmp_path / "out" / "drops.jsonl"))
+    assert row["kept_utterances"] + row["dropped_utterances"] == len(read_manifest(text_corpus / "SYNTH.jsonl"))
+    assert row["seconds"] > 0 and row["peak_rss_mib"] > 0

@@ -131,6 +131,25 @@ def test_lhotse_data_without_use_lhotse_is_refused(corpus, tokenizer):
         pc_dataloader_from_config(config, tokenizer)
 
 
+def test_a_shuffled_manifest_under_ddp_needs_a_shared_shard_seed(corpus, tokenizer):
+    """With ``trng`` each rank would shuffle alike only by chance: the ranks' shares would overlap."""
+    config = {"manifest_filepath": str(corpus["manifest"]), "batch_size": 1, "use_lhotse": True, "shuffle": True}
+    with pytest.raises(ValueError, match="set an integer shard_seed"):
+        pc_dataloader_from_config(config, tokenizer, global_rank=1, world_size=2)
+    shares = []
+    for rank in range(2):
+        loader = pc_dataloader_from_config({**config, "shard_seed": 5}, tokenizer, global_rank=rank, world_size=2)
+        shares.append([tuple(batch.tokens_n[0].tolist()) for batch in loader])
+    assert len(shares[0]) == len(shares[1]) == 2 and not set(shares[0]) & set(shares[1])
+    # one process, shar (every rank reads all of it) and an unshuffled manifest are not refused
+    assert len(list(pc_dataloader_from_config(config, tokenizer))) == 4
+    export_shar(corpus["manifest"], corpus["shar"], shard_size=10)
+    shar = {**config, "manifest_filepath": None, "shar_path": str(corpus["shar"]), "force_finite": True}
+    assert len(list(pc_dataloader_from_config(shar, tokenizer, global_rank=1, world_size=2))) == 4
+    unshuffled = pc_dataloader_from_config({**config, "shuffle": False}, tokenizer, global_rank=1, world_size=2)
+    assert len(list(unshuffled)) == 2
+
+
 def test_nemo_duration_bucketing_gives_batches_of_one_bucket_within_the_batch_duration(tmp_path, tokenizer):
     durations = [0.3, 1.2, 0.4, 1.1, 0.35, 1.3, 0.45, 1.0]
     entries = []
