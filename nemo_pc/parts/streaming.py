@@ -98,6 +98,13 @@ def stream_step(
         drop_extra_pre_encoded=drop_extra_pre_encoded,
     )
     state.cache_last_channel, state.cache_last_time, state.cache_last_channel_len = channel, time, channel_len
+    return decode_chunk(model, encoded, encoded_len, state)
+
+
+@torch.no_grad()
+def decode_chunk(model, encoded: torch.Tensor, encoded_len: torch.Tensor, state: StreamState) -> dict[int, list]:
+    """Continues each mode's partial hypotheses of ``state`` over one chunk's encoder output ``(B, D, T)``, with
+    that mode's decoding; returns them per mode id (see :func:`stream_step`)."""
     for mode, previous in state.hypotheses.items():
         trcfg = PCTranscribeConfig(return_hypotheses=True, partial_hypothesis=previous)
         state.hypotheses[mode] = model.decode_mode(encoded, encoded_len, mode, trcfg)

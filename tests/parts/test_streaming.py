@@ -11,7 +11,9 @@ from nemo_pc.models import EncDecRNNTPCBPEModel
 from nemo_pc.parts.streaming import stream_buffer, stream_modes, stream_transcribe, streaming_buffer
 from nemo_pc.testing.asr import tiny_streaming_config, train_tokenizer, write_pc_manifest
 
-CONTEXTS = ([70, 13], [70, 1], [70, 0])
+# Lookaheads of one frame or more. With [70, 0] NeMo's buffer makes the first chunk a single feature frame, so the
+# second chunk's subsampling cache is zero-padded where the offline pass has real frames (docs/streaming.md).
+CONTEXTS = ([70, 13], [70, 6], [70, 1])
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -25,7 +27,7 @@ def one_thread():
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     folder = tmp_path_factory.mktemp("streaming")
-    manifest = write_pc_manifest(folder, duration=2.0)  # 2 s: 25 encoder frames at 8x, 2 to 25 chunks
+    manifest = write_pc_manifest(folder, duration=2.0)  # 2 s: 26 encoder frames at 8x, 2 to 13 chunks
     return manifest, train_tokenizer(manifest, folder / "tokenizer")
 
 
@@ -127,3 +129,10 @@ def test_stream_modes_reads_names_lists_and_the_default(model):
     assert stream_modes(model, None) == [1]
     with pytest.raises(ValueError, match="mode must be one of"):
         stream_modes(model, "shouting")
+
+
+def test_transcribe_leaves_every_module_in_eval_mode(corpus, model):
+    """NeMo's RNN-T transcribe ends with encoder.unfreeze(), which calls train(): a multi-lookahead encoder left in
+    training mode draws a random att_context_size per call, and a stream after a transcribe would differ."""
+    model.transcribe(_audio(corpus)[:1], verbose=False)
+    assert not [name for name, module in model.named_modules() if module.training]
