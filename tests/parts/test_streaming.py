@@ -16,12 +16,7 @@ from nemo_pc.testing.asr import tiny_streaming_config, train_tokenizer, write_pc
 CONTEXTS = ([70, 13], [70, 6], [70, 1])
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")
