@@ -10,6 +10,17 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "nemo_pc"))
 
 
 @pytest.fixture(scope="module")
+def one_thread():
+    """Torch on one thread for a module's tests (``pytestmark = pytest.mark.usefixtures("one_thread")``)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
 def tiny_script_data(tmp_path_factory):
     """A tiny P&C manifest and its tokenizer, for the example training scripts (``script_overrides``)."""
     from nemo_pc.testing.asr import train_tokenizer, write_pc_manifest

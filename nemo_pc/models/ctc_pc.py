@@ -371,12 +371,6 @@ class EncDecCTCPCBPEModel(PCTranscriptionMixin, PCDataMixin, EncDecCTCModelBPE):
                 sources[name] = "rules"
         return sources
 
-    def _transcribe_on_end(self, trcfg: TranscribeConfig) -> None:
-        """NeMo puts the encoder and decoder back in training mode after transcribing; the extra heads and style
-        layers must follow the whole model instead, or a model in eval mode ends up half in training mode."""
-        super()._transcribe_on_end(trcfg)
-        self.train(mode=trcfg._internal.training_mode)
-
     def _transcribe_forward(self, batch, trcfg: TranscribeConfig):
         sources = self._style_sources(self._requested_mode(trcfg))
         heads = tuple({"main", *(s for s in sources.values() if s in ("inter", "normalized"))})

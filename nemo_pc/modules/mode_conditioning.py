@@ -196,6 +196,16 @@ class ModeConditionedStatelessDecoder(ModeConditioningMixin, StatelessTransducer
         kwargs["emb_dim"] = self.token_dim
         return StatelessNet(**kwargs)
 
+    @classmethod
+    def batch_split_states(cls, batch_states: list[torch.Tensor]) -> list[list[torch.Tensor]]:
+        """One state per row: ``[(B, C)]`` -> B x ``[(C,)]``, the inverse of ``batch_unsplit_states``.
+
+        NeMo's stateless decoder splits ``[(B, C)]`` into a single item of B ``(1, C)`` tensors; the label-looping
+        greedy search, resuming partial hypotheses at the next chunk of a stream, stacks that to 3 dimensions and
+        fails (even for one stream). With this split each row resumes from its own context.
+        """
+        return [list(row) for row in zip(*(state.unbind(0) for state in batch_states), strict=True)]
+
     def predict(
         self,
         y: torch.Tensor | None = None,

@@ -6,6 +6,10 @@ shape of every predictor state). :class:`OnnxRNNTPCRunner` reads that folder. It
 encoder frame, emit the best label until it is blank or ``max_symbols`` labels were emitted, then go to the next
 frame. Rows may have different modes, so both outputs of one utterance come from a single loop over a batch that
 holds the utterance twice.
+
+A cache-aware streaming model (``encoder=streaming``) exports its encoder step with the caches as inputs and outputs
+(:func:`export_streaming_encoder`, NeMo's ``cache_support`` export); :class:`OnnxStreamingEncoder` runs it in place of
+the PyTorch encoder step of :func:`nemo_pc.parts.streaming.stream_step`.
 """
 
 from __future__ import annotations
@@ -180,3 +184,63 @@ class OnnxRNNTPCRunner:
             names = [MODE_NAMES.get(mode, str(mode)) for mode in missing]
             exported = [MODE_NAMES[mode] for mode in self.modes]
             raise ValueError(f"{self.folder}: mode(s) {names} not exported (this export holds {exported})")
+
+
+def export_streaming_encoder(model: Any, path: str | Path) -> Path:
+    """Exports the cache-aware encoder step of a streaming model at its current ``att_context_size`` (the chunk
+    size, left cache and dropped pre-encoded frames are fixed in the graph); returns the ONNX file.
+
+    NeMo's ``model.export`` with ``cache_support`` writes the encoder's step with the caches (batch axis first) as
+    inputs and outputs. It fixes ``drop_extra_pre_encoded`` for every chunk, so the first chunk must be padded like
+    the later ones: stream with ``CacheAwareStreamingAudioBuffer(..., pad_and_drop_preencoded=True)``.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    model.eval()
+    model.set_export_config({"cache_support": True})
+    try:
+        model.encoder.export(str(path))
+    finally:
+        model.set_export_config({"cache_support": False})
+    return path
+
+
+class OnnxStreamingEncoder:
+    """The exported encoder step of :func:`export_streaming_encoder` on onnxruntime's CPU provider, called like
+    :func:`nemo_pc.parts.streaming.stream_step` (it ignores ``drop_extra_pre_encoded``, fixed at export).
+
+    Args:
+        path: the ONNX file.
+        threads: onnxruntime intra-op threads (None: its default).
+    """
+
+    def __init__(self, path: str | Path, threads: int | None = None) -> None:
+        import onnxruntime
+
+        options = onnxruntime.SessionOptions()
+        if threads:
+            options.intra_op_num_threads = threads
+            options.inter_op_num_threads = 1
+        self.session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        self.inputs = [item.name for item in self.session.get_inputs()]
+
+    def encode(self, chunk, chunk_lengths, state) -> tuple:
+        """One chunk through the exported step; updates the caches of ``state`` and returns the encoder output and
+        its lengths as torch tensors."""
+        import torch
+
+        channel, time = state.cache_last_channel.transpose(0, 1), state.cache_last_time.transpose(0, 1)
+        values = (chunk, chunk_lengths, channel, time, state.cache_last_channel_len)
+        feeds = {name: value.cpu().numpy() for name, value in zip(self.inputs, values, strict=True)}
+        encoded, encoded_len, channel, time, channel_len = (
+            torch.from_numpy(out) for out in self.session.run(None, feeds)
+        )
+        state.cache_last_channel, state.cache_last_time = channel.transpose(0, 1), time.transpose(0, 1)
+        state.cache_last_channel_len = channel_len
+        return encoded, encoded_len
+
+    def __call__(self, model, chunk, chunk_lengths, state, keep_all_outputs: bool, drop_extra_pre_encoded=None):
+        from nemo_pc.parts.streaming import decode_chunk
+
+        encoded, encoded_len = self.encode(chunk, chunk_lengths, state)
+        return decode_chunk(model, encoded, encoded_len, state)

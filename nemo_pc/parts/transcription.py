@@ -113,3 +113,11 @@ class PCTranscriptionMixin:
             override_config.mode, override_config.style = mode, style
         resolve_mode(override_config, self.default_mode)  # refuse a bad mode before any audio is read
         return override_config
+
+    def _transcribe_on_end(self, trcfg: TranscribeConfig) -> None:
+        """NeMo's RNN-T and CTC models put the encoder and decoder in training mode after transcribing (their
+        ``unfreeze`` calls ``train()``); the whole model goes back to the mode it had instead. A model in eval mode
+        left half in training mode would use dropout, and a multi-lookahead streaming encoder would draw a random
+        ``att_context_size`` at every call."""
+        super()._transcribe_on_end(trcfg)
+        self.train(mode=trcfg._internal.training_mode)

@@ -198,3 +198,24 @@ def script_overrides(script: str, manifest: str | Path, tokenizer: str | Path, e
         "trainer.max_steps=2", "trainer.max_epochs=-1", "trainer.val_check_interval=1.0", "trainer.accelerator=cpu",
         "trainer.enable_progress_bar=false", f"exp_manager.exp_dir={exp_dir}", f"name={name}", *extra,
     ]  # fmt: skip
+
+
+STREAMING_VARIANT = ["encoder=streaming", "decoders=conditioned_stateless"]
+
+
+def tiny_streaming_config(tokenizer_dir: str | Path, manifest: str | Path, *extra: str):
+    """The packaged RNN-T config with the cache-aware streaming encoder and the conditioned stateless predictor
+    (``encoder=streaming decoders=conditioned_stateless``), shrunk to a 2-layer d=32 encoder; ``model`` section.
+
+    SpecAugment is off and the learning rate constant, so that a few steps on one batch lower the loss.
+    """
+    from nemo_pc.pipelines.train import compose_config
+
+    overrides = [
+        *STREAMING_VARIANT, *TINY_ENCODER_OVERRIDES, "model.model_defaults.pred_hidden=32",
+        "model.model_defaults.joint_hidden=32", f"model.tokenizer.dir={tokenizer_dir}",
+        f"model.train_ds.manifest_filepath={manifest}", f"model.validation_ds.manifest_filepath={manifest}",
+        "model.train_ds.num_workers=0", "model.validation_ds.num_workers=0", "model.loss.loss_name=scan",
+        "model.spec_augment=null", "~model.optim.sched", "model.log_prediction=false", *extra,
+    ]  # fmt: skip
+    return compose_config("rnnt", overrides).model

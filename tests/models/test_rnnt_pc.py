@@ -27,12 +27,7 @@ STEPS = 150
 NATIVE = {"single_normalized": ["normalized"], "single_punctuated": ["punctuated"]}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

@@ -1,14 +1,17 @@
-"""Every decoder variant of configs/rnnt composes with Hydra and builds the one model class."""
+"""Every decoder variant of configs/rnnt composes with Hydra and builds the one model class; the streaming encoder
+variant composes with any of them and trains."""
 
 from pathlib import Path
 
+import lightning.pytorch as pl
 import pytest
+import torch
 from hydra import compose, initialize_config_dir
 from omegaconf import open_dict
 
 from nemo_pc.models import EncDecRNNTPCBPEModel
 from nemo_pc.modules import DualRNNTDecoder, ModeConditionedRNNTDecoder, ModeConditionedStatelessDecoder
-from nemo_pc.testing.asr import train_tokenizer, write_pc_manifest
+from nemo_pc.testing.asr import tiny_streaming_config, train_tokenizer, write_pc_manifest
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "rnnt"
 
@@ -55,3 +58,50 @@ def test_a_decoder_that_does_not_match_pc_decoders_is_refused(tokenizer):
         cfg.model.validation_ds.manifest_filepath = None
     with pytest.raises(ValueError, match="pc.decoders=dual does not match"):
         EncDecRNNTPCBPEModel(cfg=cfg.model)
+
+
+@pytest.mark.parametrize("decoders", ["conditioned_stateless", "conditioned", "dual"])
+def test_the_streaming_encoder_composes_with_a_decoder_variant(tokenizer, decoders):
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base=None):
+        cfg = compose(config_name="rnnt_pc", overrides=["encoder=streaming", f"decoders={decoders}"])
+        plain = compose(config_name="rnnt_pc", overrides=[f"decoders={decoders}"])
+    encoder = cfg.model.encoder
+    assert encoder.att_context_style == "chunked_limited" and encoder.conv_context_size == "causal"
+    assert encoder.causal_downsampling and encoder.conv_norm_type == "layer_norm"
+    assert (encoder.subsampling, encoder.subsampling_factor) == ("dw_striding", 8)
+    assert all(left % (right + 1) == 0 for left, right in encoder.att_context_size)  # chunked_limited's rule
+    assert cfg.model.preprocessor.normalize == "NA"
+    assert cfg.model.decoder == plain.model.decoder and plain.model.encoder.att_context_size == [-1, -1]
+    with open_dict(cfg):
+        cfg.model.tokenizer.dir = str(tokenizer)
+        cfg.model.train_ds.manifest_filepath = None
+        cfg.model.validation_ds.manifest_filepath = None
+    model = EncDecRNNTPCBPEModel(cfg=cfg.model)
+    assert model.encoder.att_context_size_all == [[70, 13], [70, 6], [70, 1], [70, 0]]
+    assert model.encoder.att_context_size == [70, 13]  # the first pair is the inference default
+    assert model.encoder.streaming_cfg.last_channel_cache_size == 70
+
+
+class _Losses(pl.Callback):
+    def __init__(self):
+        self.values = []
+
+    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
+        self.values.append(float(outputs["loss"]))
+
+
+def test_the_streaming_variant_trains_on_one_batch(tmp_path):
+    manifest = write_pc_manifest(tmp_path / "data")
+    tokenizer = train_tokenizer(manifest, tmp_path / "tokenizer")
+    pl.seed_everything(0)
+    losses = _Losses()
+    trainer = pl.Trainer(max_steps=8, accelerator="cpu", logger=False, enable_checkpointing=False,
+                         enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
+                         limit_val_batches=0, log_every_n_steps=8, callbacks=[losses])  # fmt: skip
+    model = EncDecRNNTPCBPEModel(
+        cfg=tiny_streaming_config(tokenizer, manifest, "model.optim.lr=0.003"), trainer=trainer
+    )
+    assert len(model._train_dl) == 1  # the four utterances are one batch: every step sees the same batch
+    trainer.fit(model)
+    assert len(losses.values) == 8 and all(torch.isfinite(torch.tensor(losses.values)))
+    assert losses.values[-1] < 0.8 * losses.values[0]

@@ -145,3 +145,11 @@ def test_export_step_takes_the_mode_per_row(make):
         assert torch.allclose(out[0][row], alone[0][row], atol=1e-6)
     names = list(step.input_types)
     assert names[:4] == ["encoder_outputs", "targets", "target_length", "mode"] and len(names) == 4 + len(states)
+
+
+def test_stateless_states_split_into_rows_and_back():
+    decoder = _stateless()
+    states = [torch.tensor([[1], [2], [3]])]
+    rows = decoder.batch_split_states(states)
+    assert len(rows) == 3 and [row[0].tolist() for row in rows] == [[1], [2], [3]]
+    assert torch.equal(decoder.batch_unsplit_states(rows)[0], states[0])

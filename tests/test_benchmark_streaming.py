@@ -1,0 +1,50 @@
+"""benchmarks/streaming.py end to end on a fake demo folder: a tiny untrained streaming model, two lookaheads."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import torch
+
+import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "streaming.py"
+
+
+def _benchmark():
+    spec = importlib.util.spec_from_file_location("streaming_benchmark_under_test", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_streaming_benchmark_runs_end_to_end_on_a_fake_demo(tmp_path):
+    from nemo_pc.models import EncDecRNNTPCBPEModel
+    from nemo_pc.testing.asr import tiny_streaming_config, train_tokenizer, write_pc_manifest
+
+    demo = tmp_path / "demo"
+    manifest = write_pc_manifest(demo / "corpus", name="test.json", duration=2.0)
+    (demo / "manifests").mkdir()
+    manifest = manifest.rename(demo / "manifests" / "test.json")
+    torch.manual_seed(0)
+    model = EncDecRNNTPCBPEModel(cfg=tiny_streaming_config(train_tokenizer(manifest, tmp_path / "tok"), manifest))
+    model.save_to(str(demo / "models" / "streaming.nemo"))
+    out = tmp_path / "results" / "streaming.json"
+    args = ["--demo-dir", str(demo), "--model", str(demo / "models" / "streaming.nemo"), "--contexts", "70,1",
+            "70,6", "--limit", "3", "--json", str(out)]  # fmt: skip
+    _benchmark().main(args)
+    report = json.loads(out.read_text())
+    assert report["num_utterances"] == 3 and report["audio_seconds"] == 6.0
+    assert [row["att_context_size"] for row in report["contexts"]] == [[70, 1], [70, 6]]
+    for row, chunk_frames in zip(report["contexts"], (2, 7), strict=True):
+        assert row["trained"] and row["chunk_ms"] == 80 * chunk_frames
+        assert set(row["offline"]) == {"wer_normalized", "per_punctuated", "wer_pc_punctuated", "rtf"}
+        torch_row, onnx_row = row["torch"], row["onnx"]
+        assert torch_row["same_text_as_offline"] == {"normalized": 3, "punctuated": 3}  # exact for the torch step
+        assert {k: torch_row[k] for k in ("wer_normalized", "per_punctuated")} == {
+            k: row["offline"][k] for k in ("wer_normalized", "per_punctuated")
+        }
+        assert "skipped" not in onnx_row, onnx_row
+        for backend in (torch_row, onnx_row):
+            assert backend["chunks"] >= 3 * (200 // (8 * chunk_frames))  # one timed step per chunk
+            assert 0 < backend["step_ms_median"] <= backend["step_ms_p90"] and backend["rtf"] > 0
