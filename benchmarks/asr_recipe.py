@@ -18,6 +18,8 @@ Variants (name: changes to the demo's base encoder):
     batch16    batches of 16 (half the steps per epoch, twice the audio per step)
     vocab128_nodrop  BPE 128 and no dropout in the encoder (tried as the demo's base: worse at 3,000 steps)
     vocab128_lr3e-3  BPE 128 and peak learning rate 3e-3
+    vocab128_lr1e-3  BPE 128 and peak learning rate 1e-3
+    vocab128_speed   BPE 128 and NeMo's speed perturbation (rates 0.9-1.1 on 80% of the utterances)
 """
 
 from __future__ import annotations
@@ -53,6 +55,8 @@ VARIANTS = {
         ],
     },
     "vocab128_lr3e-3": {"vocab_size": 128, "overrides": ["model.optim.lr=0.003"]},
+    "vocab128_lr1e-3": {"vocab_size": 128, "overrides": ["model.optim.lr=0.001"]},
+    "vocab128_speed": {"vocab_size": 128, "base_speed_perturb": 0.8},
 }
 
 
@@ -71,6 +75,7 @@ def run_one(variant: str, demo_dir: Path, work: Path, steps: int, jobs: int) -> 
         base_steps=steps,
         vocab_size=spec.get("vocab_size", 256),
         base_batch_size=spec.get("base_batch_size", 8),
+        base_speed_perturb=spec.get("base_speed_perturb", 0.0),
         num_jobs=jobs,
         curve_points=4,
         extra={"base": [*([] if "nodrop" in variant else DROPOUT), *spec.get("overrides", [])]},

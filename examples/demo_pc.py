@@ -39,6 +39,13 @@ def parse_args() -> argparse.Namespace:
         default=None,
         help=f"steps of the shared normalized-CTC starting encoder, 0 for none ({defaults.base_steps})",
     )
+    parser.add_argument(
+        "--base-speed-perturb",
+        type=float,
+        default=defaults.base_speed_perturb,
+        help=f"share of the base encoder's utterances speed-perturbed at 0.9-1.1, 0 for none "
+        f"({defaults.base_speed_perturb})",
+    )
     parser.add_argument("--tagger-steps", type=int, default=None)
     parser.add_argument("--rewriter-steps", type=int, default=None)
     parser.add_argument("--systems", default=None, help=f"comma-separated, from {', '.join(ASR_SYSTEMS)}")
@@ -67,6 +74,7 @@ def main() -> None:
         asr_steps=args.asr_steps or defaults.asr_steps * scale,
         rnnt_steps=args.rnnt_steps or defaults.rnnt_steps * scale,
         base_steps=defaults.base_steps * scale if args.base_steps is None else args.base_steps,
+        base_speed_perturb=args.base_speed_perturb,
         tagger_steps=args.tagger_steps or defaults.tagger_steps * scale,
         rewriter_steps=args.rewriter_steps or defaults.rewriter_steps * scale,
         seq2seq_steps=(args.rewriter_steps or defaults.rewriter_steps * scale) if args.claims or args.full else 0,

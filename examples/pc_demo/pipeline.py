@@ -45,6 +45,9 @@ DEMO_SYSTEMS = ("rnnt_conditioned", "rnnt_dual", "ctc_inter")
 # batches, no SpecAugment, cosine schedule, the config's encoder dropout of 0.1). Every ASR system then loads its
 # encoder (init_from_nemo_model). Without dropout the dev WER was lower over 1,000 steps (benchmarks/asr_recipe.py,
 # vocab128_nodrop) but higher after the demo's 3,000 (60.0% against 58.2%; docs/training_speed.md), so it stays.
+# The base also reads speed-perturbed audio (``base_speed_perturb``): NeMo's resampling perturbation moves tempo,
+# pitch and formants together, so each epoch hears other voices; it cost nothing over 750 steps
+# (benchmarks/asr_recipe.py, vocab128_speed).
 BASE_SYSTEM = "base"
 BASE_OVERRIDES = [
     "variant=normalized",
@@ -58,6 +61,16 @@ BASE_OVERRIDES = [
 # SpecAugment, lr 3e-3, and the encoder fixed for the first half of the ``rnnt_steps`` (NeMo's ``freeze_updates``).
 RNNT_FINETUNE_OVERRIDES = ["model.spec_augment=null", "model.optim.lr=0.003"]
 CLAIM_SYSTEMS = tuple(name for name in ASR_SYSTEMS if name not in DEMO_SYSTEMS)
+
+
+def speed_perturb_override(prob: float, low: float = 0.9, high: float = 1.1) -> str:
+    """The Hydra override of NeMo's speed perturbation on ``prob`` of the training utterances, rates in
+    ``[low, high]`` drawn uniformly."""
+    return (
+        f"model.train_ds.augmentor={{speed:{{prob:{prob},sr:16000,resample_type:scipy,"
+        f"min_speed_rate:{low},max_speed_rate:{high},num_rates:-1}}}}"
+    )
+
 
 SMALL_ENCODER = [
     # CPU-sized encoders, the same for both families (one base encoder starts them all): d=144, FastConformer's
@@ -91,6 +104,8 @@ class DemoConfig:
         base_steps: steps of the shared normalized-CTC encoder ``models/base.nemo`` that starts every ASR model
             (0: each starts from random weights). It needs ``rnnt_layers == ctc_layers``.
         base_batch_size: its batch size (small batches leave CTC's blank-only stage in fewer utterances seen).
+        base_speed_perturb: the share of the base encoder's training utterances that NeMo's speed perturbation
+            resamples at a rate drawn from 0.9-1.1 (0: none).
         batch_size, max_duration: ASR training batches (utterances, seconds).
         precision: Lightning precision of the ASR training runs (``bf16-mixed``: CPU autocast to bfloat16).
         bucketing_window: ASR training batches hold utterances of similar durations, sorted within windows of this
@@ -126,6 +141,7 @@ class DemoConfig:
     ctc_layers: int = 6
     base_steps: int = 3000
     base_batch_size: int = 8
+    base_speed_perturb: float = 0.8
     batch_size: int = 16
     max_duration: float = 8.0
     precision: str = "bf16-mixed"
@@ -164,6 +180,9 @@ class Demo:
         for field_name in ("asr_steps", "rnnt_steps", "rnnt_batch_size"):
             if getattr(config, field_name) < 1:  # Lightning reads max_steps=-1 as "no limit"
                 raise ValueError(f"{field_name} must be 1 or more, got {getattr(config, field_name)}")
+        if not 0.0 <= config.base_speed_perturb <= 1.0:
+            share = config.base_speed_perturb
+            raise ValueError(f"base_speed_perturb is a share of the utterances (0 to 1), got {share}")
         if config.base_steps and config.rnnt_layers != config.ctc_layers:
             raise ValueError(
                 f"base_steps={config.base_steps} starts every encoder from one base encoder: rnnt_layers "
@@ -262,10 +281,16 @@ class Demo:
             f"model.encoder.n_layers={layers}",
             *depth,
             *SMALL_ENCODER,
-            *([f"model.train_ds.batch_size={self.cfg.base_batch_size}"] if name == BASE_SYSTEM else []),
+            *(self._base_data() if name == BASE_SYSTEM else []),
             *self._rnnt_finetune(family, name),
             *self.cfg.extra.get(name, []),
         ]
+
+    def _base_data(self) -> list[str]:
+        overrides = [f"model.train_ds.batch_size={self.cfg.base_batch_size}"]
+        if self.cfg.base_speed_perturb > 0:
+            overrides.append(speed_perturb_override(self.cfg.base_speed_perturb))
+        return overrides
 
     def _rnnt_finetune(self, family: str, name: str) -> list[str]:
         # A transducer's random predictor and joint would erase the base encoder: fine-tuned end to end, the

@@ -86,11 +86,14 @@ def test_every_asr_model_starts_from_the_base_encoder(demo):
     assert base_stats["steps"] == 3 and base_stats["init_from"] is None
     base = EncDecCTCPCBPEModel.restore_from(str(runner.model_path("base")), map_location="cpu")
     assert base.cfg.pc.target == "normalized"
+    speed = base.cfg.train_ds.augmentor.speed  # the base alone hears speed-perturbed audio
+    assert (speed.prob, speed.min_speed_rate, speed.max_speed_rate) == (0.8, 0.9, 1.1)
     for name, cls in (("ctc_inter", EncDecCTCPCBPEModel), ("rnnt_conditioned", EncDecRNNTPCBPEModel)):
         assert json.loads(runner.model_path(name).with_suffix(".json").read_text())["init_from"] == "base.nemo"
         model = cls.restore_from(str(runner.model_path(name)), map_location="cpu")
         # the transducer keeps the base encoder fixed for the first half of its 2 steps; CTC trains it throughout
         freeze = model.cfg.freeze_updates
+        assert model.cfg.train_ds.get("augmentor") is None
         assert (freeze.enabled, freeze.modules.encoder) == ((True, 1) if name == "rnnt_conditioned" else (False, 0))
         # two steps moved the weights away from the base, but far less than a fresh initialization would
         start = dict(base.encoder.named_parameters())
@@ -105,6 +108,12 @@ def test_base_needs_equal_encoder_depths():
     Demo(DemoConfig(rnnt_layers=4, ctc_layers=6, base_steps=0))
     with pytest.raises(ValueError, match="base_steps must be 0"):
         Demo(DemoConfig(base_steps=-1))
+
+
+@pytest.mark.parametrize("share", [-0.1, 1.5])
+def test_speed_perturbation_share_outside_0_1_is_refused(share):
+    with pytest.raises(ValueError, match=f"base_speed_perturb is a share of the utterances \\(0 to 1\\), got {share}"):
+        Demo(DemoConfig(base_speed_perturb=share))
 
 
 @pytest.mark.parametrize("field_name", ["asr_steps", "rnnt_steps", "rnnt_batch_size"])
