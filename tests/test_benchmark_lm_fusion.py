@@ -1,6 +1,5 @@
 """benchmarks/lm_fusion.py end to end on a fake demo folder: tiny untrained models, a four-utterance corpus."""
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -8,15 +7,7 @@ import torch
 from omegaconf import OmegaConf
 
 import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
-
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "lm_fusion.py"
-
-
-def _benchmark():
-    spec = importlib.util.spec_from_file_location("lm_fusion_benchmark_under_test", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from nemo_pc.testing.benchmarks import load_benchmark
 
 
 def fake_demo(root: Path) -> Path:
@@ -43,7 +34,7 @@ def test_lm_fusion_benchmark_runs_end_to_end_on_a_fake_demo(tmp_path):
     demo = fake_demo(tmp_path / "demo")
     out = tmp_path / "results" / "lm_fusion.json"
     args = ["--demo-dir", str(demo), "--order", "3", "--alphas", "0.5,2", "--resamples", "20", "--json", str(out)]
-    _benchmark().main(args)
+    load_benchmark("lm_fusion").main(args)
     report = json.loads(out.read_text())
     assert set(report["systems"]) == {"rnnt_conditioned", "ctc_inter"}
     for system in report["systems"].values():

@@ -1,21 +1,11 @@
 """benchmarks/streaming.py end to end on a fake demo folder: a tiny untrained streaming model, two lookaheads."""
 
-import importlib.util
 import json
-from pathlib import Path
 
 import torch
 
 import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
-
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "streaming.py"
-
-
-def _benchmark():
-    spec = importlib.util.spec_from_file_location("streaming_benchmark_under_test", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from nemo_pc.testing.benchmarks import load_benchmark
 
 
 def test_streaming_benchmark_runs_end_to_end_on_a_fake_demo(tmp_path):
@@ -32,7 +22,7 @@ def test_streaming_benchmark_runs_end_to_end_on_a_fake_demo(tmp_path):
     out = tmp_path / "results" / "streaming.json"
     args = ["--demo-dir", str(demo), "--model", str(demo / "models" / "streaming.nemo"), "--contexts", "70,1",
             "70,6", "--limit", "3", "--json", str(out)]  # fmt: skip
-    _benchmark().main(args)
+    load_benchmark("streaming").main(args)
     report = json.loads(out.read_text())
     assert report["num_utterances"] == 3 and report["audio_seconds"] == 6.0
     assert [row["att_context_size"] for row in report["contexts"]] == [[70, 1], [70, 6]]

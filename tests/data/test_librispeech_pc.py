@@ -326,13 +326,9 @@ def test_durations_cost_a_few_bytes_an_utterance_until_restored():
 
 def test_the_scale_benchmark_counts_each_utterance_once(text_corpus, tmp_path):
     """benchmarks/builder_scale.py times the CLI build; kept and dropped utterances add up to the corpus."""
-    import importlib.util
-    from pathlib import Path
+    from nemo_pc.testing.benchmarks import load_benchmark
 
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "builder_scale.py"
-    spec = importlib.util.spec_from_file_location("builder_scale_under_test", path)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_benchmark("builder_scale")
     row = bench.run_builder(text_corpus, tmp_path / "out", num_jobs=1)
     manifests = [tmp_path / "out" / f"{split}.json" for split in ("train", "dev", "test")]
     assert row["kept_utterances"] == sum(len(read_manifest(path)) for path in manifests if path.is_file())

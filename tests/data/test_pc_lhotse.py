@@ -171,13 +171,9 @@ def test_nemo_duration_bucketing_gives_batches_of_one_bucket_within_the_batch_du
 
 
 def test_the_speed_benchmark_runs_every_variant_on_a_tiny_corpus(corpus, tmp_path):
-    import importlib.util
-    from pathlib import Path
+    from nemo_pc.testing.benchmarks import load_benchmark
 
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "lhotse_speed.py"
-    spec = importlib.util.spec_from_file_location("lhotse_speed_under_test", path)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_benchmark("lhotse_speed")
     out = tmp_path / "speed.json"
     bench.main(["--manifest", str(corpus["manifest"]), "--tokenizer-dir", str(corpus["tokenizer"]),
                 "--shar", str(tmp_path / "shar"), "--batch-size", "2", "--num-buckets", "2", "--max-batches", "3",

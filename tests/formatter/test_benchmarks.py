@@ -1,17 +1,11 @@
-import importlib.util
-from pathlib import Path
-
 from nemo_pc.formatter.baselines import Seq2SeqFormatter, _word_chunks
 from nemo_pc.formatter.pipeline import TextFormatter
+from nemo_pc.testing.benchmarks import load_benchmark
 from nemo_pc.testing.text import TINY_REWRITER_OVERRIDES, WRITTEN_SPOKEN
 
 
 def _benchmark(name: str = "formatter"):
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"{name}_benchmark_under_test", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark(name)
 
 
 def test_compute_cost_counts_flops_encoder_passes_and_decoder_steps(tiny_formatter):

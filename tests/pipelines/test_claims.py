@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -11,6 +10,7 @@ import torch
 from pc_demo import claims as C
 
 from nemo_pc.data.manifest import write_manifest
+from nemo_pc.testing.benchmarks import load_benchmark
 
 RESAMPLES = 200
 SENTENCES = [
@@ -256,11 +256,7 @@ def test_replace_readme_block(tmp_path):
 
 
 def load_run_all():
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "run_all.py"
-    spec = importlib.util.spec_from_file_location("run_all_under_test", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("run_all")
 
 
 def test_run_all_claims_only(tmp_path):
