@@ -41,6 +41,7 @@ def _files(root: Path) -> dict[str, Path]:
     files["binary"].write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe")
     files["fake_nemo"].write_bytes(b"not a tar archive")
     files["ckpt"].write_bytes(b"x")
+    files["spm"] = _tiny_tokenizer(root / "spm")
     trans = files["corpus"] / "test" / "7" / "70" / "7-70.trans.txt"
     trans.parent.mkdir(parents=True)
     trans.write_text("7-70-0000 HELLO THERE\n7-70-0000 HELLO AGAIN\n")
@@ -49,6 +50,18 @@ def _files(root: Path) -> dict[str, Path]:
     book.parent.mkdir(parents=True)
     book.write_text("Hello there. Hello again.\n")
     return files
+
+
+def _tiny_tokenizer(folder: Path) -> Path:
+    """A 24-piece SentencePiece model (``folder/tokenizer.model``) for the probes that need a valid tokenizer."""
+    import sentencepiece as spm
+
+    folder.mkdir(parents=True)
+    text = folder / "text.txt"
+    text.write_text("Hello there, how are you?\nHi there. Hello again, and goodbye.\n" * 20)
+    spm.SentencePieceTrainer.train(input=str(text), model_prefix=str(folder / "tokenizer"), vocab_size=24,
+                                   model_type="bpe", minloglevel=2)  # fmt: skip
+    return folder
 
 
 def probes(f: dict[str, Path], root: Path) -> list[tuple[str, list[str]]]:
@@ -90,6 +103,17 @@ def probes(f: dict[str, Path], root: Path) -> list[tuple[str, list[str]]]:
         ("export-shar: missing manifest", ["export-shar", str(root / "missing.json"), str(root / "shar")]),
         ("export-shar: line without audio_filepath", ["export-shar", str(f["good"]), str(root / "shar")]),
         ("export-shar: --shard-size 0", ["export-shar", str(f["good"]), str(root / "shar"), "--shard-size", "0"]),
+        ("build-lm: folder without a tokenizer", ["build-lm", str(f["good"]), str(root), str(root / "lm.arpa")]),
+        ("build-lm: missing manifest", ["build-lm", str(root / "missing.json"), str(f["spm"]), str(root / "lm.arpa")]),
+        ("build-lm: bad JSON line", ["build-lm", str(f["bad_json"]), str(f["spm"]), str(root / "lm.arpa")]),
+        (
+            "build-lm: a .nemo that is not a tar",
+            ["build-lm", str(f["good"]), str(f["fake_nemo"]), str(root / "lm.arpa")],
+        ),
+        (
+            "build-lm: --order 1",
+            ["build-lm", str(f["good"]), str(f["fake_nemo"]), str(root / "lm.arpa"), "--order", "1"],
+        ),
         *_formatter_data_probes(f, root),
         ("format: missing model", [*fmt, str(root / "missing.nemo")]),
         ("format: not a .nemo name", [*fmt, str(f["ckpt"])]),
