@@ -70,6 +70,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--restore-utterances", type=int, default=2000, help="utterances of the restoration corpus")
     parser.add_argument("--work", default=None, help="scratch folder (default: a temporary one)")
     parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples of the significance tests")
+    parser.add_argument("--lm-fusion", default=None, help="benchmarks/lm_fusion.py's JSON of this demo folder (C7)")
     parser.add_argument("--skip", default="", help="comma-separated sections to skip: rtf,formatter,restore,m2")
     return parser.parse_args(argv)
 
@@ -270,6 +271,18 @@ def readme_block(results: dict) -> str:
     return source + "\n\n" + claims_lib.claims_markdown(results["claims"])
 
 
+def lm_fusion_report(path: str | None, demo_dir: Path) -> dict | None:
+    """``benchmarks/lm_fusion.py``'s JSON for claim C7, or ``None`` without one. A report of another demo folder
+    is refused: its models are not the ones the other claims measure."""
+    if not path:
+        return None
+    report = json.loads(Path(path).read_text())
+    measured_on = Path(report.get("settings", {}).get("demo_dir", "")).resolve()
+    if measured_on != demo_dir.resolve():
+        raise SystemExit(f"--lm-fusion {path}: measured on {measured_on}, not on --demo-dir {demo_dir.resolve()}")
+    return report
+
+
 def _run(name: str, skip: set[str], func) -> dict:
     if name in skip:
         return {"not_measured": "skipped (--skip)"}
@@ -305,7 +318,11 @@ def main(argv: list[str] | None = None) -> dict:
         results["restoration"] = _run("restore", skip, lambda: restoration_section(work, args.restore_utterances))
         print("== claims", flush=True)
         results["claims"] = claims_lib.compute_claims(
-            demo_dir, results["formatter"], measure_one_pass="m2" not in skip, num_resamples=args.resamples
+            demo_dir,
+            results["formatter"],
+            measure_one_pass="m2" not in skip,
+            num_resamples=args.resamples,
+            lm_report=lm_fusion_report(args.lm_fusion, demo_dir),
         )
     write_text_atomic(args.json, json.dumps(results, indent=2, default=str) + "\n")
     markdown = render_markdown(results)

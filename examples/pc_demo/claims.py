@@ -263,6 +263,42 @@ def claim_intermediate_ctc(demo_dir: str | Path, num_resamples: int = 1000) -> d
     )
 
 
+LM_SYSTEM = "rnnt_conditioned"
+LM_NOT_MEASURED = "not measured: run benchmarks/lm_fusion.py --demo-dir D (its JSON is read by run_all --lm-fusion)"
+
+
+def claim_lm_fusion(lm_report: Mapping | None, system: str = LM_SYSTEM) -> dict:
+    """papers/002 §5.3: shallow fusion with an n-gram LM over the punctuated tokens lowers WER-PC. Read from the
+    report of ``benchmarks/lm_fusion.py`` (the LM weight tuned on dev, then a paired test on the test split)."""
+    claim = _claim(
+        "C7",
+        "002",
+        "an n-gram LM over the punctuated, cased tokens lowers WER-PC",
+        f"WER-PC(`{system}` + LM) < WER-PC(`{system}`), LM weight tuned on dev, bootstrap p < 0.05",
+    )
+    systems = (lm_report or {}).get("systems") or {}
+    entry = systems.get(system)
+    if entry is None:
+        claim["note"] = LM_NOT_MEASURED
+        return claim
+    paired = entry["test"]["paired"]["wer_pc"]
+    claim["measured"] = {"systems": [f"{system} + LM", system], "metric": "wer_pc", "a": paired["a"],
+                         "b": paired["b"], "delta": paired["delta"], "ci95": paired.get("ci95")}  # fmt: skip
+    claim["p_value"], claim["p_mapsswe"] = paired["p"], paired.get("p_mapsswe")
+    claim["reproduced"] = bool(paired["a"] < paired["b"] and paired["p"] < ALPHA)
+    others = [
+        f"{name}: {100 * row['delta']:+.2f} points (p={row['p']:.3f})"
+        for name, row in ((n, e["test"]["paired"]["wer_pc"]) for n, e in systems.items())
+        if name != system
+    ]
+    claim["note"] = (
+        f"{entry['test']['num_utterances']} test utterances, LM weight {entry['best_alpha']} (dev)"
+        + _significance_note(paired["p"])
+        + (f"; also {', '.join(others)}" if others else "")
+    )
+    return claim
+
+
 def _significance_note(p_value: float | None) -> str:
     if p_value is None:
         return "; no significance test"
@@ -437,8 +473,10 @@ def compute_claims(
     measure_one_pass: bool = True,
     num_resamples: int = 1000,
     batch_size: int = 16,
+    lm_report: Mapping | None = None,
 ) -> list[dict]:
-    """Every claim of the README's table, in order (C1-C4 from predictions, C5 from the formatter section, C6)."""
+    """Every claim of the README's table, in order (C1-C4 from predictions, C5 from the formatter section, C6, and
+    C7 from ``benchmarks/lm_fusion.py``'s report)."""
     claims = [
         claim_e2e_vs_cascade(demo_dir, num_resamples, formatter_section),
         claim_joint_vs_punctuated(demo_dir, num_resamples),
@@ -454,6 +492,7 @@ def compute_claims(
         claim = _claim("C6", "001", ONE_PASS_CLAIM, ONE_PASS_RULE)
         claim["note"] = f"not measured: {err}"
         claims.append(claim)
+    claims.append(claim_lm_fusion(lm_report))
     return claims
 
 
@@ -487,7 +526,9 @@ def describe_measured(claim: Mapping) -> str:
             f"P-output PER {_pct(m['per_punctuated'])}"
         )
     a, b = m["systems"]
-    name = {"per": "PER", "wer": "WER", "pc_wer": "PC-WER", "i_wer": "I-WER"}.get(m["metric"], m["metric"])
+    name = {"per": "PER", "wer": "WER", "pc_wer": "PC-WER", "wer_pc": "WER-PC", "i_wer": "I-WER"}.get(
+        m["metric"], m["metric"]
+    )
     text = f"{name} {_pct(m['a'])} ({a}) vs {_pct(m['b'])} ({b}), delta {100.0 * m['delta']:+.2f}"
     if m.get("ci95"):
         low, high = m["ci95"]

@@ -223,19 +223,49 @@ def test_compute_claims_and_markdown(tmp_path):
     claims = C.compute_claims(
         tmp_path, formatter_section(formatter_iwer=0.1), measure_one_pass=False, num_resamples=RESAMPLES
     )
-    assert [c["id"] for c in claims] == ["C1", "C2", "C3", "C4", "C5a", "C5b", "C5c", "C6"]
-    assert [c["reproduced"] for c in claims] == [True, None, None, None, True, True, False, None]
+    assert [c["id"] for c in claims] == ["C1", "C2", "C3", "C4", "C5a", "C5b", "C5c", "C6", "C7"]
+    assert [c["reproduced"] for c in claims] == [True, None, None, None, True, True, False, None, None]
     table = C.claims_markdown(claims)
     lines = table.splitlines()
     assert lines[0].startswith("| id | paper | claim |")
     rows = [line for line in lines if line.startswith("| C")]
-    assert len(rows) == 8
+    assert len(rows) == 9
     assert all(row.count(" | ") == lines[0].count(" | ") for row in rows)  # pipes in cells are escaped
     assert "PER 0.00% (rnnt_conditioned) vs 100.00% (cascade)" in rows[0] and rows[0].endswith("| yes |")
     assert rows[1].endswith("| not measured |")
     assert "15.0x" in rows[4]
     assert "- C2: not measured: run examples/demo_pc.py --claims" in table
     json.dumps(claims)  # serializable
+
+
+def _lm_report(pairs: dict) -> dict:
+    """A benchmarks/lm_fusion.py report: system -> (WER-PC with LM, without, bootstrap p)."""
+    systems = {}
+    for name, (with_lm, without, p) in pairs.items():
+        paired = {"a": with_lm, "b": without, "delta": with_lm - without, "ci95": [-0.02, 0.01], "p": p,
+                  "p_mapsswe": p}  # fmt: skip
+        systems[name] = {"best_alpha": 0.5, "test": {"num_utterances": 40, "paired": {"wer_pc": paired}}}
+    return {"settings": {"demo_dir": "demo"}, "systems": systems}
+
+
+@pytest.mark.parametrize(("with_lm", "p", "expected"), [(0.60, 0.01, True), (0.60, 0.20, False), (0.70, 0.01, False)])
+def test_lm_fusion_claim_needs_a_significantly_lower_wer_pc(with_lm, p, expected):
+    report = _lm_report({"rnnt_conditioned": (with_lm, 0.65, p), "ctc_inter": (0.60, 0.62, 0.001)})
+    claim = C.claim_lm_fusion(report)
+    assert claim["id"] == "C7" and claim["reproduced"] is expected and claim["p_value"] == p
+    assert "WER-PC" in C.describe_measured(claim) and "(rnnt_conditioned + LM)" in C.describe_measured(claim)
+    assert "LM weight 0.5 (dev)" in claim["note"] and "ctc_inter: -2.00 points" in claim["note"]
+    missing = C.claim_lm_fusion(_lm_report({"ctc_inter": (0.6, 0.62, 0.001)}))
+    assert missing["reproduced"] is None and missing["note"].startswith("not measured")
+
+
+def test_run_all_refuses_an_lm_report_of_another_demo_folder(tmp_path):
+    report = tmp_path / "lm.json"
+    report.write_text(json.dumps(_lm_report({"rnnt_conditioned": (0.6, 0.65, 0.01)})))
+    run_all = load_run_all()
+    with pytest.raises(SystemExit, match="measured on"):
+        run_all.lm_fusion_report(str(report), tmp_path / "other_demo")
+    assert run_all.lm_fusion_report(None, tmp_path) is None
 
 
 def test_replace_readme_block(tmp_path):
