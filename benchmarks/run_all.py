@@ -276,7 +276,10 @@ def lm_fusion_report(path: str | None, demo_dir: Path) -> dict | None:
     is refused: its models are not the ones the other claims measure."""
     if not path:
         return None
-    report = json.loads(Path(path).read_text())
+    try:
+        report = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as err:
+        raise SystemExit(f"--lm-fusion {path}: not a readable benchmarks/lm_fusion.py report ({err})") from None
     measured_on = Path(report.get("settings", {}).get("demo_dir", "")).resolve()
     if measured_on != demo_dir.resolve():
         raise SystemExit(f"--lm-fusion {path}: measured on {measured_on}, not on --demo-dir {demo_dir.resolve()}")

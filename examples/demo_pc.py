@@ -14,7 +14,7 @@ from pc_demo.pipeline import ASR_SYSTEMS, CLAIM_SYSTEMS, DEMO_SYSTEMS, Demo, Dem
 FULL_HOURS = 5.0
 
 
-def parse_args() -> argparse.Namespace:
+def build_parser() -> argparse.ArgumentParser:
     defaults = DemoConfig()
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default=defaults.out_dir, help="output folder (a rerun resumes there)")
@@ -54,11 +54,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--formatter-dir", default=None, help="reuse tagger.nemo and rewriter.nemo from here")
     parser.add_argument("--num-jobs", type=int, default=defaults.num_jobs)
     parser.add_argument("--seed", type=int, default=defaults.seed)
-    return parser.parse_args()
+    return parser
 
 
-def main() -> None:
-    args = parse_args()
+def main(argv: list[str] | None = None) -> None:
+    parser = build_parser()
+    args = parser.parse_args(argv)
     defaults = DemoConfig()
     scale = 5 if args.full else 1
     systems = tuple(args.systems.split(",")) if args.systems else DEMO_SYSTEMS
@@ -82,7 +83,11 @@ def main() -> None:
         num_jobs=args.num_jobs,
         seed=args.seed,
     )
-    report = Demo(config).run()
+    try:
+        demo = Demo(config)
+    except ValueError as err:  # a setting out of range: one line and exit code 2, before any work
+        parser.error(str(err))
+    report = demo.run()
     print(f"report: {report}")
 
 

@@ -266,6 +266,11 @@ def test_run_all_refuses_an_lm_report_of_another_demo_folder(tmp_path):
     with pytest.raises(SystemExit, match="measured on"):
         run_all.lm_fusion_report(str(report), tmp_path / "other_demo")
     assert run_all.lm_fusion_report(None, tmp_path) is None
+    report.write_text("{not json")
+    with pytest.raises(SystemExit, match="not a readable"):
+        run_all.lm_fusion_report(str(report), tmp_path)
+    with pytest.raises(SystemExit, match="not a readable"):
+        run_all.lm_fusion_report(str(tmp_path / "missing.json"), tmp_path)
 
 
 def test_replace_readme_block(tmp_path):

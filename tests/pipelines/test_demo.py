@@ -110,6 +110,15 @@ def test_base_needs_equal_encoder_depths():
         Demo(DemoConfig(base_steps=-1))
 
 
+def test_demo_command_refuses_a_bad_setting_with_one_line_and_exit_2(capsys):
+    import demo_pc
+
+    with pytest.raises(SystemExit) as exit_info:
+        demo_pc.main(["--base-speed-perturb", "1.5", "--out", "unused"])
+    assert exit_info.value.code == 2
+    assert "base_speed_perturb is a share of the utterances (0 to 1), got 1.5" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("share", [-0.1, 1.5])
 def test_speed_perturbation_share_outside_0_1_is_refused(share):
     with pytest.raises(ValueError, match=f"base_speed_perturb is a share of the utterances \\(0 to 1\\), got {share}"):
