@@ -41,14 +41,16 @@ def lm_decoding(model, strategy: str, arpa: Path | None, alpha: float, beam_size
     return cfg
 
 
-def transcribe_to_manifest(model, manifest: Path, target: Path, batch_size: int) -> tuple[Path, float]:
-    """The punctuated output of every line of ``manifest`` as ``pred_text`` of a copy of it, and the seconds."""
+def transcribe_to_manifest(
+    model, manifest: Path, target: Path, batch_size: int, mode: str = "punctuated"
+) -> tuple[Path, float]:
+    """The ``mode`` output of every line of ``manifest`` as ``pred_text`` of a copy of it, and the seconds."""
     from nemo_pc.data.manifest import iter_manifest, write_manifest
 
     entries = [entry for _, entry in iter_manifest(manifest)]
     start = time.perf_counter()
     hyps = model.transcribe([e["audio_filepath"] for e in entries], batch_size=batch_size, verbose=False,
-                            mode="punctuated")  # fmt: skip
+                            mode=mode)  # fmt: skip
     seconds = time.perf_counter() - start
     texts = [getattr(hyp, "text", hyp) for hyp in hyps]
     return write_manifest(
@@ -56,11 +58,20 @@ def transcribe_to_manifest(model, manifest: Path, target: Path, batch_size: int)
     ), seconds
 
 
-def metrics_of(report: dict) -> dict:
-    return {metric: report["metrics"][metric] for metric in REPORTED}
+def metrics_of(report: dict, reported: tuple[str, ...] = REPORTED) -> dict:
+    return {metric: report["metrics"][metric] for metric in reported}
+
+
+MODE_SETTINGS = {
+    # mode: (LM field, the metric the weight is tuned on, the metrics reported, evaluate's reference field)
+    "punctuated": ("text", TUNE_METRIC, REPORTED, "text"),
+    "normalized": ("text_normalized", "wer", ("wer",), "text_normalized"),
+}
 
 
 def run_system(name: str, args: argparse.Namespace) -> dict:
+    from omegaconf import open_dict
+
     from nemo_pc.metrics.evaluate import EvalConfig, evaluate
     from nemo_pc.parts.ngram_lm import build_token_lm
     from nemo_pc.pipelines.inference import load_asr_model
@@ -70,22 +81,26 @@ def run_system(name: str, args: argparse.Namespace) -> dict:
         return {"skipped": f"no model {model_path}"}
     manifests = args.demo_dir / "manifests"
     work = args.work / name
-    built = build_token_lm(manifests / "train.json", model_path, work / f"order{args.order}.arpa", args.order,
-                           marks=args.marks, progress=False)  # fmt: skip
+    field_name, tune_metric, reported, reference = MODE_SETTINGS[args.mode]
+    lm_source = args.lm_text or manifests / "train.json"
+    built = build_token_lm(lm_source, model_path, work / f"{args.mode}_order{args.order}.arpa", args.order,
+                           field_name=field_name, marks=args.marks, progress=False)  # fmt: skip
     model = load_asr_model(model_path)
-    config = EvalConfig(progress=False, marks=args.marks)
+    with open_dict(model.cfg):
+        model.cfg.pc.ngram_lm_mode = args.mode
+    config = EvalConfig(progress=False, marks=args.marks, ref_field=reference)
 
     def decode(split: str, alpha: float) -> tuple[Path, float]:
         model.change_decoding_strategy(lm_decoding(model, args.strategy, built.output, alpha, args.beam_size),
                                        verbose=False)  # fmt: skip
-        target = work / f"{split}_alpha{alpha:g}.json"
-        return transcribe_to_manifest(model, manifests / f"{split}.json", target, args.batch_size)
+        target = work / f"{split}_{args.mode}_{args.strategy}_alpha{alpha:g}.json"
+        return transcribe_to_manifest(model, manifests / f"{split}.json", target, args.batch_size, args.mode)
 
     grid = {}
     for alpha in (0.0, *args.alphas):
         predictions, seconds = decode("dev", alpha)
-        grid[f"{alpha:g}"] = {**metrics_of(evaluate(predictions, config)), "seconds": round(seconds, 2)}
-    best = min((0.0, *args.alphas), key=lambda a: (grid[f"{a:g}"][TUNE_METRIC], a))
+        grid[f"{alpha:g}"] = {**metrics_of(evaluate(predictions, config), reported), "seconds": round(seconds, 2)}
+    best = min((0.0, *args.alphas), key=lambda a: (grid[f"{a:g}"][tune_metric], a))
     plain, plain_seconds = decode("test", 0.0)
     fused, fused_seconds = decode("test", best) if best else (plain, plain_seconds)
     report = evaluate(fused, config, compare=plain, num_resamples=args.resamples, seed=0)
@@ -93,13 +108,15 @@ def run_system(name: str, args: argparse.Namespace) -> dict:
     return {
         "model": str(model_path),
         "lm": built.as_dict(),
-        "tuned_on": f"dev {TUNE_METRIC}",
+        "lm_text": str(lm_source),
+        "mode": args.mode,
+        "tuned_on": f"dev {tune_metric}",
         "dev_grid": grid,
         "best_alpha": best,
         "test": {
-            "no_lm": {metric: paired[metric]["b"] for metric in REPORTED},
-            "lm": {metric: paired[metric]["a"] for metric in REPORTED},
-            "paired": {metric: paired[metric] for metric in REPORTED},
+            "no_lm": {metric: paired[metric]["b"] for metric in reported},
+            "lm": {metric: paired[metric]["a"] for metric in reported},
+            "paired": {metric: paired[metric] for metric in reported},
             "seconds": {"no_lm": round(plain_seconds, 2), "lm": round(fused_seconds, 2)},
             "num_utterances": report["num_utterances"],
         },
@@ -118,6 +135,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--strategy", choices=("greedy", "beam"), default="greedy", help="greedy_batch or beam")
     parser.add_argument("--beam-size", type=int, default=4, help="beam size of --strategy beam")
     parser.add_argument("--marks", default=DEFAULT_MARKS, help="mark set")
+    parser.add_argument(
+        "--mode",
+        choices=tuple(MODE_SETTINGS),
+        default="punctuated",
+        help="the output mode fused and scored (normalized: an LM over text_normalized, tuned by WER)",
+    )
+    parser.add_argument(
+        "--lm-text",
+        type=Path,
+        default=None,
+        help="JSON lines the LM is built from (`nemo-pc lm-text`); default DEMO/manifests/train.json",
+    )
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples of the paired test")
     parser.add_argument("--work", type=Path, default=None, help="ARPA and predictions (default DEMO/lm_fusion)")

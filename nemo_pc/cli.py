@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "synth": ("nemo_pc.data.synth_cli", "synthesize a LibriSpeech-layout corpus with offline TTS voices"),
     "librispeech-pc": ("nemo_pc.data.librispeech_pc_cli", "build LibriSpeech-PC manifests from a corpus and books"),
     "build-tokenizer": ("nemo_pc.data.tokenizer_cli", "train the cased, punctuated SentencePiece tokenizer"),
+    "lm-text": ("nemo_pc.data.lm_text_cli", "write LM training text from the source books, dev and test left out"),
     "build-lm": ("nemo_pc.parts.ngram_lm_cli", "train a token-level n-gram LM (ARPA) for NeMo's n-gram LM fusion"),
     "export-shar": ("nemo_pc.data.shar_cli", "write a nemo_pc manifest as lhotse shar for NeMo's lhotse loader"),
     "formatter-data": ("nemo_pc.formatter.data_cli", "build text-formatter training data from written text"),

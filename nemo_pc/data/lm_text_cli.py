@@ -1,0 +1,49 @@
+"""``nemo-pc lm-text``: LM training text from the corpus's source books, held-out utterances left out."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+DEFAULT_WINDOW = 6  # nemo_pc.data.lm_text.DEFAULT_WINDOW; repeated so that --help imports nothing heavy
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("output", help="JSON-lines file to write (text, text_normalized), read by `nemo-pc build-lm`")
+    parser.add_argument(
+        "--source",
+        action="append",
+        required=True,
+        help="text source as for `nemo-pc synth`: kjv, wiki:<wheel or json>, text:<file>; repeat to mix",
+    )
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        help="manifest whose utterances must not reach the LM (dev, test); repeat for several",
+    )
+    parser.add_argument(
+        "--window",
+        type=int,
+        default=DEFAULT_WINDOW,
+        help=f"leave out a sentence sharing this many consecutive words with an excluded utterance "
+        f"(default {DEFAULT_WINDOW})",
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def run(args: argparse.Namespace) -> int:
+    from nemo_pc.data.lm_text import write_lm_text
+
+    if not args.exclude:
+        print("nemo-pc lm-text: no --exclude manifest; the LM text may hold dev and test sentences", file=sys.stderr)
+    report = write_lm_text(args.source, args.output, args.exclude, args.window, progress=not args.no_progress)
+    dropped = report.dropped
+    reasons = ", ".join(f"{count} {reason}" for reason, count in dropped.counts.items())
+    print(
+        f"nemo-pc lm-text: {report.sentences} sentences, {report.words} words; left out {dropped.total}"
+        + (f" ({reasons})" if reasons else ""),
+        file=sys.stderr,
+    )
+    print(report.output)
+    return 0
