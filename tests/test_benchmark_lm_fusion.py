@@ -45,3 +45,18 @@ def test_lm_fusion_benchmark_runs_end_to_end_on_a_fake_demo(tmp_path):
         assert set(test["lm"]) == set(test["no_lm"]) == {"wer", "wer_pc", "per"}
         assert all("p_mapsswe" in row and "delta" in row for row in test["paired"].values())
         assert test["num_utterances"] == 4
+
+
+def test_lm_fusion_benchmark_fuses_the_normalized_mode_with_an_lm_text(tmp_path):
+    demo = fake_demo(tmp_path / "demo")
+    lm_text = tmp_path / "lm_text.json"
+    lm_text.write_text((demo / "manifests" / "train.json").read_text())
+    out = tmp_path / "normalized.json"
+    args = ["--demo-dir", str(demo), "--systems", "rnnt_conditioned", "--mode", "normalized", "--lm-text",
+            str(lm_text), "--order", "3", "--alphas", "0.5", "--resamples", "20", "--json", str(out)]  # fmt: skip
+    load_benchmark("lm_fusion").main(args)
+    system = json.loads(out.read_text())["systems"]["rnnt_conditioned"]
+    assert system["mode"] == "normalized" and system["lm_text"] == str(lm_text)
+    assert system["tuned_on"] == "dev wer" and set(system["test"]["lm"]) == {"wer"}
+    assert system["lm"]["skipped"]["total"] == 0  # every line has text_normalized
+    assert Path(system["lm"]["output"]).name == "normalized_order3.arpa"
