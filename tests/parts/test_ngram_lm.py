@@ -181,3 +181,21 @@ def test_build_lm_bad_input_is_one_line_and_exit_2(data, tmp_path, capsys, case)
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("nemo-pc build-lm: error: ") and message in err[0], err
     assert not (tmp_path / "lm.arpa").exists() and not list(tmp_path.glob(".lm.arpa.*"))  # nothing half-written
+
+
+def test_build_lm_writes_an_ngpu_lm_checkpoint_that_scores_as_its_arpa(data, tmp_path):
+    import torch
+    from nemo.collections.asr.parts.submodules.ngram_lm import NGramGPULanguageModel
+
+    manifest, tokenizer = data
+    arpa = build_token_lm(manifest, tokenizer, tmp_path / "lm.arpa", order=3, progress=False)
+    nemo = build_token_lm(manifest, tokenizer, tmp_path / "out" / "lm.nemo", order=3, progress=False)
+    assert nemo.output.is_file() and not list((tmp_path / "out").glob(".lm.nemo.*"))  # no staging left
+    from_arpa = NGramGPULanguageModel.from_file(arpa.output, vocab_size=arpa.vocab_size)
+    from_nemo = NGramGPULanguageModel.from_file(nemo.output, vocab_size=nemo.vocab_size)
+    states_a, states_n = from_arpa.get_init_states(1, bos=True), from_nemo.get_init_states(1, bos=True)
+    for token in load_sentencepiece(tokenizer).encode("Yes, go home.", out_type=int):
+        scores_a, next_a = from_arpa.advance(states_a)
+        scores_n, next_n = from_nemo.advance(states_n)
+        assert torch.allclose(scores_a, scores_n)
+        states_a, states_n = next_a[:, token], next_n[:, token]
