@@ -25,20 +25,9 @@ REPORTED = ("wer", "wer_pc", "per")
 def lm_decoding(model, strategy: str, arpa: Path | None, alpha: float, beam_size: int):
     """The model's decoding config with ``strategy`` (``greedy``: greedy_batch; ``beam``: RNN-T malsd_batch or CTC
     beam_batch) and the LM at weight ``alpha`` (none at weight 0)."""
-    from omegaconf import OmegaConf, open_dict
+    from nemo_pc.parts.lm_fusion import fusion_decoding_cfg
 
-    cfg = OmegaConf.create(OmegaConf.to_container(model.cfg.decoding))
-    transducer = hasattr(model, "joint")
-    section = "greedy" if strategy == "greedy" else "beam"
-    with open_dict(cfg):
-        cfg.strategy = "greedy_batch" if strategy == "greedy" else ("malsd_batch" if transducer else "beam_batch")
-        if section not in cfg or cfg[section] is None:
-            cfg[section] = {}
-        if section == "beam":
-            cfg.beam.beam_size = beam_size
-        cfg[section].ngram_lm_model = str(arpa) if arpa is not None and alpha else None
-        cfg[section].ngram_lm_alpha = float(alpha)
-    return cfg
+    return fusion_decoding_cfg(model.cfg.decoding, hasattr(model, "joint"), strategy, arpa, alpha, beam_size)
 
 
 def transcribe_to_manifest(

@@ -53,6 +53,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--full", action="store_true", help="5 h of audio, 5x the steps, every baseline (hours)")
     parser.add_argument("--formatter-dir", default=None, help="reuse tagger.nemo and rewriter.nemo from here")
     parser.add_argument("--num-jobs", type=int, default=defaults.num_jobs)
+    parser.add_argument(
+        "--lm-order",
+        type=int,
+        default=defaults.lm_order,
+        help=f"order of the token n-gram LMs fused in beam search, 0 for no LM ({defaults.lm_order})",
+    )
     parser.add_argument("--seed", type=int, default=defaults.seed)
     return parser
 
@@ -80,6 +86,7 @@ def main(argv: list[str] | None = None) -> None:
         rewriter_steps=args.rewriter_steps or defaults.rewriter_steps * scale,
         seq2seq_steps=(args.rewriter_steps or defaults.rewriter_steps * scale) if args.claims or args.full else 0,
         formatter_dir=args.formatter_dir,
+        lm_order=args.lm_order,
         num_jobs=args.num_jobs,
         seed=args.seed,
     )

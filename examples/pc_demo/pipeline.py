@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from nemo_pc.data.manifest import atomic_open, iter_manifest, write_manifest
+from nemo_pc.data.manifest import atomic_open, iter_manifest, write_manifest, write_text_atomic
 from nemo_pc.parts.text import normalize
 
 # Systems: name -> (family, Hydra overrides of the model config). ``make demo`` trains the DEMO_SYSTEMS; ``--claims``
@@ -122,6 +122,12 @@ class DemoConfig:
         formatter_sources, formatter_tn: text sources and spoken forms of the formatter data.
         vocab_size: ASR tokenizer size. 128 (near characters: about 35 merges over the corpus's characters) reached
             dev WER 75.0% at step 750 of a 1,000-step base run where 256 was at 83.6% (``benchmarks/asr_recipe.py``).
+        lm_order: order of the token n-gram LMs (one over normalized, one over punctuated pieces) built from the
+            source books with every sentence that shares 6 words with a dev or test utterance left out
+            (``nemo-pc lm-text``, ``nemo-pc build-lm``); 0: no LM. Each system of ``lm_systems`` is then also
+            decoded with beam search and its LMs, each mode's weight tuned on dev over ``lm_alphas`` (and 0), and
+            reported as ``<system>_lm``.
+        lm_systems, lm_beam_size, lm_alphas: which systems, the beam size, the weights tried.
         num_jobs: processes for synthesis, TN and data loading.
         seed: one seed for data and weights.
         curve_points: validations on dev per ASR training run, for the learning curves of the report.
@@ -158,6 +164,10 @@ class DemoConfig:
     formatter_sources: tuple[str, ...] = ("wiki", "kjv", "fortunes", "synthetic", "numbers")
     formatter_tn: str = "nemo"
     vocab_size: int = 128
+    lm_order: int = 6
+    lm_systems: tuple[str, ...] = DEMO_SYSTEMS
+    lm_beam_size: int = 8
+    lm_alphas: tuple[float, ...] = (0.4, 0.8)
     num_jobs: int = 2
     seed: int = 0
     curve_points: int = 6
@@ -183,6 +193,11 @@ class Demo:
         if not 0.0 <= config.base_speed_perturb <= 1.0:
             share = config.base_speed_perturb
             raise ValueError(f"base_speed_perturb is a share of the utterances (0 to 1), got {share}")
+        if config.lm_order == 1 or config.lm_order < 0 or config.lm_beam_size < 1:
+            raise ValueError(f"lm_order must be 0 (no LM) or 2 or more and lm_beam_size 1 or more, got "
+                             f"{config.lm_order} and {config.lm_beam_size}")  # fmt: skip
+        if any(alpha <= 0 for alpha in config.lm_alphas) or not config.lm_alphas:
+            raise ValueError(f"lm_alphas must be positive LM weights, got {list(config.lm_alphas)}")
         if config.base_steps and config.rnnt_layers != config.ctc_layers:
             raise ValueError(
                 f"base_steps={config.base_steps} starts every encoder from one base encoder: rnnt_layers "
@@ -384,6 +399,54 @@ class Demo:
         self._write_predictions(target, outputs["punctuated"], outputs["normalized"])
         return target
 
+    def lm_systems(self) -> list[str]:
+        """The systems also decoded with the LMs (those of ``lm_systems`` that are trained and use the plain
+        tokenizer the LMs are built with)."""
+        if not self.cfg.lm_order:
+            return []
+        return [name for name in self.cfg.lm_systems if name in self.cfg.systems and name != "ctc_m2"]
+
+    def language_models(self) -> dict[str, Path]:
+        """The LM text from the source books (dev and test left out), then one LM per output mode (NGPU-LM
+        ``.nemo``) over the plain tokenizer's pieces."""
+        from nemo_pc.data.lm_text import write_lm_text
+        from nemo_pc.parts.ngram_lm import build_token_lm
+
+        folder = self.path("lm")
+        text = folder / "text.json"
+        if not text.is_file():
+            report = write_lm_text(list(self._synth_sources()), text, [self.manifest("dev"), self.manifest("test")],
+                                   progress=False)  # fmt: skip
+            (folder / "text.report.json").write_text(json.dumps(report.as_dict(), indent=2) + "\n")
+        tokenizer = self.tokenizers()["plain"]
+        lms = {}
+        for mode, field_name in (("normalized", "text_normalized"), ("punctuated", "text")):
+            target = folder / f"{mode}_order{self.cfg.lm_order}.nemo"
+            if not target.is_file():
+                built = build_token_lm(text, tokenizer, target, self.cfg.lm_order, field_name=field_name,
+                                       progress=False)  # fmt: skip
+                target.with_suffix(".json").write_text(json.dumps(built.as_dict(), indent=2) + "\n")
+            lms[mode] = target
+        return lms
+
+    def transcribe_lm(self, name: str, lms: dict[str, Path]) -> Path:
+        """Both outputs of ``name`` on the test split with beam search and each mode's LM at its dev-tuned weight,
+        as the prediction manifest of ``<name>_lm``; the weights and dev grids go to ``lm/<name>.json``."""
+        target = self.path("predictions", f"{name}_lm.json")
+        if target.is_file():
+            return target
+        from nemo_pc.pipelines.inference import load_asr_model
+        from nemo_pc.pipelines.lm import transcribe_with_lms, tune_lm_weight
+
+        model = load_asr_model(self.model_path(name))
+        beam, batch = self.cfg.lm_beam_size, self.cfg.batch_size
+        choices = {mode: tune_lm_weight(model, mode, lm, self.manifest("dev"), self.cfg.lm_alphas, beam_size=beam,
+                                        batch_size=batch) for mode, lm in lms.items()}  # fmt: skip
+        outputs = transcribe_with_lms(model, self.manifest("test"), choices, beam_size=beam, batch_size=batch)
+        summary = {"beam_size": beam, "modes": {mode: choice.as_dict() for mode, choice in choices.items()}}
+        write_text_atomic(self.path("lm", f"{name}.json"), json.dumps(summary, indent=2) + "\n")
+        return self._write_predictions(target, outputs["punctuated"], outputs["normalized"])
+
     def _write_predictions(self, target: Path, written: list[str], normalized: list[str] | None) -> Path:
         entries = [entry for _, entry in iter_manifest(self.manifest("test"))]
         if len(entries) != len(written):
@@ -439,8 +502,13 @@ class Demo:
             self._timed(f"transcribe {name}", lambda name=name: self.transcribe(name))
         source = "rnnt_conditioned" if "rnnt_conditioned" in self.cfg.systems else self.cfg.systems[0]
         self._timed("cascade and hybrid", lambda: self.cascade_and_hybrid(source, tagger, rewriter))
+        lm_systems = self.lm_systems()
+        if lm_systems:
+            lms = self._timed("language models", self.language_models)
+            for name in lm_systems:
+                self._timed(f"transcribe {name} with LM", lambda name=name: self.transcribe_lm(name, lms))
         reports = {}
-        for system in [*self.cfg.systems, "cascade", "hybrid"]:
+        for system in [*self.cfg.systems, *(f"{name}_lm" for name in lm_systems), "cascade", "hybrid"]:
             reports[system] = self._timed(f"evaluate {system}", lambda system=system: self.evaluate(system))
         from pc_demo.report import write_report
 

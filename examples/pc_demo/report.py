@@ -36,11 +36,32 @@ DESCRIPTIONS = {
 }
 
 
+LM_SUFFIX = "_lm"
+
+
+def describe(system: str, source: str, out_dir: Path | None = None) -> str:
+    """The report's line about a system; ``<name>_lm`` is ``<name>`` decoded with the demo's n-gram LMs."""
+    if system.endswith(LM_SUFFIX):
+        summary = _lm_summary(out_dir, system) if out_dir else {}
+        weights = ", ".join(f"{mode} {choice['alpha']:g}" for mode, choice in summary.get("modes", {}).items())
+        return (
+            f"`{system[: -len(LM_SUFFIX)]}` decoded with beam search ({summary.get('beam_size', '?')}) and a token "
+            "n-gram LM per output mode, built from the source books without the sentences of dev and test "
+            f"(`lm/`); LM weights tuned on dev: {weights or '?'}"
+        )
+    return DESCRIPTIONS.get(system, "").format(source=source)
+
+
+def _lm_summary(out_dir: Path, system: str) -> dict:
+    path = out_dir / "lm" / f"{system[: -len(LM_SUFFIX)]}.json"
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
 def _fmt(value) -> str:
     return pct(value) if isinstance(value, (int, float)) or value is None else str(value)
 
 
-def metrics_table(reports: Mapping[str, dict], source: str) -> list[str]:
+def metrics_table(reports: Mapping[str, dict], source: str, out_dir: Path | None = None) -> list[str]:
     header = ["system", "empty outputs", "N-output WER", *(label for _, label in COLUMNS)]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for system, report in reports.items():
@@ -50,7 +71,7 @@ def metrics_table(reports: Mapping[str, dict], source: str) -> list[str]:
         lines.append("| " + " | ".join(row) + " |")
     lines.append("")
     for system in reports:
-        lines.append(f"- `{system}`: {DESCRIPTIONS.get(system, '').format(source=source)}")
+        lines.append(f"- `{system}`: {describe(system, source, out_dir)}")
     return lines
 
 
@@ -186,11 +207,17 @@ def targets_table(out_dir: Path, reports: Mapping[str, dict]) -> list[str]:
     ]
     for system, report in reports.items():
         stats_path = out_dir / "models" / f"{system}.json"
-        if not stats_path.is_file():
+        if system.endswith(LM_SUFFIX):
+            choice = _lm_summary(out_dir, system).get("modes", {}).get("normalized")
+            if not choice:
+                continue
+            dev, normalized = choice["dev_grid"][f"{choice['alpha']:g}"], True  # the tuned weight's dev WER
+        elif stats_path.is_file():
+            curve = json.loads(stats_path.read_text()).get("curve") or [{}]
+            normalized = "val_wer_normalized" in curve[-1]
+            dev = curve[-1].get("val_wer_normalized", curve[-1].get("val_wer"))
+        else:
             continue
-        curve = json.loads(stats_path.read_text()).get("curve") or [{}]
-        normalized = "val_wer_normalized" in curve[-1]
-        dev = curve[-1].get("val_wer_normalized", curve[-1].get("val_wer"))
         test_wer = report["normalized_output"]["wer"]
         test_same = test_wer if normalized else report["metrics"].get("wer")
         per = report["metrics"].get("per")
@@ -203,7 +230,9 @@ def targets_table(out_dir: Path, reports: Mapping[str, dict]) -> list[str]:
             f"`{system}`",
             f"{_fmt(test_wer)}{miss(test_wer, TARGETS['wer'])}",
             f"<= {100 * TARGETS['wer']:.0f}",
-            _fmt(dev) + ("" if normalized else " (main output)"),
+            _fmt(dev)
+            + ("" if normalized else " (main output)")
+            + (" (LM tuning)" if system.endswith(LM_SUFFIX) else ""),
             "-" if gap is None else f"{100 * gap:+.1f}{miss(abs(gap), TARGETS['dev_gap'])}",
             f"{_fmt(per)}{miss(per, TARGETS['per'])}",
             f"<= {100 * TARGETS['per']:.0f}",
@@ -229,7 +258,7 @@ def write_report(out_dir: str | Path, reports: Mapping[str, dict], runs: Sequenc
         "`empty outputs` is the share of test utterances with an empty output: a briefly trained RNN-T or CTC model "
         "first learns to emit only blanks, and then every error is a deletion.",
         "",
-        *metrics_table(reports, source),
+        *metrics_table(reports, source, out_dir),
         *_formatter_note(config),
         "",
         "## Targets",

@@ -49,3 +49,41 @@ def decoding_cfg_for_mode(decoding_cfg: DictConfig, mode: int, lm_mode: int) -> 
     if mode == lm_mode or not has_ngram_lm(decoding_cfg):
         return decoding_cfg
     return without_ngram_lm(decoding_cfg)
+
+
+STRATEGIES = ("greedy", "beam")
+
+
+def fusion_decoding_cfg(decoding_cfg: DictConfig, transducer: bool, strategy: str, lm, alpha: float,
+                        beam_size: int = 8) -> DictConfig:  # fmt: skip
+    """A copy of a model's NeMo decoding config that fuses the n-gram LM ``lm`` (ARPA or NGPU-LM ``.nemo``) at
+    weight ``alpha``: ``greedy`` is ``greedy_batch``; ``beam`` is RNN-T ``malsd_batch`` or CTC ``beam_batch`` of
+    ``beam_size``. No ``lm`` or weight 0 gives the same strategy without the LM.
+
+    Raises:
+        ValueError: an unknown strategy, a negative weight or a beam size below 1.
+    """
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
+    if alpha < 0 or beam_size < 1:
+        raise ValueError(f"the LM weight must be >= 0 and the beam size >= 1, got {alpha} and {beam_size}")
+    cfg = OmegaConf.create(OmegaConf.to_container(decoding_cfg))
+    with open_dict(cfg):
+        cfg.strategy = "greedy_batch" if strategy == "greedy" else ("malsd_batch" if transducer else "beam_batch")
+        if strategy not in cfg or cfg[strategy] is None:
+            cfg[strategy] = {}
+        if strategy == "beam":
+            cfg.beam.beam_size = beam_size
+        cfg[strategy].ngram_lm_model = str(lm) if lm is not None and alpha else None
+        cfg[strategy].ngram_lm_alpha = float(alpha)
+    return cfg
+
+
+def set_ngram_lm(model, mode: str, lm, alpha: float, strategy: str = "beam", beam_size: int = 8) -> None:
+    """Makes a restored nemo_pc model decode ``mode`` with the LM (``pc.ngram_lm_mode``) and ``strategy``; the other
+    mode decodes with the same strategy and no LM."""
+    mode_id(mode, "mode")
+    with open_dict(model.cfg):
+        model.cfg.pc.ngram_lm_mode = mode
+    cfg = fusion_decoding_cfg(model.cfg.decoding, hasattr(model, "joint"), strategy, lm, alpha, beam_size)
+    model.change_decoding_strategy(cfg, verbose=False)

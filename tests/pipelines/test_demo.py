@@ -40,6 +40,9 @@ def demo(tmp_path_factory):
         formatter_sources=("kjv", "synthetic"),
         formatter_tn="none",
         num_jobs=1,
+        lm_order=2,
+        lm_beam_size=2,
+        lm_alphas=(0.5,),
         extra={
             "rnnt_conditioned": TINY_RNNT,
             "ctc_inter": TINY_ASR,
@@ -74,6 +77,36 @@ def test_every_step_leaves_its_outputs(demo):
         assert f"| `{system}` |" in text
     assert "| `ctc_inter.nemo` | 2 |" in text and "| `base.nemo` | 3 |" in text
     assert text.count("| `base.nemo` |") == 3  # the base row, and the two models that start from it
+
+
+def test_each_system_is_also_decoded_with_lms_of_the_books_without_dev_and_test(demo):
+    runner, report = demo
+    test = read_manifest(runner.manifest("test"))
+    held_out = {
+        " ".join(e["text_normalized"].split())
+        for split in ("dev", "test")
+        for e in read_manifest(runner.manifest(split))
+    }
+    lm_text = read_manifest(runner.path("lm", "text.json"))
+    assert lm_text and not any(held in row["text_normalized"] for row in lm_text for held in held_out)
+    assert json.loads(runner.path("lm", "text.report.json").read_text())["dropped"]["total"] > 0
+    for mode in ("normalized", "punctuated"):
+        built = json.loads(runner.path("lm", f"{mode}_order2.json").read_text())
+        assert (
+            built["order"] == 2
+            and built["sentences"] == len(lm_text)
+            and runner.path("lm", f"{mode}_order2.nemo").is_file()
+        )
+    for name in ("rnnt_conditioned", "ctc_inter"):
+        summary = json.loads(runner.path("lm", f"{name}.json").read_text())
+        assert summary["beam_size"] == 2
+        for choice in summary["modes"].values():
+            assert set(choice["dev_grid"]) == {"0", "0.5"} and choice["alpha"] in (0.0, 0.5)
+            assert min(choice["dev_grid"].values()) == choice["dev_grid"][f"{choice['alpha']:g}"]
+        predictions = read_manifest(runner.path("predictions", f"{name}_lm.json"))
+        assert [p["utt_id"] for p in predictions] == [t["utt_id"] for t in test]
+        assert f"| `{name}_lm` |" in report.read_text()
+        assert json.loads(runner.path("eval", f"{name}_lm.json").read_text())["num_utterances"] == len(test)
 
 
 def test_every_asr_model_starts_from_the_base_encoder(demo):
@@ -123,6 +156,16 @@ def test_demo_command_refuses_a_bad_setting_with_one_line_and_exit_2(capsys):
 def test_speed_perturbation_share_outside_0_1_is_refused(share):
     with pytest.raises(ValueError, match=f"base_speed_perturb is a share of the utterances \\(0 to 1\\), got {share}"):
         Demo(DemoConfig(base_speed_perturb=share))
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [({"lm_order": 1}, "lm_order must be 0"), ({"lm_beam_size": 0}, "lm_beam_size 1 or more"),
+     ({"lm_alphas": (0.5, -1.0)}, "lm_alphas must be positive"), ({"lm_alphas": ()}, "lm_alphas must be positive")],
+)  # fmt: skip
+def test_lm_settings_out_of_range_are_refused_by_name(setting, message):
+    with pytest.raises(ValueError, match=message):
+        Demo(DemoConfig(**setting))
 
 
 @pytest.mark.parametrize("field_name", ["asr_steps", "rnnt_steps", "rnnt_batch_size"])

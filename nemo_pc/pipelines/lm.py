@@ -1,0 +1,87 @@
+"""Decoding with n-gram LMs: each output mode with its own LM (``nemo-pc build-lm``), the weight tuned on dev.
+
+A P&C model fuses an LM into one output mode at a time (``pc.ngram_lm_mode``, :mod:`nemo_pc.parts.lm_fusion`), so
+:func:`transcribe_with_lms` decodes each mode in its own pass with its own LM. :func:`tune_lm_weight` picks a mode's
+weight on a dev manifest: WER of the normalized output (``np_nc`` against ``text``), WER-PC of the punctuated one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nemo_pc.data.manifest import iter_manifest, require_text
+from nemo_pc.metrics.wer import wer_counts
+from nemo_pc.parts.lm_fusion import set_ngram_lm
+
+TUNE_VARIANT = {"normalized": "np_nc", "punctuated": "p_c"}  # WER and WER-PC (papers/000 eq. 8)
+
+
+@dataclass
+class LMChoice:
+    """One mode's LM and its weight, with the dev grid the weight was picked from (``{weight: error rate}``)."""
+
+    lm: str | None
+    alpha: float
+    grid: dict[str, float] = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return {"lm": self.lm, "alpha": self.alpha, "dev_grid": self.grid}
+
+
+def _audio_and_refs(manifest: str | Path) -> tuple[list[str], list[str]]:
+    audio, refs = [], []
+    for line, entry in iter_manifest(manifest):
+        audio.append(require_text(entry, "audio_filepath", manifest, line))
+        refs.append(require_text(entry, "text", manifest, line))
+    if not audio:
+        raise ValueError(f"{manifest}: no utterances to transcribe")
+    return audio, refs
+
+
+def _decode(model, audio: list[str], mode: str, batch_size: int) -> list[str]:
+    return [getattr(h, "text", h) for h in model.transcribe(audio, batch_size=batch_size, verbose=False, mode=mode)]
+
+
+def error_rate(refs: Sequence[str], hyps: Sequence[str], mode: str, marks: str) -> float:
+    """Corpus WER (``normalized``) or WER-PC (``punctuated``) of the hypotheses."""
+    variant = TUNE_VARIANT[mode]
+    errors = words = 0
+    for ref, hyp in zip(refs, hyps, strict=True):
+        counts = wer_counts(ref, hyp, marks)
+        errors += counts[f"E_{variant}"]
+        words += counts[f"N_{variant}"]
+    return errors / max(1, words)
+
+
+def _marks(model) -> str:
+    from nemo_pc.parts.text import DEFAULT_MARKS
+
+    return str((model.cfg.get("pc") or {}).get("marks") or DEFAULT_MARKS)
+
+
+def tune_lm_weight(model, mode: str, lm: str | Path, dev_manifest: str | Path, alphas: Sequence[float],
+                   strategy: str = "beam", beam_size: int = 8, batch_size: int = 16) -> LMChoice:  # fmt: skip
+    """The weight of ``alphas`` (0 always tried) with the lowest dev error rate of ``mode``; ties go to the smaller
+    weight."""
+    audio, refs = _audio_and_refs(dev_manifest)
+    grid = {}
+    for alpha in sorted({0.0, *map(float, alphas)}):
+        set_ngram_lm(model, mode, lm, alpha, strategy, beam_size)
+        grid[f"{alpha:g}"] = error_rate(refs, _decode(model, audio, mode, batch_size), mode, _marks(model))
+    best = min(grid, key=lambda a: (grid[a], float(a)))
+    return LMChoice(str(lm) if float(best) else None, float(best), grid)
+
+
+def transcribe_with_lms(model, manifest: str | Path, lms: Mapping[str, LMChoice], strategy: str = "beam",
+                        beam_size: int = 8, batch_size: int = 16) -> dict[str, list[str]]:  # fmt: skip
+    """``{"normalized": [...], "punctuated": [...]}``: each mode decoded with its own LM choice (a mode missing
+    from ``lms`` decodes with ``strategy`` and no LM)."""
+    audio, _ = _audio_and_refs(manifest)
+    outputs = {}
+    for mode in ("normalized", "punctuated"):
+        choice = lms.get(mode) or LMChoice(None, 0.0)
+        set_ngram_lm(model, mode, choice.lm, choice.alpha, strategy, beam_size)
+        outputs[mode] = _decode(model, audio, mode, batch_size)
+    return outputs
