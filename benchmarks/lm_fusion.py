@@ -72,7 +72,7 @@ def run_system(name: str, args: argparse.Namespace) -> dict:
     work = args.work / name
     field_name, tune_metric, reported, reference = MODE_SETTINGS[args.mode]
     lm_source = args.lm_text or manifests / "train.json"
-    built = build_token_lm(lm_source, model_path, work / f"{args.mode}_order{args.order}.arpa", args.order,
+    built = build_token_lm(lm_source, model_path, work / f"{args.mode}_order{args.order}.nemo", args.order,
                            field_name=field_name, marks=args.marks, progress=False)  # fmt: skip
     model = load_asr_model(model_path)
     with open_dict(model.cfg):

@@ -59,4 +59,4 @@ def test_lm_fusion_benchmark_fuses_the_normalized_mode_with_an_lm_text(tmp_path)
     assert system["mode"] == "normalized" and system["lm_text"] == str(lm_text)
     assert system["tuned_on"] == "dev wer" and set(system["test"]["lm"]) == {"wer"}
     assert system["lm"]["skipped"]["total"] == 0  # every line has text_normalized
-    assert Path(system["lm"]["output"]).name == "normalized_order3.arpa"
+    assert Path(system["lm"]["output"]).name == "normalized_order3.nemo"

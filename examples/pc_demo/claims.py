@@ -291,8 +291,18 @@ def claim_lm_fusion(lm_report: Mapping | None, system: str = LM_SYSTEM) -> dict:
         for name, row in ((n, e["test"]["paired"]["wer_pc"]) for n, e in systems.items())
         if name != system
     ]
+    settings = (lm_report or {}).get("settings") or {}
+    decoding = settings.get("strategy", "greedy") + (
+        f" {settings['beam_size']}" if settings.get("strategy") == "beam" else ""
+    )
+    lm_text = (
+        "the training transcripts"
+        if not entry.get("lm_text") or entry["lm_text"].endswith("train.json")
+        else entry["lm_text"]
+    )
     claim["note"] = (
-        f"{entry['test']['num_utterances']} test utterances, LM weight {entry['best_alpha']} (dev)"
+        f"{entry['test']['num_utterances']} test utterances, {decoding} decoding, an order-{entry['lm']['order']} LM "
+        f"over {lm_text}, LM weight {entry['best_alpha']} (dev)"
         + _significance_note(paired["p"])
         + (f"; also {', '.join(others)}" if others else "")
     )

@@ -244,8 +244,9 @@ def _lm_report(pairs: dict) -> dict:
     for name, (with_lm, without, p) in pairs.items():
         paired = {"a": with_lm, "b": without, "delta": with_lm - without, "ci95": [-0.02, 0.01], "p": p,
                   "p_mapsswe": p}  # fmt: skip
-        systems[name] = {"best_alpha": 0.5, "test": {"num_utterances": 40, "paired": {"wer_pc": paired}}}
-    return {"settings": {"demo_dir": "demo"}, "systems": systems}
+        systems[name] = {"best_alpha": 0.5, "lm": {"order": 6}, "lm_text": "demo/lm/text.json",
+                         "test": {"num_utterances": 40, "paired": {"wer_pc": paired}}}  # fmt: skip
+    return {"settings": {"demo_dir": "demo", "strategy": "beam", "beam_size": 8}, "systems": systems}
 
 
 @pytest.mark.parametrize(("with_lm", "p", "expected"), [(0.60, 0.01, True), (0.60, 0.20, False), (0.70, 0.01, False)])
@@ -255,6 +256,7 @@ def test_lm_fusion_claim_needs_a_significantly_lower_wer_pc(with_lm, p, expected
     assert claim["id"] == "C7" and claim["reproduced"] is expected and claim["p_value"] == p
     assert "WER-PC" in C.describe_measured(claim) and "(rnnt_conditioned + LM)" in C.describe_measured(claim)
     assert "LM weight 0.5 (dev)" in claim["note"] and "ctc_inter: -2.00 points" in claim["note"]
+    assert "beam 8 decoding, an order-6 LM over demo/lm/text.json" in claim["note"]
     missing = C.claim_lm_fusion(_lm_report({"ctc_inter": (0.6, 0.62, 0.001)}))
     assert missing["reproduced"] is None and missing["note"].startswith("not measured")
 
