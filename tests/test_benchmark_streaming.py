@@ -20,12 +20,17 @@ def test_streaming_benchmark_runs_end_to_end_on_a_fake_demo(tmp_path):
     model = EncDecRNNTPCBPEModel(cfg=tiny_streaming_config(train_tokenizer(manifest, tmp_path / "tok"), manifest))
     model.save_to(str(demo / "models" / "streaming.nemo"))
     out = tmp_path / "results" / "streaming.json"
-    args = ["--demo-dir", str(demo), "--model", str(demo / "models" / "streaming.nemo"), "--contexts", "70,1",
-            "70,6", "--limit", "3", "--json", str(out)]  # fmt: skip
+    saved = str(demo / "models" / "streaming.nemo")
+    args = ["--demo-dir", str(demo), "--model", saved, "--contexts", "70,1", "70,6", "--limit", "3",
+            "--json", str(out), "--reference", saved]  # fmt: skip
     load_benchmark("streaming").main(args)
     report = json.loads(out.read_text())
     assert report["num_utterances"] == 3 and report["audio_seconds"] == 6.0
     assert [row["att_context_size"] for row in report["contexts"]] == [[70, 1], [70, 6]]
+    # the reference is scored like the offline passes (here the same model, restored at its default [70, 13])
+    reference = report["reference"]
+    assert set(reference) == {"model", "wer_normalized", "per_punctuated", "wer_pc_punctuated", "rtf"}
+    assert reference["rtf"] > 0 and 0 <= reference["wer_normalized"]
     for row, chunk_frames in zip(report["contexts"], (2, 7), strict=True):
         assert row["trained"] and row["chunk_ms"] == 80 * chunk_frames
         assert set(row["offline"]) == {"wer_normalized", "per_punctuated", "wer_pc_punctuated", "rtf"}
