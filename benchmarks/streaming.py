@@ -6,7 +6,9 @@ step per chunk (:mod:`nemo_pc.parts.streaming`), with:
 
 * ``torch``: the PyTorch encoder step, the first chunk unpadded as in NeMo's script (the same text as offline);
 * ``onnx``: the encoder step exported with NeMo's ``cache_support`` and run on ONNX Runtime CPU, every chunk padded
-  (``pad_and_drop_preencoded``, which the exported step needs); decoding stays in PyTorch.
+  (``pad_and_drop_preencoded``, which the exported step needs); decoding stays in PyTorch;
+* ``torch_padded`` (not run by default): the PyTorch step with every chunk padded as for ``onnx``, which separates
+  what the padding changes from what ONNX Runtime changes.
 
 It reports WER of the normalized output and PER (with WER-PC) of the punctuated output against ``text`` with nemo_pc's
 metrics, how many streamed texts equal the offline ones, the wall time of one stream step (encoder + both modes'
@@ -27,7 +29,7 @@ import time
 from pathlib import Path
 
 DEFAULT_CONTEXTS = ("70,0", "70,1", "70,6")
-BACKENDS = ("torch", "onnx")
+BACKENDS = ("torch", "onnx", "torch_padded")
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -114,7 +116,7 @@ def run_context(model, entries: list[dict], context: list[int], args: argparse.N
                 continue
         else:
             step = stream_step
-        run = stream_split(model, entries, step, pad_and_drop_preencoded=backend == "onnx")
+        run = stream_split(model, entries, step, pad_and_drop_preencoded=backend in ("onnx", "torch_padded"))
         ms = [1000 * s for s in run["step_seconds"]]
         same = {name: sum(a == b for a, b in zip(run["texts"][name], offline[name], strict=True)) for name in offline}
         result[backend] = {
@@ -148,7 +150,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="an offline (full-context) .nemo scored the same way on the same split")  # fmt: skip
     parser.add_argument("--split", default="test", help="manifests/<split>.json of the demo folder")
     parser.add_argument("--contexts", nargs="+", default=list(DEFAULT_CONTEXTS), help="att_context_size as left,right")
-    parser.add_argument("--backends", default=",".join(BACKENDS), help="encoder step: torch, onnx, or both")
+    parser.add_argument("--backends", default="torch,onnx", help=f"encoder steps, comma-separated: {BACKENDS}")
     parser.add_argument("--limit", type=int, default=0, help="first N utterances only (0: all)")
     parser.add_argument("--threads", type=int, default=1, help="torch and ONNX Runtime threads")
     parser.add_argument("--batch-size", type=int, default=8, help="offline decoding batch")

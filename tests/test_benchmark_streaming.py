@@ -22,7 +22,7 @@ def test_streaming_benchmark_runs_end_to_end_on_a_fake_demo(tmp_path):
     out = tmp_path / "results" / "streaming.json"
     saved = str(demo / "models" / "streaming.nemo")
     args = ["--demo-dir", str(demo), "--model", saved, "--contexts", "70,1", "70,6", "--limit", "3",
-            "--json", str(out), "--reference", saved]  # fmt: skip
+            "--json", str(out), "--reference", saved, "--backends", "torch,onnx,torch_padded"]  # fmt: skip
     load_benchmark("streaming").main(args)
     report = json.loads(out.read_text())
     assert report["num_utterances"] == 3 and report["audio_seconds"] == 6.0
@@ -34,12 +34,13 @@ def test_streaming_benchmark_runs_end_to_end_on_a_fake_demo(tmp_path):
     for row, chunk_frames in zip(report["contexts"], (2, 7), strict=True):
         assert row["trained"] and row["chunk_ms"] == 80 * chunk_frames
         assert set(row["offline"]) == {"wer_normalized", "per_punctuated", "wer_pc_punctuated", "rtf"}
-        torch_row, onnx_row = row["torch"], row["onnx"]
+        torch_row, onnx_row, padded_row = row["torch"], row["onnx"], row["torch_padded"]
         assert torch_row["same_text_as_offline"] == {"normalized": 3, "punctuated": 3}  # exact for the torch step
         assert {k: torch_row[k] for k in ("wer_normalized", "per_punctuated")} == {
             k: row["offline"][k] for k in ("wer_normalized", "per_punctuated")
         }
         assert "skipped" not in onnx_row, onnx_row
-        for backend in (torch_row, onnx_row):
+        assert padded_row["chunks"] == onnx_row["chunks"]  # the same padded chunks as the exported step
+        for backend in (torch_row, onnx_row, padded_row):
             assert backend["chunks"] >= 3 * (200 // (8 * chunk_frames))  # one timed step per chunk
             assert 0 < backend["step_ms_median"] <= backend["step_ms_p90"] and backend["rtf"] > 0
