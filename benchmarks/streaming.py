@@ -6,12 +6,15 @@ step per chunk (:mod:`nemo_pc.parts.streaming`), with:
 
 * ``torch``: the PyTorch encoder step, the first chunk unpadded as in NeMo's script (the same text as offline);
 * ``onnx``: the encoder step exported with NeMo's ``cache_support`` and run on ONNX Runtime CPU, every chunk padded
-  (``pad_and_drop_preencoded``, which the exported step needs); decoding stays in PyTorch.
+  (``pad_and_drop_preencoded``, which the exported step needs); decoding stays in PyTorch;
+* ``torch_padded`` (not run by default): the PyTorch step with every chunk padded as for ``onnx``, which separates
+  what the padding changes from what ONNX Runtime changes.
 
 It reports WER of the normalized output and PER (with WER-PC) of the punctuated output against ``text`` with nemo_pc's
 metrics, how many streamed texts equal the offline ones, the wall time of one stream step (encoder + both modes'
 decoding; median and p90, ms), the chunk and lookahead durations, and the RTF (features + every step, over the audio
-duration). Torch and ONNX Runtime use ``--threads`` threads.
+duration). Torch and ONNX Runtime use ``--threads`` threads. ``--reference`` scores an offline model (e.g. the demo's
+full-context ``rnnt_conditioned.nemo``) the same way, for what streaming costs.
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/streaming.py --demo-dir demo_out \\
         --model demo_out/models/rnnt_streaming.nemo --json benchmarks/results/streaming.json
@@ -26,7 +29,7 @@ import time
 from pathlib import Path
 
 DEFAULT_CONTEXTS = ("70,0", "70,1", "70,6")
-BACKENDS = ("torch", "onnx")
+BACKENDS = ("torch", "onnx", "torch_padded")
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -82,21 +85,28 @@ def stream_split(model, entries: list[dict], step, pad_and_drop_preencoded: bool
     return {"texts": texts, "step_seconds": timer.seconds, "seconds": time.perf_counter() - start}
 
 
+def decode_offline(model, entries: list[dict], args: argparse.Namespace) -> tuple[dict, dict]:
+    """Both modes' texts of ``model.transcribe`` and their scores with the RTF of the whole pass."""
+    audio_seconds = sum(float(entry["duration"]) for entry in entries)
+    start = time.perf_counter()
+    texts = model.transcribe([e["audio_filepath"] for e in entries], batch_size=args.batch_size, verbose=False,
+                             mode="both")  # fmt: skip
+    texts = {name: [getattr(hyp, "text", hyp) for hyp in hyps] for name, hyps in texts.items()}
+    return texts, {**score(entries, texts, args.marks), "rtf": (time.perf_counter() - start) / audio_seconds}
+
+
 def run_context(model, entries: list[dict], context: list[int], args: argparse.Namespace) -> dict:
     from nemo_pc.parts.streaming import stream_step
 
     model.encoder.set_default_att_context_size(context)
     audio_seconds = sum(float(entry["duration"]) for entry in entries)
     frame_ms = model.encoder.subsampling_factor * float(model.cfg.preprocessor.window_stride) * 1000
-    start = time.perf_counter()
-    offline = model.transcribe([e["audio_filepath"] for e in entries], batch_size=args.batch_size, verbose=False,
-                               mode="both")  # fmt: skip
-    offline = {name: [getattr(hyp, "text", hyp) for hyp in hyps] for name, hyps in offline.items()}
+    offline, offline_scores = decode_offline(model, entries, args)
     result = {
         "att_context_size": context,
         "chunk_ms": (context[1] + 1) * frame_ms,
         "lookahead_ms": context[1] * frame_ms,
-        "offline": {**score(entries, offline, args.marks), "rtf": (time.perf_counter() - start) / audio_seconds},
+        "offline": offline_scores,
     }
     for backend in args.backends:
         if backend == "onnx":
@@ -106,7 +116,7 @@ def run_context(model, entries: list[dict], context: list[int], args: argparse.N
                 continue
         else:
             step = stream_step
-        run = stream_split(model, entries, step, pad_and_drop_preencoded=backend == "onnx")
+        run = stream_split(model, entries, step, pad_and_drop_preencoded=backend in ("onnx", "torch_padded"))
         ms = [1000 * s for s in run["step_seconds"]]
         same = {name: sum(a == b for a, b in zip(run["texts"][name], offline[name], strict=True)) for name in offline}
         result[backend] = {
@@ -136,9 +146,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--demo-dir", type=Path, default=Path("demo_out"), help="a `make demo` output folder")
     parser.add_argument("--model", type=Path, required=True, help="a .nemo trained with encoder=streaming")
+    parser.add_argument("--reference", type=Path, default=None,
+                        help="an offline (full-context) .nemo scored the same way on the same split")  # fmt: skip
     parser.add_argument("--split", default="test", help="manifests/<split>.json of the demo folder")
     parser.add_argument("--contexts", nargs="+", default=list(DEFAULT_CONTEXTS), help="att_context_size as left,right")
-    parser.add_argument("--backends", default=",".join(BACKENDS), help="encoder step: torch, onnx, or both")
+    parser.add_argument("--backends", default="torch,onnx", help=f"encoder steps, comma-separated: {BACKENDS}")
     parser.add_argument("--limit", type=int, default=0, help="first N utterances only (0: all)")
     parser.add_argument("--threads", type=int, default=1, help="torch and ONNX Runtime threads")
     parser.add_argument("--batch-size", type=int, default=8, help="offline decoding batch")
@@ -177,6 +189,10 @@ def main(argv: list[str] | None = None) -> dict:
         row["trained"] = context in supported
         results["contexts"].append(row)
         print(json.dumps(row), flush=True)
+    if args.reference is not None:
+        reference = load_asr_model(args.reference)
+        results["reference"] = {"model": str(args.reference), **decode_offline(reference, entries, args)[1]}
+        print(json.dumps(results["reference"]), flush=True)
     write_json(results, args.json)
     print(f"report: {args.json}")
     return results

@@ -203,16 +203,18 @@ def script_overrides(script: str, manifest: str | Path, tokenizer: str | Path, e
 STREAMING_VARIANT = ["encoder=streaming", "decoders=conditioned_stateless"]
 
 
-def tiny_streaming_config(tokenizer_dir: str | Path, manifest: str | Path, *extra: str):
+def tiny_streaming_config(tokenizer_dir: str | Path, manifest: str | Path, *extra: str, encoder: str = "streaming"):
     """The packaged RNN-T config with the cache-aware streaming encoder and the conditioned stateless predictor
     (``encoder=streaming decoders=conditioned_stateless``), shrunk to a 2-layer d=32 encoder; ``model`` section.
 
-    SpecAugment is off and the learning rate constant, so that a few steps on one batch lower the loss.
+    SpecAugment is off and the learning rate constant, so that a few steps on one batch lower the loss. ``encoder``
+    picks another encoder variant (``streaming_4x``).
     """
     from nemo_pc.pipelines.train import compose_config
 
+    variant = [f"encoder={encoder}", *STREAMING_VARIANT[1:]]
     overrides = [
-        *STREAMING_VARIANT, *TINY_ENCODER_OVERRIDES, "model.model_defaults.pred_hidden=32",
+        *variant, *TINY_ENCODER_OVERRIDES, "model.model_defaults.pred_hidden=32",
         "model.model_defaults.joint_hidden=32", f"model.tokenizer.dir={tokenizer_dir}",
         f"model.train_ds.manifest_filepath={manifest}", f"model.validation_ds.manifest_filepath={manifest}",
         "model.train_ds.num_workers=0", "model.validation_ds.num_workers=0", "model.loss.loss_name=scan",

@@ -82,6 +82,52 @@ def test_the_streaming_encoder_composes_with_a_decoder_variant(tokenizer, decode
     assert model.encoder.streaming_cfg.last_channel_cache_size == 70
 
 
+def test_the_4x_streaming_encoder_has_the_contexts_of_the_8x_one_and_the_offline_4x_weights(tokenizer):
+    from nemo_pc.testing.asr import TINY_ENCODER_OVERRIDES
+
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base=None):
+        cfg = compose(config_name="rnnt_pc", overrides=["encoder=streaming_4x", "decoders=conditioned_stateless"])
+        eight = compose(config_name="rnnt_pc", overrides=["encoder=streaming", "decoders=conditioned_stateless"])
+        offline = compose(
+            config_name="rnnt_pc",
+            overrides=[
+                "decoders=conditioned_stateless",
+                "model.encoder.subsampling_factor=4",
+                *TINY_ENCODER_OVERRIDES,
+            ],
+        )
+        tiny = compose(
+            config_name="rnnt_pc",
+            overrides=["encoder=streaming_4x", "decoders=conditioned_stateless", *TINY_ENCODER_OVERRIDES],
+        )
+    encoder = cfg.model.encoder
+    assert (encoder.subsampling, encoder.subsampling_factor) == ("dw_striding", 4)
+    assert encoder.att_context_style == "chunked_limited" and encoder.conv_context_size == "causal"
+    assert encoder.causal_downsampling and encoder.conv_norm_type == "batch_norm"
+    assert cfg.model.preprocessor.normalize == "NA"
+    assert all(left % (right + 1) == 0 for left, right in encoder.att_context_size)  # chunked_limited's rule
+    # the same chunks and left context in seconds: 40 ms frames against 80 ms
+    assert encoder.att_context_size == [
+        [2 * left, 2 * right + 1] for left, right in eight.model.encoder.att_context_size
+    ]
+    models = {}
+    for name, config in (("streaming", tiny), ("offline", offline)):
+        with open_dict(config):
+            config.model.tokenizer.dir = str(tokenizer)
+            config.model.train_ds.manifest_filepath = None
+            config.model.validation_ds.manifest_filepath = None
+        models[name] = EncDecRNNTPCBPEModel(cfg=config.model)
+    assert models["streaming"].encoder.att_context_size == [140, 27]
+    assert models["streaming"].encoder.streaming_cfg.last_channel_cache_size == 140
+    shapes = {name: {k: v.shape for k, v in m.encoder.state_dict().items()} for name, m in models.items()}
+    assert shapes["streaming"].keys() == shapes["offline"].keys()
+    # init_from_nemo_model loads every encoder tensor of an offline 4x model but the projection after the causal
+    # subsampling, which sees one more frequency bin per channel (exclude: [encoder.pre_encode.out.])
+    assert [k for k in shapes["offline"] if shapes["offline"][k] != shapes["streaming"][k]] == [
+        "pre_encode.out.weight"
+    ]
+
+
 class _Losses(pl.Callback):
     def __init__(self):
         self.values = []

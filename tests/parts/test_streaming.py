@@ -56,6 +56,21 @@ def test_streaming_equals_offline_in_both_modes(corpus, model, context, batch_si
     assert streamed["normalized"] != streamed["punctuated"]  # each mode's own decoding, not one output twice
 
 
+@pytest.mark.parametrize("context", [[140, 13], [140, 3]])
+def test_the_4x_batch_norm_variant_streams_what_it_decodes_offline(corpus, context):
+    """encoder=streaming_4x: batch norm in eval mode applies running statistics, so it is causal too."""
+    manifest, tokenizer = corpus
+    torch.manual_seed(0)
+    model = EncDecRNNTPCBPEModel(cfg=tiny_streaming_config(tokenizer, manifest, encoder="streaming_4x")).eval()
+    assert model.encoder.subsampling_factor == 4
+    model.encoder.set_default_att_context_size(context)
+    audio = _audio(corpus)
+    streamed = stream_transcribe(model, audio, mode="both", batch_size=1)
+    for name in ("normalized", "punctuated"):
+        offline = _offline(model, audio, name)
+        assert streamed[name] == offline and all(offline)
+
+
 def test_the_encoder_runs_once_per_chunk_for_both_modes(corpus, model):
     model.encoder.set_default_att_context_size([70, 1])
     buffer = streaming_buffer(model)
