@@ -8,12 +8,14 @@ STAMP := $(VENV)/.nemo_pc-installed
 
 APT_PACKAGES := $(shell grep -v '^\#' apt-packages.txt)
 
-$(STAMP): setup.cfg pyproject.toml apt-packages.txt
+$(STAMP): setup.cfg setup.py pyproject.toml apt-packages.txt nemo_pc-allowlist.pth
 	$(MAKE) sysdeps
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	# torch first: the pinned release is a local CPU wheel; an unpinned torch would pull a CUDA build.
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -e ".[test]"
+	# an editable install skips the startup hook that a wheel installs (setup.py): copy it into site-packages
+	$(PY) -c "import shutil, sysconfig; shutil.copy('nemo_pc-allowlist.pth', sysconfig.get_paths()['purelib'])"
 	touch $(STAMP)
 
 install: $(STAMP)

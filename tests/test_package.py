@@ -37,3 +37,30 @@ def test_every_registered_command_imports():
     for module_name, _ in COMMANDS.values():
         module = importlib.import_module(module_name)
         assert callable(module.add_arguments) and callable(module.run), module_name
+
+
+def test_the_installed_startup_hook_registers_the_prefix_without_any_nemo_pc_import():
+    # NeMo's own scripts that restore a .nemo directly (the cache-aware streaming script) never import nemo_pc
+    code = "import nemo.core.classes.common as c; print(c.ALLOWED_TARGET_PREFIXES.count('nemo_pc.'))"
+    import sysconfig
+
+    no_pth = f"import sys; sys.path.append({sysconfig.get_paths()['purelib']!r}); " + code
+    done = subprocess.run([sys.executable, "-S", "-c", no_pth], capture_output=True, text=True, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "0"  # site-packages without its .pth files: no prefix
+    assert _python(code) == "1"
+
+
+def test_nemo_restores_a_nemo_pc_model_in_a_process_that_never_imports_nemo_pc(tmp_path):
+    from omegaconf import OmegaConf
+
+    from nemo_pc.models import EncDecRNNTPCBPEModel
+    from nemo_pc.testing.asr import tiny_model_config, train_tokenizer, write_pc_manifest
+
+    manifest = write_pc_manifest(tmp_path / "data")
+    model = EncDecRNNTPCBPEModel(OmegaConf.create(tiny_model_config(train_tokenizer(manifest, tmp_path / "tok"))))
+    model.save_to(str(tmp_path / "tiny.nemo"))
+    code = (
+        "from nemo.collections.asr.models import ASRModel; "
+        f"m = ASRModel.restore_from({str(tmp_path / 'tiny.nemo')!r}, map_location='cpu'); print(type(m).__name__)"
+    )
+    assert _python(code) == "EncDecRNNTPCBPEModel"

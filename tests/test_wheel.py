@@ -31,7 +31,7 @@ print(json.dumps({"config_dir": str(nemo_pc.CONFIG_DIR), "steps": stats["steps"]
 def test_wheel_holds_the_configs_and_trains_outside_the_checkout(tmp_path):
     source = tmp_path / "source"  # build from a copy: building writes build/ and *.egg-info next to setup.cfg
     source.mkdir()
-    for name in ("setup.cfg", "pyproject.toml", "README.md"):
+    for name in ("setup.cfg", "setup.py", "nemo_pc-allowlist.pth", "pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
     shutil.copytree(ROOT / "nemo_pc", source / "nemo_pc", ignore=shutil.ignore_patterns("__pycache__"))
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
@@ -42,6 +42,8 @@ def test_wheel_holds_the_configs_and_trains_outside_the_checkout(tmp_path):
     for config in ("rnnt/rnnt_pc.yaml", "rnnt/decoders/dual.yaml", "ctc/ctc_pc.yaml", "ctc/variant/inter.yaml",
                    "formatter/tagger.yaml", "formatter/rewriter.yaml", "evaluate/evaluate_pc.yaml"):  # fmt: skip
         assert f"nemo_pc/configs/{config}" in names, config
+    # the startup hook that lets NeMo's own scripts restore nemo_pc models, at the top of site-packages
+    assert "nemo_pc-allowlist.pth" in names
     # the library only: the demo application (examples/pc_demo: recipe, report and claims rendering) is not shipped
     assert {name.split("/")[0] for name in names if name.endswith(".py")} == {"nemo_pc"}
     assert not {"nemo_pc/pipelines/claims.py", "nemo_pc/pipelines/report.py", "nemo_pc/pipelines/demo.py"} & set(names)
