@@ -88,7 +88,7 @@ SMALL_ENCODER = [
 
 @dataclass
 class DemoConfig:
-    """What the demo builds; the defaults finish in about 75 minutes on 2 CPU cores.
+    """What the demo builds; the defaults finish in about 81 minutes on 2 CPU cores (13 of them the LM decoding).
 
     Attributes:
         out_dir: everything goes here.
