@@ -148,16 +148,17 @@ def test_mismatched_utterances_are_reported(tmp_path):
     assert claim["note"].startswith("not measured:") and "does not hold the same utterances" in claim["note"]
 
 
-def formatter_section(seq2seq_per=0.4, formatter_iwer=0.2, wfst_iwer=0.3, seq2seq_long=30.0, iwer_p=0.2):
-    def row(per, iwer, long):
-        return {"per": per, "cer": 0.01, "m_wer": 0.5, "i_wer": iwer, "time_short_s": 0.1, "time_long_s": long}
+def formatter_section(seq2seq_per=0.4, formatter_iwer=0.2, wfst_iwer=0.3, seq2seq_long=30.0, iwer_p=0.2,
+                      seq2seq_cer=0.01):  # fmt: skip
+    def row(per, iwer, long, cer=0.01):
+        return {"per": per, "cer": cer, "m_wer": 0.5, "i_wer": iwer, "time_short_s": 0.1, "time_long_s": long}
 
     return {
         "documents": 60,
         "long_words": 5000,
         "results": {
             "formatter": row(0.3, formatter_iwer, 2.0),
-            "full seq2seq": row(seq2seq_per, 0.9, seq2seq_long),
+            "full seq2seq": row(seq2seq_per, 0.9, seq2seq_long, seq2seq_cer),
             "NeMo WFST ITN": row(0.99, wfst_iwer, 4.0),
         },
         "compare": {
@@ -182,6 +183,12 @@ def test_formatter_claims():
     del section["results"]["full seq2seq"]
     speed, per, iwer = C.formatter_claims(section)
     assert speed["reproduced"] is None and per["reproduced"] is None and iwer["reproduced"] is False
+    # a seq2seq baseline that rewrites the words is not a baseline: C5a and C5b are not measurable, C5c stands
+    speed, per, iwer = C.formatter_claims(formatter_section(seq2seq_per=0.73, seq2seq_cer=0.73, iwer_p=0.01))
+    assert speed["reproduced"] is None and per["reproduced"] is None and iwer["reproduced"] is True
+    assert per["note"].startswith("not measurable: the full seq2seq baseline is not fit (CER 73.0% > 10%")
+    assert per["measured"]["b"] == 0.73 and speed["measured"]["ratio"] == pytest.approx(15.0)  # still reported
+    assert C.claims_markdown([speed, per]).count("| not measurable |") == 2
     for claim in C.formatter_claims({"not_measured": "no formatter data"}):
         assert claim["reproduced"] is None and "no formatter data" in claim["note"]
 
