@@ -114,6 +114,19 @@ def probes(f: dict[str, Path], root: Path) -> list[tuple[str, list[str]]]:
             "build-lm: --order 1",
             ["build-lm", str(f["good"]), str(f["fake_nemo"]), str(root / "lm.arpa"), "--order", "1"],
         ),
+        ("lm-text: unknown --source", ["lm-text", str(root / "lm.json"), "--source", "bogus"]),
+        (
+            "lm-text: --exclude manifest not UTF-8",
+            ["lm-text", str(root / "lm.json"), "--source", f"text:{f['text']}", "--exclude", str(f["latin1"])],
+        ),
+        (
+            "lm-text: missing --exclude manifest",
+            ["lm-text", str(root / "lm.json"), "--source", f"text:{f['text']}", "--exclude", str(root / "none.json")],
+        ),
+        (
+            "lm-text: --window 0",
+            ["lm-text", str(root / "lm.json"), "--source", f"text:{f['text']}", "--window", "0"],
+        ),
         *_formatter_data_probes(f, root),
         ("format: missing model", [*fmt, str(root / "missing.nemo")]),
         ("format: not a .nemo name", [*fmt, str(f["ckpt"])]),
