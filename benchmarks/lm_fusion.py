@@ -1,10 +1,11 @@
 """n-gram LM shallow fusion on the demo's P&C models (papers/002 §5.3), with NeMo's NGPU-LM fusion.
 
-For each system: builds a token-level n-gram (``nemo-pc build-lm``) from ``manifests/train.json`` with the model's
-own tokenizer, tunes the LM weight on ``dev`` over a small grid (by WER-PC; ties go to the smaller weight), then
-decodes ``test`` in the punctuated mode with and without the LM and reports WER, WER-PC and PER with nemo_pc's
-paired bootstrap and MAPSSWE tests (``nemo-pc evaluate --compare``). Work files (ARPA, prediction manifests) go to
-``--work``; the JSON report to ``--json``.
+For each system: builds a token-level n-gram (``nemo-pc build-lm``, NGPU-LM ``.nemo``) from ``manifests/train.json``
+or from ``--lm-text`` (``nemo-pc lm-text``) with the model's own tokenizer, tunes the LM weight on ``dev`` over a
+small grid (ties go to the smaller weight), then decodes ``test`` in ``--mode`` with and without the LM
+(``--strategy`` greedy or beam for both) and reports WER, WER-PC and PER (punctuated mode; tuned by WER-PC) or WER
+(normalized mode; against ``text_normalized``) with nemo_pc's paired bootstrap and MAPSSWE tests (``nemo-pc
+evaluate --compare``). Work files (LM, prediction manifests) go to ``--work``; the JSON report to ``--json``.
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/lm_fusion.py --demo-dir demo_out \\
         --json benchmarks/results/lm_fusion.json
@@ -20,14 +21,6 @@ DEFAULT_SYSTEMS = ("rnnt_conditioned", "ctc_inter")
 DEFAULT_ALPHAS = (0.1, 0.2, 0.3, 0.5, 0.8)
 TUNE_METRIC = "wer_pc"
 REPORTED = ("wer", "wer_pc", "per")
-
-
-def lm_decoding(model, strategy: str, arpa: Path | None, alpha: float, beam_size: int):
-    """The model's decoding config with ``strategy`` (``greedy``: greedy_batch; ``beam``: RNN-T malsd_batch or CTC
-    beam_batch) and the LM at weight ``alpha`` (none at weight 0)."""
-    from nemo_pc.parts.lm_fusion import fusion_decoding_cfg
-
-    return fusion_decoding_cfg(model.cfg.decoding, hasattr(model, "joint"), strategy, arpa, alpha, beam_size)
 
 
 def transcribe_to_manifest(
@@ -59,9 +52,8 @@ MODE_SETTINGS = {
 
 
 def run_system(name: str, args: argparse.Namespace) -> dict:
-    from omegaconf import open_dict
-
     from nemo_pc.metrics.evaluate import EvalConfig, evaluate
+    from nemo_pc.parts.lm_fusion import set_ngram_lm
     from nemo_pc.parts.ngram_lm import build_token_lm
     from nemo_pc.pipelines.inference import load_asr_model
 
@@ -75,13 +67,10 @@ def run_system(name: str, args: argparse.Namespace) -> dict:
     built = build_token_lm(lm_source, model_path, work / f"{args.mode}_order{args.order}.nemo", args.order,
                            field_name=field_name, marks=args.marks, progress=False)  # fmt: skip
     model = load_asr_model(model_path)
-    with open_dict(model.cfg):
-        model.cfg.pc.ngram_lm_mode = args.mode
     config = EvalConfig(progress=False, marks=args.marks, ref_field=reference)
 
     def decode(split: str, alpha: float) -> tuple[Path, float]:
-        model.change_decoding_strategy(lm_decoding(model, args.strategy, built.output, alpha, args.beam_size),
-                                       verbose=False)  # fmt: skip
+        set_ngram_lm(model, args.mode, built.output, alpha, args.strategy, args.beam_size)
         target = work / f"{split}_{args.mode}_{args.strategy}_alpha{alpha:g}.json"
         return transcribe_to_manifest(model, manifests / f"{split}.json", target, args.batch_size, args.mode)
 

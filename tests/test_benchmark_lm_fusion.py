@@ -60,3 +60,13 @@ def test_lm_fusion_benchmark_fuses_the_normalized_mode_with_an_lm_text(tmp_path)
     assert system["tuned_on"] == "dev wer" and set(system["test"]["lm"]) == {"wer"}
     assert system["lm"]["skipped"]["total"] == 0  # every line has text_normalized
     assert Path(system["lm"]["output"]).name == "normalized_order3.nemo"
+
+
+def test_lm_loso_refuses_a_source_the_demo_does_not_have(tmp_path, capsys):
+    import pytest
+
+    (tmp_path / "config.json").write_text(json.dumps({"sources": ["kjv"]}))
+    with pytest.raises(SystemExit) as exit_info:
+        load_benchmark("lm_loso").main(["--demo-dir", str(tmp_path), "--leave-out", "wiki"])
+    assert exit_info.value.code == 2
+    assert "--leave-out wiki: the demo's sources are ['kjv']" in capsys.readouterr().err

@@ -368,7 +368,8 @@ class LMBuildReport:
 
 def write_nemo_lm(model: NGramModel, output: Path, vocab_size: int) -> Path:
     """Writes the model as an ``NGramGPULanguageModel`` ``.nemo`` checkpoint (atomically): NeMo's decoding loads it
-    in a fraction of a second, where it parses an ARPA file of millions of n-grams in about a minute on one core.
+    in a fraction of a second, where it parses an ARPA file of millions of n-grams in about half a minute on one
+    core.
     ``NGramGPULanguageModel.from_file`` reads either from the same decoding key (``ngram_lm_model``)."""
     import os
     import tempfile

@@ -2,7 +2,8 @@
 
 A P&C model fuses an LM into one output mode at a time (``pc.ngram_lm_mode``, :mod:`nemo_pc.parts.lm_fusion`), so
 :func:`transcribe_with_lms` decodes each mode in its own pass with its own LM. :func:`tune_lm_weight` picks a mode's
-weight on a dev manifest: WER of the normalized output (``np_nc`` against ``text``), WER-PC of the punctuated one.
+weight on a dev manifest: WER of the normalized output (against ``text``, case and marks ignored), WER-PC of the
+punctuated one.
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nemo_pc.data.manifest import iter_manifest, require_text
-from nemo_pc.metrics.wer import wer_counts
+from nemo_pc.metrics.accumulator import PCMetrics
 from nemo_pc.parts.lm_fusion import set_ngram_lm
 
-TUNE_VARIANT = {"normalized": "np_nc", "punctuated": "p_c"}  # WER and WER-PC (papers/000 eq. 8)
+TUNE_METRIC = {"normalized": "wer", "punctuated": "wer_pc"}  # the error rate each mode's LM weight is tuned on
 
 
 @dataclass
@@ -45,14 +46,11 @@ def _decode(model, audio: list[str], mode: str, batch_size: int) -> list[str]:
 
 
 def error_rate(refs: Sequence[str], hyps: Sequence[str], mode: str, marks: str) -> float:
-    """Corpus WER (``normalized``) or WER-PC (``punctuated``) of the hypotheses."""
-    variant = TUNE_VARIANT[mode]
-    errors = words = 0
+    """Corpus WER (``normalized``) or WER-PC (``punctuated``) of the hypotheses, by :class:`PCMetrics`."""
+    metrics = PCMetrics(marks)
     for ref, hyp in zip(refs, hyps, strict=True):
-        counts = wer_counts(ref, hyp, marks)
-        errors += counts[f"E_{variant}"]
-        words += counts[f"N_{variant}"]
-    return errors / max(1, words)
+        metrics.update(ref, hyp)
+    return float(metrics.compute()["metrics"][TUNE_METRIC[mode]])
 
 
 def _marks(model) -> str:

@@ -155,3 +155,29 @@ def test_ctc_fusion_picks_the_lm_preferred_piece_on_the_punctuated_head_only(ctc
     assert ctc_text(model, "main", frames, strategy, arpa, 0.0) == unlikely_text
     assert ctc_text(model, "main", frames, strategy, arpa, 1.0) == likely_text
     assert ctc_text(model, "inter", frames, strategy, arpa, 1.0) == unlikely_text  # normalized head: no LM
+
+
+def test_fusion_decoding_cfg_maps_the_strategy_per_family_and_refuses_bad_settings():
+    from nemo_pc.parts.lm_fusion import fusion_decoding_cfg
+
+    base = OmegaConf.create({"strategy": "greedy_batch", "greedy": {"max_symbols": 10}})
+    rnnt = fusion_decoding_cfg(base, True, "beam", "lm.nemo", 0.4, beam_size=8)
+    assert (rnnt.strategy, rnnt.beam.beam_size, rnnt.beam.ngram_lm_model, rnnt.beam.ngram_lm_alpha) == (
+        "malsd_batch", 8, "lm.nemo", 0.4)  # fmt: skip
+    assert base.strategy == "greedy_batch" and "beam" not in base  # a copy: the model's config is untouched
+    assert fusion_decoding_cfg(base, False, "beam", "lm.nemo", 0.4).strategy == "beam_batch"
+    greedy = fusion_decoding_cfg(base, True, "greedy", "lm.nemo", 0.0)
+    assert greedy.strategy == "greedy_batch" and greedy.greedy.max_symbols == 10 and not has_ngram_lm(greedy)
+    for strategy, alpha, beam, message in (("maes", 0.4, 8, "strategy must be"), ("beam", -0.1, 8, "weight must"),
+                                           ("beam", 0.4, 0, "beam size >= 1")):  # fmt: skip
+        with pytest.raises(ValueError, match=message):
+            fusion_decoding_cfg(base, True, strategy, "lm.nemo", alpha, beam)
+
+
+def test_lm_tuning_scores_wer_for_the_normalized_mode_and_wer_pc_for_the_punctuated_mode():
+    from nemo_pc.pipelines.lm import error_rate
+
+    refs, hyps = ["Yes, go home.", "Who is there?"], ["yes go home", "who is there?"]
+    assert error_rate(refs, hyps, "normalized", ".,?") == 0.0  # case and marks do not count
+    # WER-PC: "Yes," -> "yes" and "." -> "" in utterance 1 (Yes / , / . : 3 errors), "Who" -> "who" in 2: 4 of 9 tokens
+    assert error_rate(refs, hyps, "punctuated", ".,?") == pytest.approx(4 / 9)
