@@ -125,8 +125,9 @@ class DemoConfig:
         lm_order: order of the token n-gram LMs (one over normalized, one over punctuated pieces) built from the
             source books with every sentence that shares 6 words with a dev or test utterance left out
             (``nemo-pc lm-text``, ``nemo-pc build-lm``); 0: no LM. Each system of ``lm_systems`` is then also
-            decoded with beam search and its LMs, each mode's weight tuned on dev over ``lm_alphas`` (and 0), and
-            reported as ``<system>_lm``.
+            decoded with beam search and its LMs, each mode's weight tuned on dev over ``lm_alphas``, and
+            reported as ``<system>_lm``. A CTC model whose normalized output is its punctuated one, normalized,
+            decodes only the punctuated mode.
         lm_systems, lm_beam_size, lm_alphas: which systems, the beam size, the weights tried.
         num_jobs: processes for synthesis, TN and data loading.
         seed: one seed for data and weights.
@@ -196,8 +197,9 @@ class Demo:
         if config.lm_order == 1 or config.lm_order < 0 or config.lm_beam_size < 1:
             raise ValueError(f"lm_order must be 0 (no LM) or 2 or more and lm_beam_size 1 or more, got "
                              f"{config.lm_order} and {config.lm_beam_size}")  # fmt: skip
-        if any(alpha <= 0 for alpha in config.lm_alphas) or not config.lm_alphas:
-            raise ValueError(f"lm_alphas must be positive LM weights, got {list(config.lm_alphas)}")
+        if any(alpha < 0 for alpha in config.lm_alphas) or not any(alpha > 0 for alpha in config.lm_alphas):
+            raise ValueError(f"lm_alphas must be LM weights of 0 or more, one of them positive, got "
+                             f"{list(config.lm_alphas)}")  # fmt: skip
         if config.base_steps and config.rnnt_layers != config.ctc_layers:
             raise ValueError(
                 f"base_steps={config.base_steps} starts every encoder from one base encoder: rnnt_layers "
@@ -440,12 +442,20 @@ class Demo:
 
         model = load_asr_model(self.model_path(name))
         beam, batch = self.cfg.lm_beam_size, self.cfg.batch_size
-        choices = {mode: tune_lm_weight(model, mode, lm, self.manifest("dev"), self.cfg.lm_alphas, beam_size=beam,
-                                        batch_size=batch) for mode, lm in lms.items()}  # fmt: skip
-        outputs = transcribe_with_lms(model, self.manifest("test"), choices, beam_size=beam, batch_size=batch)
-        summary = {"beam_size": beam, "modes": {mode: choice.as_dict() for mode, choice in choices.items()}}
+        # a CTC model whose normalized output is its punctuated output normalized (papers/004) decodes once
+        derived = getattr(model, "normalized_source", None) == "rules"
+        modes = ("punctuated",) if derived else ("normalized", "punctuated")
+        choices = {mode: tune_lm_weight(model, mode, lms[mode], self.manifest("dev"), self.cfg.lm_alphas,
+                                        beam_size=beam, batch_size=batch) for mode in modes}  # fmt: skip
+        outputs = transcribe_with_lms(model, self.manifest("test"), choices, beam_size=beam, batch_size=batch,
+                                      modes=modes)  # fmt: skip
+        summary = {
+            "beam_size": beam,
+            "modes": {mode: choice.as_dict() for mode, choice in choices.items()},
+            "normalized_output": "the punctuated output, normalized" if derived else "its own decoding",
+        }
         write_text_atomic(self.path("lm", f"{name}.json"), json.dumps(summary, indent=2) + "\n")
-        return self._write_predictions(target, outputs["punctuated"], outputs["normalized"])
+        return self._write_predictions(target, outputs["punctuated"], outputs.get("normalized"))
 
     def _write_predictions(self, target: Path, written: list[str], normalized: list[str] | None) -> Path:
         entries = [entry for _, entry in iter_manifest(self.manifest("test"))]

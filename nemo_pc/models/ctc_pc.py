@@ -31,7 +31,7 @@ PC_DEFAULTS = {
     "default_mode": None,  # None: pc.default_style of older checkpoints, else punctuated
     "ngram_lm_mode": DEFAULT_LM_MODE,
     "ctc_weight": 1.0,
-    "inter": {"weight": 0.0, "layer": None},
+    "inter": {"weight": 0.0, "layer": None, "transcribe": False},
     "style_layers": {"branch_layer": None, "weight": 1.0},
     "style_embedding": {"layers": [], "weight": 1.0},
 }
@@ -55,6 +55,9 @@ class EncDecCTCPCBPEModel(PCTranscriptionMixin, PCDataMixin, EncDecCTCModelBPE):
         ctc_weight: λ_CTC, the weight of the main loss.
         inter.weight: λ_inter of the intermediate normalized CTC; 0 turns it off.
         inter.layer: the layer whose output it reads (1-based); null means ⌊l/2⌋.
+        inter.transcribe: whether ``transcribe``'s normalized mode reads the intermediate head (``true``) or the
+            last layer's punctuated output, normalized by the text rules (``false``, the default: papers/004 scores
+            its WER on the last layer; the intermediate loss is an auxiliary one).
         style_layers.branch_layer: E_i; null turns style layers off. Layers after E_i are copied for the
             normalized style, which gets its own head.
         style_layers.weight: weight of the normalized-branch loss.
@@ -365,11 +368,17 @@ class EncDecCTCPCBPEModel(PCTranscriptionMixin, PCDataMixin, EncDecCTCModelBPE):
                 sources[name] = "main"
             elif self.has_normalized_head:
                 sources[name] = "normalized"
-            elif self.inter_decoder is not None:
+            elif self.inter_decoder is not None and self.cfg.pc.inter.transcribe:
                 sources[name] = "inter"
             else:
                 sources[name] = "rules"
         return sources
+
+    @property
+    def normalized_source(self) -> str:
+        """Where ``transcribe``'s normalized mode comes from: ``main``, ``inter``, ``normalized`` (a style head),
+        ``parse`` (a mixed transcript) or ``rules`` (the punctuated output, normalized)."""
+        return self._style_sources("normalized")["normalized"]
 
     def _transcribe_forward(self, batch, trcfg: TranscribeConfig):
         sources = self._style_sources(self._requested_mode(trcfg))

@@ -61,11 +61,13 @@ def _marks(model) -> str:
 
 def tune_lm_weight(model, mode: str, lm: str | Path, dev_manifest: str | Path, alphas: Sequence[float],
                    strategy: str = "beam", beam_size: int = 8, batch_size: int = 16) -> LMChoice:  # fmt: skip
-    """The weight of ``alphas`` (0 always tried) with the lowest dev error rate of ``mode``; ties go to the smaller
-    weight."""
+    """The weight of ``alphas`` with the lowest dev error rate of ``mode``; ties go to the smaller weight. A weight
+    of 0 (no LM) is tried only when ``alphas`` has it: each weight is one beam-search pass over dev."""
+    if not alphas or any(float(alpha) < 0 for alpha in alphas):
+        raise ValueError(f"alphas must be one or more LM weights of 0 or more, got {list(alphas)}")
     audio, refs = _audio_and_refs(dev_manifest)
     grid = {}
-    for alpha in sorted({0.0, *map(float, alphas)}):
+    for alpha in sorted(set(map(float, alphas))):
         set_ngram_lm(model, mode, lm, alpha, strategy, beam_size)
         grid[f"{alpha:g}"] = error_rate(refs, _decode(model, audio, mode, batch_size), mode, _marks(model))
     best = min(grid, key=lambda a: (grid[a], float(a)))
@@ -73,12 +75,13 @@ def tune_lm_weight(model, mode: str, lm: str | Path, dev_manifest: str | Path, a
 
 
 def transcribe_with_lms(model, manifest: str | Path, lms: Mapping[str, LMChoice], strategy: str = "beam",
-                        beam_size: int = 8, batch_size: int = 16) -> dict[str, list[str]]:  # fmt: skip
-    """``{"normalized": [...], "punctuated": [...]}``: each mode decoded with its own LM choice (a mode missing
-    from ``lms`` decodes with ``strategy`` and no LM)."""
+                        beam_size: int = 8, batch_size: int = 16,
+                        modes: Sequence[str] = ("normalized", "punctuated")) -> dict[str, list[str]]:  # fmt: skip
+    """``{mode: [...]}`` for each of ``modes``: each mode decoded with its own LM choice (a mode missing from
+    ``lms`` decodes with ``strategy`` and no LM)."""
     audio, _ = _audio_and_refs(manifest)
     outputs = {}
-    for mode in ("normalized", "punctuated"):
+    for mode in modes:
         choice = lms.get(mode) or LMChoice(None, 0.0)
         set_ngram_lm(model, mode, choice.lm, choice.alpha, strategy, beam_size)
         outputs[mode] = _decode(model, audio, mode, batch_size)

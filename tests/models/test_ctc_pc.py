@@ -118,6 +118,22 @@ def test_nemo_round_trip_keeps_every_head(trained, data, variant, tmp_path):
     assert texts(restored.transcribe(audio_files(data), mode="both", verbose=False)) == EXPECTED
 
 
+@pytest.mark.parametrize("reads_inter", [False, True])
+def test_inter_transcribe_picks_the_head_of_the_normalized_output(trained, data, reads_inter, tmp_path):
+    """papers/004 scores the last layer: by default the normalized output is the punctuated one, normalized, and
+    an intermediate head with its weights zeroed changes nothing; ``pc.inter.transcribe`` reads that head."""
+    trained["inter"][0].save_to(str(tmp_path / "inter.nemo"))
+    model = EncDecCTCPCBPEModel.restore_from(str(tmp_path / "inter.nemo"), map_location="cpu").eval()
+    model.cfg.pc.inter.transcribe = reads_inter
+    assert model.normalized_source == ("inter" if reads_inter else "rules")
+    with torch.no_grad():
+        for parameter in model.inter_decoder.parameters():
+            parameter.zero_()
+    both = texts(model.transcribe(audio_files(data), mode="both", verbose=False))
+    assert both["punctuated"] == EXPECTED["punctuated"]
+    assert (both["normalized"] == EXPECTED["normalized"]) is not reads_inter
+
+
 def test_untrained_heads_differ_between_styles(data):
     """The normalized pass of the style embedding really re-runs the conditioned layers with another style."""
     model = build(data, TINY_VARIANTS["style_embedding"], ENCODER["style_embedding"]).eval()

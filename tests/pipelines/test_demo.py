@@ -6,6 +6,7 @@ import pytest
 from pc_demo.pipeline import Demo, DemoConfig
 
 from nemo_pc.data.manifest import read_manifest
+from nemo_pc.parts.text import normalize
 from nemo_pc.testing.text import TINY_REWRITER_OVERRIDES as TINY_REWRITER
 
 TINY_ASR = [
@@ -100,11 +101,15 @@ def test_each_system_is_also_decoded_with_lms_of_the_books_without_dev_and_test(
     for name in ("rnnt_conditioned", "ctc_inter"):
         summary = json.loads(runner.path("lm", f"{name}.json").read_text())
         assert summary["beam_size"] == 2
+        # ctc_inter's normalized output is its punctuated one, normalized: only that mode is decoded with an LM
+        assert set(summary["modes"]) == ({"punctuated"} if name == "ctc_inter" else {"normalized", "punctuated"})
         for choice in summary["modes"].values():
-            assert set(choice["dev_grid"]) == {"0", "0.5"} and choice["alpha"] in (0.0, 0.5)
+            assert set(choice["dev_grid"]) == {"0.5"} and choice["alpha"] == 0.5
             assert min(choice["dev_grid"].values()) == choice["dev_grid"][f"{choice['alpha']:g}"]
         predictions = read_manifest(runner.path("predictions", f"{name}_lm.json"))
         assert [p["utt_id"] for p in predictions] == [t["utt_id"] for t in test]
+        if name == "ctc_inter":
+            assert all(p["pred_text_normalized"] == normalize(p["pred_text"]) for p in predictions)
         assert f"| `{name}_lm` |" in report.read_text()
         assert json.loads(runner.path("eval", f"{name}_lm.json").read_text())["num_utterances"] == len(test)
 
@@ -161,7 +166,8 @@ def test_speed_perturbation_share_outside_0_1_is_refused(share):
 @pytest.mark.parametrize(
     ("setting", "message"),
     [({"lm_order": 1}, "lm_order must be 0"), ({"lm_beam_size": 0}, "lm_beam_size 1 or more"),
-     ({"lm_alphas": (0.5, -1.0)}, "lm_alphas must be positive"), ({"lm_alphas": ()}, "lm_alphas must be positive")],
+     ({"lm_alphas": (0.5, -1.0)}, "lm_alphas must be LM weights of 0 or more"),
+     ({"lm_alphas": ()}, "one of them positive"), ({"lm_alphas": (0.0,)}, "one of them positive")],
 )  # fmt: skip
 def test_lm_settings_out_of_range_are_refused_by_name(setting, message):
     with pytest.raises(ValueError, match=message):
