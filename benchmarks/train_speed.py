@@ -42,6 +42,25 @@ VARIANTS = {
         "trainer.precision=bf16-mixed",
         "model.train_ds.augmentor=null",
     ],
+    # larger batches: fewer, larger matrix products per audio second
+    # the demo's settings with one intra-op thread, the data loader's worker on the other core
+    "bucketed_bf16_threads1": ["model.train_ds.bucketing_window=20", "trainer.precision=bf16-mixed"],
+    # no loader worker: data loading and speed perturbation in the training process, both cores for the model
+    "bucketed_bf16_workers0": [
+        "model.train_ds.bucketing_window=20",
+        "trainer.precision=bf16-mixed",
+        "model.train_ds.num_workers=0",
+    ],
+    "bucketed_bf16_batch16": [
+        "model.train_ds.bucketing_window=20",
+        "trainer.precision=bf16-mixed",
+        "model.train_ds.batch_size=16",
+    ],
+    "bucketed_bf16_batch32": [
+        "model.train_ds.bucketing_window=20",
+        "trainer.precision=bf16-mixed",
+        "model.train_ds.batch_size=32",
+    ],
 }
 
 
@@ -52,7 +71,7 @@ def _run(model: str, variant: str, demo_dir: str, steps: int, warmup: int, queue
 
     from nemo_pc.pipelines import train
 
-    if variant == "threads1":
+    if variant.endswith("threads1"):
         torch.set_num_threads(1)
     # the baseline: float32, random batches; each variant adds its overrides
     demo = Demo(DemoConfig(out_dir=demo_dir, precision="32", bucketing_window=0), log=lambda _: None)

@@ -375,6 +375,9 @@ def pc_dataloader_from_config(
         augmentor=_augmentor(config.get("augmentor")),
         mixed_format=mixed_format,
     )
+    workers = int(config.get("num_workers", 0) or 0)
+    # kept across epochs: a new worker per epoch re-imports and re-reads its state (seconds per epoch on 2 cores)
+    persistent = bool(config.get("persistent_workers", False)) and workers > 0
     window = int(config.get("bucketing_window", 0) or 0)
     if window and config.get("shuffle", False):
         sampler = DurationBucketSampler([item.duration for item in dataset.items], config.get("batch_size", 8), window,
@@ -384,7 +387,8 @@ def pc_dataloader_from_config(
             sampler=sampler,
             batch_size=None,
             collate_fn=dataset.collate_fn,
-            num_workers=config.get("num_workers", 0),
+            num_workers=workers,
+            persistent_workers=persistent,
             pin_memory=config.get("pin_memory", False),
         )
     return torch.utils.data.DataLoader(
@@ -392,7 +396,8 @@ def pc_dataloader_from_config(
         batch_size=config.get("batch_size", 8),
         shuffle=config.get("shuffle", False),
         collate_fn=dataset.collate_fn,
-        num_workers=config.get("num_workers", 0),
+        num_workers=workers,
+        persistent_workers=persistent,
         pin_memory=config.get("pin_memory", False),
         drop_last=config.get("drop_last", False),
     )

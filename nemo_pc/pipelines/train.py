@@ -80,6 +80,9 @@ def _curve_callback(curve: list[dict]):
     return ValidationCurve()
 
 
+INIT_KEYS = ("init_from_nemo_model", "init_from_pretrained_model", "init_from_ptl_ckpt")
+
+
 def train_model(
     family: str,
     overrides: Sequence[str],
@@ -142,6 +145,7 @@ def train_model(
             raise FileNotFoundError(f"init_from: no such .nemo file: {init_from}")
         with open_dict(cfg):
             cfg.init_from_nemo_model = {"encoder": {"path": str(init_from), "include": ["encoder."]}}
+    if any(cfg.get(key) for key in INIT_KEYS):  # NeMo's keys, e.g. +init_from_nemo_model.span.path=X.nemo
         model.maybe_init_from_pretrained_checkpoint(cfg)
     start = time.perf_counter()
     trainer.fit(model)

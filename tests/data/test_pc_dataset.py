@@ -174,3 +174,17 @@ def test_a_segment_reads_only_its_duration(corpus, tokenizer, tmp_path):
     dataset = PCAudioTextDataset(str(path), tokenizer)
     audio = dataset[0][0]
     assert abs(len(audio) - 0.2 * 16000) <= 2
+
+
+@pytest.mark.parametrize(
+    ("workers", "persistent", "window"), [(1, True, 0), (1, True, 2), (0, True, 0), (1, False, 0)]
+)
+def test_loader_workers_persist_across_epochs_when_asked(corpus, tokenizer, workers, persistent, window):
+    _, manifest, _ = corpus
+    config = {"manifest_filepath": str(manifest), "batch_size": 2, "shuffle": True, "num_workers": workers,
+              "persistent_workers": persistent, "bucketing_window": window}  # fmt: skip
+    loader = pc_dataloader_from_config(config, tokenizer)
+    assert loader.persistent_workers is (persistent and workers > 0)
+    assert loader.num_workers == workers
+    first, second = list(loader), list(loader)  # two epochs
+    assert len(first) == len(second) > 0

@@ -3,6 +3,7 @@
 import json
 
 import pytest
+import torch
 from pc_demo.pipeline import Demo, DemoConfig
 
 from nemo_pc.data.manifest import read_manifest
@@ -36,6 +37,7 @@ def demo(tmp_path_factory):
         vocab_size=64,
         tagger_steps=2,
         rewriter_steps=2,
+        seq2seq_steps=1,
         formatter_documents=8,
         formatter_synthetic=20,
         formatter_sources=("kjv", "synthetic"),
@@ -50,6 +52,14 @@ def demo(tmp_path_factory):
             "base": TINY_ASR,
             "tagger": ["model.encoder.num_layers=1", "model.train_ds.batch_size=4"],
             "rewriter": [*TINY_REWRITER, "model.train_ds.batch_size=4"],
+            # learning rate 0: the seq2seq keeps the weights it starts from
+            "seq2seq": [
+                *TINY_REWRITER,
+                "model.train_ds.batch_size=4",
+                "model.optim.lr=0",
+                "model.optim.sched.min_lr=0",
+                "model.optim.weight_decay=0",
+            ],
         },
     )
     runner = Demo(config, log=lambda message: None)
@@ -215,3 +225,19 @@ def test_report_has_learning_curves_and_voice_tables(demo):
     assert "![learning curves](curves.png)" in text and runner.path("curves.png").stat().st_size > 0
     assert "| split | engine | voices | speakers | minutes |" in text
     assert "N-output WER (%) on the test utterances of each engine" in text
+
+
+def test_the_full_seq2seq_baseline_starts_from_the_span_rewriter(demo):
+    from nemo_pc.models.rewriter import SpanRewriterModel
+
+    runner, _ = demo
+    rewriter = SpanRewriterModel.restore_from(str(runner.model_path("rewriter")), map_location="cpu")
+    seq2seq = SpanRewriterModel.restore_from(str(runner.model_path("seq2seq")), map_location="cpu")
+    assert seq2seq.cfg.max_source_length > rewriter.cfg.max_source_length  # the full task's config
+    source, target = rewriter.state_dict(), seq2seq.state_dict()
+    copied = [key for key in source if "embed_positions" not in key and key in target]
+    assert len(copied) > 10
+    for key in copied:
+        torch.testing.assert_close(target[key], source[key], msg=key)
+    positions = [key for key in source if "embed_positions" in key]
+    assert positions and all(target[key].shape != source[key].shape for key in positions)
