@@ -15,6 +15,10 @@ Variants (name: Hydra overrides on top of the demo's model):
     bucketed_bf16 both
     threads1      ``torch.set_num_threads(1)`` (and one loader worker on the other core)
     workers0      the audio is read in the training process (no loader worker)
+    bucketed_bf16_nospeed   the demo's settings without the speed perturbation of the base's audio
+    bucketed_bf16_threads1  the demo's settings with one intra-op thread (the loader worker has the other core)
+    bucketed_bf16_workers0  the demo's settings with no loader worker (both cores for the model)
+    bucketed_bf16_batch16, bucketed_bf16_batch32  the demo's settings with batches of 16 or 32
 """
 
 from __future__ import annotations

@@ -88,7 +88,7 @@ SMALL_ENCODER = [
 
 @dataclass
 class DemoConfig:
-    """What the demo builds; the defaults finish in about 81 minutes on 2 CPU cores (13 of them the LM decoding).
+    """What the demo builds; the defaults finish in 64 minutes on 2 CPU cores (10 of them the LMs and LM decoding).
 
     Attributes:
         out_dir: everything goes here.
