@@ -181,3 +181,11 @@ def test_lm_tuning_scores_wer_for_the_normalized_mode_and_wer_pc_for_the_punctua
     assert error_rate(refs, hyps, "normalized", ".,?") == 0.0  # case and marks do not count
     # WER-PC: "Yes," -> "yes" and "." -> "" in utterance 1 (Yes / , / . : 3 errors), "Who" -> "who" in 2: 4 of 9 tokens
     assert error_rate(refs, hyps, "punctuated", ".,?") == pytest.approx(4 / 9)
+
+
+@pytest.mark.parametrize("alphas", [(), (0.4, -0.1)])
+def test_lm_weight_tuning_refuses_an_empty_or_negative_grid_before_decoding(alphas):
+    from nemo_pc.pipelines.lm import tune_lm_weight
+
+    with pytest.raises(ValueError, match="alphas must be one or more LM weights of 0 or more"):
+        tune_lm_weight(None, "normalized", "lm.nemo", "missing.json", alphas)
