@@ -120,6 +120,19 @@ def test_pn_sweep_threshold(tmp_path):
     write_system(tmp_path, "rnnt_conditioned_p05")
     claim = C.claim_pn_sweep(tmp_path, RESAMPLES)
     assert claim["measured"]["delta"] == 0.0 and claim["reproduced"] is True
+    assert claim["measured"]["per"]["delta"] == 0.0
+
+
+def test_pn_sweep_needs_the_5_percent_model_to_punctuate(tmp_path):
+    # the 50% model writes the marks of one utterance in 12, the 5% model none: within 2.5 PC-WER points, but not
+    # within 2.5 PER points
+    count = iter(range(1000))
+    write_system(tmp_path, "rnnt_conditioned_p05", written=no_marks, n=60)
+    write_system(tmp_path, "rnnt_conditioned_p50", written=lambda t: t if next(count) % 12 == 0 else no_marks(t), n=60)
+    claim = C.claim_pn_sweep(tmp_path, RESAMPLES)
+    assert claim["measured"]["delta"] <= C.PN_MAX_INCREASE
+    assert claim["measured"]["per"]["a"] == 1.0 and claim["measured"]["per"]["delta"] > C.PN_MAX_INCREASE
+    assert claim["reproduced"] is False and "PER 100.0%" in claim["note"]
 
 
 def test_intermediate_ctc(tmp_path):
