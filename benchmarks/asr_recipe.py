@@ -21,6 +21,13 @@ Variants (name: changes to the demo's base encoder):
     vocab128_lr1e-3  BPE 128 and peak learning rate 1e-3
     vocab128_speed   BPE 128 and NeMo's speed perturbation (rates 0.9-1.1 on 80% of the utterances)
     b16, b16_lr3e-3  the demo's base (vocab128_speed) with batches of 16, peak lr 2e-3 or 3e-3
+
+``--hours H`` trains on more audio: the train split of an H-hour corpus of the same seed (built once under the work
+folder), while dev and the scored splits stay the demo folder's. The same seed holds out the same voices and
+chapters, and the run stops if the larger corpus's train split reads any voice or chapter of the demo's dev or test:
+
+    .venv/bin/python benchmarks/asr_recipe.py --demo-dir demo_out --hours 6 --variants vocab128_speed --steps 3000 \
+        --jobs 1 --json benchmarks/results/asr_hours6.json
 """
 
 from __future__ import annotations
@@ -70,6 +77,50 @@ VARIANTS = {
 }
 
 
+def _held_out(corpus: Path, splits: tuple[str, ...]) -> tuple[set[str], set[tuple[int, str]]]:
+    """Voices (``engine:voice``) and chapters (book id, title) that the named splits of a synthetic corpus read."""
+    from nemo_pc.data.books import read_chapters_txt
+
+    chapters = [info for info in read_chapters_txt(corpus / "CHAPTERS.TXT").values() if info.subset in splits]
+    readers = {str(info.reader_id) for info in chapters}
+    voices = set()
+    for line in (corpus / "SPEAKERS.TXT").read_text().splitlines():
+        fields = [field.strip() for field in line.split("|")]
+        if not line.startswith(";") and len(fields) == 5 and fields[0] in readers:
+            voices.add(fields[4].split(" (")[0])
+    return voices, {(info.book_id, info.chapter_title) for info in chapters}
+
+
+def shared_with_held_out(corpus: Path, other: Path) -> list[str]:
+    """Voices and chapters that ``other``'s train split reads and ``corpus``'s dev or test split reads too."""
+    voices, chapters = _held_out(corpus, ("dev", "test"))
+    train_voices, train_chapters = _held_out(other, ("train",))
+    return sorted(voices & train_voices) + [f"{book} {title}" for book, title in sorted(chapters & train_chapters)]
+
+
+def larger_corpus(demo_dir: Path, work: Path, hours: float, jobs: int) -> Path:
+    """A demo-like folder whose train split comes from an ``hours`` corpus and whose dev/test are ``demo_dir``'s."""
+    from pc_demo.pipeline import Demo, DemoConfig
+
+    source = work / f"corpus_{hours:g}h"
+    config = json.loads((demo_dir / "config.json").read_text())
+    Demo(DemoConfig(out_dir=str(source), hours=hours, seed=config["seed"], num_jobs=jobs), log=_stderr).corpus()
+    shared = shared_with_held_out(demo_dir / "corpus", source / "corpus")
+    if shared:
+        raise SystemExit(f"{source}: its train split reads what {demo_dir}'s dev/test read: {shared[:5]}")
+    mixed = work / f"data_{hours:g}h" / "manifests"
+    mixed.mkdir(parents=True, exist_ok=True)
+    for split, origin in (("train", source), ("dev", demo_dir), ("test", demo_dir)):
+        link = mixed / f"{split}.json"
+        if not link.exists():
+            link.symlink_to((origin / "manifests" / f"{split}.json").resolve())
+    return mixed.parent
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
 def run_one(variant: str, demo_dir: Path, work: Path, steps: int, jobs: int) -> dict:
     """Trains one variant in this process; returns its row."""
     from pc_demo.pipeline import Demo, DemoConfig
@@ -116,6 +167,7 @@ def main() -> None:
         action="store_true",
         help="train nothing: tabulate the variants found in the work folder, unfinished ones from their logs",
     )
+    parser.add_argument("--hours", type=float, default=None, help="train on the train split of an H-hour corpus")
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     demo_dir = Path(args.demo_dir)
@@ -132,6 +184,11 @@ def main() -> None:
         parser.error("--steps must be 4 or more and --jobs 1 or more")
     if not (demo_dir / "manifests" / "train.json").is_file():
         parser.error(f"{demo_dir}: no manifests/train.json (run examples/demo_pc.py first)")
+    if args.hours is not None:
+        if args.hours <= 0 or not (demo_dir / "config.json").is_file():
+            parser.error(f"--hours must be positive, and {demo_dir} a demo folder with config.json and corpus/")
+        work = work / f"hours{args.hours:g}"  # its own variant folders, apart from those of the demo's corpus
+        demo_dir = larger_corpus(demo_dir, work, args.hours, 2)
     if args.collect:
         rows = [row for row in (collect(work / v, v) for v in variants) if row is not None]
         _report(rows, args)

@@ -1,0 +1,33 @@
+"""benchmarks/asr_recipe.py --hours: a larger corpus may train only on what the demo's dev and test do not read."""
+
+from pathlib import Path
+
+from nemo_pc.data.books import ChapterInfo, write_chapters_txt
+from nemo_pc.testing.benchmarks import load_benchmark
+
+
+def fake_corpus(root: Path, readers: list[tuple[int, str, str, int, str]]) -> Path:
+    """``readers``: (reader id, subset, voice, book id, chapter title), one chapter each."""
+    root.mkdir(parents=True)
+    chapters = [ChapterInfo(1000 + i, reader, 0.5, subset, book, book, title, "Book")
+                for i, (reader, subset, _, book, title) in enumerate(readers)]  # fmt: skip
+    write_chapters_txt(root / "CHAPTERS.TXT", chapters)
+    lines = [";ID  |SEX| SUBSET           |MINUTES| NAME"]
+    lines += [f"{reader:<4} | M | {subset:<16} |  0.50 | {voice} (pitch +5c, formant 1.000, tilt +0.0 dB)"
+              for reader, subset, voice, _, _ in readers]  # fmt: skip
+    (root / "SPEAKERS.TXT").write_text("\n".join(lines) + "\n")
+    return root
+
+
+def test_shared_with_held_out_names_voices_and_chapters_of_dev_and_test_read_in_train(tmp_path):
+    recipe = load_benchmark("asr_recipe")
+    demo = fake_corpus(tmp_path / "demo", [(100, "dev", "flite:rms", 7, "Chapter 2"),
+                                           (101, "test", "espeak-ng:en-us+m1", 8, "Psalms 1"),
+                                           (102, "train", "flite:slt", 7, "Chapter 1")])  # fmt: skip
+    clean = fake_corpus(tmp_path / "clean", [(100, "dev", "flite:rms", 7, "Chapter 2"),
+                                             (103, "train", "flite:slt", 7, "Chapter 1"),
+                                             (104, "train", "flite:kal16", 9, "Chapter 2")])  # fmt: skip
+    assert recipe.shared_with_held_out(demo, clean) == []  # same title in another book is another chapter
+    leaky = fake_corpus(tmp_path / "leaky", [(103, "train", "espeak-ng:en-us+m1", 9, "Chapter 5"),
+                                             (104, "train", "flite:slt", 7, "Chapter 2")])  # fmt: skip
+    assert recipe.shared_with_held_out(demo, leaky) == ["espeak-ng:en-us+m1", "7 Chapter 2"]
