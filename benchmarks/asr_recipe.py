@@ -217,8 +217,8 @@ def main() -> None:
 def collect(folder: Path, variant: str) -> dict | None:
     """The row of a variant trained earlier; a run that was stopped is read from its TensorBoard log."""
     row_file = folder / "row.json"
-    if row_file.is_file():
-        return json.loads(row_file.read_text())
+    if row_file.is_file():  # written before the round is known
+        return {"round": None, **json.loads(row_file.read_text())}
     stats_file = folder / "models" / "base.json"
     if stats_file.is_file():
         stats = json.loads(stats_file.read_text())

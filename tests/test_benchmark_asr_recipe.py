@@ -31,3 +31,21 @@ def test_shared_with_held_out_names_voices_and_chapters_of_dev_and_test_read_in_
     leaky = fake_corpus(tmp_path / "leaky", [(103, "train", "espeak-ng:en-us+m1", 9, "Chapter 5"),
                                              (104, "train", "flite:slt", 7, "Chapter 2")])  # fmt: skip
     assert recipe.shared_with_held_out(demo, leaky) == ["espeak-ng:en-us+m1", "7 Chapter 2"]
+
+
+def test_collect_tabulates_a_finished_variant(tmp_path, capsys):
+    import argparse
+    import json
+
+    recipe = load_benchmark("asr_recipe")
+    folder = tmp_path / "vocab128_speed"
+    folder.mkdir()
+    curve = [{"step": 8, "dev_wer": 0.5, "dev_loss": 9.0}]
+    row = {"variant": "vocab128_speed", "steps": 8, "seconds": 3.0, "curve": curve, "dev_wer": 0.5}
+    (folder / "row.json").write_text(json.dumps(row) + "\n")
+    collected = recipe.collect(folder, "vocab128_speed")
+    assert collected == {"round": None, **row}
+    out = tmp_path / "rows.json"
+    recipe._report([collected], argparse.Namespace(json=str(out), demo_dir="demo_out", steps=8, jobs=1))
+    assert "| vocab128_speed | None | 3 | 8: 50.0 | 50.0 |" in capsys.readouterr().out
+    assert json.loads(out.read_text())["rows"] == [collected]
