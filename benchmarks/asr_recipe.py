@@ -78,17 +78,16 @@ VARIANTS = {
 
 
 def _held_out(corpus: Path, splits: tuple[str, ...]) -> tuple[set[str], set[tuple[int, str]]]:
-    """Voices (``engine:voice``) and chapters (book id, title) that the named splits of a synthetic corpus read."""
+    """Voices (``engine:voice``, from ``SYNTH.jsonl``) and chapters (book id, title, from ``CHAPTERS.TXT``) that the
+    named splits of a synthetic corpus read."""
     from nemo_pc.data.books import read_chapters_txt
+    from nemo_pc.data.manifest import iter_manifest, require_text
 
-    chapters = [info for info in read_chapters_txt(corpus / "CHAPTERS.TXT").values() if info.subset in splits]
-    readers = {str(info.reader_id) for info in chapters}
-    voices = set()
-    for line in (corpus / "SPEAKERS.TXT").read_text().splitlines():
-        fields = [field.strip() for field in line.split("|")]
-        if not line.startswith(";") and len(fields) == 5 and fields[0] in readers:
-            voices.add(fields[4].split(" (")[0])
-    return voices, {(info.book_id, info.chapter_title) for info in chapters}
+    synth = corpus / "SYNTH.jsonl"
+    voices = {require_text(entry, "voice", synth, line) for line, entry in iter_manifest(synth)
+              if require_text(entry, "split", synth, line) in splits}  # fmt: skip
+    chapters = read_chapters_txt(corpus / "CHAPTERS.TXT").values()
+    return voices, {(info.book_id, info.chapter_title) for info in chapters if info.subset in splits}
 
 
 def shared_with_held_out(corpus: Path, other: Path) -> list[str]:
@@ -112,8 +111,8 @@ def larger_corpus(demo_dir: Path, work: Path, hours: float, jobs: int) -> Path:
     mixed.mkdir(parents=True, exist_ok=True)
     for split, origin in (("train", source), ("dev", demo_dir), ("test", demo_dir)):
         link = mixed / f"{split}.json"
-        if not link.exists():
-            link.symlink_to((origin / "manifests" / f"{split}.json").resolve())
+        link.unlink(missing_ok=True)  # a link left by another demo folder's run
+        link.symlink_to((origin / "manifests" / f"{split}.json").resolve())
     return mixed.parent
 
 
@@ -188,7 +187,12 @@ def main() -> None:
         if args.hours <= 0 or not (demo_dir / "config.json").is_file():
             parser.error(f"--hours must be positive, and {demo_dir} a demo folder with config.json and corpus/")
         work = work / f"hours{args.hours:g}"  # its own variant folders, apart from those of the demo's corpus
-        demo_dir = larger_corpus(demo_dir, work, args.hours, 2)
+        from nemo_pc.data.manifest import ManifestError
+
+        try:
+            demo_dir = larger_corpus(demo_dir, work, args.hours, 2)
+        except (ManifestError, OSError) as err:  # a corpus file missing or bad: named with its line
+            parser.error(f"--hours: {err}")
     if args.collect:
         rows = [row for row in (collect(work / v, v) for v in variants) if row is not None]
         _report(rows, args)

@@ -2,7 +2,10 @@
 
 from pathlib import Path
 
+import pytest
+
 from nemo_pc.data.books import ChapterInfo, write_chapters_txt
+from nemo_pc.data.manifest import ManifestError, write_manifest
 from nemo_pc.testing.benchmarks import load_benchmark
 
 
@@ -12,10 +15,9 @@ def fake_corpus(root: Path, readers: list[tuple[int, str, str, int, str]]) -> Pa
     chapters = [ChapterInfo(1000 + i, reader, 0.5, subset, book, book, title, "Book")
                 for i, (reader, subset, _, book, title) in enumerate(readers)]  # fmt: skip
     write_chapters_txt(root / "CHAPTERS.TXT", chapters)
-    lines = [";ID  |SEX| SUBSET           |MINUTES| NAME"]
-    lines += [f"{reader:<4} | M | {subset:<16} |  0.50 | {voice} (pitch +5c, formant 1.000, tilt +0.0 dB)"
-              for reader, subset, voice, _, _ in readers]  # fmt: skip
-    (root / "SPEAKERS.TXT").write_text("\n".join(lines) + "\n")
+    lines = [{"utt_id": f"{reader}-{1000 + i}-0000", "split": subset, "speaker": str(reader), "voice": voice}
+             for i, (reader, subset, voice, _, _) in enumerate(readers)]  # fmt: skip
+    write_manifest(root / "SYNTH.jsonl", lines)
     return root
 
 
@@ -49,3 +51,12 @@ def test_collect_tabulates_a_finished_variant(tmp_path, capsys):
     recipe._report([collected], argparse.Namespace(json=str(out), demo_dir="demo_out", steps=8, jobs=1))
     assert "| vocab128_speed | None | 3 | 8: 50.0 | 50.0 |" in capsys.readouterr().out
     assert json.loads(out.read_text())["rows"] == [collected]
+
+
+def test_a_synth_line_without_its_split_is_named(tmp_path):
+    recipe = load_benchmark("asr_recipe")
+    demo = fake_corpus(tmp_path / "demo", [(100, "dev", "flite:rms", 7, "Chapter 2")])
+    other = fake_corpus(tmp_path / "other", [(101, "train", "flite:slt", 7, "Chapter 1")])
+    (other / "SYNTH.jsonl").write_text('{"utt_id": "x", "voice": "flite:slt"}\n')
+    with pytest.raises(ManifestError, match="SYNTH.jsonl:1: missing field .split."):
+        recipe.shared_with_held_out(demo, other)
