@@ -103,7 +103,9 @@ def larger_corpus(demo_dir: Path, work: Path, hours: float, jobs: int) -> Path:
 
     source = work / f"corpus_{hours:g}h"
     config = json.loads((demo_dir / "config.json").read_text())
-    Demo(DemoConfig(out_dir=str(source), hours=hours, seed=config["seed"], num_jobs=jobs), log=_stderr).corpus()
+    # only its train split is used: no test_seen (a share changes no other split of the same seed)
+    larger = DemoConfig(out_dir=str(source), hours=hours, seed=config["seed"], num_jobs=jobs, seen_test_share=0)
+    Demo(larger, log=_stderr).corpus()
     shared = shared_with_held_out(demo_dir / "corpus", source / "corpus")
     if shared:
         raise SystemExit(f"{source}: its train split reads what {demo_dir}'s dev/test read: {shared[:5]}")

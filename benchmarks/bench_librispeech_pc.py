@@ -32,7 +32,8 @@ def main() -> None:
     args = parser.parse_args()
     work = Path(args.work)
     hours = args.utterances * 17 / 2.6 / 3600 * 1.1
-    config = SynthConfig(hours=hours, audio=False, tn="none", deviation_rate=args.deviation_rate, seed=args.seed)
+    config = SynthConfig(hours=hours, audio=False, tn="none", deviation_rate=args.deviation_rate, seed=args.seed,
+                         seen_test_share=0)  # fmt: skip
     synthesize_corpus(work / "corpus", load_sources(["kjv"]), config)
     reference = {line["utt_id"]: line for line in read_manifest(work / "corpus" / "SYNTH.jsonl")}
     shutil.rmtree(work / "out", ignore_errors=True)

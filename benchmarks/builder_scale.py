@@ -70,7 +70,8 @@ def make_corpus(folder: Path, utterances: int, args: argparse.Namespace) -> Path
     books = regroup(kjv, args.chapter_words, args.book_words, copies=int(words * 1.15 // kjv_words) + 1)
     config = SynthConfig(hours=words / 2.6 / 3600, audio=False, tn="none", deviation_rate=0.01, seed=0,
                          min_words=args.min_words, max_words=args.max_words,
-                         minutes_per_speaker=args.chapter_words / 2.6 / 60, splits=dict(SPLITS))  # fmt: skip
+                         minutes_per_speaker=args.chapter_words / 2.6 / 60, splits=dict(SPLITS),
+                         seen_test_share=0)  # fmt: skip
     synthesize_corpus(folder, books, config, num_jobs=args.synth_jobs)
     return folder
 

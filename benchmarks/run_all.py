@@ -167,7 +167,7 @@ def restoration_section(work: Path, utterances: int, seed: int = 0) -> dict:
 
     corpus = work / f"restore_corpus_{utterances}_{seed}"
     hours = utterances * 17 / 2.6 / 3600 * 1.1  # ~17 words per utterance at 2.6 words/s, 10% spare
-    config = SynthConfig(hours=hours, audio=False, tn="none", deviation_rate=0.01, seed=seed)
+    config = SynthConfig(hours=hours, audio=False, tn="none", deviation_rate=0.01, seed=seed, seen_test_share=0)
     synthesize_corpus(corpus, load_sources(["kjv"]), config)
     reference = {line["utt_id"]: line for line in read_manifest(corpus / "SYNTH.jsonl")}
     out = work / "restore_out"

@@ -31,6 +31,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=defaults.held_out_voices,
         help=f"voices in each of dev and test ({defaults.held_out_voices})",
     )
+    parser.add_argument(
+        "--seen-test-share",
+        type=float,
+        default=defaults.seen_test_share,
+        help=f"share of the hours added as test_seen, training speakers reading chapters no other split reads, 0 for "
+        f"none ({defaults.seen_test_share})",
+    )
     parser.add_argument("--asr-steps", type=int, default=None, help=f"steps per CTC model ({defaults.asr_steps})")
     parser.add_argument("--rnnt-steps", type=int, default=None, help=f"steps per RNN-T model ({defaults.rnnt_steps})")
     parser.add_argument(
@@ -77,6 +84,7 @@ def main(argv: list[str] | None = None) -> None:
         hours=args.hours or (FULL_HOURS if args.full else defaults.hours),
         minutes_per_speaker=args.minutes_per_speaker,
         held_out_voices=args.held_out_voices,
+        seen_test_share=args.seen_test_share,
         systems=systems,
         asr_steps=args.asr_steps or defaults.asr_steps * scale,
         rnnt_steps=args.rnnt_steps or defaults.rnnt_steps * scale,

@@ -25,7 +25,9 @@ def test_shared_with_held_out_names_voices_and_chapters_of_dev_and_test_read_in_
     recipe = load_benchmark("asr_recipe")
     demo = fake_corpus(tmp_path / "demo", [(100, "dev", "flite:rms", 7, "Chapter 2"),
                                            (101, "test", "espeak-ng:en-us+m1", 8, "Psalms 1"),
-                                           (102, "train", "flite:slt", 7, "Chapter 1")])  # fmt: skip
+                                           (102, "train", "flite:slt", 7, "Chapter 1"),
+                                           (105, "test_seen", "flite:slt", 8, "Chapter 3")])  # fmt: skip
+    # test_seen reads with a training voice (flite:slt, trained on by clean too): not a held-out voice
     clean = fake_corpus(tmp_path / "clean", [(100, "dev", "flite:rms", 7, "Chapter 2"),
                                              (103, "train", "flite:slt", 7, "Chapter 1"),
                                              (104, "train", "flite:kal16", 9, "Chapter 2")])  # fmt: skip

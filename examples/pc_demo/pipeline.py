@@ -6,12 +6,16 @@ resumes and a second run reuses the models of the first (delete ``out_dir/models
 Layout of ``out_dir``::
 
     corpus/                 LibriSpeech-layout synthetic corpus (nemo-pc synth)
-    manifests/              LibriSpeech-PC train/dev/test manifests (nemo-pc librispeech-pc)
+    manifests/              LibriSpeech-PC train/dev/test/test_seen manifests (nemo-pc librispeech-pc)
     tokenizers/             the cased, punctuated SentencePiece tokenizer (and one with style tags)
     formatter_data/         text-formatter training data (nemo-pc formatter-data)
     models/<name>.nemo      trained models, with <name>.json holding steps, seconds and parameters
     predictions/<system>.json   test manifest + pred_text (written output) + pred_text_normalized
-    eval/<system>.json      nemo-pc evaluate reports; eval/<system>_per.png the per-mark PER plots
+    predictions/<system>@test_seen.json   the same on test_seen (training speakers, chapters no other split reads)
+    predictions/<system>.rtf.json   its transcription time per second of audio (RTF), threads, batch size, engine;
+                            whisper_tiny_en is Whisper tiny.en, when nemo_pc[anchor] is installed
+    eval/<system>.json      nemo-pc evaluate reports (eval/<system>@test_seen.json on test_seen); eval/<system>_per.png
+                            the per-mark PER plots
     REPORT.md, timings.json (step seconds of every run; a resumed run skips what is done)
 """
 
@@ -24,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from nemo_pc.data.manifest import atomic_open, iter_manifest, write_manifest, write_text_atomic
+from nemo_pc.data.synth import SEEN_TEST_SPLIT
 from nemo_pc.parts.text import normalize
 
 # Systems: name -> (family, Hydra overrides of the model config). ``make demo`` trains the DEMO_SYSTEMS; ``--claims``
@@ -63,6 +68,25 @@ RNNT_FINETUNE_OVERRIDES = ["model.spec_augment=null", "model.optim.lr=0.003"]
 CLAIM_SYSTEMS = tuple(name for name in ASR_SYSTEMS if name not in DEMO_SYSTEMS)
 
 
+def score_predictions(predictions: str | Path) -> dict:
+    """The ``nemo-pc evaluate`` report of a prediction manifest's written output (``pred_text``), with the WER of
+    its normalized output (``normalized_output``) and the share of empty outputs (``empty_share``)."""
+    from nemo_pc.metrics.evaluate import EvalConfig, evaluate
+    from pc_demo.claims import empty_share
+
+    report = evaluate(predictions, EvalConfig(progress=False))
+    normalized = evaluate(predictions, EvalConfig(pred_field="pred_text_normalized", progress=False))
+    report["normalized_output"] = {"wer": normalized["metrics"]["wer"], "support": normalized["support"]["wer"]}
+    report["empty_share"] = empty_share(predictions)
+    return report
+
+
+def split_system(system: str, split: str) -> str:
+    """The name of a system's predictions and evaluation on a test split: ``<system>`` on ``test`` (held-out voices),
+    ``<system>@<split>`` on another (``predictions/<system>@test_seen.json``, ``eval/<system>@test_seen.json``)."""
+    return system if split == "test" else f"{system}@{split}"
+
+
 def speed_perturb_override(prob: float, low: float = 0.9, high: float = 1.1) -> str:
     """The Hydra override of NeMo's speed perturbation on ``prob`` of the training utterances, rates in
     ``[low, high]`` drawn uniformly."""
@@ -92,9 +116,12 @@ class DemoConfig:
 
     Attributes:
         out_dir: everything goes here.
-        hours: planned synthetic audio (train/dev/test 0.8/0.1/0.1, no voice in two splits).
+        hours: planned synthetic audio (train/dev/test 0.8/0.1/0.1, no voice in two splits; test_seen on top).
         minutes_per_speaker: how long each synthetic speaker reads (chapters pass from reader to reader).
         held_out_voices: voices in each of dev and test (from engines that training has too).
+        seen_test_share: share of ``hours`` added as the split ``test_seen`` (training speakers reading chapters
+            that no other split reads; 0: none). Every trained ASR system is also transcribed and evaluated there, so
+            the report can tell a model that has not learned the task from one that does not carry it to new voices.
         sources: synth text sources (``kjv``; ``wiki`` adds Wikipedia leads with numbers, dates and money).
         systems: ASR systems to train (names of :data:`ASR_SYSTEMS`).
         asr_steps: optimizer steps per CTC model; ``ctc_layers``/``rnnt_layers`` the encoder depths.
@@ -133,6 +160,8 @@ class DemoConfig:
         num_jobs: processes for synthesis, TN and data loading.
         seed: one seed for data and weights.
         curve_points: validations on dev per ASR training run, for the learning curves of the report.
+        anchor: also transcribe and score the test split with Whisper tiny.en (what a user would pick instead), when
+            ``nemo_pc[anchor]`` is installed; the report says when it is not.
         extra: more Hydra overrides per model name (e.g. ``{"tagger": ["model.encoder.num_layers=1"]}``).
     """
 
@@ -140,6 +169,7 @@ class DemoConfig:
     hours: float = 3.0
     minutes_per_speaker: float = 0.6
     held_out_voices: int = 6
+    seen_test_share: float = 0.05
     sources: tuple[str, ...] = ("kjv", "wiki")
     systems: tuple[str, ...] = DEMO_SYSTEMS
     asr_steps: int = 200
@@ -173,6 +203,7 @@ class DemoConfig:
     num_jobs: int = 2
     seed: int = 0
     curve_points: int = 6
+    anchor: bool = True
     extra: dict[str, list[str]] = field(default_factory=dict)
 
 
@@ -192,6 +223,8 @@ class Demo:
         for field_name in ("asr_steps", "rnnt_steps", "rnnt_batch_size"):
             if getattr(config, field_name) < 1:  # Lightning reads max_steps=-1 as "no limit"
                 raise ValueError(f"{field_name} must be 1 or more, got {getattr(config, field_name)}")
+        if not 0.0 <= config.seen_test_share <= 1.0:
+            raise ValueError(f"seen_test_share is a share of the hours (0 to 1), got {config.seen_test_share}")
         if not 0.0 <= config.base_speed_perturb <= 1.0:
             share = config.base_speed_perturb
             raise ValueError(f"base_speed_perturb is a share of the utterances (0 to 1), got {share}")
@@ -240,10 +273,12 @@ class Demo:
         tn = "nemo" if "wiki" in self.cfg.sources else "none"
         synth_cfg = SynthConfig(hours=self.cfg.hours, seed=self.cfg.seed, max_words=self.cfg.max_words, tn=tn,
                                 minutes_per_speaker=self.cfg.minutes_per_speaker,
-                                held_out_voices=self.cfg.held_out_voices)  # fmt: skip
+                                held_out_voices=self.cfg.held_out_voices,
+                                seen_test_share=self.cfg.seen_test_share)  # fmt: skip
         books = load_sources(list(self._synth_sources()))
         synthesize_corpus(self.path("corpus"), books, synth_cfg, num_jobs=self.cfg.num_jobs)
-        if not self.manifest("test").is_file():
+        splits = ["test", *([SEEN_TEST_SPLIT] if self.path("corpus", SEEN_TEST_SPLIT).is_dir() else [])]
+        if not all(self.manifest(split).is_file() for split in splits):
             prepare_librispeech_pc(self.path("corpus"), None, self.path("manifests"), num_jobs=self.cfg.num_jobs)
 
     def _synth_sources(self) -> tuple[str, ...]:
@@ -402,16 +437,63 @@ class Demo:
                 target.with_suffix(".json").write_text(json.dumps(stats, indent=2) + "\n")
         return tagger, rewriter
 
-    def transcribe(self, name: str) -> Path:
-        """Both outputs of a trained system on the test split, as a prediction manifest."""
-        target = self.path("predictions", f"{name}.json")
+    def transcribe(self, name: str, split: str = "test") -> Path:
+        """Both outputs of a trained system on a test split, as the prediction manifest of :func:`split_system`."""
+        system = split_system(name, split)
+        target = self.path("predictions", f"{system}.json")
         if target.is_file():
             return target
-        from nemo_pc.pipelines.inference import transcribe_both
+        from nemo_pc.pipelines.inference import load_asr_model, transcribe_both
 
-        outputs = transcribe_both(self.model_path(name), self.manifest("test"), batch_size=self.cfg.batch_size)
-        self._write_predictions(target, outputs["punctuated"], outputs["normalized"])
+        model = load_asr_model(self.model_path(name))
+        start = time.perf_counter()
+        outputs = transcribe_both(model, self.manifest(split), batch_size=self.cfg.batch_size)
+        self._write_pc_timing(system, split, time.perf_counter() - start)
+        self._write_predictions(target, outputs["punctuated"], outputs["normalized"], split)
         return target
+
+    def seen_test(self) -> dict[str, dict]:
+        """Every trained ASR system on ``test_seen`` (training speakers reading chapters that no other split reads),
+        transcribed and evaluated as ``<system>@test_seen``: ``{system: report}``; empty without that split."""
+        if not self.manifest(SEEN_TEST_SPLIT).is_file():
+            return {}
+        reports = {}
+        for name in self.cfg.systems:
+            self.transcribe(name, SEEN_TEST_SPLIT)
+            system = split_system(name, SEEN_TEST_SPLIT)
+            reports[system] = self.evaluate(system)
+        return reports
+
+    def rtf_path(self, system: str) -> Path:
+        """Where a system's transcription timing goes (:class:`~nemo_pc.pipelines.inference.DecodeTiming`)."""
+        return self.path("predictions", f"{system}.rtf.json")
+
+    def _write_pc_timing(self, system: str, split: str, seconds: float) -> None:
+        import torch
+
+        from nemo_pc.pipelines.inference import DecodeTiming, manifest_seconds
+
+        utterances, audio = manifest_seconds(self.manifest(split))
+        self._write_timing(DecodeTiming(system, utterances, audio, seconds, torch.get_num_threads(),
+                                        self.cfg.batch_size, "PyTorch, greedy, both outputs"))  # fmt: skip
+
+    def _write_timing(self, timing) -> None:
+        write_text_atomic(self.rtf_path(timing.system), json.dumps(timing.as_dict(), indent=2) + "\n")
+
+    def anchor(self, split: str = "test") -> dict[str, dict]:
+        """Whisper tiny.en, what a user would pick instead (``pip install 'nemo_pc[anchor]'``), transcribed on a
+        test split (greedy, ``num_jobs`` threads) and evaluated as ``whisper_tiny_en`` (:func:`split_system` on
+        another split): ``{system: report}``."""
+        from dataclasses import replace
+
+        from nemo_pc.pipelines.anchor import WHISPER_SYSTEM, transcribe_whisper
+
+        system = split_system(WHISPER_SYSTEM, split)
+        target = self.path("predictions", f"{system}.json")
+        if not (target.is_file() and self.rtf_path(system).is_file()):
+            timing = transcribe_whisper(self.manifest(split), target, threads=self.cfg.num_jobs)
+            self._write_timing(replace(timing, system=system))
+        return {system: self.evaluate(system)}
 
     def lm_systems(self) -> list[str]:
         """The systems also decoded with the LMs (those of ``lm_systems`` that are trained and use the plain
@@ -469,10 +551,12 @@ class Demo:
         write_text_atomic(self.path("lm", f"{name}.json"), json.dumps(summary, indent=2) + "\n")
         return self._write_predictions(target, outputs["punctuated"], outputs.get("normalized"))
 
-    def _write_predictions(self, target: Path, written: list[str], normalized: list[str] | None) -> Path:
-        entries = [entry for _, entry in iter_manifest(self.manifest("test"))]
+    def _write_predictions(
+        self, target: Path, written: list[str], normalized: list[str] | None, split: str = "test"
+    ) -> Path:
+        entries = [entry for _, entry in iter_manifest(self.manifest(split))]
         if len(entries) != len(written):
-            raise RuntimeError(f"{target.name}: {len(written)} outputs for {len(entries)} test utterances")
+            raise RuntimeError(f"{target.name}: {len(written)} outputs for {len(entries)} {split} utterances")
         rows = []
         for k, entry in enumerate(entries):
             row = {**entry, "pred_text": written[k]}
@@ -497,15 +581,9 @@ class Demo:
         return cascade, hybrid
 
     def evaluate(self, system: str) -> dict:
-        from nemo_pc.metrics.evaluate import EvalConfig, evaluate
         from nemo_pc.metrics.report import plot_per, write_json
-        from pc_demo.claims import empty_share
 
-        predictions = self.path("predictions", f"{system}.json")
-        report = evaluate(predictions, EvalConfig(progress=False))
-        normalized = evaluate(predictions, EvalConfig(pred_field="pred_text_normalized", progress=False))
-        report["normalized_output"] = {"wer": normalized["metrics"]["wer"], "support": normalized["support"]["wer"]}
-        report["empty_share"] = empty_share(predictions)
+        report = score_predictions(self.path("predictions", f"{system}.json"))
         write_json(report, self.path("eval", f"{system}.json"))
         plot_per(report, self.path("eval", f"{system}_per.png"))
         return report
@@ -532,6 +610,8 @@ class Demo:
         reports = {}
         for system in [*self.cfg.systems, *(f"{name}_lm" for name in lm_systems), "cascade", "hybrid"]:
             reports[system] = self._timed(f"evaluate {system}", lambda system=system: self.evaluate(system))
+        self._timed(f"transcribe and evaluate on {SEEN_TEST_SPLIT}", self.seen_test)  # REPORT.md reads eval/
+        reports |= self._anchor_step()
         from pc_demo.report import write_report
 
         runs = self._timing_runs()
@@ -539,6 +619,16 @@ class Demo:
         with atomic_open(self.path("timings.json")) as handle:
             handle.write(json.dumps({"runs": runs}, indent=2) + "\n")
         return write_report(self.out, reports, runs, source)
+
+    def _anchor_step(self) -> dict[str, dict]:
+        from nemo_pc.pipelines.anchor import WHISPER_SYSTEM, anchor_available
+
+        if not (self.cfg.anchor and anchor_available()):
+            return {}
+        if self.manifest(SEEN_TEST_SPLIT).is_file():  # REPORT.md reads eval/
+            self._timed(f"transcribe and evaluate {WHISPER_SYSTEM} on {SEEN_TEST_SPLIT}",
+                        lambda: self.anchor(SEEN_TEST_SPLIT))  # fmt: skip
+        return self._timed(f"transcribe and evaluate {WHISPER_SYSTEM}", self.anchor)
 
     def _timing_runs(self) -> list[dict]:
         """Step timings of the earlier runs in ``out_dir`` (a resumed run skips finished steps)."""

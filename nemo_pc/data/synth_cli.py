@@ -65,6 +65,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--held-out-voices", type=int, default=6, help="voices of each held-out split (dev, test; default 6)"
     )
+    parser.add_argument(
+        "--seen-test-share",
+        type=float,
+        default=0.05,
+        help="share of --hours added as the split test_seen: training speakers reading chapters no other split "
+        "reads (default 0.05; 0 for none)",
+    )
     parser.add_argument("--engines", default="espeak-ng,flite,festival", help="TTS engines to draw voices from")
     parser.add_argument(
         "--tn",
@@ -126,6 +133,7 @@ def _config(args: argparse.Namespace, tn: str):
         tilt=args.tilt,
         minutes_per_speaker=args.minutes_per_speaker,
         held_out_voices=args.held_out_voices,
+        seen_test_share=args.seen_test_share,
         engines=tuple(args.engines.split(",")),
         audio=not args.no_audio,
         tn=tn,

@@ -9,6 +9,7 @@ from nemo_pc.modules.mode_conditioning import (
     ModeConditioningMixin,
 )
 from nemo_pc.modules.style_encoder import LayerTaps, StyleBranch, StyleEmbedding
+from nemo_pc.modules.whisper_encoder import WhisperEncoder, WhisperLogMelPreprocessor
 
 __all__ = [
     "LayerTaps",
@@ -21,4 +22,6 @@ __all__ = [
     "ModeConditioningMixin",
     "ModeDecoderJoint",
     "route_rows",
+    "WhisperEncoder",
+    "WhisperLogMelPreprocessor",
 ]

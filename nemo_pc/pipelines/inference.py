@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from nemo_pc.data.manifest import iter_manifest, require_text
@@ -32,3 +33,40 @@ def transcribe_both(model, manifest: str | Path, batch_size: int = 16, progress:
         raise ValueError(f"{manifest}: no utterances to transcribe")
     outputs = model.transcribe(audio, batch_size=batch_size, verbose=progress, mode="both")
     return {name: _texts(outputs[name]) for name in ("normalized", "punctuated")}
+
+
+@dataclass
+class DecodeTiming:
+    """How long a system took to transcribe a manifest: the real-time factor and what it was measured under.
+
+    Attributes:
+        system: the system's name, e.g. ``rnnt_conditioned`` or ``whisper_tiny_en``.
+        utterances: utterances transcribed.
+        audio_seconds: their audio (the manifest's ``duration`` fields).
+        decode_seconds: wall-clock seconds of the transcription, model loading left out.
+        threads: CPU threads the system ran on.
+        batch_size: utterances per forward pass.
+        engine: what ran it, e.g. ``PyTorch`` or ``CTranslate2 int8``.
+    """
+
+    system: str
+    utterances: int
+    audio_seconds: float
+    decode_seconds: float
+    threads: int
+    batch_size: int
+    engine: str
+
+    @property
+    def rtf(self) -> float:
+        """Decode seconds per second of audio."""
+        return self.decode_seconds / self.audio_seconds if self.audio_seconds else float("nan")
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "rtf": self.rtf}
+
+
+def manifest_seconds(manifest: str | Path) -> tuple[int, float]:
+    """``(utterances, seconds of audio)`` of a manifest, from its ``duration`` fields."""
+    durations = [float(entry.get("duration", 0.0)) for _, entry in iter_manifest(manifest)]
+    return len(durations), sum(durations)

@@ -37,6 +37,30 @@ def test_text_only_corpus_is_restored_exactly(text_corpus, tmp_path):
     assert {row["split"] for row in rows} == set(paths) and all(row["retention_pct"] > 80 for row in rows)
 
 
+def test_the_seen_test_split_gets_a_manifest_and_its_own_drop_accounting(tmp_path):
+    from nemo_pc.data.books import Book, Chapter
+    from nemo_pc.data.synth import SEEN_TEST_SPLIT
+
+    book = Book(30001, "A Long Book", [Chapter(f"Chapter {k + 1}", " ".join([PARAGRAPH] * 4)) for k in range(6)])
+    config = SynthConfig(hours=0.02, audio=False, tn="none", deviation_rate=0.1, seed=6, min_words=6,
+                         seen_test_share=0.5)  # fmt: skip
+    synthesize_corpus(tmp_path / "corpus", [book], config)
+    paths = prepare_librispeech_pc(tmp_path / "corpus", None, tmp_path / "out",
+                                   durations=tmp_path / "corpus" / "SYNTH.jsonl", options=OPTIONS)  # fmt: skip
+    assert set(paths) == {"train", "dev", "test", SEEN_TEST_SPLIT}
+    synth = read_manifest(tmp_path / "corpus" / "SYNTH.jsonl")
+    reference = [line for line in synth if line["split"] == SEEN_TEST_SPLIT]
+    kept = read_manifest(paths[SEEN_TEST_SPLIT])
+    drops = [drop for drop in read_manifest(tmp_path / "out" / "drops.jsonl") if drop["split"] == SEEN_TEST_SPLIT]
+    assert drops and len(kept) + len(drops) == len(reference)
+    assert all(entry["split"] == SEEN_TEST_SPLIT and entry["pc_source"] == "book" for entry in kept)
+    row = next(row for row in json.loads((tmp_path / "out" / "retention.json").read_text())
+               if row["split"] == SEEN_TEST_SPLIT)  # fmt: skip
+    assert sum(row["dropped"].values()) == len(drops) and 0 < row["pc_hours"] < row["hours"]
+    table = (tmp_path / "out" / "retention.txt").read_text().splitlines()
+    assert any(line.startswith(SEEN_TEST_SPLIT) for line in table)
+
+
 def _drop_corpus(root):
     utterances = [
         "in the beginning the old house stood alone upon the hill",

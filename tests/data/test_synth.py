@@ -1,4 +1,6 @@
+import json
 import shutil
+from dataclasses import replace
 
 import pytest
 import soundfile
@@ -7,7 +9,7 @@ from nemo_pc.cli import main
 from nemo_pc.data.books import read_chapters_txt
 from nemo_pc.data.manifest import read_manifest
 from nemo_pc.data.spoken import SpokenForm, book_words
-from nemo_pc.data.synth import SynthConfig, cut_utterances, synthesize_corpus
+from nemo_pc.data.synth import SEEN_TEST_SPLIT, SynthConfig, cut_utterances, plan, synthesize_corpus
 from nemo_pc.data.voices import available_voices
 from nemo_pc.parts.text import normalize
 from nemo_pc.testing import make_book
@@ -69,6 +71,7 @@ def test_splits_never_share_a_voice(tmp_path):
     voices: dict[str, set[str]] = {}
     for line in read_manifest(tmp_path / "SYNTH.jsonl"):
         voices.setdefault(line["split"], set()).add(line["voice"])
+    voices.pop(SEEN_TEST_SPLIT, None)  # training voices by design
     splits = list(voices)
     assert len(splits) == 3
     for i, a in enumerate(splits):
@@ -136,13 +139,14 @@ def _long_book(chapters: int):
 
 
 def test_default_hour_has_many_training_voices_and_held_out_voices_of_trained_engines():
-    from nemo_pc.data.synth import PERSONS, plan
+    from nemo_pc.data.synth import PERSONS
 
     voices = available_voices()
     engines = {voice.engine for voice in voices}
     if engines != {"espeak-ng", "flite", "festival"}:
         pytest.skip("needs the Debian voices of apt-packages.txt")
     jobs = plan([_long_book(40)], SynthConfig(hours=1.0), voices)
+    jobs = [job for job in jobs if job.split != SEEN_TEST_SPLIT]  # training speakers by design
     by_split: dict[str, set] = {}
     minutes: dict[int, float] = {}
     for job in jobs:
@@ -164,8 +168,6 @@ def test_default_hour_has_many_training_voices_and_held_out_voices_of_trained_en
 
 
 def test_a_chapter_is_read_on_by_the_next_speaker():
-    from nemo_pc.data.synth import plan
-
     config = SynthConfig(hours=0.05, minutes_per_speaker=0.2, held_out_voices=2, audio=False)
     jobs = plan([_long_book(6)], config, available_voices())
     readers: dict[tuple, set] = {}
@@ -173,6 +175,82 @@ def test_a_chapter_is_read_on_by_the_next_speaker():
         readers.setdefault((job.book_id, job.chapter_title, job.split), set()).add(job.speaker.speaker_id)
     assert max(len(speakers) for speakers in readers.values()) >= 2
     assert len({job.chapter for job in jobs}) == len(jobs), "every reading has its own chapter id"
+
+
+def _plan_rows(jobs):
+    return [(job.split, job.speaker, job.chapter, job.book_id, job.chapter_title, job.text, job.max_words)
+            for job in jobs]  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_seen_test_split_reads_training_speakers_on_chapters_train_never_reads(seed):
+    books = [_long_book(30), make_book(book_id=30002, chapters=6)]
+    voices = available_voices()
+    config = SynthConfig(hours=0.3, seed=seed, seen_test_share=0.1, audio=False)
+    jobs = plan(books, config, voices)
+    others = [job for job in jobs if job.split != SEEN_TEST_SPLIT]
+    assert _plan_rows(others) == _plan_rows(plan(books, SynthConfig(**{**config.__dict__, "seen_test_share": 0}),
+                                                 voices)), "train/dev/test must not depend on the share"  # fmt: skip
+    seen = [job for job in jobs if job.split == SEEN_TEST_SPLIT]
+    train = {job.speaker.speaker_id: job.speaker for job in others if job.split == "train"}
+    assert sum(job.max_words for job in seen) == round(0.3 * 0.1 * 3600 * 2.6)
+    speakers = {job.speaker for job in seen}
+    assert len(speakers) >= 3 and len({speaker.voice.key for speaker in speakers}) >= 3
+    assert {speaker.voice.engine for speaker in speakers} == {speaker.voice.engine for speaker in train.values()}
+    for speaker in speakers:  # a training speaker (voice, pitch, formant, tilt) under its own id
+        assert speaker.speaker_id not in {job.speaker.speaker_id for job in others}
+        assert train[speaker.same_as] == replace(speaker, speaker_id=speaker.same_as, same_as=None)
+    read = {(job.book_id, job.chapter_title) for job in others}
+    assert {(job.book_id, job.chapter_title) for job in seen}.isdisjoint(read)
+    assert len({job.chapter for job in jobs}) == len(jobs)
+
+
+def test_a_larger_corpus_of_the_same_seed_trains_on_none_of_the_seen_test_chapters():
+    books, voices = [_long_book(30)], available_voices()
+    small = plan(books, SynthConfig(hours=0.1, seen_test_share=0.2), voices)
+    large = plan(books, SynthConfig(hours=0.6), voices)
+    seen = {(job.book_id, job.chapter_title) for job in small if job.split == SEEN_TEST_SPLIT}
+    assert seen and seen.isdisjoint((job.book_id, job.chapter_title) for job in large if job.split == "train")
+
+
+def test_seen_test_split_is_added_to_an_existing_corpus_and_rebuilt_for_another_share(tmp_path):
+    books = [_long_book(6)]
+    config = SynthConfig(**{**TEXT_ONLY.__dict__, "seen_test_share": 0.0})
+    synthesize_corpus(tmp_path / "plain", books, config)
+    synthesize_corpus(tmp_path / "c", books, config)
+    stamp = tmp_path / "c" / "SYNTH_CONFIG.json"  # as written before the split existed
+    written = json.loads(stamp.read_text())
+    del written["config"]["seen_test_share"]
+    stamp.write_text(json.dumps(written))
+    held_out = _snapshot(tmp_path / "c")
+    for share in (0.3, 0.1):
+        synthesize_corpus(tmp_path / "c", books, SynthConfig(**{**config.__dict__, "seen_test_share": share}))
+        chapters = read_chapters_txt(tmp_path / "c" / "CHAPTERS.TXT")
+        seen = {str(c.chapter_id) for c in chapters.values() if c.subset == SEEN_TEST_SPLIT}
+        assert seen and {p.name for p in (tmp_path / "c" / SEEN_TEST_SPLIT).glob("*/*")} == seen
+        lines = read_manifest(tmp_path / "c" / "SYNTH.jsonl")
+        words = sum(len(line["text_book"].split()) for line in lines if line["split"] == SEEN_TEST_SPLIT)
+        assert words == pytest.approx(0.03 * share * 3600 * 2.6, rel=0.1)
+        after = _snapshot(tmp_path / "c")
+        kept = [name for name in held_out if "/" in name]  # the split folders, synth/<split>/ and books/
+        assert kept and all(after[name] == held_out[name] for name in kept)
+        assert all(name in held_out for name in after if "/" in name and SEEN_TEST_SPLIT not in name)
+    assert "like speaker" in (tmp_path / "c" / "SPEAKERS.TXT").read_text()
+    stamps = [json.loads((tmp_path / name / "SYNTH_CONFIG.json").read_text()) for name in ("plain", "c")]
+    assert stamps[0]["fingerprint"] == stamps[1]["fingerprint"]
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [({"seen_test_share": -0.1}, "seen_test_share must be from 0 to 1"),
+     ({"seen_test_share": float("nan")}, "seen_test_share must be from 0 to 1"),
+     ({"splits": {"train": 0.9, "test_seen": 0.1}}, "split 'test_seen' is made by seen_test_share")],
+)  # fmt: skip
+def test_seen_test_share_out_of_range_or_a_clashing_split_is_refused(setting, message):
+    with pytest.raises(ValueError, match=message):
+        SynthConfig(**setting)
+    if "splits" in setting:
+        SynthConfig(**setting, seen_test_share=0)
 
 
 @pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="needs Debian espeak-ng and sox")
@@ -216,6 +294,7 @@ def test_cli_refuses_bad_speaker_knobs_by_name(tmp_path, capsys, argument):
         (["--splits", "train=0.5,dev=-0.1"], "split share of 'dev' must be above 0"),
         (["--splits", "train=0.5,../x=0.5"], "split name '../x' must be a plain folder name"),
         (["--source", "bogus"], "unknown text source 'bogus'"),
+        (["--seen-test-share", "2"], "seen_test_share must be from 0 to 1"),
     ],
 )
 def test_cli_refuses_bad_arguments_in_one_line_before_any_work(tmp_path, capsys, argument, message):

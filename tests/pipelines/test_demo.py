@@ -24,6 +24,7 @@ def demo(tmp_path_factory):
     config = DemoConfig(
         out_dir=str(tmp_path_factory.mktemp("demo") / "out"),
         hours=0.03,
+        seen_test_share=0.5,
         sources=("kjv",),
         systems=("rnnt_conditioned", "ctc_inter"),
         asr_steps=2,
@@ -43,6 +44,7 @@ def demo(tmp_path_factory):
         formatter_sources=("kjv", "synthetic"),
         formatter_tn="none",
         num_jobs=1,
+        anchor=False,  # the same with or without nemo_pc[anchor]; tests/pipelines/test_demo_anchor.py tests it
         lm_order=2,
         lm_beam_size=2,
         lm_alphas=(0.5,),
@@ -194,6 +196,43 @@ def test_test_voices_are_held_out(demo):
     runner, _ = demo
     speakers = {split: {e["speaker"] for e in read_manifest(runner.manifest(split))} for split in ("train", "test")}
     assert speakers["test"] and not speakers["train"] & speakers["test"]
+
+
+def test_every_system_is_also_scored_on_training_speakers_reading_unseen_chapters(demo):
+    runner, report = demo
+    seen = read_manifest(runner.manifest("test_seen"))
+    assert seen, "the test_seen split is empty"
+    synth = read_manifest(runner.path("corpus", "SYNTH.jsonl"))
+    voices, speakers = {}, {}
+    for line in synth:
+        voices.setdefault(line["split"], set()).add(line["voice"])
+        speakers.setdefault(line["split"], set()).add(line["speaker"])
+    assert voices["test_seen"] <= voices["train"] and not speakers["test_seen"] & speakers["train"]
+    text = report.read_text()
+    for name in ("rnnt_conditioned", "ctc_inter"):
+        predictions = read_manifest(runner.path("predictions", f"{name}@test_seen.json"))
+        assert [p["utt_id"] for p in predictions] == [e["utt_id"] for e in seen]
+        assert json.loads(runner.path("eval", f"{name}@test_seen.json").read_text())["num_utterances"] == len(seen)
+        assert f"| `{name}@test_seen` |" in text
+    assert not runner.path("predictions", "rnnt_conditioned_lm@test_seen.json").exists()
+    assert "## Held-out voices (test)" in text and "## Seen voices, unseen chapters (test_seen)" in text
+    assert "N-output WER (%) on the test_seen utterances of each engine" in text
+
+
+@pytest.mark.parametrize("share", [-0.1, 1.5])
+def test_a_seen_test_share_outside_0_1_is_refused(share):
+    with pytest.raises(ValueError, match=f"seen_test_share is a share of the hours \\(0 to 1\\), got {share}"):
+        Demo(DemoConfig(seen_test_share=share))
+
+
+def test_the_demo_command_passes_the_seen_test_share(monkeypatch):
+    import demo_pc
+
+    seen = []
+    monkeypatch.setattr(demo_pc.Demo, "run", lambda self: seen.append(self.cfg.seen_test_share) or "REPORT.md")
+    demo_pc.main(["--seen-test-share", "0", "--out", "unused"])
+    demo_pc.main(["--out", "unused"])
+    assert seen == [0.0, DemoConfig().seen_test_share] and DemoConfig().seen_test_share > 0
 
 
 def test_a_rerun_reuses_every_model(demo):

