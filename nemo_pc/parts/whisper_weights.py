@@ -134,72 +134,67 @@ def _tensor(value) -> torch.Tensor:
     return torch.as_tensor(np.array(value, dtype=np.float32)) if isinstance(value, np.ndarray) else value.float()
 
 
+# our key: (CTranslate2 variable, Hugging Face variable), below ``encoder``; ``{}`` is a block's number
+_NAMES = {
+    "conv1.weight": ("conv1/weight", "conv1.weight"),
+    "conv1.bias": ("conv1/bias", "conv1.bias"),
+    "conv2.weight": ("conv2/weight", "conv2.weight"),
+    "conv2.bias": ("conv2/bias", "conv2.bias"),
+    "positions": ("position_encodings/encodings", "embed_positions.weight"),
+    "ln_post.weight": ("layer_norm/gamma", "layer_norm.weight"),
+    "ln_post.bias": ("layer_norm/beta", "layer_norm.bias"),
+}
+_BLOCK_NAMES = {
+    "attn_ln.weight": ("self_attention/layer_norm/gamma", "self_attn_layer_norm.weight"),
+    "attn_ln.bias": ("self_attention/layer_norm/beta", "self_attn_layer_norm.bias"),
+    "attn.out.weight": ("self_attention/linear_1/weight", "self_attn.out_proj.weight"),
+    "attn.out.bias": ("self_attention/linear_1/bias", "self_attn.out_proj.bias"),
+    "ff_ln.weight": ("ffn/layer_norm/gamma", "final_layer_norm.weight"),
+    "ff_ln.bias": ("ffn/layer_norm/beta", "final_layer_norm.bias"),
+    "ff1.weight": ("ffn/linear_0/weight", "fc1.weight"),
+    "ff1.bias": ("ffn/linear_0/bias", "fc1.bias"),
+    "ff2.weight": ("ffn/linear_1/weight", "fc2.weight"),
+    "ff2.bias": ("ffn/linear_1/bias", "fc2.bias"),
+}
+_CT2, _HF = 0, 1
+
+
+def _renamed(variables: dict, which: int, block: str) -> dict[str, torch.Tensor]:
+    """The variables under our names, for every block ``block.format(index)`` that the source has."""
+    state = {ours: variables[names[which]] for ours, names in _NAMES.items()}
+    index = 0
+    while block.format(index) + _BLOCK_NAMES["ff1.weight"][which] in variables:
+        prefix = block.format(index)
+        state.update(
+            {f"layers.{index}.{ours}": variables[prefix + names[which]] for ours, names in _BLOCK_NAMES.items()}
+        )
+        index += 1
+    return {key: _tensor(value) for key, value in state.items()}
+
+
 def _from_ct2(variables: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
     if "conv1/weight" not in variables:
         raise WhisperWeightsError("the CTranslate2 model has no encoder/conv1/weight: not a Whisper model")
-    state = {
-        "conv1.weight": variables["conv1/weight"],
-        "conv1.bias": variables["conv1/bias"],
-        "conv2.weight": variables["conv2/weight"],
-        "conv2.bias": variables["conv2/bias"],
-        "positions": variables["position_encodings/encodings"],
-        "ln_post.weight": variables["layer_norm/gamma"],
-        "ln_post.bias": variables["layer_norm/beta"],
-    }
-    index = 0
-    while f"layer_{index}/ffn/linear_0/weight" in variables:
-        src, dst = f"layer_{index}/", f"layers.{index}."
-        pairs = {
-            "attn_ln.weight": "self_attention/layer_norm/gamma",
-            "attn_ln.bias": "self_attention/layer_norm/beta",
-            "attn.qkv.weight": "self_attention/linear_0/weight",
-            "attn.qkv.bias": "self_attention/linear_0/bias",
-            "attn.out.weight": "self_attention/linear_1/weight",
-            "attn.out.bias": "self_attention/linear_1/bias",
-            "ff_ln.weight": "ffn/layer_norm/gamma",
-            "ff_ln.bias": "ffn/layer_norm/beta",
-            "ff1.weight": "ffn/linear_0/weight",
-            "ff1.bias": "ffn/linear_0/bias",
-            "ff2.weight": "ffn/linear_1/weight",
-            "ff2.bias": "ffn/linear_1/bias",
-        }
-        state.update({dst + key: variables[src + name] for key, name in pairs.items()})
-        index += 1
-    return {key: _tensor(value) for key, value in state.items()}
+    state = _renamed(variables, _CT2, "layer_{}/")
+    for key in [key for key in state if key.endswith("ff1.weight")]:
+        block = key.split(".")[1]
+        for part in ("weight", "bias"):  # q, k, v fused in that order, queries unscaled
+            state[f"layers.{block}.attn.qkv.{part}"] = _tensor(
+                variables[f"layer_{block}/self_attention/linear_0/{part}"]
+            )
+    return state
 
 
 def _from_hf(variables: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     if "conv1.weight" not in variables:
         raise WhisperWeightsError("the Hugging Face model has no encoder.conv1.weight: not a Whisper model")
-    state = {
-        "conv1.weight": variables["conv1.weight"],
-        "conv1.bias": variables["conv1.bias"],
-        "conv2.weight": variables["conv2.weight"],
-        "conv2.bias": variables["conv2.bias"],
-        "positions": variables["embed_positions.weight"],
-        "ln_post.weight": variables["layer_norm.weight"],
-        "ln_post.bias": variables["layer_norm.bias"],
-    }
-    index = 0
-    while f"layers.{index}.fc1.weight" in variables:
-        src = f"layers.{index}."
-        q, k, v = (variables[src + f"self_attn.{name}_proj.weight"] for name in ("q", "k", "v"))
-        q_bias, v_bias = variables[src + "self_attn.q_proj.bias"], variables[src + "self_attn.v_proj.bias"]
-        state.update(
-            {
-                src + "attn_ln.weight": variables[src + "self_attn_layer_norm.weight"],
-                src + "attn_ln.bias": variables[src + "self_attn_layer_norm.bias"],
-                src + "attn.qkv.weight": torch.cat([q, k, v]),
-                src + "attn.qkv.bias": torch.cat([q_bias, torch.zeros_like(q_bias), v_bias]),
-                src + "attn.out.weight": variables[src + "self_attn.out_proj.weight"],
-                src + "attn.out.bias": variables[src + "self_attn.out_proj.bias"],
-                src + "ff_ln.weight": variables[src + "final_layer_norm.weight"],
-                src + "ff_ln.bias": variables[src + "final_layer_norm.bias"],
-                src + "ff1.weight": variables[src + "fc1.weight"],
-                src + "ff1.bias": variables[src + "fc1.bias"],
-                src + "ff2.weight": variables[src + "fc2.weight"],
-                src + "ff2.bias": variables[src + "fc2.bias"],
-            }
+    state = _renamed(variables, _HF, "layers.{}.")
+    for key in [key for key in state if key.endswith("ff1.weight")]:
+        prefix = f"layers.{key.split('.')[1]}.self_attn."
+        q_bias, v_bias = variables[prefix + "q_proj.bias"], variables[prefix + "v_proj.bias"]
+        weights = [variables[prefix + f"{name}_proj.weight"] for name in ("q", "k", "v")]
+        state[key.replace("ff1.weight", "attn.qkv.weight")] = _tensor(torch.cat(weights))
+        state[key.replace("ff1.weight", "attn.qkv.bias")] = _tensor(
+            torch.cat([q_bias, torch.zeros_like(q_bias), v_bias])
         )
-        index += 1
-    return {key: _tensor(value) for key, value in state.items()}
+    return state
