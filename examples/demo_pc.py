@@ -9,7 +9,15 @@ python examples/demo_pc.py --claims              # also the baselines of the REA
 import argparse
 import dataclasses
 
-from pc_demo.pipeline import ASR_SYSTEMS, BACKBONES, CLAIM_SYSTEMS, DEMO_SYSTEMS, Demo, DemoConfig
+from pc_demo.pipeline import (
+    ASR_SYSTEMS,
+    BACKBONES,
+    CLAIM_SYSTEMS,
+    DEFAULT_BASE_STEPS,
+    DEMO_SYSTEMS,
+    Demo,
+    DemoConfig,
+)
 
 FULL_HOURS = 5.0
 
@@ -44,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--base-steps",
         type=int,
         default=None,
-        help=f"steps of the shared normalized-CTC starting encoder, 0 for none ({defaults.base_steps})",
+        help=f"steps of the shared normalized-CTC starting encoder, 0 for none (by backbone: {DEFAULT_BASE_STEPS})",
     )
     parser.add_argument(
         "--base-speed-perturb",
@@ -95,7 +103,7 @@ def main(argv: list[str] | None = None) -> None:
         systems=systems,
         asr_steps=args.asr_steps or defaults.asr_steps * scale,
         rnnt_steps=args.rnnt_steps or defaults.rnnt_steps * scale,
-        base_steps=defaults.base_steps * scale if args.base_steps is None else args.base_steps,
+        base_steps=DEFAULT_BASE_STEPS[args.backbone] * scale if args.base_steps is None else args.base_steps,
         base_speed_perturb=args.base_speed_perturb,
         backbone=args.backbone,
         tagger_steps=args.tagger_steps or defaults.tagger_steps * scale,

