@@ -352,19 +352,20 @@ class Demo:
             f"model.train_ds.bucketing_window={self.cfg.bucketing_window}",
             f"trainer.precision={self.cfg.precision}",
             f"model.validation_ds.num_workers={workers}",
-            *self._backbone(layers),
+            *self._backbone(name, layers),
             *depth,
             *(self._base_data() if name == BASE_SYSTEM else []),
             *self._rnnt_finetune(family, name),
             *self.cfg.extra.get(name, []),
         ]
 
-    def _backbone(self, layers: int) -> list[str]:
+    def _backbone(self, name: str, layers: int) -> list[str]:
         """The features and encoder: the small FastConformer from random weights, or a pretrained backbone of the
-        ``backbone`` config group (e.g. ``whisper_tiny``) at its own size."""
+        ``backbone`` config group (e.g. ``whisper_tiny``) at its own size, whose base run learns slower than its new
+        head."""
         if self.cfg.backbone == "fastconformer":
             return [f"model.encoder.n_layers={layers}", *SMALL_ENCODER]
-        return [f"backbone={self.cfg.backbone}", *PRETRAINED_ENCODER]
+        return [f"backbone={self.cfg.backbone}", *(PRETRAINED_ENCODER if name == BASE_SYSTEM else [])]
 
     def _base_data(self) -> list[str]:
         overrides = [f"model.train_ds.batch_size={self.cfg.base_batch_size}"]

@@ -413,8 +413,12 @@ def write_report(out_dir: str | Path, reports: Mapping[str, dict], runs: Sequenc
         stats = json.loads(stats_path.read_text())
         if stats_path.stem == "tagger":
             start = "pretrained MiniLM"
+        elif stats.get("init_from"):
+            start = f"`{stats['init_from']}`"
+        elif stats_path.stem == "base" and config.get("backbone", "fastconformer") != "fastconformer":
+            start = f"pretrained ({config['backbone']})"
         else:
-            start = f"`{stats['init_from']}`" if stats.get("init_from") else "random weights"
+            start = "random weights"
         per_step = f"{stats['seconds'] / max(1, stats['steps']):.2f}"
         cells = [
             f"`{stats_path.stem}.nemo`",
