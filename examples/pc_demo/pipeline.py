@@ -122,7 +122,8 @@ SMALL_ENCODER = [
 
 @dataclass
 class DemoConfig:
-    """What the demo builds; the defaults finish in 64 minutes on 2 CPU cores (10 of them the LMs and LM decoding).
+    """What the demo builds; the defaults took 81 minutes on 2 CPU cores (16 of them the LMs and LM decoding, 10 the
+    Whisper anchor; README.md).
 
     Attributes:
         out_dir: everything goes here.
