@@ -308,3 +308,14 @@ def test_whisper_backbone_without_its_weights_package_names_the_install(monkeypa
         Demo(DemoConfig(backbone="whisper_tiny"))
     with pytest.raises(ValueError, match="unknown backbone"):
         Demo(DemoConfig(backbone="wav2vec"))
+
+
+def test_the_demo_command_passes_backbone_base_steps_and_anchor(monkeypatch):
+    import demo_pc
+
+    seen = []
+    monkeypatch.setattr(demo_pc.Demo, "run", lambda self: seen.append(self.cfg) or "REPORT.md")
+    demo_pc.main(["--out", "unused"])
+    demo_pc.main(["--out", "unused", "--backbone", "fastconformer", "--no-anchor"])
+    assert [(c.backbone, c.base_steps, c.anchor) for c in seen] == [("whisper_tiny", 2000, True),
+                                                                    ("fastconformer", 3000, False)]  # fmt: skip
