@@ -364,8 +364,7 @@ class Demo:
     def _backbone(self, name: str, layers: int) -> list[str]:
         """The features and encoder: the small FastConformer from random weights, or a pretrained backbone of the
         ``backbone`` config group (e.g. ``whisper_tiny``) at its own size, which learns slower than the new heads.
-        The fine-tunes keep that rate too: at their own rate ``ctc_inter`` wrote more marks but fewer right words
-        (test PER 75.6% against 99.7%, N-output WER 72.3% against 64.6%; docs/training_speed.md)."""
+        The fine-tunes keep that rate too, as in the default run (docs/training_speed.md)."""
         if self.cfg.backbone == "fastconformer":
             return [f"model.encoder.n_layers={layers}", *SMALL_ENCODER]
         return [f"backbone={self.cfg.backbone}", *PRETRAINED_ENCODER]
