@@ -19,6 +19,8 @@ from pc_demo.pipeline import (
     DemoConfig,
 )
 
+from nemo_pc.parts.output_lock import OutputFolderLocked
+
 FULL_HOURS = 5.0
 
 
@@ -124,7 +126,10 @@ def main(argv: list[str] | None = None) -> None:
         demo = Demo(config)
     except ValueError as err:  # a setting out of range: one line and exit code 2, before any work
         parser.error(str(err))
-    report = demo.run()
+    try:
+        report = demo.run()
+    except OutputFolderLocked as err:  # another run writes the same folder: one line and exit code 2
+        parser.exit(2, f"{parser.prog}: error: {err}\n")
     print(f"report: {report}")
 
 

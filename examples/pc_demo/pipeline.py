@@ -30,6 +30,7 @@ from pathlib import Path
 
 from nemo_pc.data.manifest import atomic_open, iter_manifest, write_manifest, write_text_atomic
 from nemo_pc.data.synth import SEEN_TEST_SPLIT
+from nemo_pc.parts.output_lock import hold_output_folder
 from nemo_pc.parts.text import normalize
 
 # Systems: name -> (family, Hydra overrides of the model config). ``make demo`` trains the DEMO_SYSTEMS; ``--claims``
@@ -619,8 +620,13 @@ class Demo:
         return report
 
     def run(self) -> Path:
-        self.out.mkdir(parents=True, exist_ok=True)
-        self.path("config.json").write_text(json.dumps(asdict(self.cfg), indent=2) + "\n")
+        """Runs every step and returns REPORT.md's path; the run holds ``out_dir``, so a second run on the same
+        folder stops at once (:class:`nemo_pc.parts.output_lock.OutputFolderLocked`)."""
+        with hold_output_folder(self.out):
+            return self._steps()
+
+    def _steps(self) -> Path:
+        write_text_atomic(self.path("config.json"), json.dumps(asdict(self.cfg), indent=2) + "\n")
         self._timed("corpus", self.corpus)
         self._timed("tokenizers", self.tokenizers)
         if self.cfg.base_steps:

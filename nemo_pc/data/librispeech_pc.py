@@ -43,6 +43,7 @@ from nemo_pc.data.manifest import (
 )
 from nemo_pc.data.restore import BookIndex, Restoration, restore_chapter
 from nemo_pc.data.spoken import SpokenForm, book_words
+from nemo_pc.parts.output_lock import hold_output_folder
 from nemo_pc.parts.text import normalize, preprocess_punctuated
 
 DROP_REASONS = ("bad_audio", "not_in_book", "unicode_mismatch", "deviation", "short", "all_upper", "inconsistent")
@@ -345,24 +346,26 @@ def prepare_librispeech_pc(
 
     # absolute, so that the manifests' audio paths do not depend on the folder the build ran in
     corpus_dir, output_dir = Path(corpus_dir).resolve(), Path(output_dir)
-    books_dir = Path(books_dir) if books_dir else corpus_dir / "books"
-    options = options or RestoreOptions()
-    work = output_dir / ".work" / options.fingerprint()
-    tasks = find_tasks(corpus_dir, books_dir, work, splits)
-    if durations is not None:
-        _attach_durations(tasks, iter_durations(durations) if isinstance(durations, str | Path) else durations.items())
-    key_results(tasks)
-    _prune_results(tasks)
-    todo = [task for task in tasks if not task.result.is_file()]
-    groups: dict[Path, list[ChapterTask]] = defaultdict(list)
-    for task in todo:
-        groups[task.book].append(task)
-    spoken = SpokenForm(options.tn, cache_dir)
-    jobs = [(group, options, spoken) for group in groups.values()]
-    with tqdm(total=len(todo), unit="chapter", desc="librispeech-pc") as progress:
-        for done in _map(jobs, num_jobs, spoken):
-            progress.update(done)
-    return merge_results(tasks, output_dir, options)
+    with hold_output_folder(output_dir):
+        books_dir = Path(books_dir) if books_dir else corpus_dir / "books"
+        options = options or RestoreOptions()
+        work = output_dir / ".work" / options.fingerprint()
+        tasks = find_tasks(corpus_dir, books_dir, work, splits)
+        if durations is not None:
+            pairs = iter_durations(durations) if isinstance(durations, str | Path) else durations.items()
+            _attach_durations(tasks, pairs)
+        key_results(tasks)
+        _prune_results(tasks)
+        todo = [task for task in tasks if not task.result.is_file()]
+        groups: dict[Path, list[ChapterTask]] = defaultdict(list)
+        for task in todo:
+            groups[task.book].append(task)
+        spoken = SpokenForm(options.tn, cache_dir)
+        jobs = [(group, options, spoken) for group in groups.values()]
+        with tqdm(total=len(todo), unit="chapter", desc="librispeech-pc") as progress:
+            for done in _map(jobs, num_jobs, spoken):
+                progress.update(done)
+        return merge_results(tasks, output_dir, options)
 
 
 def _attach_durations(tasks: list[ChapterTask], durations: Iterable[tuple[str, float]]) -> None:

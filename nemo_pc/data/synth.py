@@ -31,6 +31,7 @@ from nemo_pc.data.books import Book, Chapter, ChapterInfo, write_book, write_cha
 from nemo_pc.data.manifest import atomic_open, read_manifest, write_manifest, write_text_atomic
 from nemo_pc.data.spoken import BookWords, SpokenForm, book_words, render
 from nemo_pc.data.voices import ENGINES, Voice, available_voices, synthesize
+from nemo_pc.parts.output_lock import hold_output_folder
 from nemo_pc.parts.text import normalize
 
 SUBSTITUTES = ("a", "the", "and", "this", "that", "his", "her", "in", "on", "to", "of", "was", "is")
@@ -472,34 +473,37 @@ def synthesize_corpus(
     from tqdm import tqdm
 
     root = Path(root)
-    stamp = root / "SYNTH_CONFIG.json"
-    fingerprint = config_fingerprint(config, books)
-    if stamp.is_file():
-        stamped = json.loads(stamp.read_text())
-        if stamped["fingerprint"] != fingerprint:
-            raise ValueError(f"{root} holds a corpus made with another config or other books; use a new folder")
-        if stamped["config"].get("seen_test_share", 0.0) != config.seen_test_share:
-            for folder in (root / SEEN_TEST_SPLIT, root / "synth" / SEEN_TEST_SPLIT):  # planned for another share
-                shutil.rmtree(folder, ignore_errors=True)
-    voices = available_voices(tuple(config.engines))
-    jobs = plan(books, config, voices)
-    write_text_atomic(stamp, json.dumps({"fingerprint": fingerprint, "config": asdict(config)}, default=str) + "\n")
-    used = {job.book_id for job in jobs}
-    for book in books:
-        if book.book_id in used:
-            write_book(root / "books", book)
-    spoken = SpokenForm(config.tn, cache_dir)
-    if num_jobs > 1:
-        spoken.warm_up()
-    tasks = [(root, job, config, spoken) for job in jobs]
-    results: dict[int, list[dict]] = {}
-    with tqdm(total=len(jobs), unit="chapter", desc="synth") as progress:
-        for job, lines in zip(jobs, _map(tasks, num_jobs), strict=True):
-            results[job.chapter] = lines
-            progress.update()
-    write_metadata(root, books, jobs, results)
-    write_manifest(root / "SYNTH.jsonl", [line for job in jobs for line in results[job.chapter]])
-    return root
+    with hold_output_folder(root):
+        stamp = root / "SYNTH_CONFIG.json"
+        fingerprint = config_fingerprint(config, books)
+        if stamp.is_file():
+            stamped = json.loads(stamp.read_text())
+            if stamped["fingerprint"] != fingerprint:
+                raise ValueError(f"{root} holds a corpus made with another config or other books; use a new folder")
+            if stamped["config"].get("seen_test_share", 0.0) != config.seen_test_share:
+                for folder in (root / SEEN_TEST_SPLIT, root / "synth" / SEEN_TEST_SPLIT):  # planned for another share
+                    shutil.rmtree(folder, ignore_errors=True)
+        voices = available_voices(tuple(config.engines))
+        jobs = plan(books, config, voices)
+        write_text_atomic(
+            stamp, json.dumps({"fingerprint": fingerprint, "config": asdict(config)}, default=str) + "\n"
+        )
+        used = {job.book_id for job in jobs}
+        for book in books:
+            if book.book_id in used:
+                write_book(root / "books", book)
+        spoken = SpokenForm(config.tn, cache_dir)
+        if num_jobs > 1:
+            spoken.warm_up()
+        tasks = [(root, job, config, spoken) for job in jobs]
+        results: dict[int, list[dict]] = {}
+        with tqdm(total=len(jobs), unit="chapter", desc="synth") as progress:
+            for job, lines in zip(jobs, _map(tasks, num_jobs), strict=True):
+                results[job.chapter] = lines
+                progress.update()
+        write_metadata(root, books, jobs, results)
+        write_manifest(root / "SYNTH.jsonl", [line for job in jobs for line in results[job.chapter]])
+        return root
 
 
 def _map(tasks: list[tuple], num_jobs: int):

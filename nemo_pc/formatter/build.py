@@ -26,6 +26,7 @@ from nemo_pc.data.spoken import SpokenForm, default_cache_dir, sentence_spans, w
 from nemo_pc.formatter.cleaning import clean_text, coarse_reason, fine_reason
 from nemo_pc.formatter.labels import LabeledText, derive_labels, span_input
 from nemo_pc.formatter.sources import Document, document_split, load_documents
+from nemo_pc.parts.output_lock import hold_output_folder
 from nemo_pc.parts.text import normalize, preprocess_punctuated
 
 SPLITS = ("train", "dev", "test")
@@ -88,32 +89,33 @@ def build_formatter_data(
     if num_jobs < 1:
         raise ValueError(f"num_jobs must be 1 or more, got {num_jobs}")
     output_dir = Path(output_dir)
-    cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
-    if cache_dir.exists() and not cache_dir.is_dir():
-        raise ValueError(f"cache_dir: {cache_dir} is not a folder")
-    paths = _paths(output_dir)
-    if paths["summary"].is_file() and json.loads(paths["summary"].read_text())["config"] == _jsonable(config):
+    with hold_output_folder(output_dir):
+        cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
+        if cache_dir.exists() and not cache_dir.is_dir():
+            raise ValueError(f"cache_dir: {cache_dir} is not a folder")
+        paths = _paths(output_dir)
+        if paths["summary"].is_file() and json.loads(paths["summary"].read_text())["config"] == _jsonable(config):
+            return paths
+        if documents is None:
+            documents = load_documents(
+                config.sources, cache_dir, config.max_documents, config.synthetic, config.seed, config.numbers
+            )
+        docs = list(documents)
+        drops = DropCounter()
+        sentences = {doc.doc_id: _sentences(doc, drops) for doc in tqdm(docs, desc="clean", unit="doc")}
+        spoken = _spoken_forms(docs, sentences, SpokenForm(config.tn, cache_dir), num_jobs)
+        rows: dict[str, list] = {f"{split}_{kind}": [] for split in SPLITS for kind in KINDS}
+        for doc in tqdm(docs, desc="label", unit="doc"):
+            labeled = _labeled(doc, sentences[doc.doc_id], spoken[doc.doc_id], config, drops)
+            if labeled:
+                _add_rows(rows, document_split(doc.doc_id, config.dev, config.test), doc, labeled, config)
+        for name, entries in rows.items():
+            write_manifest(paths[name], entries)
+        _train_tokenizer(rows, paths["tokenizer"], config.tokenizer_vocab)
+        summary = {"config": _jsonable(config), "counts": {name: len(e) for name, e in rows.items()},
+                   "documents": len(docs), "drops": drops.as_dict()}  # fmt: skip
+        write_text_atomic(paths["summary"], json.dumps(summary, indent=2) + "\n")
         return paths
-    if documents is None:
-        documents = load_documents(
-            config.sources, cache_dir, config.max_documents, config.synthetic, config.seed, config.numbers
-        )
-    docs = list(documents)
-    drops = DropCounter()
-    sentences = {doc.doc_id: _sentences(doc, drops) for doc in tqdm(docs, desc="clean", unit="doc")}
-    spoken = _spoken_forms(docs, sentences, SpokenForm(config.tn, cache_dir), num_jobs)
-    rows: dict[str, list] = {f"{split}_{kind}": [] for split in SPLITS for kind in KINDS}
-    for doc in tqdm(docs, desc="label", unit="doc"):
-        labeled = _labeled(doc, sentences[doc.doc_id], spoken[doc.doc_id], config, drops)
-        if labeled:
-            _add_rows(rows, document_split(doc.doc_id, config.dev, config.test), doc, labeled, config)
-    for name, entries in rows.items():
-        write_manifest(paths[name], entries)
-    _train_tokenizer(rows, paths["tokenizer"], config.tokenizer_vocab)
-    summary = {"config": _jsonable(config), "counts": {name: len(e) for name, e in rows.items()},
-               "documents": len(docs), "drops": drops.as_dict()}  # fmt: skip
-    write_text_atomic(paths["summary"], json.dumps(summary, indent=2) + "\n")
-    return paths
 
 
 def _paths(output_dir: Path) -> dict[str, Path]:
