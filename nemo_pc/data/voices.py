@@ -70,7 +70,8 @@ def synthesize(
     formant: float = 1.0,
     tilt_db: float = 0.0,
 ) -> Path:
-    """Speaks ``text`` with ``voice`` into a mono 16-bit flac at ``rate`` Hz, written atomically.
+    """Speaks ``text`` with ``voice`` into a mono 16-bit flac at ``rate`` Hz, written atomically and without dither,
+    so that the same arguments give the same bytes.
 
     Args:
         voice: the voice.
@@ -100,7 +101,8 @@ def synthesize(
         if abs(tilt_db) > 0.05:
             effects += ["treble", f"{tilt_db:.1f}", "3000"]
         effects += ["gain", "-n", "-3"]  # the same peak level for every voice; no clipping from pitch or treble
-        command = ["sox", str(wav), "-c", "1", "-b", "16", "-t", "flac", str(out), *effects, "rate", str(rate)]
+        # -D: no dither, whose noise differs from run to run; the same seed then gives bit-identical flac
+        command = ["sox", "-D", str(wav), "-c", "1", "-b", "16", "-t", "flac", str(out), *effects, "rate", str(rate)]
         try:
             subprocess.run(command, check=True, capture_output=True)
             os.replace(out, flac_path)

@@ -254,6 +254,18 @@ def test_seen_test_share_out_of_range_or_a_clashing_split_is_refused(setting, me
 
 
 @pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="needs Debian espeak-ng and sox")
+def test_same_seed_gives_bit_identical_audio(tmp_path):
+    config = SynthConfig(hours=0.003, splits={"train": 0.5, "test": 0.5}, engines=("espeak-ng",), tn="none", seed=5)
+    books = [make_book(chapters=2)]
+    synthesize_corpus(tmp_path / "a", books, config)
+    synthesize_corpus(tmp_path / "b", books, config)
+    first, second = _snapshot(tmp_path / "a"), _snapshot(tmp_path / "b")
+    assert any(name.endswith(".flac") for name in first)
+    assert first.keys() == second.keys()
+    assert [name for name in first if first[name] != second[name]] == []
+
+
+@pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="needs Debian espeak-ng and sox")
 def test_formant_and_tilt_change_the_sound_but_not_the_length(tmp_path):
     import numpy
 
