@@ -9,7 +9,13 @@ Definitions:
       removing it would change the number. Curly apostrophes are written as ``'``.
     * A **hyphen** between two word characters splits the word by default ("well-known" -> "well", "known"), as
       in LibriSpeech's normalized transcripts; ``hyphens="keep"`` keeps such words whole.
-    * A **mark** is one of the characters of the mark set, a parameter everywhere (default ``.,?``).
+    * A **mark** is one of the characters of the mark set, a parameter everywhere (default ``.,?``). A user's set
+      is read by :func:`parse_marks`: each character one punctuation mark or symbol, listed once, in the order the
+      per-mark tables show them.
+    * **Folding**: before text is reduced to a mark set (:func:`preprocess_punctuated`), each mark outside the set
+      that the mark map names is written as its target (:data:`DEFAULT_MARK_MAP`: ``!`` and ``;`` become ``.``,
+      ``:`` becomes ``,``). A mark inside the set is never folded: with the set ``.,?!`` an ``!`` stays ``!`` while
+      ``;`` still becomes ``.`` (:func:`fold_map`).
     * Everything else (quotes, brackets, dashes, symbols, marks outside the set) is dropped.
 """
 
@@ -24,7 +30,7 @@ DEFAULT_MARKS = ".,?"
 """The mark set of the LibriSpeech-PC training recipe (papers/002 §5)."""
 
 DEFAULT_MARK_MAP: Mapping[str, str] = {"!": ".", ";": ".", ":": ","}
-"""How marks outside the default set are folded into it before training (papers/003 appendix)."""
+"""How marks outside the mark set are folded into it before training (papers/003 appendix); see :func:`fold_map`."""
 
 SEGMENT_MARKS = ";.?!"
 """Sentence-ending marks that papers/001 §3.1 maps to one segmentation mark."""
@@ -33,7 +39,8 @@ CASE_CLASSES = ("LOWER", "CAPITAL", "ACRONYM", "MIXED")
 """Truecasing classes of papers/003 §3.1."""
 
 _FOLD = str.maketrans({"æ": "ae", "œ": "oe", "ß": "ss", "ø": "o", "ł": "l", "đ": "d", "ð": "d", "þ": "th"})
-_APOSTROPHES = str.maketrans({"\u2019": "'", "\u02bc": "'", "\u2018": "'", "`": "'"})
+_APOSTROPHE_CHARS = "'\u2019\u02bc\u2018`"
+_APOSTROPHES = str.maketrans({ch: "'" for ch in _APOSTROPHE_CHARS[1:]})
 _HYPHENS = "-\u2010\u2011"
 _ALNUM = r"(?:[^\W_]|[\u0300-\u036f])"  # letters, digits and the combining diacritics that lower() may produce
 
@@ -48,6 +55,70 @@ def _marks_key(marks: str | Iterable[str]) -> str:
 
 def _is_word_char(ch: str) -> bool:
     return ch.isalnum()
+
+
+def _not_a_mark(ch: str) -> str | None:
+    """Why a character cannot be a mark of a user's set (``None`` when it can)."""
+    if ch in _APOSTROPHE_CHARS:
+        return "an apostrophe (it joins words)"
+    if ch in _HYPHENS:
+        return "a hyphen (it joins words)"
+    category = unicodedata.category(ch)
+    if category[0] in "LN":
+        return "a letter or digit"
+    if category[0] == "Z" or ch.isspace():
+        return "a space"
+    if category[0] == "M":
+        return "a combining character"
+    if category[0] == "C":
+        return "a control or unassigned character"
+    return None
+
+
+def parse_marks(value: str | Iterable[str], name: str = "marks") -> str:
+    """Checks a user's mark set (a CLI option or config key) and returns it as a string, in the order given.
+
+    Each character must be one punctuation mark or symbol (Unicode categories P and S), listed once; apostrophes
+    and hyphens are not marks, because they join words (see the module docstring). The order is the order of the
+    per-mark tables of the metrics.
+
+    Args:
+        value: the set as a string (``".,?!;"``) or a list of one-character strings (a YAML list).
+        name: how the error names the setting, e.g. ``"--marks"`` or ``"model.marks"``.
+
+    Raises:
+        ValueError: one line naming the setting and the bad value, e.g.
+            ``--marks: 'a' in '.,a' is a letter or digit, not a mark``.
+    """
+    if isinstance(value, str):
+        chars = list(value)
+    elif isinstance(value, Iterable) and all(isinstance(item, str) and len(item) == 1 for item in value):
+        chars = list(value)
+    else:
+        raise ValueError(f"{name} must be a string of marks such as {DEFAULT_MARKS!r}, got {value!r}")
+    text = "".join(chars)
+    if not chars:
+        raise ValueError(f"{name} must name at least one mark")
+    for index, ch in enumerate(chars):
+        reason = _not_a_mark(ch)
+        if reason:
+            shown = repr(ch) if ch.isprintable() and unicodedata.category(ch)[0] != "M" else f"U+{ord(ch):04X}"
+            raise ValueError(f"{name}: {shown} in {text!r} is {reason}, not a mark")
+        if ch in chars[:index]:
+            raise ValueError(f"{name}: {ch!r} appears twice in {text!r}")
+    return text
+
+
+def fold_map(marks: str | Iterable[str], mark_map: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The folds applied before text is reduced to ``marks``: the entries of ``mark_map`` (default
+    :data:`DEFAULT_MARK_MAP`) whose mark is outside the set.
+
+    A mark of the set is kept as written: ``fold_map(".,?")`` is the whole default map, ``fold_map(".,?!")`` is
+    ``{";": ".", ":": ","}``. A target outside the set is dropped later with every other character outside it.
+    """
+    kept = set(marks)
+    folds = DEFAULT_MARK_MAP if mark_map is None else mark_map
+    return {mark: target for mark, target in folds.items() if mark not in kept}
 
 
 @lru_cache(maxsize=64)
@@ -144,11 +215,13 @@ def preprocess_punctuated(
 ) -> str:
     """The training-text preprocessing of papers/002 §5, with case kept.
 
-    ``mark_map`` (default :data:`DEFAULT_MARK_MAP`) first folds other marks into the set; then only the marks
-    of ``marks`` are kept, one per gap between words, and whitespace is collapsed. With ``separate_marks`` a
-    space goes before every mark ("done." -> "done .").
+    ``mark_map`` (default :data:`DEFAULT_MARK_MAP`) first folds the marks outside the set into it (a mark of
+    the set is never folded, see :func:`fold_map`); then only the marks of ``marks`` are kept, one per gap
+    between words, and whitespace is collapsed. With ``separate_marks`` a space goes before every mark
+    ("done." -> "done .").
     """
-    mapped = map_marks(text, DEFAULT_MARK_MAP if mark_map is None else mark_map)
+    marks = "".join(marks)
+    mapped = map_marks(text, fold_map(marks, mark_map))
     return join_word_marks(word_marks(mapped, marks), separate_marks=separate_marks)
 
 

@@ -3,12 +3,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nemo_pc.parts.text import (
+    DEFAULT_MARK_MAP,
     DEFAULT_MARKS,
     case_class,
     fold_case,
+    fold_map,
     is_mark,
     join_word_marks,
+    map_marks,
     normalize,
+    parse_marks,
     preprocess_punctuated,
     strip_marks,
     tokenize,
@@ -110,3 +114,71 @@ def test_tokens_are_words_or_marks(text):
         assert token.strip() == token and token
         if len(token) == 1 and not token.isalnum():
             assert token in ".,?!" or "\u0300" <= token <= "\u036f"
+
+
+# A user's mark set: any order of a few marks from a pool that holds the folded marks, their targets and others.
+MARK_POOL = '.,?!;:"()…—«»¿¡&%'
+mark_sets = st.lists(st.sampled_from(MARK_POOL), min_size=1, max_size=8, unique=True).map("".join)
+plain_words = st.text(alphabet="abcXYZ", min_size=1, max_size=5)
+gaps = st.text(alphabet=MARK_POOL + " ", min_size=1, max_size=4)
+
+
+@given(mark_sets, st.lists(st.tuples(plain_words, gaps), max_size=8), gaps)
+def test_a_configured_mark_set_is_kept_and_the_other_marks_fold_by_the_map(marks, pieces, head):
+    """The documented rule: a mark of the set stays as written; one outside it becomes its DEFAULT_MARK_MAP target,
+    which counts only if the target is in the set; the first counting mark after a word is kept, the rest dropped."""
+    text = head + "".join(word + gap for word, gap in pieces)
+    expected = []
+    for word, gap in pieces:
+        folded = [DEFAULT_MARK_MAP.get(ch, ch) if ch not in marks else ch for ch in gap]
+        kept = [ch for ch in folded if ch in marks]
+        expected.append(word + (kept[0] if kept else ""))
+    out = preprocess_punctuated(text, marks)
+    assert out == " ".join(expected)
+    assert {ch for ch in out if not ch.isalpha() and ch != " "} <= set(marks)
+    assert fold_map(marks) == {mark: target for mark, target in DEFAULT_MARK_MAP.items() if mark not in marks}
+
+
+@given(any_text, st.sampled_from([DEFAULT_MARKS, ".?", ",", "?.,", '.,?"', "—"]))
+def test_sets_without_a_folded_mark_keep_the_fold_everything_rule(text, marks):
+    """Only a set that holds one of ! ; : changes what a text becomes: for every other set (the default among them)
+    the output is that of folding the whole default map first."""
+    folded_first = join_word_marks(word_marks(map_marks(text, DEFAULT_MARK_MAP), marks))
+    assert preprocess_punctuated(text, marks) == folded_first
+    assert fold_map(marks) == dict(DEFAULT_MARK_MAP)
+
+
+def test_five_mark_set_keeps_exclamation_and_semicolon():
+    text = 'He said: "Stop!" Then; silence... Really?!'
+    assert preprocess_punctuated(text, ".,?!;") == "He said, Stop! Then; silence. Really?"
+    assert preprocess_punctuated(text, ".,?!;", mark_map={}) == "He said Stop! Then; silence. Really?"
+    assert preprocess_punctuated(text, ".,?!;:", separate_marks=True) == "He said : Stop ! Then ; silence . Really ?"
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("", "--marks must name at least one mark"),
+        (".,a", "--marks: 'a' in '.,a' is a letter or digit, not a mark"),
+        (".,7", "'7' in '.,7' is a letter or digit"),
+        (". ", "' ' in '. ' is a space"),
+        (".'", '"\'" in ".\'" is an apostrophe (it joins words)'),
+        (".-", "'-' in '.-' is a hyphen (it joins words)"),
+        (".\u0301", "U+0301 in '.\u0301' is a combining character"),
+        (".,.", "--marks: '.' appears twice in '.,.'"),
+        (None, "--marks must be a string of marks"),
+        ([".", "ab"], "--marks must be a string of marks"),
+    ],
+)
+def test_parse_marks_names_the_bad_value(value, message):
+    with pytest.raises(ValueError) as caught:
+        parse_marks(value, "--marks")
+    assert message in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_parse_marks_keeps_the_order_given():
+    assert parse_marks(DEFAULT_MARKS) == DEFAULT_MARKS
+    assert parse_marks("?!.,;") == "?!.,;"
+    assert parse_marks(["!", "."]) == "!."
+    assert parse_marks("—«»¿¡…") == "—«»¿¡…"
