@@ -52,7 +52,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--demo-dir", required=True, help="output folder of examples/demo_pc.py")
     parser.add_argument("--json", default="benchmarks/results/run_all.json")
     parser.add_argument("--markdown", default="benchmarks/results/run_all.md")
-    parser.add_argument("--readme", default=None, help="replace the claims block of this README")
+    parser.add_argument("--readme", default=None, help="render this README's claims block from --json")
     parser.add_argument("--rtf-utterances", type=int, default=0, help="first N test utterances timed (0: all)")
     parser.add_argument("--repeats", type=int, default=5, help="interleaved timing rounds (medians count)")
     parser.add_argument("--rtf-previous", default=None, help="an earlier run's JSON: report how far each RTF moved")
@@ -332,8 +332,9 @@ def main(argv: list[str] | None = None) -> dict:
     write_text_atomic(args.markdown, markdown)
     print(markdown)
     if args.readme:
-        claims_lib.replace_readme_block(args.readme, readme_block(results))
-        print(f"updated the claims block of {args.readme}")
+        render = bench_module("render_results")
+        render.render_file(args.readme, {"claims": render.source_name(args.json)})
+        print(f"rendered the results blocks of {args.readme}")
     print(f"wrote {args.json} and {args.markdown}")
     return results
 

@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from nemo_pc.data.manifest import ManifestError, iter_manifest, require_text, write_text_atomic
+from nemo_pc.data.manifest import ManifestError, iter_manifest, require_text
 
 NOT_MEASURED = "not measured: run examples/demo_pc.py --claims"
 ALPHA = 0.05
@@ -27,8 +27,6 @@ ONE_PASS_MIN_SHARE = 0.9  # share of utterances with both M2 styles non-empty
 MAX_CONSTANT_SHARE = 0.5  # a system with one output for more utterances than this can't support or refute a claim
 ONE_PASS_CLAIM = "a mixed-style (M2) CTC model yields both styles from one encoder pass"
 ONE_PASS_RULE = f"encoder calls == batches and both styles non-empty on >= {ONE_PASS_MIN_SHARE:.0%} of the utterances"
-BEGIN_MARKER = "<!-- claims:begin -->"
-END_MARKER = "<!-- claims:end -->"
 
 
 def _claim(cid: str, paper: str, claim: str, rule: str) -> dict:
@@ -597,22 +595,3 @@ def claims_markdown(claims: Sequence[Mapping]) -> str:
     lines.append("")
     notes = [f"- {c['id']}: {c['note']}" for c in claims if c.get("note")]
     return "\n".join(lines + notes) + "\n"
-
-
-def replace_readme_block(readme: str | Path, block: str) -> Path:
-    """Replaces the text between :data:`BEGIN_MARKER` and :data:`END_MARKER` in ``readme`` (atomic write).
-
-    Raises:
-        ValueError: a marker is missing, repeated or out of order (the file is named).
-    """
-    readme = Path(readme)
-    text = readme.read_text(encoding="utf-8")
-    for marker in (BEGIN_MARKER, END_MARKER):
-        count = text.count(marker)
-        if count != 1:
-            raise ValueError(f"{readme}: expected one {marker!r} line, found {count}")
-    start, end = text.index(BEGIN_MARKER) + len(BEGIN_MARKER), text.index(END_MARKER)
-    if end < start:
-        raise ValueError(f"{readme}: {END_MARKER!r} comes before {BEGIN_MARKER!r}")
-    write_text_atomic(readme, text[:start] + "\n" + block.strip("\n") + "\n" + text[end:])
-    return readme

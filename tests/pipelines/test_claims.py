@@ -295,23 +295,6 @@ def test_run_all_refuses_an_lm_report_of_another_demo_folder(tmp_path):
         run_all.lm_fusion_report(str(tmp_path / "missing.json"), tmp_path)
 
 
-def test_replace_readme_block(tmp_path):
-    readme = tmp_path / "README.md"
-    readme.write_text(f"# x\n\n## Claims reproduced\n\n{C.BEGIN_MARKER}\nold\n{C.END_MARKER}\n\n## Next\ntext\n")
-    C.replace_readme_block(readme, "| a |\n|---|\n")
-    once = readme.read_text()
-    assert once == f"# x\n\n## Claims reproduced\n\n{C.BEGIN_MARKER}\n| a |\n|---|\n{C.END_MARKER}\n\n## Next\ntext\n"
-    C.replace_readme_block(readme, "| a |\n|---|\n")
-    assert readme.read_text() == once
-    readme.write_text("# x\nno markers\n")
-    with pytest.raises(ValueError, match=str(readme)):
-        C.replace_readme_block(readme, "table")
-    readme.write_text(f"{C.END_MARKER}\n{C.BEGIN_MARKER}\n")
-    with pytest.raises(ValueError, match="comes before"):
-        C.replace_readme_block(readme, "table")
-    assert readme.read_text() == f"{C.END_MARKER}\n{C.BEGIN_MARKER}\n"
-
-
 def load_run_all():
     return load_benchmark("run_all")
 
@@ -321,7 +304,7 @@ def test_run_all_claims_only(tmp_path):
     write_system(demo, "ctc_inter")
     write_system(demo, "ctc_punctuated", written=drop_word)
     readme = tmp_path / "README.md"
-    readme.write_text(f"intro\n{C.BEGIN_MARKER}\n{C.END_MARKER}\nend\n")
+    readme.write_text("intro\n<!-- results:claims benchmarks/results/run_all.json -->\n<!-- results:end -->\nend\n")
     out_json, out_md = tmp_path / "r.json", tmp_path / "r.md"
     run_all = load_run_all()
     run_all.main(["--demo-dir", str(demo), "--json", str(out_json), "--markdown", str(out_md), "--readme",
@@ -333,7 +316,8 @@ def test_run_all_claims_only(tmp_path):
     markdown = out_md.read_text()
     assert "## a. RTF" in markdown and "Not measured: skipped (--skip)." in markdown
     text = readme.read_text()
-    assert text.startswith("intro\n" + C.BEGIN_MARKER) and text.endswith(C.END_MARKER + "\nend\n")
+    assert text.startswith(f"intro\n<!-- results:claims {out_json} -->\n")
+    assert text.endswith("<!-- results:end -->\nend\n")
     assert "| C4 | 004 |" in text
 
 

@@ -1,0 +1,264 @@
+"""Renders the result blocks of README.md and docs/*.md from the results files in benchmarks/results/.
+
+A block names its kind and its source between two markers; everything between them is this script's output::
+
+    <!-- results:demo benchmarks/results/demo_default_whisper -->
+    (rendered text)
+    <!-- results:end -->
+
+Kinds: ``claims``, ``run_all_formatter``, ``run_all_rtf`` (``benchmarks/run_all.py``'s JSON: the claims table,
+section b, section a); ``demo`` and ``demo_steps`` (a demo output folder kept in benchmarks/results: its test table,
+its seconds per step); ``formatter_loso`` (``benchmarks/formatter_loso.py``'s JSON); ``train_dev_gap``
+(``benchmarks/train_dev_gap.py``'s JSON). Rewrite every block of the given files, or only check them::
+
+    .venv/bin/python benchmarks/render_results.py README.md docs/*.md
+    .venv/bin/python benchmarks/render_results.py --check README.md docs/*.md   # exit 1 when a block is stale
+
+tests/test_docs.py runs the check, so a block whose results file changed fails the tests until it is rendered again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from nemo_pc.data.manifest import write_text_atomic
+
+REPO = Path(__file__).resolve().parents[1]
+BLOCK = re.compile(r"<!-- results:(?P<kind>[a-z_]+) (?P<source>\S+) -->\n(?P<body>.*?)<!-- results:end -->", re.S)
+OPEN = re.compile(r"<!-- results:(?!end )(\S+)")
+
+
+def _pct(value) -> str:
+    return "-" if value is None else f"{100.0 * value:.1f}%"
+
+
+def _minutes(seconds: float) -> str:
+    total = int(seconds + 0.5)
+    return f"{total // 60} min {total % 60} s"
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise ValueError(f"{path}: not a readable results file ({err})") from None
+
+
+# kinds
+
+
+def _run_all():
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        import run_all
+    finally:
+        sys.path.remove(str(REPO / "benchmarks"))
+    return run_all
+
+
+def render_claims(source: Path) -> str:
+    """The claims table of a ``benchmarks/run_all.py`` JSON, with the run it was measured on."""
+    return _run_all().readme_block(_read_json(source))
+
+
+def _run_all_section(source: Path, name: str, lines: list[str]) -> str:
+    results = _read_json(source)
+    return "\n".join([f"`{results['command']}` ({name}; `{source_name(source)}`):", "", *lines]) + "\n"
+
+
+def render_run_all_formatter(source: Path) -> str:
+    """Section b of a ``benchmarks/run_all.py`` JSON: the formatter against the full seq2seq and NeMo WFST ITN."""
+    run_all = _run_all()
+    return _run_all_section(source, "section b", run_all.formatter_markdown(_read_json(source)["formatter"]))
+
+
+def render_run_all_rtf(source: Path) -> str:
+    """Section a of a ``benchmarks/run_all.py`` JSON: RTF of the exported models with ONNX Runtime."""
+    run_all = _run_all()
+    return _run_all_section(
+        source, "section a", run_all.bench_module("rtf_demo").rtf_markdown(_read_json(source)["rtf"])
+    )
+
+
+def _demo_eval(folder: Path, system: str) -> dict | None:
+    path = folder / "eval" / f"{system}.json"
+    return _read_json(path) if path.is_file() else None
+
+
+def _demo_systems(folder: Path, config: dict) -> list[str]:
+    names = []
+    for system in config.get("systems", []):
+        names += [system] + ([f"{system}_lm"] if (folder / "eval" / f"{system}_lm.json").is_file() else [])
+    return names + [
+        name for name in ("cascade", "hybrid", "whisper_tiny_en") if (folder / "eval" / f"{name}.json").is_file()
+    ]
+
+
+def _last_run_seconds(folder: Path) -> dict[str, float]:
+    runs = _read_json(folder / "timings.json").get("runs") or []
+    if not runs:
+        raise ValueError(f"{folder / 'timings.json'}: no runs")
+    return runs[-1]["seconds"]
+
+
+def render_demo(source: Path) -> str:
+    """One table of a demo output folder: N-output WER, WER-PC, PER and CER on test, N-output WER on test_seen."""
+    config = _read_json(source / "config.json")
+    seconds = _last_run_seconds(source)
+    anchor = sum(value for key, value in seconds.items() if "whisper" in key)
+    finished = (_read_json(source / "timings.json")["runs"][-1]).get("finished", "?")
+    rows, n_test, n_seen = [], None, None
+    for system in _demo_systems(source, config):
+        report, seen = _demo_eval(source, system), _demo_eval(source, f"{system}@test_seen")
+        n_test = report["num_utterances"]
+        n_seen = seen["num_utterances"] if seen else n_seen
+        m = report["metrics"]
+        cells = [f"`{system}`", _pct(report["normalized_output"]["wer"]), _pct(m["wer_pc"]), _pct(m["per"]),
+                 _pct(m["cer"]), _pct(seen["normalized_output"]["wer"]) if seen else "-"]  # fmt: skip
+        rows.append("| " + " | ".join(cells) + " |")
+    head = (
+        f"Run of {finished}: {config['hours']} h corpus planned, seed {config['seed']}, backbone "
+        f"`{config.get('backbone') or 'fastconformer'}`, base encoder {config['base_steps']} steps, RNN-T "
+        f"{config['rnnt_steps']} steps, CTC {config['asr_steps']} steps, tokenizer {config['vocab_size']} pieces. "
+        f"**{_minutes(sum(seconds.values()))}** of steps ({_minutes(sum(seconds.values()) - anchor)} without the "
+        f"Whisper anchor). Test: {n_test} utterances of {config['held_out_voices']} voices that no training "
+        f"utterance uses; test_seen: {n_seen} utterances of training voices reading chapters no other split reads. "
+        f"Greedy decoding; `_lm`: beam {config['lm_beam_size']} with a token {config['lm_order']}-gram LM per mode. "
+        f"Source: `{source_name(source)}/` (`eval/`, `timings.json`, "
+        "`REPORT.md`)."
+    )
+    header = "| system | N-output WER | WER-PC | PER | CER | N-output WER, test_seen |\n|---|---:|---:|---:|---:|---:|"
+    return head + "\n\n" + header + "\n" + "\n".join(rows) + "\n"
+
+
+def render_demo_steps(source: Path) -> str:
+    """Seconds of each step of a demo run's last ``timings.json`` entry, as one table."""
+    seconds = _last_run_seconds(source)
+    lines = ["| step | seconds |", "|---|---:|"]
+    lines += [f"| {key} | {value:.1f} |" for key, value in seconds.items()]
+    lines.append(f"| **all steps** | **{sum(seconds.values()):.1f}** ({_minutes(sum(seconds.values()))}) |")
+    return "\n".join(lines) + "\n"
+
+
+def render_formatter_loso(source: Path) -> str:
+    """``benchmarks/formatter_loso.py``: the formatter on the documents of a source it did or did not train on."""
+    report = _read_json(source)
+    lines = [
+        f"{report['documents']} test documents of source `{report['leave_out']}` (`{source_name(source)}`):",
+        "",
+        "| system | PER | CER | I-WER |",
+        "|---|---:|---:|---:|",
+    ]
+    for name, r in report["results"].items():
+        lines.append(f"| {name} | {_pct(r.get('per'))} | {_pct(r.get('cer'))} | {_pct(r.get('i_wer'))} |")
+    return "\n".join(lines) + "\n"
+
+
+def render_train_dev_gap(source: Path) -> str:
+    """``benchmarks/train_dev_gap.py``: normalized WER of one model on each split (a generalization gap or not)."""
+    report = _read_json(source)
+    splits = list(report["wer"])
+    lines = [
+        f"| model | {' | '.join(splits)} |",
+        "|---|" + "---:|" * len(splits),
+        f"| `{report['model']}` | {' | '.join(_pct(report['wer'][s]) for s in splits)} |",
+        "",
+        f"WER of the normalized output on {report['utterances']} random utterances (seed 0) of each split "
+        f"(`{source_name(source)}`).",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+RENDERERS: dict[str, Callable[[Path], str]] = {
+    "claims": render_claims,
+    "run_all_formatter": render_run_all_formatter,
+    "run_all_rtf": render_run_all_rtf,
+    "demo": render_demo,
+    "demo_steps": render_demo_steps,
+    "formatter_loso": render_formatter_loso,
+    "train_dev_gap": render_train_dev_gap,
+}
+
+
+# blocks
+
+
+def source_name(path: str | Path) -> str:
+    """``path`` as a block names it: relative to the repository when inside it."""
+    path = Path(path).resolve()
+    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
+
+
+def render_block(kind: str, source: str) -> str:
+    """The text of one block. Raises ValueError for an unknown kind or a missing or unreadable source."""
+    if kind not in RENDERERS:
+        raise ValueError(f"unknown block kind {kind!r} (known: {', '.join(RENDERERS)})")
+    path = REPO / source
+    if not path.exists():
+        raise ValueError(f"{source}: no such results file")
+    return RENDERERS[kind](path).strip("\n") + "\n"
+
+
+def _check_markers(path: Path, text: str) -> None:
+    opened = [m.group(1) for m in OPEN.finditer(text)]
+    if len(opened) != len(BLOCK.findall(text)) or text.count("<!-- results:end -->") != len(opened):
+        raise ValueError(f"{path}: a results block is not closed by '<!-- results:end -->'")
+
+
+def stale_blocks(path: str | Path) -> list[str]:
+    """``kind source`` of each block of ``path`` whose text is not what its source renders now."""
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    _check_markers(path, text)
+    return [
+        f"{m['kind']} {m['source']}" for m in BLOCK.finditer(text) if m["body"] != render_block(m["kind"], m["source"])
+    ]
+
+
+def render_file(path: str | Path, sources: dict[str, str] | None = None) -> int:
+    """Rewrites every block of ``path`` (atomic write); ``sources`` maps a kind to a new source. Returns the number
+    of blocks rendered."""
+    path, sources = Path(path), sources or {}
+    text = path.read_text(encoding="utf-8")
+    _check_markers(path, text)
+
+    def one(m: re.Match) -> str:
+        source = sources.get(m["kind"], m["source"])
+        return f"<!-- results:{m['kind']} {source} -->\n{render_block(m['kind'], source)}<!-- results:end -->"
+
+    new, count = BLOCK.subn(one, text)
+    missing = set(sources) - {m["kind"] for m in BLOCK.finditer(text)}
+    if missing:
+        raise ValueError(f"{path}: no results block of kind {', '.join(sorted(missing))}")
+    if new != text:
+        write_text_atomic(path, new)
+    return count
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("files", nargs="+", help="markdown files with results blocks")
+    parser.add_argument("--check", action="store_true", help="only report stale blocks (exit 1 if any)")
+    args = parser.parse_args(argv)
+    stale = 0
+    for name in args.files:
+        try:
+            if args.check:
+                for block in stale_blocks(name):
+                    print(f"{name}: stale block {block}", file=sys.stderr)
+                    stale += 1
+            else:
+                print(f"{name}: {render_file(name)} blocks rendered", file=sys.stderr)
+        except (OSError, ValueError) as err:
+            print(f"{name}: {err}", file=sys.stderr)
+            return 2
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
