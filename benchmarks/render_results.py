@@ -8,8 +8,9 @@ A block names its kind and its source between two markers; everything between th
 
 Kinds: ``claims``, ``run_all_formatter``, ``run_all_rtf`` (``benchmarks/run_all.py``'s JSON: the claims table,
 section b, section a); ``demo`` and ``demo_steps`` (a demo output folder kept in benchmarks/results: its test table,
-its seconds per step); ``formatter_loso`` (``benchmarks/formatter_loso.py``'s JSON); ``train_dev_gap``
-(``benchmarks/train_dev_gap.py``'s JSON). Rewrite every block of the given files, or only check them::
+its seconds per step); ``formatter_loso`` (``benchmarks/formatter_loso.py``'s JSON); ``train_dev_gap``,
+``lm_fusion``, ``lm_loso`` (the JSON of the benchmark of that name). Rewrite every block of the given files, or only
+check them::
 
     .venv/bin/python benchmarks/render_results.py README.md docs/*.md
     .venv/bin/python benchmarks/render_results.py --check README.md docs/*.md   # exit 1 when a block is stale
@@ -174,6 +175,57 @@ def render_train_dev_gap(source: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _p(value) -> str:
+    return "-" if value is None else "<0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def _change(paired: dict, metric: str) -> str:
+    d = paired[metric]
+    return (
+        f"{100 * d['b']:.2f} → {100 * d['a']:.2f}% ({100 * d['delta']:+.2f}, p {_p(d['p'])}, "
+        f"MAPSSWE {_p(d.get('p_mapsswe'))})"
+    )
+
+
+def render_lm_fusion(source: Path) -> str:
+    """``benchmarks/lm_fusion.py``: each system's test WER, WER-PC and PER without and with the LM (dev weight)."""
+    report = _read_json(source)
+    st = report["settings"]
+    decoding = "greedy" if st["strategy"] == "greedy" else f"beam {st['beam_size']}"
+    lines = [
+        f"{decoding}, token {st['order']}-gram, LM weight tuned on dev by WER-PC over {st['alphas']}; demo folder "
+        f"`{st['demo_dir']}`; p: paired bootstrap (`{source_name(source)}`).",
+        "",
+        "| system | LM weight (dev) | test utterances | WER | WER-PC | PER |",
+        "|---|---:|---:|---|---|---|",
+    ]
+    for name, r in report["systems"].items():
+        t = r["test"]
+        cells = [f"`{name}`", str(r["best_alpha"]), str(t["num_utterances"]),
+                 *(_change(t["paired"], m) for m in ("wer", "wer_pc", "per"))]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def render_lm_loso(source: Path) -> str:
+    """``benchmarks/lm_loso.py``: WER per source of the test utterances with no LM, the full LM, and the LM without
+    one source."""
+    report = _read_json(source)
+    columns = list(next(iter(report["normalized_wer"].values())))
+    lines = [
+        f"`{report['settings']['system']}`, normalized output, beam {report['settings']['beam_size']}, LM weight "
+        f"{report['settings']['alpha']}; utterances per source: "
+        + ", ".join(f"{k} {v}" for k, v in report["utterances"].items())
+        + f" (`{source_name(source)}`).",
+        "",
+        "| LM | " + " | ".join(f"WER, {c}" for c in columns) + " |",
+        "|---|" + "---:|" * len(columns),
+    ]
+    for name, row in report["normalized_wer"].items():
+        lines.append(f"| {name} | " + " | ".join(f"{100 * row[c]:.2f}%" for c in columns) + " |")
+    return "\n".join(lines) + "\n"
+
+
 RENDERERS: dict[str, Callable[[Path], str]] = {
     "claims": render_claims,
     "run_all_formatter": render_run_all_formatter,
@@ -182,6 +234,8 @@ RENDERERS: dict[str, Callable[[Path], str]] = {
     "demo_steps": render_demo_steps,
     "formatter_loso": render_formatter_loso,
     "train_dev_gap": render_train_dev_gap,
+    "lm_fusion": render_lm_fusion,
+    "lm_loso": render_lm_loso,
 }
 
 

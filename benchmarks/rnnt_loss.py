@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -26,6 +28,18 @@ def _time(loss_fn, logits: torch.Tensor, repeats: int) -> tuple[float, torch.Ten
         if k:
             runs.append(time.perf_counter() - start)
     return sorted(runs)[len(runs) // 2], value.detach()
+
+
+def _revision() -> str | None:
+    """The checkout's commit (with ``+dirty`` when files differ from it), or ``None`` outside a git checkout."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, check=True)  # fmt: skip
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
 def main() -> None:
@@ -57,6 +71,9 @@ def main() -> None:
         args.repeats,
     )
     result = {
+        "command": " ".join(["python", *sys.argv]),
+        "revision": _revision(),
+        "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
         "shape": list(shape),
         "threads": torch.get_num_threads(),
         "scan_seconds": round(scan_s, 4),

@@ -203,3 +203,44 @@ def test_named_scripts_and_flags_exist():
             if flag not in _help_options(program):
                 problems.append(f"{doc}: {program} has no {flag}")
     assert not problems, "\n".join(sorted(set(problems)))
+
+
+# configs against the docs
+
+
+def _conformer_defaults() -> dict:
+    """Defaults of NeMo's ``ConformerEncoder.__init__``, read from its source (importing NeMo's ASR costs seconds)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("nemo")
+    source = Path(spec.submodule_search_locations[0]) / "collections" / "asr" / "modules" / "conformer_encoder.py"
+    tree = ast.parse(source.read_text(encoding="utf-8"))
+    (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ConformerEncoder"]
+    (init,) = [n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"]
+    args = init.args.args[-len(init.args.defaults) :]
+    defaults = {a.arg: ast.literal_eval(d) for a, d in zip(args, init.args.defaults, strict=True)}
+    # None means full context: ConformerEncoder._calc_context_sizes turns it into [[-1, -1]]
+    return defaults | {"att_context_size": [-1, -1]} if defaults.get("att_context_size") is None else defaults
+
+
+def test_rnnt_doc_keys_make_a_ctc_encoder_loadable():
+    """docs/rnnt_pc.md names the keys that give the RNN-T config the encoder of configs/ctc; with them the two
+    encoder configs are equal (a key one side leaves out takes NeMo's default)."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    import nemo_pc
+
+    text = (REPO / "docs" / "rnnt_pc.md").read_text(encoding="utf-8")
+    (block,) = [b for b in FENCE.findall(text) if "init_from_nemo_model.base.path=ctc_normalized.nemo" in b]
+    overrides = re.findall(r"(model\.encoder\.[\w.]+=\S+)", block)
+    assert len(overrides) >= 4
+    encoders = {}
+    for family, name, extra in (("rnnt", "rnnt_pc", overrides), ("ctc", "ctc_pc", [])):
+        with initialize_config_dir(str(nemo_pc.CONFIG_DIR / family), version_base=None):
+            encoders[family] = OmegaConf.to_container(compose(name, overrides=extra).model.encoder, resolve=False)
+    defaults = _conformer_defaults()
+    keys = set(encoders["rnnt"]) | set(encoders["ctc"])
+    value = {f: {k: encoders[f].get(k, defaults.get(k, "<missing>")) for k in keys} for f in encoders}
+    differ = {k: (value["rnnt"][k], value["ctc"][k]) for k in keys if value["rnnt"][k] != value["ctc"][k]}
+    assert not differ, f"the RNN-T encoder with the docs' keys differs from configs/ctc's: {differ}"
