@@ -273,14 +273,19 @@ def collect(folder: Path, variant: str) -> dict | None:
             "dev_wer": None, "round": None}  # fmt: skip
 
 
-def _report(rows: list[dict], args: argparse.Namespace) -> None:
-    print("\n| variant | round | seconds | dev WER curve (step: %) | dev WER |")
-    print("|---|---:|---:|---|---:|")
+def recipe_table(rows: list[dict]) -> list[str]:
+    """The variants as markdown rows: seconds, the dev WER curve and the last dev WER (or where a run stopped)."""
+    lines = ["| variant | round | seconds | dev WER curve (step: %) | dev WER |", "|---|---:|---:|---|---:|"]
     for row in rows:
         curve = ", ".join(f"{p['step']}: {100 * p['dev_wer']:.1f}" for p in row["curve"])
         final = f"{100 * row['dev_wer']:.1f}" if row["dev_wer"] is not None else f"stopped at {row['stopped_at_step']}"
         seconds = f"{row['seconds']:.0f}" if row["seconds"] is not None else "-"
-        print(f"| {row['variant']} | {row['round']} | {seconds} | {curve} | {final} |")
+        lines.append(f"| {row['variant']} | {row['round']} | {seconds} | {curve} | {final} |")
+    return lines
+
+
+def _report(rows: list[dict], args: argparse.Namespace) -> None:
+    print("\n" + "\n".join(recipe_table(rows)))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         payload = {"demo_dir": str(args.demo_dir), "steps": args.steps, "jobs": args.jobs, "rows": rows}

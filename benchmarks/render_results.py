@@ -8,9 +8,10 @@ A block names its kind and its source between two markers; everything between th
 
 Kinds: ``claims``, ``run_all_formatter``, ``run_all_rtf`` (``benchmarks/run_all.py``'s JSON: the claims table,
 section b, section a); ``demo`` and ``demo_steps`` (a demo output folder kept in benchmarks/results: its test table,
-its seconds per step); ``formatter_loso`` (``benchmarks/formatter_loso.py``'s JSON); ``train_dev_gap``,
-``lm_fusion``, ``lm_loso`` (the JSON of the benchmark of that name). Rewrite every block of the given files, or only
-check them::
+its seconds per step); ``formatter_loso``, ``train_dev_gap``, ``lm_fusion``, ``lm_loso``, ``asr_recipe``,
+``train_speed``, ``streaming``, ``lhotse_speed``, ``builder_scale``, ``rnnt_loss`` (the JSON of the benchmark of that
+name); ``streaming_train`` (a training curve).
+Rewrite every block of the given files, or only check them::
 
     .venv/bin/python benchmarks/render_results.py README.md docs/*.md
     .venv/bin/python benchmarks/render_results.py --check README.md docs/*.md   # exit 1 when a block is stale
@@ -226,6 +227,144 @@ def render_lm_loso(source: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_asr_recipe(source: Path) -> str:
+    """``benchmarks/asr_recipe.py``: each recipe variant's seconds and dev WER curve."""
+    report = _read_json(source)
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        from asr_recipe import recipe_table
+    finally:
+        sys.path.remove(str(REPO / "benchmarks"))
+    head = f"{report['steps']} steps, {report['jobs']} at a time, on `{report['demo_dir']}` (`{source_name(source)}`):"
+    return "\n".join([head, "", *recipe_table(report["rows"])]) + "\n"
+
+
+def render_train_speed(source: Path) -> str:
+    """``benchmarks/train_speed.py``: steps/s, audio s/s, padding and mean loss per variant, one table per run."""
+    report = _read_json(source)
+    lines = [f"{report['machine']}; {report['corpus']} (`{source_name(source)}`)."]
+    for run in report["runs"]:
+        lines += ["", f"`{run['command']}`" + (f" ({run['corpus']})" if run.get("corpus") else "") + ":", ""]
+        lines += ["| model | variant | steps/s | audio s/s | padding | mean loss | speed vs the first row |"]
+        lines += ["|---|---|---:|---:|---:|---:|---:|"]
+        first: dict[str, float] = {}
+        for r in run["rows"]:
+            base = first.setdefault(r["model"], r["steps_per_s"])
+            lines.append(
+                f"| {r['model']} | {r['variant']} | {r['steps_per_s']:.3f} | {r['audio_s_per_s']:.1f} | "
+                f"{_pct(r['padding_share'])} | {r['mean_loss']:.1f} | {r['steps_per_s'] / base:.2f}x |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def _num2(value) -> str:
+    return "-" if value is None else f"{100 * value:.2f}"
+
+
+def render_streaming(source: Path) -> str:
+    """``benchmarks/streaming.py``: per lookahead, the offline pass and each streaming backend (WER, PER, WER-PC,
+    texts equal to offline, step time, RTF), and the full-context reference model."""
+    report = _read_json(source)
+    st = report["settings"]
+    lines = [
+        f"`{st['model']}` on the {report['num_utterances']} `{st['split']}` utterances of `{st['demo_dir']}` "
+        f"({report['audio_seconds']:.0f} s of audio), {st['threads']} thread(s); WER, PER and WER-PC in % "
+        f"(`{source_name(source)}`):",
+        "",
+        "| att_context_size | chunk / lookahead (ms) | pass | N-WER | PER | WER-PC | same text as offline (N / P) "
+        "| step ms median / p90 | RTF |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for c in report["contexts"]:
+        first = f"`{c['att_context_size']}`", f"{c['chunk_ms']:.0f} / {c['lookahead_ms']:.0f}"
+        for k, backend in enumerate(["offline", *st["backends"]]):
+            r = c[backend]
+            same = r.get("same_text_as_offline")
+            cells = [*(first if k == 0 else ("", "")), backend, _num2(r["wer_normalized"]),
+                     _num2(r["per_punctuated"]), _num2(r["wer_pc_punctuated"]),
+                     f"{same['normalized']} / {same['punctuated']}" if same else "-",
+                     f"{r['step_ms_median']:.1f} / {r['step_ms_p90']:.1f}" if "step_ms_median" in r else "-",
+                     f"{r['rtf']:.3f}"]  # fmt: skip
+            lines.append("| " + " | ".join(cells) + " |")
+    ref = report.get("reference")
+    if ref:
+        lines.append(
+            f"| full context | - | offline `{ref['model']}` | {_num2(ref['wer_normalized'])} | "
+            f"{_num2(ref['per_punctuated'])} | {_num2(ref['wer_pc_punctuated'])} | - | - | {ref['rtf']:.3f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def render_streaming_train(source: Path) -> str:
+    """The learning curve of the streaming model's training run (dev loss and WER of each output)."""
+    report = _read_json(source)
+    lines = [
+        f"`{report['config']}`, {report['steps']} steps of {report['batch_size']}, {report['precision']}, "
+        f"{report['threads']} thread(s), {report['seconds_first_to_last_step']:.0f} s from the first to the last "
+        f"step; dev decoded at `{report['validation_context']}` (`{source_name(source)}`):",
+        "",
+        "| step | dev loss | dev WER, normalized | dev WER, punctuated |",
+        "|---:|---:|---:|---:|",
+    ]
+    for p in report["curve"]:
+        lines.append(
+            f"| {p['step']:,} | {p['val_loss']:.2f} | {_num2(p['val_wer_normalized'])} | "
+            f"{_num2(p['val_wer_punctuated'])} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def render_lhotse_speed(source: Path) -> str:
+    """``benchmarks/lhotse_speed.py``: batches/s, audio s/s and padding of each loader variant."""
+    report = _read_json(source)
+    lines = [
+        f"`{report['manifest']}` ({report['utterances']} utterances), batches of {report['batch_size']}, "
+        f"{report['max_batches']} timed batches per variant (`{source_name(source)}`):",
+        "",
+        "| variant | source | buckets | batches/s | audio s/s | padding |",
+        "|---|---|---|---:|---:|---:|",
+    ]
+    for name, v in report["variants"].items():
+        c = v["config"]
+        source_kind = "shar" if c.get("shar_path") else "manifest"
+        loader = "lhotse" if c.get("use_lhotse") else "map-style"
+        buckets = f"window of {c['bucketing_window']} batches" if c.get("bucketing_window") else "none"
+        buckets = f"{c['num_buckets']} duration buckets" if c.get("use_bucketing") else buckets
+        lines.append(
+            f"| `{name}` ({loader}) | {source_kind} | {buckets} | {v['batches_per_s']:.2f} | "
+            f"{v['audio_s_per_s']:.0f} | {_pct(v['padding_share'])} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def render_builder_scale(source: Path) -> str:
+    """``benchmarks/builder_scale.py``: time, throughput and peak memory of the builder per corpus size and jobs."""
+    report = _read_json(source)
+    lines = [
+        f"`{report['command']}`, {report['cpus']} CPUs (`{source_name(source)}`):",
+        "",
+        "| utterances | readings | jobs | seconds | utterances/s | peak memory | kept / dropped |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in report["rows"]:
+        lines.append(
+            f"| {r['utterances']:,} | {r['chapters']:,} | {r['num_jobs']} | {r['seconds']:.1f} | "
+            f"{r['utterances_per_second']:,.0f} | {r['peak_rss_mib']:.0f} MiB | "
+            f"{r['kept_utterances']:,} / {r['dropped_utterances']:,} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def render_rnnt_loss(source: Path) -> str:
+    """``benchmarks/rnnt_loss.py``: forward + backward time of nemo_pc's scan loss and NeMo's numba loss on CPU."""
+    r = _read_json(source)
+    return (
+        f"Joint output {tuple(r['shape'])}, {r['threads']} threads: scan {r['scan_seconds']:.2f} s, numba "
+        f"{r['numba_seconds']:.2f} s ({r['numba_over_scan']:.1f}x), largest difference {r['max_abs_difference']:.1e}; "
+        f"`{r['command']}` at {r['revision']}, {r['date']} (`{source_name(source)}`).\n"
+    )
+
+
 RENDERERS: dict[str, Callable[[Path], str]] = {
     "claims": render_claims,
     "run_all_formatter": render_run_all_formatter,
@@ -236,6 +375,13 @@ RENDERERS: dict[str, Callable[[Path], str]] = {
     "train_dev_gap": render_train_dev_gap,
     "lm_fusion": render_lm_fusion,
     "lm_loso": render_lm_loso,
+    "asr_recipe": render_asr_recipe,
+    "train_speed": render_train_speed,
+    "streaming": render_streaming,
+    "streaming_train": render_streaming_train,
+    "lhotse_speed": render_lhotse_speed,
+    "builder_scale": render_builder_scale,
+    "rnnt_loss": render_rnnt_loss,
 }
 
 
