@@ -31,7 +31,10 @@ from pathlib import Path
 from nemo_pc.data.manifest import write_text_atomic
 
 REPO = Path(__file__).resolve().parents[1]
-BLOCK = re.compile(r"<!-- results:(?P<kind>[a-z_]+) (?P<source>\S+) -->\n(?P<body>.*?)<!-- results:end -->", re.S)
+BLOCK = re.compile(
+    r"<!-- results:(?P<kind>[a-z_]+) (?P<source>\S+(?: \S+)*?) -->\n(?P<body>.*?)<!-- results:end -->", re.S
+)
+MULTI_SOURCE = {"train_dev_gap", "asr_recipe"}  # kinds that take several results files, one table
 OPEN = re.compile(r"<!-- results:(?!end )(\S+)")
 
 
@@ -161,17 +164,18 @@ def render_formatter_loso(source: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_train_dev_gap(source: Path) -> str:
-    """``benchmarks/train_dev_gap.py``: normalized WER of one model on each split (a generalization gap or not)."""
-    report = _read_json(source)
-    splits = list(report["wer"])
-    lines = [
-        f"| model | {' | '.join(splits)} |",
-        "|---|" + "---:|" * len(splits),
-        f"| `{report['model']}` | {' | '.join(_pct(report['wer'][s]) for s in splits)} |",
+def render_train_dev_gap(*sources: Path) -> str:
+    """``benchmarks/train_dev_gap.py``: normalized WER of each model on each split (a generalization gap or not)."""
+    reports = [_read_json(source) for source in sources]
+    splits = list(dict.fromkeys(split for report in reports for split in report["wer"]))
+    lines = [f"| model | {' | '.join(splits)} | source |", "|---|" + "---:|" * len(splits) + "---|"]
+    for source, report in zip(sources, reports, strict=True):
+        cells = [_pct(report["wer"].get(split)) for split in splits]
+        lines.append(f"| `{report['model']}` | {' | '.join(cells)} | `{source_name(source)}` |")
+    sizes = sorted({report["utterances"] for report in reports})
+    lines += [
         "",
-        f"WER of the normalized output on {report['utterances']} random utterances (seed 0) of each split "
-        f"(`{source_name(source)}`).",
+        f"WER of the normalized output on {' or '.join(map(str, sizes))} random utterances (seed 0) per split.",
     ]
     return "\n".join(lines) + "\n"
 
@@ -227,16 +231,20 @@ def render_lm_loso(source: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_asr_recipe(source: Path) -> str:
-    """``benchmarks/asr_recipe.py``: each recipe variant's seconds and dev WER curve."""
-    report = _read_json(source)
+def render_asr_recipe(*sources: Path) -> str:
+    """``benchmarks/asr_recipe.py``: each recipe variant's seconds and dev WER curve, one table per results file."""
     sys.path.insert(0, str(REPO / "benchmarks"))
     try:
         from asr_recipe import recipe_table
     finally:
         sys.path.remove(str(REPO / "benchmarks"))
-    head = f"{report['steps']} steps, {report['jobs']} at a time, on `{report['demo_dir']}` (`{source_name(source)}`):"
-    return "\n".join([head, "", *recipe_table(report["rows"])]) + "\n"
+    lines = []
+    for source in sources:
+        report = _read_json(source)
+        where = f"on `{report['demo_dir']}` (`{source_name(source)}`)"
+        lines += ["" if lines else None, f"{report['steps']} steps, {report['jobs']} at a time, {where}:", ""]
+        lines += recipe_table(report["rows"])
+    return "\n".join(line for line in lines if line is not None) + "\n"
 
 
 def render_train_speed(source: Path) -> str:
@@ -395,13 +403,17 @@ def source_name(path: str | Path) -> str:
 
 
 def render_block(kind: str, source: str) -> str:
-    """The text of one block. Raises ValueError for an unknown kind or a missing or unreadable source."""
+    """The text of one block; ``source`` names one results file, or several (space-separated) for the kinds of
+    :data:`MULTI_SOURCE`. Raises ValueError for an unknown kind or a missing or unreadable source."""
     if kind not in RENDERERS:
         raise ValueError(f"unknown block kind {kind!r} (known: {', '.join(RENDERERS)})")
-    path = REPO / source
-    if not path.exists():
-        raise ValueError(f"{source}: no such results file")
-    return RENDERERS[kind](path).strip("\n") + "\n"
+    paths = [REPO / name for name in source.split()]
+    if len(paths) > 1 and kind not in MULTI_SOURCE:
+        raise ValueError(f"{kind}: one results file per block, got {len(paths)}")
+    for name, path in zip(source.split(), paths, strict=True):
+        if not path.exists():
+            raise ValueError(f"{name}: no such results file")
+    return RENDERERS[kind](*paths).strip("\n") + "\n"
 
 
 def _check_markers(path: Path, text: str) -> None:
