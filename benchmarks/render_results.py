@@ -54,6 +54,13 @@ def _read_json(path: Path) -> dict:
         raise ValueError(f"{path}: not a readable results file ({err})") from None
 
 
+def _table(columns: list[str], rows: list[list]) -> list[str]:
+    """A markdown table; a column name that ends in ':' is right-aligned (the ':' is not shown)."""
+    head = "| " + " | ".join(c.removesuffix(":") for c in columns) + " |"
+    align = "|" + "|".join("---:" if c.endswith(":") else "---" for c in columns) + "|"
+    return [head, align, *("| " + " | ".join(str(cell) for cell in row) + " |" for row in rows)]
+
+
 # kinds
 
 
@@ -123,9 +130,8 @@ def render_demo(source: Path) -> str:
         n_test = report["num_utterances"]
         n_seen = seen["num_utterances"] if seen else n_seen
         m = report["metrics"]
-        cells = [f"`{system}`", _pct(report["normalized_output"]["wer"]), _pct(m["wer_pc"]), _pct(m["per"]),
-                 _pct(m["cer"]), _pct(seen["normalized_output"]["wer"]) if seen else "-"]  # fmt: skip
-        rows.append("| " + " | ".join(cells) + " |")
+        rows.append([f"`{system}`", _pct(report["normalized_output"]["wer"]), _pct(m["wer_pc"]), _pct(m["per"]),
+                     _pct(m["cer"]), _pct(seen["normalized_output"]["wer"]) if seen else "-"])  # fmt: skip
     head = (
         f"Run of {finished}: {config['hours']} h corpus planned, seed {config['seed']}, backbone "
         f"`{config.get('backbone') or 'fastconformer'}`, base encoder {config['base_steps']} steps, RNN-T "
@@ -137,17 +143,16 @@ def render_demo(source: Path) -> str:
         f"Source: `{source_name(source)}/` (`eval/`, `timings.json`, "
         "`REPORT.md`)."
     )
-    header = "| system | N-output WER | WER-PC | PER | CER | N-output WER, test_seen |\n|---|---:|---:|---:|---:|---:|"
-    return head + "\n\n" + header + "\n" + "\n".join(rows) + "\n"
+    columns = ["system", "N-output WER:", "WER-PC:", "PER:", "CER:", "N-output WER, test_seen:"]
+    return "\n".join([head, "", *_table(columns, rows)]) + "\n"
 
 
 def render_demo_steps(source: Path) -> str:
     """Seconds of each step of a demo run's last ``timings.json`` entry, as one table."""
     seconds = _last_run_seconds(source)
-    lines = ["| step | seconds |", "|---|---:|"]
-    lines += [f"| {key} | {value:.1f} |" for key, value in seconds.items()]
-    lines.append(f"| **all steps** | **{sum(seconds.values()):.1f}** ({_minutes(sum(seconds.values()))}) |")
-    return "\n".join(lines) + "\n"
+    rows = [[key, f"{value:.1f}"] for key, value in seconds.items()]
+    rows.append(["**all steps**", f"**{sum(seconds.values()):.1f}** ({_minutes(sum(seconds.values()))})"])
+    return "\n".join(_table(["step", "seconds:"], rows)) + "\n"
 
 
 def render_formatter_loso(source: Path) -> str:
@@ -156,11 +161,11 @@ def render_formatter_loso(source: Path) -> str:
     lines = [
         f"{report['documents']} test documents of source `{report['leave_out']}` (`{source_name(source)}`):",
         "",
-        "| system | PER | CER | I-WER |",
-        "|---|---:|---:|---:|",
+        *_table(
+            ["system", "PER:", "CER:", "I-WER:"],
+            [[name, *(_pct(r.get(m)) for m in ("per", "cer", "i_wer"))] for name, r in report["results"].items()],
+        ),
     ]
-    for name, r in report["results"].items():
-        lines.append(f"| {name} | {_pct(r.get('per'))} | {_pct(r.get('cer'))} | {_pct(r.get('i_wer'))} |")
     return "\n".join(lines) + "\n"
 
 
@@ -168,10 +173,9 @@ def render_train_dev_gap(*sources: Path) -> str:
     """``benchmarks/train_dev_gap.py``: normalized WER of each model on each split (a generalization gap or not)."""
     reports = [_read_json(source) for source in sources]
     splits = list(dict.fromkeys(split for report in reports for split in report["wer"]))
-    lines = [f"| model | {' | '.join(splits)} | source |", "|---|" + "---:|" * len(splits) + "---|"]
-    for source, report in zip(sources, reports, strict=True):
-        cells = [_pct(report["wer"].get(split)) for split in splits]
-        lines.append(f"| `{report['model']}` | {' | '.join(cells)} | `{source_name(source)}` |")
+    rows = [[f"`{report['model']}`", *(_pct(report["wer"].get(s)) for s in splits), f"`{source_name(source)}`"]
+            for source, report in zip(sources, reports, strict=True)]  # fmt: skip
+    lines = _table(["model", *(f"{s}:" for s in splits), "source"], rows)
     sizes = sorted({report["utterances"] for report in reports})
     lines += [
         "",
@@ -201,15 +205,12 @@ def render_lm_fusion(source: Path) -> str:
         f"{decoding}, token {st['order']}-gram, LM weight tuned on dev by WER-PC over {st['alphas']}; demo folder "
         f"`{st['demo_dir']}`; p: paired bootstrap (`{source_name(source)}`).",
         "",
-        "| system | LM weight (dev) | test utterances | WER | WER-PC | PER |",
-        "|---|---:|---:|---|---|---|",
     ]
-    for name, r in report["systems"].items():
-        t = r["test"]
-        cells = [f"`{name}`", str(r["best_alpha"]), str(t["num_utterances"]),
-                 *(_change(t["paired"], m) for m in ("wer", "wer_pc", "per"))]  # fmt: skip
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    rows = [[f"`{name}`", r["best_alpha"], r["test"]["num_utterances"],
+             *(_change(r["test"]["paired"], m) for m in ("wer", "wer_pc", "per"))]
+            for name, r in report["systems"].items()]  # fmt: skip
+    columns = ["system", "LM weight (dev):", "test utterances:", "WER", "WER-PC", "PER"]
+    return "\n".join(lines + _table(columns, rows)) + "\n"
 
 
 def render_lm_loso(source: Path) -> str:
@@ -223,12 +224,9 @@ def render_lm_loso(source: Path) -> str:
         + ", ".join(f"{k} {v}" for k, v in report["utterances"].items())
         + f" (`{source_name(source)}`).",
         "",
-        "| LM | " + " | ".join(f"WER, {c}" for c in columns) + " |",
-        "|---|" + "---:|" * len(columns),
     ]
-    for name, row in report["normalized_wer"].items():
-        lines.append(f"| {name} | " + " | ".join(f"{100 * row[c]:.2f}%" for c in columns) + " |")
-    return "\n".join(lines) + "\n"
+    rows = [[name, *(f"{100 * row[c]:.2f}%" for c in columns)] for name, row in report["normalized_wer"].items()]
+    return "\n".join(lines + _table(["LM", *(f"WER, {c}:" for c in columns)], rows)) + "\n"
 
 
 def render_asr_recipe(*sources: Path) -> str:
@@ -253,15 +251,13 @@ def render_train_speed(source: Path) -> str:
     lines = [f"{report['machine']}; {report['corpus']} (`{source_name(source)}`)."]
     for run in report["runs"]:
         lines += ["", f"`{run['command']}`" + (f" ({run['corpus']})" if run.get("corpus") else "") + ":", ""]
-        lines += ["| model | variant | steps/s | audio s/s | padding | mean loss | speed vs the first row |"]
-        lines += ["|---|---|---:|---:|---:|---:|---:|"]
         first: dict[str, float] = {}
-        for r in run["rows"]:
-            base = first.setdefault(r["model"], r["steps_per_s"])
-            lines.append(
-                f"| {r['model']} | {r['variant']} | {r['steps_per_s']:.3f} | {r['audio_s_per_s']:.1f} | "
-                f"{_pct(r['padding_share'])} | {r['mean_loss']:.1f} | {r['steps_per_s'] / base:.2f}x |"
-            )
+        rows = [[r["model"], r["variant"], f"{r['steps_per_s']:.3f}", f"{r['audio_s_per_s']:.1f}",
+                 _pct(r["padding_share"]), f"{r['mean_loss']:.1f}",
+                 f"{r['steps_per_s'] / first.setdefault(r['model'], r['steps_per_s']):.2f}x"]
+                for r in run["rows"]]  # fmt: skip
+        columns = ["model", "variant", "steps/s:", "audio s/s:", "padding:", "mean loss:", "speed vs the first row:"]
+        lines += _table(columns, rows)
     return "\n".join(lines) + "\n"
 
 
@@ -279,10 +275,8 @@ def render_streaming(source: Path) -> str:
         f"({report['audio_seconds']:.0f} s of audio), {st['threads']} thread(s); WER, PER and WER-PC in % "
         f"(`{source_name(source)}`):",
         "",
-        "| att_context_size | chunk / lookahead (ms) | pass | N-WER | PER | WER-PC | same text as offline (N / P) "
-        "| step ms median / p90 | RTF |",
-        "|---|---|---|---|---|---|---|---|---|",
     ]
+    rows = []
     for c in report["contexts"]:
         first = f"`{c['att_context_size']}`", f"{c['chunk_ms']:.0f} / {c['lookahead_ms']:.0f}"
         for k, backend in enumerate(["offline", *st["backends"]]):
@@ -293,14 +287,14 @@ def render_streaming(source: Path) -> str:
                      f"{same['normalized']} / {same['punctuated']}" if same else "-",
                      f"{r['step_ms_median']:.1f} / {r['step_ms_p90']:.1f}" if "step_ms_median" in r else "-",
                      f"{r['rtf']:.3f}"]  # fmt: skip
-            lines.append("| " + " | ".join(cells) + " |")
+            rows.append(cells)
     ref = report.get("reference")
     if ref:
-        lines.append(
-            f"| full context | - | offline `{ref['model']}` | {_num2(ref['wer_normalized'])} | "
-            f"{_num2(ref['per_punctuated'])} | {_num2(ref['wer_pc_punctuated'])} | - | - | {ref['rtf']:.3f} |"
-        )
-    return "\n".join(lines) + "\n"
+        scores = [_num2(ref[key]) for key in ("wer_normalized", "per_punctuated", "wer_pc_punctuated")]
+        rows.append(["full context", "-", f"offline `{ref['model']}`", *scores, "-", "-", f"{ref['rtf']:.3f}"])
+    columns = ["att_context_size", "chunk / lookahead (ms)", "pass", "N-WER", "PER", "WER-PC",
+               "same text as offline (N / P)", "step ms median / p90", "RTF"]  # fmt: skip
+    return "\n".join(lines + _table(columns, rows)) + "\n"
 
 
 def render_streaming_train(source: Path) -> str:
@@ -311,15 +305,11 @@ def render_streaming_train(source: Path) -> str:
         f"{report['threads']} thread(s), {report['seconds_first_to_last_step']:.0f} s from the first to the last "
         f"step; dev decoded at `{report['validation_context']}` (`{source_name(source)}`):",
         "",
-        "| step | dev loss | dev WER, normalized | dev WER, punctuated |",
-        "|---:|---:|---:|---:|",
     ]
-    for p in report["curve"]:
-        lines.append(
-            f"| {p['step']:,} | {p['val_loss']:.2f} | {_num2(p['val_wer_normalized'])} | "
-            f"{_num2(p['val_wer_punctuated'])} |"
-        )
-    return "\n".join(lines) + "\n"
+    rows = [[f"{p['step']:,}", f"{p['val_loss']:.2f}", _num2(p["val_wer_normalized"]), _num2(p["val_wer_punctuated"])]
+            for p in report["curve"]]  # fmt: skip
+    columns = ["step:", "dev loss:", "dev WER, normalized:", "dev WER, punctuated:"]
+    return "\n".join(lines + _table(columns, rows)) + "\n"
 
 
 def render_lhotse_speed(source: Path) -> str:
@@ -329,20 +319,18 @@ def render_lhotse_speed(source: Path) -> str:
         f"`{report['manifest']}` ({report['utterances']} utterances), batches of {report['batch_size']}, "
         f"{report['max_batches']} timed batches per variant (`{source_name(source)}`):",
         "",
-        "| variant | source | buckets | batches/s | audio s/s | padding |",
-        "|---|---|---|---:|---:|---:|",
     ]
+    rows = []
     for name, v in report["variants"].items():
         c = v["config"]
         source_kind = "shar" if c.get("shar_path") else "manifest"
         loader = "lhotse" if c.get("use_lhotse") else "map-style"
         buckets = f"window of {c['bucketing_window']} batches" if c.get("bucketing_window") else "none"
         buckets = f"{c['num_buckets']} duration buckets" if c.get("use_bucketing") else buckets
-        lines.append(
-            f"| `{name}` ({loader}) | {source_kind} | {buckets} | {v['batches_per_s']:.2f} | "
-            f"{v['audio_s_per_s']:.0f} | {_pct(v['padding_share'])} |"
-        )
-    return "\n".join(lines) + "\n"
+        rows.append([f"`{name}` ({loader})", source_kind, buckets, f"{v['batches_per_s']:.2f}",
+                     f"{v['audio_s_per_s']:.0f}", _pct(v["padding_share"])])  # fmt: skip
+    columns = ["variant", "source", "buckets", "batches/s:", "audio s/s:", "padding:"]
+    return "\n".join(lines + _table(columns, rows)) + "\n"
 
 
 def render_builder_scale(source: Path) -> str:
@@ -351,16 +339,12 @@ def render_builder_scale(source: Path) -> str:
     lines = [
         f"`{report['command']}`, {report['cpus']} CPUs (`{source_name(source)}`):",
         "",
-        "| utterances | readings | jobs | seconds | utterances/s | peak memory | kept / dropped |",
-        "|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for r in report["rows"]:
-        lines.append(
-            f"| {r['utterances']:,} | {r['chapters']:,} | {r['num_jobs']} | {r['seconds']:.1f} | "
-            f"{r['utterances_per_second']:,.0f} | {r['peak_rss_mib']:.0f} MiB | "
-            f"{r['kept_utterances']:,} / {r['dropped_utterances']:,} |"
-        )
-    return "\n".join(lines) + "\n"
+    rows = [[f"{r['utterances']:,}", f"{r['chapters']:,}", r["num_jobs"], f"{r['seconds']:.1f}",
+             f"{r['utterances_per_second']:,.0f}", f"{r['peak_rss_mib']:.0f} MiB",
+             f"{r['kept_utterances']:,} / {r['dropped_utterances']:,}"] for r in report["rows"]]  # fmt: skip
+    columns = ["utterances:", "readings:", "jobs:", "seconds:", "utterances/s:", "peak memory:", "kept / dropped:"]
+    return "\n".join(lines + _table(columns, rows)) + "\n"
 
 
 def render_rnnt_loss(source: Path) -> str:
