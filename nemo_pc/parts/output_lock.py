@@ -5,7 +5,8 @@ command line. A second run on the same folder (or on a folder inside a locked on
 :class:`OutputFolderLocked`, whose message names the holder; the CLI turns it into one line and exit code 2.
 
 The kernel lets go of a ``flock`` when its process ends, however it ends, so a run that was killed leaves only the
-file: the next run takes it over and warns that the earlier holder stopped without finishing. A run that ends
+file and the temporaries of its unfinished atomic writes: the next run takes the lock over, removes those
+temporaries and warns that the earlier holder stopped without finishing. A run that ends
 normally removes the file. Holding a folder is re-entrant within one process (the demo holds its output folder and
 then calls the corpus builders on folders inside it). Torch-free; POSIX only, like the rest of the tool chain.
 """
@@ -16,6 +17,8 @@ import contextlib
 import fcntl
 import json
 import os
+import re
+import shutil
 import socket
 import sys
 import time
@@ -23,6 +26,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 LOCK_NAME = ".nemo_pc.lock"
+TEMPORARY = re.compile(r"\..+\.(?:[0-9a-f]{12}|[0-9]+)\.tmp")
+"""Names of the temporary files of atomic writes (:func:`nemo_pc.data.manifest.atomic_open`, the synthesizer's flac,
+the shar staging folder): removed when a dead run's lock is taken over."""
 
 _held: dict[Path, int] = {}  # folder -> how many nested holds of this process
 
@@ -81,9 +87,10 @@ def _acquire(folder: Path) -> int:
         os.close(fd)
     stale = _read(fd)
     if stale:
+        removed = _remove_temporaries(folder)
         print(
             f"warning: {folder}: taking over the lock of {_describe(stale)}, which is no longer running; "
-            "its unfinished outputs are redone",
+            f"its unfinished outputs are redone ({removed} temporary file(s) of it removed)",
             file=sys.stderr,
         )
     me = {
@@ -95,6 +102,22 @@ def _acquire(folder: Path) -> int:
     os.ftruncate(fd, 0)
     os.pwrite(fd, (json.dumps(me) + "\n").encode(), 0)
     return fd
+
+
+def _remove_temporaries(folder: Path) -> int:
+    """Removes the temporary files of atomic writes (``.<name>.<hex or pid>.tmp``) that a killed run left."""
+    removed = 0
+    for parent, dirs, files in os.walk(folder):
+        for name in [*files, *dirs]:
+            if TEMPORARY.fullmatch(name):
+                path = Path(parent, name)
+                if name in dirs:
+                    shutil.rmtree(path)
+                else:
+                    path.unlink()
+                removed += 1
+        dirs[:] = [name for name in dirs if not TEMPORARY.fullmatch(name)]
+    return removed
 
 
 def _check_free(folder: Path) -> None:
