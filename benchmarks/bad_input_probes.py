@@ -78,6 +78,8 @@ def probes(f: dict[str, Path], root: Path) -> list[tuple[str, list[str]]]:
             ["evaluate", str(f["good"]), "--pred-field", "typo", "--on-bad", "skip"],
         ),  # fmt: skip
         ("evaluate: --marks ''", ["evaluate", str(f["good"]), "--marks", ""]),
+        ("evaluate: --marks .,a", ["evaluate", str(f["good"]), "--marks", ".,a"]),
+        ("evaluate: --segment-marks '. '", ["evaluate", str(f["good"]), "--segment-marks", ". "]),
         ("evaluate: --json to a folder", ["evaluate", str(f["good"]), "--json", str(root)]),
         ("synth: --hours -1", ["synth", str(root / "s"), "--hours", "-1"]),
         ("synth: --hours 0", ["synth", str(root / "s"), "--hours", "0"]),
@@ -95,11 +97,16 @@ def probes(f: dict[str, Path], root: Path) -> list[tuple[str, list[str]]]:
         ("synth: root under a file", ["synth", str(f["text"] / "s"), "--no-audio"]),
         ("librispeech-pc: missing corpus", ["librispeech-pc", str(root / "nothing"), str(root / "o")]),
         ("librispeech-pc: utt id twice", ["librispeech-pc", str(f["corpus"]), str(root / "o")]),
+        ("librispeech-pc: --marks .,.", ["librispeech-pc", str(f["corpus"]), str(root / "o"), "--marks", ".,."]),
         (
             "build-tokenizer: missing manifest",
             ["build-tokenizer", str(root / "missing.json"), "--output-dir", str(root / "t")],
         ),  # fmt: skip
         ("build-tokenizer: bad JSON line", ["build-tokenizer", str(f["bad_json"]), "--output-dir", str(root / "t")]),
+        (
+            "build-tokenizer: --marks .,x",
+            ["build-tokenizer", str(f["good"]), "--output-dir", str(root / "t"), "--marks", ".,x"],
+        ),  # fmt: skip
         ("export-shar: missing manifest", ["export-shar", str(root / "missing.json"), str(root / "shar")]),
         ("export-shar: line without audio_filepath", ["export-shar", str(f["good"]), str(root / "shar")]),
         ("export-shar: --shard-size 0", ["export-shar", str(f["good"]), str(root / "shar"), "--shard-size", "0"]),
@@ -109,6 +116,10 @@ def probes(f: dict[str, Path], root: Path) -> list[tuple[str, list[str]]]:
         (
             "build-lm: a .nemo that is not a tar",
             ["build-lm", str(f["good"]), str(f["fake_nemo"]), str(root / "lm.arpa")],
+        ),
+        (
+            "build-lm: --marks .'",
+            ["build-lm", str(f["good"]), str(f["spm"]), str(root / "lm.arpa"), "--marks", ".'"],
         ),
         (
             "build-lm: --order 1",

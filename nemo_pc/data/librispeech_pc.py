@@ -44,7 +44,7 @@ from nemo_pc.data.manifest import (
 from nemo_pc.data.restore import BookIndex, Restoration, restore_chapter
 from nemo_pc.data.spoken import SpokenForm, book_words
 from nemo_pc.parts.output_lock import hold_output_folder
-from nemo_pc.parts.text import normalize, preprocess_punctuated
+from nemo_pc.parts.text import DEFAULT_MARK_MAP, normalize, parse_marks, preprocess_punctuated
 
 DROP_REASONS = ("bad_audio", "not_in_book", "unicode_mismatch", "deviation", "short", "all_upper", "inconsistent")
 FALLBACKS = ("drop", "formatter")
@@ -60,8 +60,10 @@ class RestoreOptions:
             ``pc_source: none`` and ``text`` equal to ``text_normalized``, waiting for the text formatter to give
             them auto-punctuated text (P', papers/000 §III-B).
         marks: ``None`` keeps the book's punctuation; a mark set such as ``".,?"`` applies the preprocessing of
-            papers/002 §5 (:func:`nemo_pc.parts.text.preprocess_punctuated`).
-        mark_map: ``"default"`` folds ``! ; :`` into the set first (papers/003 appendix); ``"none"`` drops them.
+            papers/002 §5 (:func:`nemo_pc.parts.text.preprocess_punctuated`); checked by
+            :func:`nemo_pc.parts.text.parse_marks`.
+        mark_map: ``"default"`` first folds those of ``! ; :`` that are outside the set into it (papers/003
+            appendix; a mark of the set is kept as written); ``"none"`` drops every mark outside the set.
         separate_marks: write "done ." instead of "done." (papers/002 §5, step 2).
         min_duration: the ``short`` threshold in seconds; max_deviation: the ``deviation`` threshold in words.
         tn: how book text becomes spoken form (:class:`nemo_pc.data.spoken.SpokenForm`).
@@ -80,9 +82,16 @@ class RestoreOptions:
             raise ValueError(f"fallback must be one of {FALLBACKS}, got {self.fallback!r}")
         if self.mark_map not in ("default", "none"):
             raise ValueError(f"mark_map must be 'default' or 'none', got {self.mark_map!r}")
+        if self.marks is not None:
+            self.marks = parse_marks(self.marks, "marks")
 
     def fingerprint(self) -> str:
-        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:12]
+        state = asdict(self)
+        kept = "".join(mark for mark in self.marks or "" if mark in DEFAULT_MARK_MAP)
+        if kept and self.mark_map == "default":
+            # results of the rule that folded every mark of the map, even one inside the set, are not reused
+            state["kept_as_written"] = kept
+        return hashlib.sha256(json.dumps(state, sort_keys=True).encode()).hexdigest()[:12]
 
 
 @dataclass

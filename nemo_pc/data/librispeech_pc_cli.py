@@ -22,13 +22,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--marks",
         default=None,
-        help="keep only these marks, papers/002 §5 (e.g. '.,?'); default: the book's punctuation",
+        help="keep only these marks, papers/002 §5 (e.g. '.,?' or '.,?!;:'); default: the book's punctuation",
     )
     parser.add_argument(
         "--mark-map",
         choices=("default", "none"),
         default="default",
-        help="with --marks: default folds ! ; into . and : into , first; none drops them",
+        help="with --marks: default folds those of ! ; : that are not in --marks into . . , first; none drops them",
     )
     parser.add_argument("--separate-marks", action="store_true", help="with --marks: write 'done .' for 'done.'")
     parser.add_argument("--min-duration", type=float, default=1.0, help="drop utterances shorter than this (s)")
@@ -49,10 +49,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from nemo_pc.data.librispeech_pc import RestoreOptions, prepare_librispeech_pc
+    from nemo_pc.parts.text import parse_marks
 
     options = RestoreOptions(
         fallback=args.fallback,
-        marks=args.marks,
+        marks=None if args.marks is None else parse_marks(args.marks, "--marks"),
         mark_map=args.mark_map,
         separate_marks=args.separate_marks,
         min_duration=args.min_duration,

@@ -16,7 +16,7 @@ The data config follows NeMo's ``train_ds`` / ``validation_ds`` keys::
     min_duration: null
     pc_fraction: 1.0                  # share of utterances that keep their P labels
     pc_seed: 0
-    marks: ".,?"                      # the mark set kept in the P text
+    marks: ".,?"                      # the mark set kept in the P text; those of ! ; : outside it fold into . . ,
     augmentor: null                   # NeMo's augmentor config, e.g. {speed: {prob: 0.5, sr: 16000, ...}}
     bucketing_window: 0               # >0: batches of similar durations, sorted within windows of this many
                                       # batches (less padding); the batch order is still shuffled every epoch
@@ -40,7 +40,7 @@ import torch
 
 from nemo_pc.data.manifest import PC_SOURCES, DropCounter, ManifestError, iter_manifest, require_text
 from nemo_pc.parts.styles import check_format, compose_mixed
-from nemo_pc.parts.text import DEFAULT_MARKS, normalize, preprocess_punctuated
+from nemo_pc.parts.text import DEFAULT_MARKS, normalize, parse_marks, preprocess_punctuated
 
 MODES = ("normalized", "punctuated")
 """Mode names by id: 0 = normalized (N), 1 = punctuated (P)."""
@@ -367,7 +367,7 @@ def pc_dataloader_from_config(
         list(manifests),
         tokenizer,
         sample_rate=config.get("sample_rate", 16000),
-        marks=config.get("marks", DEFAULT_MARKS),
+        marks=parse_marks(config.get("marks", DEFAULT_MARKS), "data config: marks"),
         pc_fraction=float(config.get("pc_fraction", 1.0)),
         pc_seed=int(config.get("pc_seed", 0)),
         min_duration=config.get("min_duration"),

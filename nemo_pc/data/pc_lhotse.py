@@ -20,7 +20,7 @@ import torch
 from nemo_pc.data.manifest import ManifestError
 from nemo_pc.data.pc_dataset import PCBatch, collate_pc_batch, pc_token_ids, prepare_pc_text
 from nemo_pc.parts.styles import check_format
-from nemo_pc.parts.text import DEFAULT_MARKS
+from nemo_pc.parts.text import DEFAULT_MARKS, parse_marks
 
 MAP_STYLE_KEYS = ("bucketing_window", "augmentor")
 """Keys of the map-style loader that NeMo's lhotse loader has other keys for: set, they are an error."""
@@ -164,7 +164,7 @@ def lhotse_pc_dataloader(
     _check_rank_split(config, world_size)
     dataset = LhotsePCDataset(
         tokenizer,
-        marks=config.pop("marks", DEFAULT_MARKS),
+        marks=parse_marks(config.pop("marks", DEFAULT_MARKS), "data config: marks"),
         pc_fraction=float(config.pop("pc_fraction", 1.0)),
         pc_seed=int(config.pop("pc_seed", 0)),
         mixed_format=mixed_format,

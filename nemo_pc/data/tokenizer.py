@@ -10,12 +10,15 @@ is a subset of what the tokenizer can write.
 
 from __future__ import annotations
 
+import logging
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from nemo_pc.data.manifest import ManifestError, iter_manifest, require_text
-from nemo_pc.parts.text import DEFAULT_MARKS, normalize, preprocess_punctuated
+from nemo_pc.parts.text import DEFAULT_MARKS, normalize, parse_marks, preprocess_punctuated
+
+_LOG = logging.getLogger(__name__)
 
 
 def tokenizer_dir_name(vocab_size: int, tokenizer_type: str = "bpe") -> str:
@@ -67,8 +70,11 @@ def build_tokenizer(
         output_dir: the parent folder; the tokenizer goes into ``tokenizer_spe_<type>_v<vocab_size>``.
         vocab_size: the number of pieces.
         tokenizer_type: ``bpe`` or ``unigram`` (SentencePiece model types).
-        marks: the mark set kept in the punctuated text.
-        mark_map: how other marks fold into the set (default :data:`nemo_pc.parts.text.DEFAULT_MARK_MAP`).
+        marks: the mark set kept in the punctuated text (:func:`nemo_pc.parts.text.parse_marks`); use the same set
+            as the model's ``marks`` key. A mark of the set that the text never holds is logged as a warning: the
+            tokenizer cannot write it.
+        mark_map: how marks outside the set fold into it (default :data:`nemo_pc.parts.text.DEFAULT_MARK_MAP`; a
+            mark of the set is never folded).
         include_normalized: also train on ``text_normalized``.
         character_coverage: SentencePiece's character coverage.
         user_defined_symbols: pieces that always stay one token (e.g. the style tags of mixed-style targets).
@@ -84,6 +90,7 @@ def build_tokenizer(
         raise ValueError(f"tokenizer_type must be 'bpe' or 'unigram', got {tokenizer_type!r}")
     if vocab_size < 2:
         raise ValueError(f"vocab_size must be at least 2, got {vocab_size}")
+    marks = parse_marks(marks)
     lines = tokenizer_training_lines(manifests, marks, mark_map, include_normalized)
     if not lines:
         raise ValueError("the manifests hold no utterance to train a tokenizer on")
@@ -102,4 +109,16 @@ def build_tokenizer(
             character_coverage=character_coverage,
             user_defined_symbols=list(user_defined_symbols) or None,
         )
+    unwritable = marks_without_pieces(target / "tokenizer.model", marks)
+    if unwritable:
+        _LOG.warning("%s: the training text holds none of the marks %r; the tokenizer cannot write them", target,
+                     unwritable)  # fmt: skip
     return target
+
+
+def marks_without_pieces(model_file: str | Path, marks: str) -> str:
+    """The marks of ``marks`` that a SentencePiece model can only write as its unknown piece."""
+    import sentencepiece
+
+    model = sentencepiece.SentencePieceProcessor(model_file=str(model_file))
+    return "".join(mark for mark in marks if model.unk_id() in model.encode(mark))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from nemo_pc.parts.text import DEFAULT_MARKS
+from nemo_pc.parts.text import DEFAULT_MARKS, parse_marks
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -14,7 +14,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--vocab-size", type=int, default=256, help="number of pieces (default 256)")
     parser.add_argument("--type", dest="tokenizer_type", choices=("bpe", "unigram"), default="bpe")
     parser.add_argument(
-        "--marks", default=DEFAULT_MARKS, help=f"mark set kept in the text (default {DEFAULT_MARKS!r})"
+        "--marks",
+        default=DEFAULT_MARKS,
+        help=f"mark set kept in the text, the model's marks (default {DEFAULT_MARKS!r}); of '! ; :', those outside "
+        "it fold into '. . ,'",
     )
     parser.add_argument(
         "--no-normalized", action="store_true", help="train on 'text' only, not also on 'text_normalized'"
@@ -32,12 +35,13 @@ def run(args: argparse.Namespace) -> int:
     from nemo_pc.parts.styles import STYLE_TAGS
 
     try:
+        marks = parse_marks(args.marks, "--marks")
         folder = build_tokenizer(
             args.manifests,
             args.output_dir,
             vocab_size=args.vocab_size,
             tokenizer_type=args.tokenizer_type,
-            marks=args.marks,
+            marks=marks,
             include_normalized=not args.no_normalized,
             user_defined_symbols=STYLE_TAGS if args.style_tags else (),
             folder_suffix="_styles" if args.style_tags else "",

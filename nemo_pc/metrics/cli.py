@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from nemo_pc.parts.text import DEFAULT_MARKS, SEGMENT_MARKS
+from nemo_pc.parts.text import DEFAULT_MARKS, SEGMENT_MARKS, parse_marks
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -18,8 +18,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="spoken form of the reference, for I-WER (default: text_normalized; '' disables I-WER)",
     )
     parser.add_argument("--key-field", default="utt_id", help="utterance id for --compare (default: utt_id)")
-    parser.add_argument("--marks", default=DEFAULT_MARKS, help=f"mark set (default: {DEFAULT_MARKS!r})")
-    parser.add_argument("--segment-marks", default=SEGMENT_MARKS, help="marks that end a segment")
+    parser.add_argument(
+        "--marks",
+        default=DEFAULT_MARKS,
+        help=f"mark set, one column per mark in the per-mark tables (default: {DEFAULT_MARKS!r}); marks outside it "
+        "are not scored",
+    )
+    parser.add_argument(
+        "--segment-marks", default=SEGMENT_MARKS, help=f"marks that end a segment (default: {SEGMENT_MARKS!r})"
+    )
     parser.add_argument("--json", metavar="OUT.json", help="write the full report as JSON")
     parser.add_argument("--png", metavar="OUT.png", help="write the per-mark PER bars and substitution matrix")
     parser.add_argument("--compare", metavar="OTHER.json", help="second system's manifest: adds paired tests")
@@ -38,8 +45,10 @@ def run(args: argparse.Namespace) -> int:
     from nemo_pc.metrics.evaluate import EvalConfig, evaluate
     from nemo_pc.metrics.report import format_report, plot_per, write_json
 
-    if not args.marks:
-        print("nemo-pc evaluate: error: --marks must name at least one mark", file=sys.stderr)
+    try:
+        marks, segment_marks = parse_marks(args.marks, "--marks"), parse_marks(args.segment_marks, "--segment-marks")
+    except ValueError as err:
+        print(f"nemo-pc evaluate: error: {err}", file=sys.stderr)
         return 2
     for option, target in (("--json", args.json), ("--png", args.png)):
         if target and Path(target).is_dir():
@@ -50,8 +59,8 @@ def run(args: argparse.Namespace) -> int:
         ref_field=args.ref_field,
         spoken_field=args.spoken_field,
         key_field=args.key_field,
-        marks=args.marks,
-        segment_marks=args.segment_marks,
+        marks=marks,
+        segment_marks=segment_marks,
         on_bad=args.on_bad,
         progress=not args.no_progress,
     )

@@ -9,7 +9,7 @@ from tqdm import tqdm
 
 from nemo_pc.data.manifest import DropCounter, ManifestError, iter_manifest, require_text
 from nemo_pc.metrics.accumulator import PCMetrics
-from nemo_pc.parts.text import DEFAULT_MARKS, SEGMENT_MARKS
+from nemo_pc.parts.text import DEFAULT_MARKS, SEGMENT_MARKS, parse_marks
 
 
 @dataclass
@@ -23,7 +23,8 @@ class EvalConfig:
             an empty string disables I-WER.
         key_field: field that identifies an utterance when two manifests are compared; ``audio_filepath`` and
             then the line number are used when it is absent.
-        marks: the mark set.
+        marks: the mark set (:func:`nemo_pc.parts.text.parse_marks`); each mark gets its own row in the per-mark
+            tables, and a mark outside the set is not scored.
         segment_marks: marks mapped to one segmentation mark.
         on_bad: ``"error"`` stops at the first bad line; ``"skip"`` drops it and counts it by reason.
         progress: show a progress bar.
@@ -74,6 +75,7 @@ def evaluate_manifest(path: str | Path, config: EvalConfig | None = None) -> Eva
 
     Raises:
         FileNotFoundError: no such manifest.
+        ValueError: a bad ``marks`` or ``segment_marks`` (naming it and the bad character).
         ManifestError: with ``on_bad="error"``, the first bad line (bad JSON, not UTF-8, a missing or non-string
             field, an empty reference or spoken form, a duplicate utterance key), naming the file and line.
         NothingScoredError: no utterance was scored (an empty manifest, or every line dropped).
@@ -81,8 +83,9 @@ def evaluate_manifest(path: str | Path, config: EvalConfig | None = None) -> Eva
     config = config or EvalConfig()
     if config.on_bad not in ("error", "skip"):
         raise ValueError(f"on_bad must be 'error' or 'skip', got {config.on_bad!r}")
+    marks, segment_marks = parse_marks(config.marks, "marks"), parse_marks(config.segment_marks, "segment_marks")
     path = Path(path)
-    result = Evaluation(path, PCMetrics(config.marks, config.segment_marks))
+    result = Evaluation(path, PCMetrics(marks, segment_marks))
     seen: dict[str, int] = {}
 
     def drop(err: ManifestError) -> None:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TextIO
 
 from nemo_pc.data.manifest import DropCounter, ManifestError, atomic_open, iter_manifest, require_text
-from nemo_pc.parts.text import DEFAULT_MARKS, normalize, preprocess_punctuated
+from nemo_pc.parts.text import DEFAULT_MARKS, normalize, parse_marks, preprocess_punctuated
 
 BOS, EOS = "<s>", "</s>"
 BOS_ID, EOS_ID = -1, -2  # internal ids of the sentence marks; token ids are >= 0
@@ -406,7 +406,8 @@ def build_token_lm(
         output: the ARPA file; a ``.nemo`` name writes NGPU-LM's own checkpoint instead (:func:`write_nemo_lm`).
         order: the n-gram order (papers/002 §5.3 uses 7-gram KenLM models).
         field_name: the manifest field (``text``: cased and punctuated).
-        marks: the mark set the punctuated text is reduced to (the ASR model's ``pc.marks``).
+        marks: the mark set the punctuated text is reduced to (the ASR model's marks; checked by
+            :func:`nemo_pc.parts.text.parse_marks`).
         on_bad: ``"error"`` stops at a bad line; ``"skip"`` counts it and goes on.
         progress: show a progress bar over the manifest lines (on a terminal).
 
@@ -416,6 +417,7 @@ def build_token_lm(
     from tqdm import tqdm
 
     check_order(order)
+    marks = parse_marks(marks)
     output = Path(output)
     if output.is_dir():
         raise ValueError(f"{output}: is a folder; give the ARPA file name")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from nemo_pc.parts.text import DEFAULT_MARKS
+from nemo_pc.parts.text import DEFAULT_MARKS, parse_marks
 
 DEFAULT_ORDER = 6  # nemo_pc.parts.ngram_lm.DEFAULT_ORDER; repeated so that --help imports nothing heavy
 
@@ -31,13 +31,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from nemo_pc.parts.ngram_lm import build_token_lm
 
+    marks = parse_marks(args.marks, "--marks")
     report = build_token_lm(
         args.manifest,
         args.tokenizer,
         args.output,
         order=args.order,
         field_name=args.field,
-        marks=args.marks,
+        marks=marks,
         on_bad=args.on_bad,
         progress=not args.no_progress,
     )

@@ -56,7 +56,8 @@ def error_rate(refs: Sequence[str], hyps: Sequence[str], mode: str, marks: str) 
 def _marks(model) -> str:
     from nemo_pc.parts.text import DEFAULT_MARKS
 
-    return str((model.cfg.get("pc") or {}).get("marks") or DEFAULT_MARKS)
+    # the CTC model keeps its mark set in pc.marks, the RNN-T model in marks
+    return str((model.cfg.get("pc") or {}).get("marks") or model.cfg.get("marks") or DEFAULT_MARKS)
 
 
 def tune_lm_weight(model, mode: str, lm: str | Path, dev_manifest: str | Path, alphas: Sequence[float],

@@ -114,6 +114,8 @@ def test_formatter_fallback_keeps_unrestored_lines_without_pc(tmp_path):
         (".,?", False, "default", "Why should we? asked the miller's wife."),
         (".,?", True, "default", "Why should we ? asked the miller's wife ."),
         (".,?", False, "none", "Why should we? asked the miller's wife"),
+        (".,?;", False, "default", "Why should we? asked the miller's wife;"),
+        ("?;.", True, "default", "Why should we ? asked the miller's wife ;"),
     ],
 )
 def test_preprocessing_variants(tmp_path, marks, separate, mark_map, expected):
@@ -359,3 +361,14 @@ def test_the_scale_benchmark_counts_each_utterance_once(text_corpus, tmp_path):
     assert row["dropped_utterances"] == len(read_manifest(tmp_path / "out" / "drops.jsonl"))
     assert row["kept_utterances"] + row["dropped_utterances"] == len(read_manifest(text_corpus / "SYNTH.jsonl"))
     assert row["seconds"] > 0 and row["peak_rss_mib"] > 0
+
+
+def test_command_names_a_bad_mark_set_before_reading_the_corpus(tmp_path, capsys):
+    from nemo_pc.cli import main
+
+    assert main(["librispeech-pc", str(tmp_path / "missing"), str(tmp_path / "out"), "--marks", ".?!a"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "nemo-pc librispeech-pc: error: --marks: 'a' in '.?!a' is a letter or digit, not a mark"
+    )
+    with pytest.raises(ValueError, match="marks: '.' appears twice"):
+        RestoreOptions(marks="..")

@@ -188,3 +188,12 @@ def test_loader_workers_persist_across_epochs_when_asked(corpus, tokenizer, work
     assert loader.num_workers == workers
     first, second = list(loader), list(loader)  # two epochs
     assert len(first) == len(second) > 0
+
+
+def test_the_configured_mark_set_shapes_the_p_text(tmp_path, tokenizer):
+    manifest = write_pc_manifest(tmp_path, [("Stop! Go; now: here?", "book")], duration=0.2)
+    assert [item.text for item in read_pc_manifest(manifest)] == ["Stop. Go. now, here?"]
+    assert [item.text for item in read_pc_manifest(manifest, marks=".,?!;:")] == ["Stop! Go; now: here?"]
+    assert [item.text for item in read_pc_manifest(manifest, marks="?!")] == ["Stop! Go now here?"]
+    with pytest.raises(ValueError, match="data config: marks: 'x' in '.x' is a letter or digit"):
+        pc_dataloader_from_config({"manifest_filepath": str(manifest), "batch_size": 1, "marks": ".x"}, tokenizer)

@@ -67,3 +67,25 @@ def test_style_tags_stay_single_pieces(manifest, tmp_path, capsys):
 def test_bad_arguments_are_named(manifest, tmp_path):
     with pytest.raises(ValueError, match="tokenizer_type"):
         build_tokenizer([manifest], tmp_path, tokenizer_type="wordpiece")
+
+
+def test_a_configured_mark_set_keeps_its_marks_and_folds_the_others(manifest, tmp_path, caplog):
+    lines = tokenizer_training_lines([manifest], marks=".,?!;")
+    assert lines[0] == "Hello, world! Is it me?" and lines[2] == "We met Anna; she said, go."
+    with caplog.at_level("WARNING", logger="nemo_pc.data.tokenizer"):
+        folder = build_tokenizer([manifest], tmp_path / "tok", vocab_size=40, marks=".,?!;¿")
+    model = sentencepiece.SentencePieceProcessor(model_file=str(folder / "tokenizer.model"))
+    for text in ("Hello, world! Is it me?", "We met Anna; she said, go."):
+        assert model.decode(model.encode(text)) == text
+    assert [record.getMessage() for record in caplog.records] == [
+        f"{folder}: the training text holds none of the marks '¿'; the tokenizer cannot write them"
+    ]
+
+
+def test_command_names_a_bad_mark_set(manifest, tmp_path, capsys):
+    args = ["build-tokenizer", str(manifest), "--output-dir", str(tmp_path / "tok"), "--marks", ".,x"]
+    assert main(args) == 2
+    assert capsys.readouterr().err.strip() == (
+        "nemo-pc build-tokenizer: error: --marks: 'x' in '.,x' is a letter or digit, not a mark"
+    )
+    assert not (tmp_path / "tok").exists()

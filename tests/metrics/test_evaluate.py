@@ -145,3 +145,55 @@ def test_cli_refuses_an_empty_mark_set_and_a_folder_as_output_before_scoring(tmp
     assert main(["evaluate", str(manifest), "--no-progress", "--json", str(tmp_path)]) == 2
     out = capsys.readouterr()
     assert "is a folder" in out.err and "WER" not in out.out
+
+
+FIVE_MARK_ROWS = [
+    {"utt_id": "a", "text": "Stop! Now, go.", "text_normalized": "stop now go", "pred_text": "Stop. Now, go."},
+    {"utt_id": "b", "text": "Wait; see!", "text_normalized": "wait see", "pred_text": "Wait; see!"},
+    {"utt_id": "c", "text": "Yes? No.", "text_normalized": "yes no", "pred_text": "Yes? No!"},
+]
+
+
+def test_a_five_mark_set_scores_exclamation_marks_in_their_own_row(tmp_path, capsys):
+    manifest = _write(tmp_path / "m.json", FIVE_MARK_ROWS)
+    out = tmp_path / "report.json"
+    assert main(["evaluate", str(manifest), "--no-progress", "--marks", ".,?!;", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert [".", ",", "?", "!", ";"] in [line.split() for line in printed]  # the header of the PER-by-mark table
+    assert any(line.startswith("'!'") for line in printed)  # its row in the F1 table
+    report = json.loads(out.read_text())
+    assert report["marks"] == ".,?!;"
+    table = report["per_mark"]
+    # '!': "Stop!" written as "Stop." (a substitution) and "see!" kept; '.': "go." kept and "No." written "No!"
+    assert table["!"]["reference_count"] == 2 and table["!"]["operations"] == 2
+    assert table["!"]["correct"] == table["!"]["substitutions"] == 0.5 and table["!"]["substitutions_to"]["."] == 0.5
+    assert table["."]["correct"] == 0.5 and table["."]["substitutions_to"]["!"] == 0.5
+    assert table[";"]["correct"] == 1.0 and table[";"]["per"] == 0.0
+    assert report["metrics"]["per"] == pytest.approx(2 / 7)  # 7 marks in the references, 2 substituted
+
+
+def test_the_default_set_does_not_score_marks_outside_it(tmp_path):
+    report = evaluate(_write(tmp_path / "m.json", FIVE_MARK_ROWS), QUIET)
+    assert report["marks"] == ".,?" and set(report["per_mark"]) == {".", ",", "?"}
+    # without '!' in the set, "Stop." inserts a '.', "No!" deletes one, and "go." is right
+    row = report["per_mark"]["."]
+    assert row["operations"] == 3 and row["correct"] == row["insertions"] == row["deletions"] == pytest.approx(1 / 3)
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--marks", ".,a", "nemo-pc evaluate: error: --marks: 'a' in '.,a' is a letter or digit, not a mark"),
+        ("--marks", ".,.", "nemo-pc evaluate: error: --marks: '.' appears twice in '.,.'"),
+        ("--segment-marks", ". ", "nemo-pc evaluate: error: --segment-marks: ' ' in '. ' is a space, not a mark"),
+    ],
+)
+def test_cli_names_a_bad_mark_set(tmp_path, capsys, option, value, message):
+    manifest = _write(tmp_path / "m.json", ROWS)
+    assert main(["evaluate", str(manifest), "--no-progress", option, value]) == 2
+    assert capsys.readouterr().err.strip() == message
+
+
+def test_a_bad_mark_set_in_the_config_is_named():
+    with pytest.raises(ValueError, match="marks: 'x' in '.x' is a letter or digit"):
+        evaluate_manifest("unused.json", EvalConfig(marks=".x", progress=False))

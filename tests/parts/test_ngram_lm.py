@@ -165,13 +165,14 @@ def bad_inputs(tmp_path, manifest, tokenizer):
         "fake .nemo": ([str(manifest), str(fake_nemo), out], "fake.nemo: not a .nemo archive"),
         "order 1": ([str(manifest), str(tokenizer), out, "--order", "1"], "order must be an integer >= 2"),
         "output is a folder": ([str(manifest), str(tokenizer), str(tmp_path)], "is a folder"),
+        "bad mark set": ([str(manifest), str(tokenizer), out, "--marks", ".,-"], "--marks: '-' in '.,-' is a hyphen"),
     }
 
 
 @pytest.mark.parametrize(
     "case",
     ["bad JSON", "missing field", "empty manifest", "missing manifest", "missing tokenizer",
-     "folder without a tokenizer", "fake .nemo", "order 1", "output is a folder"],
+     "folder without a tokenizer", "fake .nemo", "order 1", "output is a folder", "bad mark set"],
 )  # fmt: skip
 def test_build_lm_bad_input_is_one_line_and_exit_2(data, tmp_path, capsys, case):
     manifest, tokenizer = data
