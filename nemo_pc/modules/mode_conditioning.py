@@ -4,6 +4,10 @@ The token embedding has ``pred_hidden - mode_dim`` dimensions; a mode embedding 
 (12 in the paper; mode 0 = normalized, 1 = punctuated) is concatenated to it at every position, the start symbol
 included, before the LSTM (or as the output of NeMo's stateless predictor).
 
+``mode_combine: add`` is the form for a predictor adapted from a stock one (``nemo-pc adapt``): the token embedding
+keeps all ``pred_hidden`` dimensions (the stock embedding loads as is) and a zero-initialised mode embedding of the
+same width is added to it, so that before training every mode computes exactly what the stock predictor computes.
+
 The mode is an argument: ``forward(targets, target_length, modes=...)`` and ``predict(..., modes=...)`` take one
 mode id per row (a ``(B,)`` tensor) or one id for the whole batch. NeMo's decoding algorithms call ``predict``
 without it, so each decoding gets a view bound to one mode from :meth:`ModeConditioningMixin.for_mode`.
@@ -20,6 +24,7 @@ from nemo.collections.asr.parts.submodules.stateless_net import StatelessNet
 from nemo.collections.common.parts import rnn
 
 ModeLike = int | torch.Tensor
+COMBINES = ("concat", "add")
 
 
 def mode_tensor(modes: ModeLike, batch: int, device: torch.device) -> torch.Tensor:
@@ -37,14 +42,19 @@ class ModeConditioningMixin:
     num_modes: int
     bound_mode: int | None
 
-    def _init_mode(self, num_modes: int, mode_dim: int, pred_hidden: int) -> None:
-        if not 0 < mode_dim < pred_hidden:
+    def _init_mode(self, num_modes: int, mode_dim: int, pred_hidden: int, mode_combine: str = "concat") -> None:
+        if mode_combine not in COMBINES:
+            raise ValueError(f"mode_combine must be one of {COMBINES}, got {mode_combine!r}")
+        if mode_combine == "add":
+            mode_dim = pred_hidden
+        elif not 0 < mode_dim < pred_hidden:
             raise ValueError(f"mode_dim must be in (0, pred_hidden={pred_hidden}), got {mode_dim}")
         if num_modes < 1:
             raise ValueError(f"num_modes must be positive, got {num_modes}")
+        self.mode_combine = mode_combine
         self.mode_dim = mode_dim
         self.num_modes = num_modes
-        self.token_dim = pred_hidden - mode_dim
+        self.token_dim = pred_hidden if mode_combine == "add" else pred_hidden - mode_dim
         self.bound_mode = None
         self._mode_family: dict[Any, torch.nn.Module] = {}
 
@@ -85,11 +95,20 @@ class ModeConditioningMixin:
             raise ValueError(f"modes must be in [0, {self.num_modes}), got {ids.tolist()}")
         return ids
 
+    def _make_mode_embedding(self) -> torch.nn.Embedding:
+        embedding = torch.nn.Embedding(self.num_modes, self.mode_dim)
+        if self.mode_combine == "add":
+            torch.nn.init.zeros_(embedding.weight)
+        return embedding
+
     def append_mode(self, tokens: torch.Tensor, modes: ModeLike | None = None) -> torch.Tensor:
-        """Concatenates the mode embedding to token embeddings ``(B, U, token_dim)`` -> ``(B, U, pred_hidden)``."""
+        """Concatenates the mode embedding to token embeddings ``(B, U, token_dim)`` -> ``(B, U, pred_hidden)``, or
+        adds it (``mode_combine: add``)."""
         batch, length, _ = tokens.shape
-        embedded = self.mode_embed(self.mode_ids(modes, batch, tokens.device)).to(tokens.dtype)
-        return torch.cat([tokens, embedded.unsqueeze(1).expand(-1, length, -1)], dim=-1)
+        embedded = self.mode_embed(self.mode_ids(modes, batch, tokens.device)).to(tokens.dtype).unsqueeze(1)
+        if self.mode_combine == "add":
+            return tokens + embedded
+        return torch.cat([tokens, embedded.expand(-1, length, -1)], dim=-1)
 
     def forward(
         self, targets: torch.Tensor, target_length: torch.Tensor, states: Any = None, modes: ModeLike | None = None
@@ -115,8 +134,8 @@ def _prepend_start(g: torch.Tensor) -> torch.Tensor:
 class ModeConditionedRNNTDecoder(ModeConditioningMixin, RNNTDecoder):
     """NeMo's LSTM prediction network with a mode embedding concatenated to its input.
 
-    Config keys are those of :class:`nemo.collections.asr.modules.RNNTDecoder` plus ``mode_dim`` (default 12) and
-    ``num_modes`` (default 2).
+    Config keys are those of :class:`nemo.collections.asr.modules.RNNTDecoder` plus ``mode_dim`` (default 12),
+    ``num_modes`` (default 2) and ``mode_combine`` (``concat``, the default, or ``add``).
     """
 
     def __init__(
@@ -128,8 +147,9 @@ class ModeConditionedRNNTDecoder(ModeConditioningMixin, RNNTDecoder):
         normalization_mode: str | None = None,
         random_state_sampling: bool = False,
         blank_as_pad: bool = True,
+        mode_combine: str = "concat",
     ) -> None:
-        self._init_mode(num_modes, mode_dim, prednet["pred_hidden"])
+        self._init_mode(num_modes, mode_dim, prednet["pred_hidden"], mode_combine)
         super().__init__(
             prednet=prednet,
             vocab_size=vocab_size,
@@ -137,7 +157,7 @@ class ModeConditionedRNNTDecoder(ModeConditioningMixin, RNNTDecoder):
             random_state_sampling=random_state_sampling,
             blank_as_pad=blank_as_pad,
         )
-        self.mode_embed = torch.nn.Embedding(num_modes, mode_dim)
+        self.mode_embed = self._make_mode_embedding()
 
     def _predict_modules(self, **kwargs) -> torch.nn.ModuleDict:
         layers = super()._predict_modules(**kwargs)
@@ -174,7 +194,7 @@ class ModeConditionedStatelessDecoder(ModeConditioningMixin, StatelessTransducer
     """NeMo's stateless prediction network whose output is [token context embedding; mode embedding].
 
     Config keys are those of :class:`nemo.collections.asr.modules.StatelessTransducerDecoder` plus ``mode_dim``
-    (default 12) and ``num_modes`` (default 2).
+    (default 12), ``num_modes`` (default 2) and ``mode_combine`` (``concat``, the default, or ``add``).
     """
 
     def __init__(
@@ -185,12 +205,13 @@ class ModeConditionedStatelessDecoder(ModeConditioningMixin, StatelessTransducer
         normalization_mode: str | None = None,
         mode_dim: int = 12,
         num_modes: int = 2,
+        mode_combine: str = "concat",
     ) -> None:
-        self._init_mode(num_modes, mode_dim, prednet["pred_hidden"])
+        self._init_mode(num_modes, mode_dim, prednet["pred_hidden"], mode_combine)
         super().__init__(
             prednet=prednet, vocab_size=vocab_size, context_size=context_size, normalization_mode=normalization_mode
         )
-        self.mode_embed = torch.nn.Embedding(num_modes, mode_dim)
+        self.mode_embed = self._make_mode_embedding()
 
     def _predict_modules(self, **kwargs) -> StatelessNet:
         kwargs["emb_dim"] = self.token_dim

@@ -1,0 +1,312 @@
+"""A P&C model from a stock NeMo checkpoint, whose normalized mode starts as the stock model (``nemo-pc adapt``).
+
+Stock families and what they become:
+    * ``EncDecRNNTBPEModel`` (RNN-T or TDT): :class:`~nemo_pc.models.EncDecRNNTPCBPEModel`. ``decoders=conditioned``:
+      the stock predictor with a zero-initialised mode embedding added to its token embedding (``mode_combine:
+      add``); ``decoders=dual``: the stock predictor and joint copied into both heads.
+    * ``EncDecCTCModelBPE``: :class:`~nemo_pc.models.EncDecCTCPCBPEModel`. ``decoders=dual``: the stock CTC head
+      copied into the main (punctuated) head and a normalized head on the last layer (``style_layers`` branching
+      after the last layer); ``decoders=conditioned``: one head, and a zero-initialised style embedding at the input
+      of the last layer (``style_embedding``).
+
+The encoder and preprocessor are copied as they are. The tokenizer is the stock one when it already writes case and
+the marks; otherwise it is extended (:mod:`nemo_pc.data.tokenizer_extension`): every stock piece keeps its id and its
+rows (embedding, output layer), and each appended piece's rows start as the mean of its related stock pieces' rows
+(the mean of all stock rows for a mark), its output bias :data:`NEW_PIECE_MARGIN` below theirs. An appended piece
+therefore scores below a stock piece at every step, and greedy decoding in the normalized mode gives exactly the stock
+model's transcripts until the model is trained.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from nemo_pc.data.tokenizer_extension import ExtendedTokenizer, extend_tokenizer, related_pieces
+from nemo_pc.parts.text import DEFAULT_MARKS
+
+DECODERS = ("conditioned", "dual")
+NEW_PIECE_MARGIN = 1.0
+"""How far (in logits) an appended piece's output bias starts below the mean bias of its related stock pieces."""
+
+CONDITIONED_PREDICTORS = {
+    "nemo.collections.asr.modules.RNNTDecoder": "nemo_pc.modules.ModeConditionedRNNTDecoder",
+    "nemo.collections.asr.modules.rnnt.RNNTDecoder": "nemo_pc.modules.ModeConditionedRNNTDecoder",
+    "nemo.collections.asr.modules.StatelessTransducerDecoder": "nemo_pc.modules.ModeConditionedStatelessDecoder",
+    "nemo.collections.asr.modules.rnnt.StatelessTransducerDecoder": "nemo_pc.modules.ModeConditionedStatelessDecoder",
+}
+
+
+def stock_family(model) -> str:
+    """``rnnt`` (RNN-T or TDT), ``hybrid`` or ``ctc``: the family of a stock NeMo model.
+
+    Raises:
+        ValueError: another model class (e.g. an already adapted one, or a character-based model).
+    """
+    from nemo.collections.asr.models import EncDecCTCModelBPE, EncDecHybridRNNTCTCBPEModel, EncDecRNNTBPEModel
+
+    from nemo_pc.models import EncDecCTCPCBPEModel, EncDecRNNTPCBPEModel
+
+    if isinstance(model, (EncDecRNNTPCBPEModel, EncDecCTCPCBPEModel)):
+        raise ValueError(f"{type(model).__name__}: the model is a nemo_pc model already")
+    if isinstance(model, EncDecHybridRNNTCTCBPEModel):
+        return "hybrid"
+    if isinstance(model, EncDecRNNTBPEModel):
+        return "rnnt"
+    if isinstance(model, EncDecCTCModelBPE):
+        return "ctc"
+    raise ValueError(f"{type(model).__name__}: adapt takes EncDecRNNTBPEModel (RNN-T, TDT), "
+                     "EncDecHybridRNNTCTCBPEModel or EncDecCTCModelBPE checkpoints")  # fmt: skip
+
+
+# The tokenizer
+
+
+def _write_stock_tokenizer(model, folder: Path) -> Path:
+    processor = getattr(model.tokenizer, "tokenizer", None)
+    if processor is None or not hasattr(processor, "serialized_model_proto"):
+        raise ValueError(f"{type(model).__name__}: adapt needs a SentencePiece tokenizer")
+    path = folder / "stock_tokenizer.model"
+    path.write_bytes(processor.serialized_model_proto())
+    return path
+
+
+def piece_rows(extended: ExtendedTokenizer, stock_processor, marks: str) -> list[list[int]]:
+    """For each appended piece (in id order), the stock ids whose rows its rows start from (empty: all of them)."""
+    return [related_pieces(piece, stock_processor, marks) for piece in extended.added]
+
+
+# The weights
+
+
+def remap_vocabulary_rows(
+    tensor: torch.Tensor, stock_vocab: int, related: list[list[int]], is_bias: bool
+) -> torch.Tensor:
+    """A stock tensor whose first dimension is indexed by token (``stock_vocab`` tokens, then blank and any
+    duration outputs) with rows inserted for the appended pieces before the blank."""
+    stock_rows = tensor[:stock_vocab]
+    inserted = []
+    for ids in related:
+        source = stock_rows[ids] if ids else stock_rows
+        row = source.float().mean(dim=0).to(tensor.dtype)
+        inserted.append(row - NEW_PIECE_MARGIN if is_bias else row)
+    if not inserted:
+        return tensor.clone()
+    return torch.cat([stock_rows, torch.stack(inserted), tensor[stock_vocab:]]).contiguous()
+
+
+def load_adapted_weights(
+    target: torch.nn.Module,
+    stock_state: dict[str, torch.Tensor],
+    destinations: Callable[[str], list[str]],
+    stock_vocab: int,
+    related: list[list[int]],
+    neutral: tuple[str, ...] = (),
+) -> None:
+    """Copies every stock tensor to its destinations in ``target`` (``destinations(stock_key)``), widening the
+    vocabulary rows (:func:`remap_vocabulary_rows`); ``neutral`` keys of ``target`` are set to zero.
+
+    Raises:
+        ValueError: a stock tensor has no destination or does not fit it, or a target tensor stays unset.
+    """
+    state = target.state_dict()
+    unset = set(state)
+    added = len(related)
+    for key, value in stock_state.items():
+        names = destinations(key)
+        if not names:
+            raise ValueError(f"{key}: the stock tensor has no place in the adapted model")
+        for name in names:
+            if name not in state:
+                raise ValueError(f"{key}: the adapted model has no {name}")
+            if state[name].shape != value.shape:
+                grown = value.shape[0] + added == state[name].shape[0] and value.shape[1:] == state[name].shape[1:]
+                if not grown:
+                    raise ValueError(f"{key}: stock shape {tuple(value.shape)} does not fit {name} "
+                                     f"{tuple(state[name].shape)}")  # fmt: skip
+                value = remap_vocabulary_rows(value, stock_vocab, related, is_bias=key.endswith("bias"))
+            state[name] = value.clone()
+            unset.discard(name)
+    for name in neutral:
+        state[name] = torch.zeros_like(state[name])
+        unset.discard(name)
+    if unset:
+        raise ValueError(f"the stock checkpoint sets no {sorted(unset)[:5]} of the adapted model")
+    target.load_state_dict(state)
+
+
+# The configs
+
+
+def _container(cfg: DictConfig) -> dict:
+    return OmegaConf.to_container(cfg, resolve=True)
+
+
+def _data_shell(stock: dict | None, sample_rate: int, shuffle: bool) -> dict:
+    stock = stock or {}
+    return {"manifest_filepath": None, "sample_rate": sample_rate, "batch_size": stock.get("batch_size", 16),
+            "shuffle": shuffle, "num_workers": stock.get("num_workers", 0)}  # fmt: skip
+
+
+def _common_config(stock_cfg: DictConfig, tokenizer_dir: Path) -> dict:
+    cfg = _container(stock_cfg)
+    rate = cfg.get("sample_rate", cfg.get("preprocessor", {}).get("sample_rate", 16000))
+    cfg["tokenizer"] = {"dir": str(tokenizer_dir), "type": "bpe"}
+    cfg["train_ds"] = _data_shell(cfg.get("train_ds"), rate, shuffle=True)
+    cfg["validation_ds"] = _data_shell(cfg.get("validation_ds"), rate, shuffle=False)
+    cfg["test_ds"] = _data_shell(cfg.get("test_ds"), rate, shuffle=False)
+    for key in ("target", "nemo_version", "labels"):
+        cfg.pop(key, None)
+    return cfg
+
+
+def rnnt_config(stock_cfg: DictConfig, tokenizer_dir: Path, decoders: str) -> dict:
+    """The P&C RNN-T config of a stock RNN-T / TDT config."""
+    cfg = _common_config(stock_cfg, tokenizer_dir)
+    cfg.pop("aux_ctc", None)
+    decoder, joint = cfg["decoder"], cfg["joint"]
+    decoder.pop("vocab_size", None)
+    for key in ("num_classes", "vocabulary"):
+        joint.pop(key, None)
+    joint["fuse_loss_wer"] = False
+    cfg["pc"] = {"decoders": decoders, "alpha": 0.5, "default_mode": "punctuated"}
+    if decoders == "conditioned":
+        target = decoder["_target_"]
+        if target not in CONDITIONED_PREDICTORS:
+            raise ValueError(f"decoder._target_: no mode-conditioned form of {target}; use --decoders dual")
+        decoder.update(_target_=CONDITIONED_PREDICTORS[target], mode_combine="add")
+        return cfg
+    jointnet = joint.pop("jointnet")
+    jointnet.pop("encoder_hidden", None)
+    jointnet.pop("pred_hidden", None)
+    cfg["decoder"] = {"_target_": "nemo_pc.modules.DualRNNTDecoder", "head_target": decoder.pop("_target_"),
+                      "head": decoder}  # fmt: skip
+    cfg["joint"] = {"_target_": "nemo_pc.modules.DualRNNTJoint", "head_target": joint.pop("_target_"),
+                    "jointnet": jointnet, "head": joint}  # fmt: skip
+    return cfg
+
+
+def ctc_config(stock_cfg: DictConfig, tokenizer_dir: Path, decoders: str, marks: str) -> dict:
+    """The P&C CTC config of a stock CTC config."""
+    cfg = _common_config(stock_cfg, tokenizer_dir)
+    cfg["decoder"].update(num_classes=-1, vocabulary=[])  # set from the tokenizer by the model
+    layers = int(cfg["encoder"]["n_layers"])
+    pc = {"target": "punctuated", "default_mode": "punctuated", "marks": marks}
+    if decoders == "dual":
+        pc["style_layers"] = {"branch_layer": layers, "weight": 1.0}
+    else:
+        pc["style_embedding"] = {"layers": [layers], "weight": 1.0}
+    cfg["pc"] = pc
+    return cfg
+
+
+# The models
+
+
+def _rnnt_destinations(decoders: str) -> Callable[[str], list[str]]:
+    def destinations(key: str) -> list[str]:
+        module, _, rest = key.partition(".")
+        if decoders == "dual" and module in ("decoder", "joint"):
+            return [f"{module}.heads.{mode}.{rest}" for mode in (0, 1)]
+        return [key]
+
+    return destinations
+
+
+def _ctc_destinations(decoders: str) -> Callable[[str], list[str]]:
+    def destinations(key: str) -> list[str]:
+        if decoders == "dual" and key.startswith("decoder."):
+            return [key, "normalized_" + key]
+        return [key]
+
+    return destinations
+
+
+def _stock_state(model) -> dict[str, torch.Tensor]:
+    """The stock model's weights, without the buffers of its loss and metric (rebuilt by the adapted model)."""
+    return {key: value for key, value in model.state_dict().items() if not key.startswith(("loss.", "wer."))}
+
+
+def adapt_model(
+    stock,
+    workdir: str | Path,
+    decoders: str = "conditioned",
+    tokenizer: str | Path | None = None,
+    marks: str = DEFAULT_MARKS,
+):
+    """The P&C model of a stock NeMo ASR model (see the module docstring), in eval mode on the CPU.
+
+    Args:
+        stock: a restored ``EncDecRNNTBPEModel``, ``EncDecHybridRNNTCTCBPEModel`` or ``EncDecCTCModelBPE``.
+        workdir: a folder for the tokenizer files; it must exist until the model is saved.
+        decoders: ``conditioned`` or ``dual``.
+        tokenizer: a tokenizer folder whose pieces with capitals or marks extend the stock tokenizer; None extends
+            it with the capitalized twins of its pieces and the marks (or keeps it, when it writes both).
+        marks: the mark set of the P&C model.
+
+    Raises:
+        ValueError: an unknown ``decoders``, a stock model adapt does not take, or weights that do not fit.
+    """
+    from nemo_pc.models import EncDecCTCPCBPEModel, EncDecRNNTPCBPEModel
+
+    if decoders not in DECODERS:
+        raise ValueError(f"decoders must be one of {DECODERS}, got {decoders!r}")
+    family = stock_family(stock)
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    stock_model = _write_stock_tokenizer(stock, workdir)
+    extended = extend_tokenizer(stock_model, workdir / "tokenizer", marks, tokenizer)
+    related = piece_rows(extended, stock.tokenizer.tokenizer, marks)
+    stock_vocab = stock.tokenizer.vocab_size
+    if family == "ctc":
+        cfg = ctc_config(stock.cfg, extended.directory, decoders, marks)
+        model = EncDecCTCPCBPEModel(cfg=OmegaConf.create(cfg))
+        destinations = _ctc_destinations(decoders)
+        neutral = ("style_embedding.proj.weight",) if decoders == "conditioned" else ()
+    else:
+        cfg = rnnt_config(stock.cfg, extended.directory, decoders)
+        model = EncDecRNNTPCBPEModel(cfg=OmegaConf.create(cfg))
+        destinations = _rnnt_destinations(decoders)
+        neutral = ("decoder.mode_embed.weight",) if decoders == "conditioned" else ()
+    load_adapted_weights(model, _stock_state(stock), destinations, stock_vocab, related, neutral)
+    with open_dict(model.cfg):
+        model.cfg.pc.adapted_from = {"family": family, "class": type(stock).__name__, "stock_vocab": stock_vocab,
+                                     "added_pieces": len(extended.added)}  # fmt: skip
+    return model.eval()
+
+
+def adapt_checkpoint(
+    stock_path: str | Path,
+    out_path: str | Path,
+    decoders: str = "conditioned",
+    tokenizer: str | Path | None = None,
+    marks: str = DEFAULT_MARKS,
+):
+    """Restores a stock ``.nemo``, adapts it (:func:`adapt_model`) and writes the P&C ``.nemo`` atomically.
+
+    Returns:
+        The adapted model.
+
+    Raises:
+        ValueError: see :func:`adapt_model`; also an ``out_path`` that does not end in ``.nemo``.
+    """
+    stock_path, out_path = Path(stock_path), Path(out_path)
+    if out_path.suffix != ".nemo":
+        raise ValueError(f"{out_path}: the output must be a .nemo file")
+    if not stock_path.is_file():
+        raise FileNotFoundError(2, "No such file", str(stock_path))
+    from nemo.collections.asr.models import ASRModel
+
+    stock = ASRModel.restore_from(str(stock_path), map_location="cpu")
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out_path.parent, prefix=".adapt.") as work:
+        model = adapt_model(stock, Path(work) / "files", decoders, tokenizer, marks)
+        partial = Path(work) / out_path.name
+        model.save_to(str(partial))
+        os.replace(partial, out_path)
+    return model
