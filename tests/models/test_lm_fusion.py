@@ -189,3 +189,15 @@ def test_lm_weight_tuning_refuses_an_empty_or_negative_grid_before_decoding(alph
 
     with pytest.raises(ValueError, match="alphas must be one or more LM weights of 0 or more"):
         tune_lm_weight(None, "normalized", "lm.nemo", "missing.json", alphas)
+
+
+@pytest.mark.parametrize(
+    ("cfg", "marks"),
+    [({"marks": ".,?!", "pc": {"decoders": "dual"}}, ".,?!"), ({"pc": {"marks": ".,?;"}}, ".,?;"), ({}, ".,?")],
+)
+def test_lm_tuning_scores_with_the_model_mark_set(cfg, marks):
+    from types import SimpleNamespace
+
+    from nemo_pc.pipelines.lm import _marks
+
+    assert _marks(SimpleNamespace(cfg=OmegaConf.create(cfg))) == marks  # RNN-T: marks; CTC: pc.marks
