@@ -46,9 +46,10 @@ def _cue_text(segment: TimedText, mode: str) -> str:
 
 
 def _cue_lines(text: str, line_width: int) -> str:
-    """One line of words (every kind of line break or space read as one space, ``-->`` as ``->``), wrapped."""
+    """One line of words (every kind of line break or space read as one space, ``-->`` as ``->``), wrapped between
+    words (a word longer than a line keeps its own line)."""
     words = " ".join(text.split()).replace("-->", "->")
-    return "\n".join(textwrap.wrap(words, line_width, break_on_hyphens=False)) or "..."
+    return "\n".join(textwrap.wrap(words, line_width, break_long_words=False, break_on_hyphens=False)) or "..."
 
 
 def to_srt(segments: Sequence[TimedText], mode: str = "punctuated", line_width: int = LINE_WIDTH) -> str:

@@ -1,7 +1,6 @@
 """SRT, WebVTT and JSON lines of timed segments, checked against the formats' grammar line by line."""
 
 import json
-import re
 
 import pytest
 from hypothesis import given
@@ -9,46 +8,7 @@ from hypothesis import strategies as st
 
 from nemo_pc.parts.longform import Segment, TimedWord
 from nemo_pc.parts.subtitles import clock, parse_formats, render, to_jsonl, to_srt, to_vtt
-
-SRT_TIME = r"\d{2}:[0-5]\d:[0-5]\d,\d{3}"
-VTT_TIME = r"\d{2}:[0-5]\d:[0-5]\d\.\d{3}"
-
-
-def _seconds(stamp: str) -> float:
-    hours, minutes, rest = stamp.replace(",", ".").split(":")
-    return int(hours) * 3600 + int(minutes) * 60 + float(rest)
-
-
-def parse_srt(text: str) -> list[tuple[float, float, str]]:
-    """A strict SubRip reader: cues numbered from 1 without gaps, one timing line, 1+ non-empty text lines, one
-    blank line between cues, no trailing garbage."""
-    cues = []
-    for number, block in enumerate(text.rstrip("\n").split("\n\n"), start=1):
-        lines = block.split("\n")
-        assert lines[0] == str(number), block
-        timing = re.fullmatch(f"({SRT_TIME}) --> ({SRT_TIME})", lines[1])
-        assert timing, lines[1]
-        assert len(lines) >= 3 and all(line.strip() for line in lines[2:]), block
-        cues.append((_seconds(timing[1]), _seconds(timing[2]), "\n".join(lines[2:])))
-    assert text.endswith("\n") and not text.endswith("\n\n\n")
-    return cues
-
-
-def parse_vtt(text: str) -> list[tuple[float, float, str]]:
-    """A strict WebVTT reader: the header, then cues of one timing line and 1+ non-empty text lines without
-    ``-->`` or a bare ``<`` or ``&``."""
-    blocks = text.rstrip("\n").split("\n\n")
-    assert blocks[0] == "WEBVTT"
-    cues = []
-    for block in blocks[1:]:
-        lines = block.split("\n")
-        timing = re.fullmatch(f"({VTT_TIME}) --> ({VTT_TIME})", lines[0])
-        assert timing, lines[0]
-        body = lines[1:]
-        assert body and all(line.strip() and "-->" not in line for line in body), block
-        assert not re.search(r"<|&(?!amp;|lt;|gt;)", "\n".join(body)), block
-        cues.append((_seconds(timing[1]), _seconds(timing[2]), "\n".join(body)))
-    return cues
+from nemo_pc.testing.longform import parse_srt, parse_vtt
 
 
 def _segments(texts_and_times):
@@ -105,3 +65,30 @@ def test_formats_are_named_and_checked():
         parse_formats("srt,txt")
     with pytest.raises(ValueError, match="unknown output format"):
         render(SEGMENTS, "txt")
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        "2\n00:00:00,000 --> 00:00:01,000\nHi\n",  # numbering starts at 2
+        "1\n00:00:00.000 --> 00:00:01,000\nHi\n",  # a WebVTT decimal point
+        "1\n00:00:00,000 --> 00:00:01,000\n\n",  # no text
+        "1\n00:00:00,000 --> 00:00:01,000\nHi",  # no final newline
+    ],
+)
+def test_the_strict_srt_reader_rejects_broken_files(broken):
+    with pytest.raises(ValueError):
+        parse_srt(broken)
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        "00:00:00.000 --> 00:00:01.000\nHi\n",
+        "WEBVTT\n\n00:00:00.000 --> 00:00:01.000\na --> b\n",
+        "WEBVTT\n\n0:00.0 --> 1\nHi\n",
+    ],
+)
+def test_the_strict_vtt_reader_rejects_broken_files(broken):
+    with pytest.raises(ValueError):
+        parse_vtt(broken)

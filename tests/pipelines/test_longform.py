@@ -1,0 +1,186 @@
+"""Long-form transcription on tiny untrained models of both families.
+
+With local attention and unnormalized features, each encoder frame depends on a bounded stretch of audio; chunks
+read with more context than that must give, in both modes, exactly the words of one whole-file ``transcribe``:
+whatever the chunk size, no word at a seam may be duplicated, dropped or changed.
+"""
+
+import numpy as np
+import pytest
+import soundfile
+import torch
+from omegaconf import OmegaConf
+
+from nemo_pc.cli import main
+from nemo_pc.models import EncDecCTCPCBPEModel, EncDecRNNTPCBPEModel
+from nemo_pc.pipelines.longform import AudioReader, frame_geometry, transcribe_long
+from nemo_pc.testing import ctc as ctc_fixtures
+from nemo_pc.testing.asr import tiny_model_config, train_tokenizer, write_pc_manifest, write_wav
+from nemo_pc.testing.longform import parse_srt, parse_vtt, windowed, write_recording
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+CONTEXT = 1.2  # seconds: more than the tiny windowed encoders reach (2 layers of ±10 frames of 40 ms, subsampling)
+CHUNKS = (60.0, 1.0, 0.36)  # one chunk; seams inside utterances; nine-frame chunks
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("longform")
+    manifest = write_pc_manifest(folder / "data")
+    recording = write_recording(folder / "talk.wav", utterances=4, utterance_seconds=0.8, pause_seconds=0.5)
+    return {
+        "folder": folder,
+        "recording": recording,
+        "rnnt_tokenizer": train_tokenizer(manifest, folder / "tokenizer"),
+        "ctc_tokenizer": ctc_fixtures.train_tokenizer(folder / "ctc_tokenizer", manifest),
+    }
+
+
+def _rnnt(data, local: bool = True, decoders: str = "conditioned") -> EncDecRNNTPCBPEModel:
+    torch.manual_seed(0)
+    config = tiny_model_config(data["rnnt_tokenizer"], decoders=decoders, hidden=32)
+    config["decoding"]["greedy"]["max_symbols"] = 2
+    return EncDecRNNTPCBPEModel(cfg=OmegaConf.create(windowed(config) if local else config)).eval()
+
+
+def _ctc(data, pc: dict) -> EncDecCTCPCBPEModel:
+    torch.manual_seed(0)
+    config = windowed(ctc_fixtures.tiny_config(data["ctc_tokenizer"], pc=pc, layers=2))
+    return EncDecCTCPCBPEModel(OmegaConf.create(config)).eval()
+
+
+@pytest.fixture(scope="module")
+def rnnt(data):
+    return _rnnt(data)
+
+
+def _whole(model, path) -> dict[str, list[str]]:
+    """Each mode's words from one whole-file ``transcribe``."""
+    both = model.transcribe([str(path)], batch_size=1, verbose=False, mode="both")
+    return {mode: getattr(hyps[0], "text", hyps[0]).split() for mode, hyps in both.items()}
+
+
+def _words(result) -> dict[str, list[str]]:
+    return {mode: [word.text for word in words] for mode, words in result.words.items()}
+
+
+def _check_segments(result):
+    segments = result.segments
+    assert segments, "an untrained model still writes tokens; no segment would make the checks vacuous"
+    assert all(0.0 <= s.start <= s.end <= result.seconds for s in segments)
+    assert all(a.end <= b.start for a, b in zip(segments, segments[1:], strict=False))
+    # every word of both modes is in exactly one segment, in order
+    assert [w for s in segments for w in s.words] == result.words["punctuated"]
+    assert [w for s in segments for w in s.normalized] == result.words["normalized"]
+
+
+@pytest.mark.parametrize("chunk_seconds", CHUNKS)
+def test_rnnt_chunks_give_the_words_of_one_whole_pass(data, rnnt, chunk_seconds):
+    whole = _whole(rnnt, data["recording"])
+    result = transcribe_long(rnnt, data["recording"], chunk_seconds=chunk_seconds, context_seconds=CONTEXT)
+    assert result.chunks == max(1, int(np.ceil(result.seconds / chunk_seconds - 1e-9)))
+    assert _words(result) == whole
+    assert whole["normalized"] != whole["punctuated"]  # two decodings, not one text twice
+    _check_segments(result)
+
+
+@pytest.mark.parametrize(
+    ("variant", "pc"),
+    [("rules", {}), ("inter", {"ctc_weight": 0.5, "inter": {"weight": 0.5, "layer": 1, "transcribe": True}})],
+)
+def test_ctc_chunks_give_the_words_of_one_whole_pass(data, variant, pc):
+    model = _ctc(data, pc)
+    assert model.normalized_source == variant
+    whole = _whole(model, data["recording"])
+    for chunk_seconds in CHUNKS[1:]:
+        result = transcribe_long(model, data["recording"], chunk_seconds=chunk_seconds, context_seconds=CONTEXT)
+        assert _words(result) == whole
+        _check_segments(result)
+
+
+def test_word_times_follow_the_encoder_frames(data, rnnt):
+    samples_per_frame, frame_seconds = frame_geometry(rnnt)
+    assert (samples_per_frame, frame_seconds) == (640, 0.04)
+    result = transcribe_long(rnnt, data["recording"], chunk_seconds=1.0, context_seconds=CONTEXT)
+    for words in result.words.values():
+        assert all(0 <= w.start < w.end <= result.seconds for w in words)
+        assert all(round(w.start / frame_seconds, 6).is_integer() for w in words)
+        assert all(a.start <= b.start for a, b in zip(words, words[1:], strict=False))
+
+
+def test_a_full_attention_model_in_one_chunk_is_its_whole_pass(data):
+    """Without local attention the chunks change what the encoder sees, so only one chunk must be exact."""
+    model = _rnnt(data, local=False, decoders="dual")
+    whole = _whole(model, data["recording"])
+    result = transcribe_long(model, data["recording"], chunk_seconds=60.0, context_seconds=0.0)
+    assert _words(result) == whole
+    _check_segments(transcribe_long(model, data["recording"], chunk_seconds=1.0, context_seconds=0.4))
+
+
+def test_stereo_is_averaged_and_other_rates_are_resampled(data, rnnt, tmp_path):
+    mono = transcribe_long(rnnt, data["recording"], chunk_seconds=1.0, context_seconds=CONTEXT)
+    stereo = write_recording(tmp_path / "stereo.wav", utterances=4, utterance_seconds=0.8, pause_seconds=0.5,
+                             channels=2)  # fmt: skip
+    assert transcribe_long(rnnt, stereo, chunk_seconds=1.0, context_seconds=CONTEXT).words == mono.words
+    tone = np.sin(2 * np.pi * 440 * np.arange(48000) / 48000).astype(np.float32)
+    reader = AudioReader(write_wav(tmp_path / "tone48k.wav", tone, sample_rate=48000), 16000)
+    assert reader.samples == 16000 and reader.source_rate == 48000
+    span = reader.read(4000, 8000)
+    expected = np.sin(2 * np.pi * 440 * np.arange(4000, 8000) / 16000)
+    assert len(span) == 4000 and np.abs(span - expected)[200:-200].max() < 0.01  # edges fall in the context
+    reader.close()
+
+
+@pytest.fixture(scope="module")
+def saved_model(data, rnnt):
+    path = data["folder"] / "tiny_rnnt.nemo"
+    rnnt.save_to(str(path))
+    return path
+
+
+def test_the_command_writes_strict_srt_vtt_and_json_lines(data, saved_model, rnnt, tmp_path, capsys):
+    out = tmp_path / "out"
+    args = ["transcribe", str(saved_model), str(data["recording"]), "--out", str(out), "--chunk-seconds", "1",
+            "--context-seconds", str(CONTEXT), "--formats", "srt,vtt,json"]  # fmt: skip
+    assert main(args) == 0
+    written = capsys.readouterr().out.split()
+    assert written == [str(out / f"talk{suffix}") for suffix in (".srt", ".vtt", ".jsonl")]
+    expected = transcribe_long(rnnt, data["recording"], chunk_seconds=1.0, context_seconds=CONTEXT)
+    srt = parse_srt((out / "talk.srt").read_text())
+    vtt = parse_vtt((out / "talk.vtt").read_text())
+    assert len(srt) == len(vtt) == len(expected.segments)
+    assert [" ".join(text.split()) for _, _, text in srt] == [s.text for s in expected.segments]
+    assert [(a, b) for a, b, _ in srt] == [(a, b) for a, b, _ in vtt]
+    assert all(0 <= a <= b <= expected.seconds + 0.001 for a, b, _ in srt)
+    lines = (out / "talk.jsonl").read_text().splitlines()
+    assert lines == [__import__("json").dumps(s.as_dict(), ensure_ascii=False) for s in expected.segments]
+
+
+def _bad(path, tmp_path, capsys, model, *extra):
+    code = main(["transcribe", str(model), str(path), "--out", str(tmp_path / "out"), "--no-progress", *extra])
+    err = capsys.readouterr().err.strip().splitlines()
+    return code, err[-1] if err else ""
+
+
+def test_bad_input_gets_one_line_and_exit_2(data, saved_model, tmp_path, capsys):
+    empty = tmp_path / "empty.wav"
+    empty.write_bytes(b"")
+    text = tmp_path / "notes.wav"
+    text.write_text("not audio\n")
+    silent = tmp_path / "silent.wav"
+    soundfile.write(str(silent), np.zeros(0, np.float32), 16000)
+    cases = {
+        empty: (saved_model, "empty.wav: not readable as audio"),
+        text: (saved_model, "notes.wav: not readable as audio"),
+        silent: (saved_model, "silent.wav: no audio samples"),
+        tmp_path / "missing.wav": (saved_model, "missing.wav: No such file"),
+        data["recording"]: (text, "expected a .nemo file"),
+    }
+    for path, (model, message) in cases.items():
+        code, line = _bad(path, tmp_path, capsys, model)
+        assert code == 2 and line.startswith("nemo-pc transcribe: error: ") and message in line, line
+    for extra, message in [(["--formats", "srt,doc"], "unknown format 'doc'"), (["--chunk-seconds", "0"], "posit")]:
+        code, line = _bad(data["recording"], tmp_path, capsys, saved_model, *extra)
+        assert code == 2 and message in line, line
+    assert not (tmp_path / "out").exists()  # nothing written for bad input
