@@ -162,17 +162,20 @@ def overrides(args: argparse.Namespace, work: Path, steps: int, loss: str) -> li
 
 
 def _meter():
-    """A Lightning callback that records when each training step ends and how long each validation takes."""
+    """A Lightning callback that records when each training step ends, the seconds of audio in each training batch,
+    and how long each validation takes."""
     import lightning.pytorch as pl
 
     class StepMeter(pl.Callback):
         def __init__(self) -> None:
             self.ends: list[float] = []
+            self.audio: list[float] = []
             self.validations: list[float] = []
             self.steps = 0
 
-        def on_train_batch_end(self, trainer, *args) -> None:
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
             self.ends.append(time.perf_counter())
+            self.audio.append(float(batch[1].sum()) / float(pl_module.cfg.get("sample_rate", 16000)))  # audio_len
             self.steps = int(trainer.global_step)
 
         def on_validation_start(self, trainer, pl_module) -> None:
@@ -185,6 +188,11 @@ def _meter():
             """Mean seconds per step after the first third (CUDA and JIT warm-up left out)."""
             gaps = [b - a for a, b in zip(self.ends, self.ends[1:], strict=False)][len(self.ends) // 3 :]
             return sum(gaps) / len(gaps) if gaps else float("nan")
+
+        def audio_seconds_per_second(self) -> float:
+            """Seconds of training audio per wall-clock second over the same steps as :meth:`step_seconds`."""
+            audio = self.audio[1:][len(self.ends) // 3 :]
+            return sum(audio) / len(audio) / self.step_seconds() if audio else float("nan")
 
     return StepMeter()
 
@@ -211,6 +219,7 @@ def probe(args: argparse.Namespace, work: Path) -> dict:
             continue
         result = {"loss": loss, "failed_losses": failures, "steps": args.probe_steps,
                   "step_seconds": round(meter.step_seconds(), 4),
+                  "audio_seconds_per_second": round(meter.audio_seconds_per_second(), 1),
                   "validation_seconds": round(max(meter.validations, default=0.0), 2)}  # fmt: skip
         shutil.rmtree(work / "probe", ignore_errors=True)
         _write_json(work / "probe.json", result)
@@ -241,7 +250,7 @@ def train(args: argparse.Namespace, work: Path) -> None:
     # the loss that ran: "auto" is nemo_pc's scan loss on CPU and NeMo's numba loss ("default") on a GPU
     loss = resolve_loss_name(timing["loss"])
     stats.update(planned_steps=steps, steps=meter.steps, step_seconds=round(meter.step_seconds(), 4), loss=loss,
-                 device=_device())  # fmt: skip
+                 audio_seconds_per_second=round(meter.audio_seconds_per_second(), 1), device=_device())  # fmt: skip
     _write_json(target.with_suffix(".json"), stats)
 
 
@@ -286,7 +295,9 @@ def summary(args: argparse.Namespace, work: Path, reports: dict, seconds: dict) 
         "device": stats.get("device"),
         "splits": split_hours(work / "manifests"),
         "model": model,
-        "training": {k: stats.get(k) for k in ("steps", "planned_steps", "seconds", "step_seconds")}
+        "training": {
+            k: stats.get(k) for k in ("steps", "planned_steps", "seconds", "step_seconds", "audio_seconds_per_second")
+        }
         | {"batch_duration": args.batch_duration, "probe": _read_json(work / "probe.json")},
         "dev_curve": stats.get("curve", []),
         "seconds": seconds,

@@ -143,8 +143,11 @@ run() {
   exec "$PYTHON" benchmarks/gpu_recipe.py "$@" "${kjv[@]}"
 }
 
-case "${1:-}" in
-  prepare) prepare ;;
-  run) shift && run "$@" ;;
-  *) sed -n '2,13p' "$0" >&2 && exit 2 ;;
-esac
+# sourced (scripts/device_check.sh): the functions only
+if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
+  case "${1:-}" in
+    prepare) prepare ;;
+    run) shift && run "$@" ;;
+    *) sed -n '2,13p' "$0" >&2 && exit 2 ;;
+  esac
+fi

@@ -44,6 +44,8 @@ def test_gpu_recipe_runs_in_resumable_phases_and_writes_one_json(tmp_path):
     assert model["loss"] == ("default" if result["device"] == "cuda" else "scan")
     training = result["training"]
     assert training["steps"] >= 2 and training["step_seconds"] > 0 and training["probe"]["step_seconds"] > 0
+    # a batch holds at most --batch-duration (20) seconds of audio: at most 20 s per step, per step_seconds
+    assert 0 < training["audio_seconds_per_second"] * training["step_seconds"] <= 20.5
     assert training["probe"]["loss"] == "auto" and training["probe"]["failed_losses"] == {}
     assert result["dev_curve"] and all(0 <= point["val_wer_punctuated"] <= 5 for point in result["dev_curve"])
     assert set(result["seconds"]) == {"corpus", "train", "evaluate"} and all(s > 0 for s in result["seconds"].values())
