@@ -11,7 +11,9 @@ is a subset of what the tokenizer can write.
 from __future__ import annotations
 
 import logging
-import tempfile
+import os
+import secrets
+import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -95,9 +97,13 @@ def build_tokenizer(
     if not lines:
         raise ValueError("the manifests hold no utterance to train a tokenizer on")
     target = Path(output_dir) / (tokenizer_dir_name(vocab_size, tokenizer_type) + folder_suffix)
-    target.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target) as tmp:
-        corpus = Path(tmp) / "text_corpus.txt"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # built in a hidden folder next to the target and renamed into place whole: a run killed while SentencePiece
+    # writes leaves no tokenizer.model that a rerun would take as done
+    staging = target.parent / f".{target.name}.{secrets.token_hex(6)}.tmp"
+    staging.mkdir()
+    try:
+        corpus = staging / "text_corpus.txt"
         corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
         create_spt_model(
             data_file=str(corpus),
@@ -105,10 +111,16 @@ def build_tokenizer(
             sample_size=-1,
             do_lower_case=False,
             tokenizer_type=tokenizer_type,
-            output_dir=str(target),
+            output_dir=str(staging),
             character_coverage=character_coverage,
             user_defined_symbols=list(user_defined_symbols) or None,
         )
+        corpus.unlink()
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(staging, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     unwritable = marks_without_pieces(target / "tokenizer.model", marks)
     if unwritable:
         _LOG.warning("%s: the training text holds none of the marks %r; the tokenizer cannot write them", target,

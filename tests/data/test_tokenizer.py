@@ -1,6 +1,7 @@
 """The cased, punctuated SentencePiece tokenizer and ``nemo-pc build-tokenizer``."""
 
 import json
+from pathlib import Path
 
 import pytest
 import sentencepiece
@@ -89,3 +90,26 @@ def test_command_names_a_bad_mark_set(manifest, tmp_path, capsys):
         "nemo-pc build-tokenizer: error: --marks: 'x' in '.,x' is a letter or digit, not a mark"
     )
     assert not (tmp_path / "tok").exists()
+
+
+def test_a_build_stopped_while_writing_leaves_no_tokenizer_and_a_rebuild_replaces_the_folder_whole(
+    manifest, tmp_path, monkeypatch
+):
+    from nemo.collections.common.tokenizers import sentencepiece_tokenizer
+
+    real = sentencepiece_tokenizer.create_spt_model
+
+    def stopped(*args, output_dir, **kwargs):
+        (Path(output_dir) / "tokenizer.model").write_bytes(b"\n\x0bhalf a mod")  # what a kill mid-write leaves
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sentencepiece_tokenizer, "create_spt_model", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        build_tokenizer([manifest], tmp_path / "tok", vocab_size=40)
+    assert list((tmp_path / "tok").iterdir()) == []  # nothing a rerun could take as done
+    monkeypatch.setattr(sentencepiece_tokenizer, "create_spt_model", real)
+    folder = build_tokenizer([manifest], tmp_path / "tok", vocab_size=40)
+    (folder / "stale.txt").write_text("from an older build")
+    folder = build_tokenizer([manifest], tmp_path / "tok", vocab_size=40)
+    assert sorted(p.name for p in folder.iterdir()) == ["tokenizer.model", "tokenizer.vocab", "vocab.txt"]
+    assert [p.name for p in (tmp_path / "tok").iterdir()] == [folder.name]
