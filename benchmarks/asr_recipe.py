@@ -44,6 +44,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))  # the demo application, examples/pc_demo
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/provenance.py
+from provenance import write_results  # noqa: E402
 
 DROPOUT = ["model.encoder.dropout=0.1", "model.encoder.dropout_pre_encoder=0.1", "model.encoder.dropout_att=0.1"]
 VARIANTS = {
@@ -287,9 +289,8 @@ def recipe_table(rows: list[dict]) -> list[str]:
 def _report(rows: list[dict], args: argparse.Namespace) -> None:
     print("\n" + "\n".join(recipe_table(rows)))
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         payload = {"demo_dir": str(args.demo_dir), "steps": args.steps, "jobs": args.jobs, "rows": rows}
-        Path(args.json).write_text(json.dumps(payload, indent=2) + "\n")
+        write_results(args.json, payload)
 
 
 if __name__ == "__main__":

@@ -34,6 +34,9 @@ import threading
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/provenance.py
+from provenance import write_results  # noqa: E402
+
 LIBRISPEECH_UTTERANCES = 292_367
 GOAL_SECONDS = 300.0
 
@@ -150,7 +153,6 @@ def main() -> None:
     parser.add_argument("--synth-jobs", type=int, default=2, help="processes that write the corpora")
     parser.add_argument("--json", default="benchmarks/results/builder_scale.json")
     args = parser.parse_args()
-    from nemo_pc.data.manifest import write_text_atomic
 
     work = Path(args.work)
     rows = []
@@ -178,7 +180,7 @@ def main() -> None:
         "goal_seconds": GOAL_SECONDS,
         "goal_met": bool(full) and min(row["seconds"] for row in full) < GOAL_SECONDS,
     }
-    write_text_atomic(args.json, json.dumps(results, indent=2) + "\n")
+    write_results(args.json, results)
     print(f"wrote {args.json}", file=sys.stderr)
 
 

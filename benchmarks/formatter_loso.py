@@ -25,9 +25,11 @@ import sys
 import time
 from pathlib import Path
 
-from nemo_pc.data.manifest import read_manifest, write_text_atomic
+from nemo_pc.data.manifest import read_manifest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))  # the demo application, examples/pc_demo
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/provenance.py
+from provenance import write_results  # noqa: E402
 
 
 def _formatter_bench():
@@ -102,7 +104,7 @@ def main(argv: list[str] | None = None) -> dict:
               f"{100 * row['i_wer']:.1f}% | {ratio} |")  # fmt: skip
     out = {"leave_out": args.leave_out, "documents": len(docs), "seconds": seconds, "results": results}
     if args.json:
-        write_text_atomic(args.json, json.dumps(out, indent=2) + "\n")
+        write_results(args.json, out)
     return out
 
 

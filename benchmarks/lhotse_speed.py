@@ -21,12 +21,14 @@ With ``--shar DIR`` the two lhotse variants also run from a shar export of the m
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing
 import sys
 import time
 from pathlib import Path
 from queue import Empty
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/provenance.py
+from provenance import write_results  # noqa: E402
 
 
 def variants(manifest: Path, batch_size: int, mean_duration: float, buckets: int, shar: Path | None) -> dict:
@@ -146,8 +148,7 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"{name:16s} {row['batches']:5d} batches  {row['batches_per_s']} batches/s  "
               f"{row['audio_s_per_s']} audio s/s  padding {row['padding_share']}", file=sys.stderr)  # fmt: skip
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+        write_results(args.json, results)
     return results
 
 

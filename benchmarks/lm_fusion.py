@@ -14,8 +14,12 @@ evaluate --compare``). Work files (LM, prediction manifests) go to ``--work``; t
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/provenance.py
+from provenance import write_results  # noqa: E402
 
 DEFAULT_SYSTEMS = ("rnnt_conditioned", "ctc_inter")
 DEFAULT_ALPHAS = (0.1, 0.2, 0.3, 0.5, 0.8)
@@ -138,15 +142,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    from nemo_pc.metrics.report import write_json
-
     args = parse_args(argv)
     settings = {key: str(value) if isinstance(value, Path) else value for key, value in vars(args).items()}
     results = {"settings": settings, "systems": {}}
     for name in [s.strip() for s in args.systems.split(",") if s.strip()]:
         results["systems"][name] = run_system(name, args)
         print(f"{name}: {results['systems'][name].get('test', results['systems'][name])}", flush=True)
-    write_json(results, args.json)
+    write_results(args.json, results)
     print(f"report: {args.json}")
     return results
 

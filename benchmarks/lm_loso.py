@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/provenance.py
+from provenance import write_results  # noqa: E402
 
 SOURCES = ("kjv", "wiki")
 
@@ -19,7 +23,6 @@ def main(argv: list[str] | None = None) -> dict:
     from nemo_pc.data.books import read_chapters_txt
     from nemo_pc.data.lm_text import write_lm_text
     from nemo_pc.data.manifest import read_manifest
-    from nemo_pc.metrics.report import write_json
     from nemo_pc.parts.ngram_lm import build_token_lm
     from nemo_pc.pipelines.inference import load_asr_model
     from nemo_pc.pipelines.lm import LMChoice, error_rate, transcribe_with_lms
@@ -67,7 +70,7 @@ def main(argv: list[str] | None = None) -> dict:
     report = {"settings": {k: str(v) for k, v in vars(args).items()}, "utterances": {
         f"{args.leave_out}": len(left_out), "other": len(test) - len(left_out)}, "lm_without": partial.as_dict(),
         "normalized_wer": results}  # fmt: skip
-    write_json(report, args.json)
+    write_results(args.json, report)
     return report
 
 

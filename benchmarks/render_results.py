@@ -352,8 +352,8 @@ def render_rnnt_loss(source: Path) -> str:
     r = _read_json(source)
     return (
         f"Joint output {tuple(r['shape'])}, {r['threads']} threads: scan {r['scan_seconds']:.2f} s, numba "
-        f"{r['numba_seconds']:.2f} s ({r['numba_over_scan']:.1f}x), largest difference {r['max_abs_difference']:.1e}; "
-        f"`{r['command']}` at {r['revision']}, {r['date']} (`{source_name(source)}`).\n"
+        f"{r['numba_seconds']:.2f} s ({r['numba_over_scan']:.1f}x), largest difference {r['max_abs_difference']:.1e} "
+        f"(`{source_name(source)}`).\n"
     )
 
 
@@ -397,7 +397,16 @@ def render_block(kind: str, source: str) -> str:
     for name, path in zip(source.split(), paths, strict=True):
         if not path.exists():
             raise ValueError(f"{name}: no such results file")
-    return RENDERERS[kind](*paths).strip("\n") + "\n"
+    made = [_provenance_line(path) for path in paths if path.suffix == ".json"]
+    return "\n\n".join([RENDERERS[kind](*paths).strip("\n"), *filter(None, made)]) + "\n"
+
+
+def _provenance_line(path: Path) -> str | None:
+    """How the results file was made (``benchmarks/provenance.py``), when it records it."""
+    made = _read_json(path).get("provenance")
+    if not made:
+        return None
+    return f"`{source_name(path)}`: `{made['command']}`, revision {made['revision'] or 'unknown'}, {made['date']}."
 
 
 def _check_markers(path: Path, text: str) -> None:

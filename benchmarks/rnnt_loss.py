@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/provenance.py
+from provenance import write_results  # noqa: E402
 
 
 def _time(loss_fn, logits: torch.Tensor, repeats: int) -> tuple[float, torch.Tensor]:
@@ -28,18 +30,6 @@ def _time(loss_fn, logits: torch.Tensor, repeats: int) -> tuple[float, torch.Ten
         if k:
             runs.append(time.perf_counter() - start)
     return sorted(runs)[len(runs) // 2], value.detach()
-
-
-def _revision() -> str | None:
-    """The checkout's commit (with ``+dirty`` when files differ from it), or ``None`` outside a git checkout."""
-    root = Path(__file__).resolve().parents[1]
-    try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, check=True)  # fmt: skip
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
 def main() -> None:
@@ -71,9 +61,6 @@ def main() -> None:
         args.repeats,
     )
     result = {
-        "command": " ".join(["python", *sys.argv]),
-        "revision": _revision(),
-        "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
         "shape": list(shape),
         "threads": torch.get_num_threads(),
         "scan_seconds": round(scan_s, 4),
@@ -83,7 +70,7 @@ def main() -> None:
     }
     print(json.dumps(result, indent=2))
     if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+        write_results(args.json, result)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,9 @@ from nemo_pc.data.manifest import read_manifest, write_text_atomic
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))  # the demo application, examples/pc_demo
 from pc_demo import claims as claims_lib  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/provenance.py
+from provenance import write_results  # noqa: E402
+
 BENCHMARKS = Path(__file__).resolve().parent
 
 FORMATTER_METRICS = ("per", "cer", "m_wer", "i_wer")
@@ -327,7 +330,7 @@ def main(argv: list[str] | None = None) -> dict:
             num_resamples=args.resamples,
             lm_report=lm_fusion_report(args.lm_fusion, demo_dir),
         )
-    write_text_atomic(args.json, json.dumps(results, indent=2, default=str) + "\n")
+    write_results(args.json, results)
     markdown = render_markdown(results)
     write_text_atomic(args.markdown, markdown)
     print(markdown)

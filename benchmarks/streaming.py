@@ -25,8 +25,12 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/provenance.py
+from provenance import write_results  # noqa: E402
 
 DEFAULT_CONTEXTS = ("70,0", "70,1", "70,6")
 BACKENDS = ("torch", "onnx", "torch_padded")
@@ -172,7 +176,6 @@ def main(argv: list[str] | None = None) -> dict:
     import torch
 
     from nemo_pc.data.manifest import read_manifest
-    from nemo_pc.metrics.report import write_json
     from nemo_pc.pipelines.inference import load_asr_model
 
     args = parse_args(argv)
@@ -193,7 +196,7 @@ def main(argv: list[str] | None = None) -> dict:
         reference = load_asr_model(args.reference)
         results["reference"] = {"model": str(args.reference), **decode_offline(reference, entries, args)[1]}
         print(json.dumps(results["reference"]), flush=True)
-    write_json(results, args.json)
+    write_results(args.json, results)
     print(f"report: {args.json}")
     return results
 

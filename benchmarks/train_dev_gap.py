@@ -17,6 +17,9 @@ import random
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/provenance.py
+from provenance import write_results  # noqa: E402
+
 
 def sample_split(demo_dir: str | Path, split: str, utterances: int) -> list[dict]:
     """``utterances`` random rows (seed 0) of ``demo_dir/manifests/<split>.json``."""
@@ -58,7 +61,7 @@ def main(argv: list[str] | None = None) -> None:
         result["wer"][split] = round(jiwer.wer([row["text_normalized"] for row in rows], texts), 4)
         print(f"{split}: WER {100 * result['wer'][split]:.1f}% on {len(rows)} utterances", file=sys.stderr)
     if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
+        write_results(args.json, result)
 
 
 if __name__ == "__main__":

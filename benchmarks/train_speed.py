@@ -32,6 +32,8 @@ from pathlib import Path
 from queue import Empty
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))  # the demo application, examples/pc_demo
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/provenance.py
+from provenance import write_results  # noqa: E402
 
 VARIANTS = {
     "fp32": [],
@@ -160,8 +162,7 @@ def main() -> None:
         print(f"| {row['model']} | {row['variant']} | {row['steps_per_s']:.3f} | {row['audio_s_per_s']:.1f} | "
               f"{row['padding_share']:.1%} | {row['mean_loss']:.2f} | {ratio:.2f}x |")  # fmt: skip
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps({"steps": args.steps, "warmup": args.warmup, "rows": rows}, indent=2))
+        write_results(args.json, {"steps": args.steps, "warmup": args.warmup, "rows": rows})
 
 
 if __name__ == "__main__":

@@ -104,8 +104,17 @@ def test_render_check_and_errors(tmp_path):
     with pytest.raises(ValueError, match="no such results file"):
         render.stale_blocks(doc)
     assert render.main(["--check", str(doc)]) == 2
+    load_benchmark("provenance").write_results(source, {"model": "m.nemo", "utterances": 5, "wer": {"dev": 0.5}},
+                                               argv=["benchmarks/train_dev_gap.py", "--json", "x.json"])  # fmt: skip
+    made = json.loads(source.read_text())["provenance"]
+    assert made["command"] == "python benchmarks/train_dev_gap.py --json x.json" and made["date"].endswith(" UTC")
+    render.render_file(doc)
+    assert "`python benchmarks/train_dev_gap.py --json x.json`, revision " in doc.read_text()
     doc.write_text(f"<!-- results:train_dev_gap {source} -->\nno end\n")
     with pytest.raises(ValueError, match="not closed"):
+        render.stale_blocks(doc)
+    doc.write_text(f"<!-- results:formatter_loso {source} {source} -->\n<!-- results:end -->\n")
+    with pytest.raises(ValueError, match="one results file per block"):
         render.stale_blocks(doc)
     doc.write_text("<!-- results:nosuch x.json -->\n<!-- results:end -->\n")
     with pytest.raises(ValueError, match="unknown block kind"):
