@@ -100,11 +100,49 @@ EOF
   chmod +x "$PREFIX/wrap/$name"
 }
 
+# DEB PREFIX: the files of a .deb under PREFIX, as `dpkg -x` does; Python reads the ar archive where there is no dpkg
+unpack_deb() {
+  if have dpkg; then
+    dpkg -x "$1" "$2"
+    return
+  fi
+  "$PYTHON" - "$1" "$2" <<'PYEOF'
+import io, sys, tarfile
+deb, prefix = sys.argv[1], sys.argv[2]
+with open(deb, "rb") as handle:
+    data = handle.read()
+assert data[:8] == b"!<arch>\n", f"{deb}: not a .deb (ar) archive"
+offset = 8
+while offset + 60 <= len(data):
+    name, size = data[offset:offset + 16].decode().strip().rstrip("/"), int(data[offset + 48:offset + 58].decode())
+    if name.startswith("data.tar"):
+        with tarfile.open(fileobj=io.BytesIO(data[offset + 60:offset + 60 + size]), mode="r:*") as tar:
+            tar.extractall(prefix, filter="fully_trusted")  # our own downloads, unpacked as dpkg -x would
+        break
+    offset += 60 + size + (size & 1)
+else:
+    sys.exit(f"{deb}: no data.tar member")
+PYEOF
+}
+
+# Each TTS program answers (a missing library or binary is named here, not deep inside the corpus phase)
+check_tts() {
+  local program
+  for program in "espeak-ng --version" "flite --version" "sox --version"; do
+    # shellcheck disable=SC2086  # the program and its option are words
+    if ! have ${program%% *}; then
+      echo "gpu_recipe: warning: no ${program%% *}" >&2
+    elif ! err=$($program 2>&1 >/dev/null); then
+      echo "gpu_recipe: warning: '$program' fails: ${err:0:300}" >&2
+    fi
+  done
+}
+
 setup_tts() {
   compgen -G "$CARRY/debs/*.deb" >/dev/null || return 0
   if [ ! -f "$PREFIX/.unpacked" ]; then
     mkdir -p "$PREFIX/wrap"
-    for deb in "$CARRY"/debs/*.deb; do dpkg -x "$deb" "$PREFIX"; done
+    for deb in "$CARRY"/debs/*.deb; do unpack_deb "$deb" "$PREFIX" || return 1; done
     touch "$PREFIX/.unpacked"
   fi
   have espeak-ng || wrapper espeak-ng "$PREFIX/usr/bin/espeak-ng"
@@ -119,6 +157,7 @@ setup_tts() {
     wrapper text2wave "$PREFIX/usr/bin/festival" --script "$PREFIX/usr/bin/text2wave"
   fi
   export PATH="$PREFIX/wrap:$PATH"
+  check_tts
 }
 
 setup_python() {  # nemo_pc runs from this tree (the CUDA machine's torch stays), the carried wheels beside it
@@ -129,6 +168,14 @@ setup_python() {  # nemo_pc runs from this tree (the CUDA machine's torch stays)
       touch "$SITE/.installed"
     fi
     site=":$SITE"
+    # numba-cuda releases that register numpy.row_stack fail at import on numpy 2.5, which removed it (an alias of
+    # vstack): the alias is put back for this run's interpreters only
+    if ! "$PYTHON" -c "import numpy; numpy.row_stack" 2>/dev/null; then
+      echo "import numpy; numpy.row_stack = numpy.vstack  # removed in numpy 2.5; numba-cuda still names it" \
+        >"$SITE/sitecustomize.py"
+      echo "gpu_recipe: numpy $("$PYTHON" -c "import numpy; print(numpy.__version__)") has no row_stack:" \
+        "aliased to vstack in $SITE/sitecustomize.py" >&2
+    fi
   fi
   export PYTHONPATH="$ROOT$site${PYTHONPATH:+:$PYTHONPATH}"
 }
