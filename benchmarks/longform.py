@@ -170,6 +170,7 @@ def seam_agreement(figures: dict, spans: list[list], references: dict[int, dict[
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    os.environ.setdefault("NEMO_REDIRECT_LOGS_TO_STDERR", "1")  # stdout carries the report
     if args.child:
         child(*args.child, args)
         return 0

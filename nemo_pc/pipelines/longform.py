@@ -103,6 +103,21 @@ def frame_geometry(model) -> tuple[int, float]:
     return samples, samples / rate
 
 
+def check_window(model, seconds: float) -> None:
+    """Refuses a chunk window longer than an encoder with a fixed positional table takes (Whisper: 30 s).
+
+    Raises:
+        ValueError: the window is too long; the message names the options that set it.
+    """
+    positions = getattr(model.encoder, "n_positions", None)
+    if positions is None:
+        return
+    limit = positions * 2 * float(model.cfg.preprocessor.get("window_stride", 0.01))  # 2x convolution stride
+    if seconds > limit + 1e-9:
+        raise ValueError(f"chunk windows of {seconds:g} s (chunk plus context on both sides) are longer than the "
+                         f"encoder's {limit:g} s; lower --chunk-seconds or --context-seconds")  # fmt: skip
+
+
 def model_sample_rate(model) -> int:
     return int(model.cfg.preprocessor.get("sample_rate", model.cfg.get("sample_rate", 16000)))
 
@@ -248,6 +263,7 @@ def transcribe_long(
     samples_per_frame, frame_seconds = frame_geometry(model)
     decoder = chunk_decoder(model)
     chunks = plan_chunks(reader.samples, round(chunk_seconds * rate), round(context_seconds * rate), samples_per_frame)
+    check_window(model, max((chunk.read_end - chunk.read_start) / rate for chunk in chunks))
     tokens: dict[int, list[TimedToken]] = {}
     model.eval()
     device = next(model.parameters()).device

@@ -85,6 +85,19 @@ def test_rnnt_chunks_give_the_words_of_one_whole_pass(data, rnnt, chunk_seconds)
     _check_segments(result)
 
 
+def test_rnnt_frame_by_frame_greedy_decoding_carries_its_state_too(data):
+    """NeMo's ``greedy`` strategy continues a partial hypothesis by its own code path (not the batched loop)."""
+    model = _rnnt(data, decoders="single")
+    model.change_decoding_strategy(OmegaConf.merge(model.cfg.decoding, {"strategy": "greedy"}), verbose=False)
+    whole = _whole(model, data["recording"])
+    result = transcribe_long(model, data["recording"], chunk_seconds=0.36, context_seconds=CONTEXT)
+    assert _words(result) == whole
+    beam = OmegaConf.merge(model.cfg.decoding, {"strategy": "beam", "beam": {"beam_size": 2}})
+    model.change_decoding_strategy(beam, verbose=False)
+    with pytest.raises(ValueError, match="decoding.strategy=beam"):
+        transcribe_long(model, data["recording"])
+
+
 @pytest.mark.parametrize(
     ("variant", "pc"),
     [("rules", {}), ("inter", {"ctc_weight": 0.5, "inter": {"weight": 0.5, "layer": 1, "transcribe": True}})],
@@ -184,3 +197,21 @@ def test_bad_input_gets_one_line_and_exit_2(data, saved_model, tmp_path, capsys)
         code, line = _bad(data["recording"], tmp_path, capsys, saved_model, *extra)
         assert code == 2 and message in line, line
     assert not (tmp_path / "out").exists()  # nothing written for bad input
+
+
+def test_a_whisper_encoder_runs_in_windows_it_can_take(data):
+    """Whisper's encoder has a fixed positional table (here 100 frames of 20 ms: 2 s); a chunk window longer than
+    that is refused with the options that set it, before any audio is read."""
+    config = OmegaConf.create(tiny_model_config(data["rnnt_tokenizer"], hidden=32))
+    config.preprocessor = {"_target_": "nemo_pc.modules.WhisperLogMelPreprocessor", "features": 16}
+    config.encoder = {"_target_": "nemo_pc.modules.WhisperEncoder", "feat_in": 16, "d_model": 32, "n_layers": 2,
+                      "n_heads": 2, "ff_dim": 64, "n_positions": 100}  # fmt: skip
+    config.decoding.greedy.max_symbols = 2
+    torch.manual_seed(0)
+    model = EncDecRNNTPCBPEModel(cfg=config).eval()
+    assert frame_geometry(model)[1] == pytest.approx(0.02 * model.encoder.subsampling_factor / 2)
+    result = transcribe_long(model, data["recording"], chunk_seconds=1.2, context_seconds=0.4)
+    assert result.chunks == 4
+    _check_segments(result)
+    with pytest.raises(ValueError, match="chunk windows of 2.8 s .* longer than the encoder's 2 s"):
+        transcribe_long(model, data["recording"], chunk_seconds=1.2, context_seconds=0.8)
