@@ -70,6 +70,12 @@ RNNT_FINETUNE_OVERRIDES = ["model.spec_augment=null", "model.optim.lr=0.003"]
 CLAIM_SYSTEMS = tuple(name for name in ASR_SYSTEMS if name not in DEMO_SYSTEMS)
 
 
+def _done(target: Path) -> bool:
+    """A model or LM step is done when its file and, written after it, its stats (``<name>.json``) are both there:
+    a run killed between the two redoes the step rather than leave REPORT.md without the stats."""
+    return target.is_file() and target.with_suffix(".json").is_file()
+
+
 def score_predictions(predictions: str | Path) -> dict:
     """The ``nemo-pc evaluate`` report of a prediction manifest's written output (``pred_text``), with the WER of
     its normalized output (``normalized_output``) and the share of empty outputs (``empty_share``)."""
@@ -404,12 +410,12 @@ class Demo:
         from nemo_pc.pipelines.train import train_model
 
         target = self.model_path(name)
-        if not target.is_file():
+        if not _done(target):
             stats = train_model(family, self.asr_overrides(name), target, steps, seed=self.cfg.seed,
                                 log_dir=self.path("logs"), init_from=init_from,
                                 val_every=max(1, steps // max(1, self.cfg.curve_points)))  # fmt: skip
             stats["init_from"] = init_from.name if init_from else None
-            target.with_suffix(".json").write_text(json.dumps(stats, indent=2) + "\n")
+            write_text_atomic(target.with_suffix(".json"), json.dumps(stats, indent=2) + "\n")
         return target
 
     def formatter_data_config(self, sources: tuple[str, ...] | None = None):
@@ -447,11 +453,7 @@ class Demo:
             found = Path(self.cfg.formatter_dir)
             return found / "tagger.nemo", found / "rewriter.nemo"
         tagger, rewriter = self.model_path("tagger"), self.model_path("rewriter")
-        if (
-            tagger.is_file()
-            and rewriter.is_file()
-            and (self.model_path("seq2seq").is_file() or not self.cfg.seq2seq_steps)
-        ):
+        if _done(tagger) and _done(rewriter) and (_done(self.model_path("seq2seq")) or not self.cfg.seq2seq_steps):
             return tagger, rewriter
         from nemo_pc.formatter.build import build_formatter_data
 
@@ -462,10 +464,10 @@ class Demo:
             jobs.append(("seq2seq", "rewriter", self.cfg.seq2seq_steps))
         for name, family, steps in jobs:
             target = self.model_path(name)
-            if not target.is_file():
+            if not _done(target):
                 overrides = self.formatter_overrides(name, data)
                 stats = train_model(family, overrides, target, steps, seed=self.cfg.seed, log_dir=self.path("logs"))
-                target.with_suffix(".json").write_text(json.dumps(stats, indent=2) + "\n")
+                write_text_atomic(target.with_suffix(".json"), json.dumps(stats, indent=2) + "\n")
         return tagger, rewriter
 
     def transcribe(self, name: str, split: str = "test") -> Path:
@@ -541,18 +543,18 @@ class Demo:
 
         folder = self.path("lm")
         text = folder / "text.json"
-        if not text.is_file():
+        if not (text.is_file() and (folder / "text.report.json").is_file()):
             report = write_lm_text(list(self._synth_sources()), text, [self.manifest("dev"), self.manifest("test")],
                                    progress=False)  # fmt: skip
-            (folder / "text.report.json").write_text(json.dumps(report.as_dict(), indent=2) + "\n")
+            write_text_atomic(folder / "text.report.json", json.dumps(report.as_dict(), indent=2) + "\n")
         tokenizer = self.tokenizers()["plain"]
         lms = {}
         for mode, field_name in (("normalized", "text_normalized"), ("punctuated", "text")):
             target = folder / f"{mode}_order{self.cfg.lm_order}.nemo"
-            if not target.is_file():
+            if not _done(target):
                 built = build_token_lm(text, tokenizer, target, self.cfg.lm_order, field_name=field_name,
                                        progress=False)  # fmt: skip
-                target.with_suffix(".json").write_text(json.dumps(built.as_dict(), indent=2) + "\n")
+                write_text_atomic(target.with_suffix(".json"), json.dumps(built.as_dict(), indent=2) + "\n")
             lms[mode] = target
         return lms
 

@@ -319,3 +319,14 @@ def test_the_demo_command_passes_backbone_base_steps_and_anchor(monkeypatch):
     demo_pc.main(["--out", "unused", "--backbone", "fastconformer", "--no-anchor"])
     assert [(c.backbone, c.base_steps, c.anchor) for c in seen] == [("whisper_tiny", 2000, True),
                                                                     ("fastconformer", 3000, False)]  # fmt: skip
+
+
+def test_a_model_whose_stats_a_kill_cut_off_is_trained_again(tmp_path):
+    from pc_demo.pipeline import _done
+
+    model = tmp_path / "models" / "ctc_inter.nemo"
+    model.parent.mkdir()
+    model.write_bytes(b"model")  # killed after the model's rename, before its stats were written
+    assert not _done(model)
+    model.with_suffix(".json").write_text("{}\n")
+    assert _done(model)
