@@ -11,7 +11,7 @@ label per encoder frame) are kept. Both modes are decoded from each chunk's one 
 
 Files the model cannot use are refused before any model work: unreadable or empty audio gets a ``ValueError``
 naming the file. Audio at another sample rate is resampled chunk by chunk with librosa (as NeMo's loader does) and
-several channels are averaged to one, as NeMo does when no channel is selected.
+several channels are averaged to one (NeMo's ``channel_selector="average"``).
 """
 
 from __future__ import annotations

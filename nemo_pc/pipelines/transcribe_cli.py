@@ -18,7 +18,7 @@ MODEL_CLASSES = ("EncDecRNNTPCBPEModel", "EncDecCTCPCBPEModel")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", help="a nemo_pc RNN-T or CTC .nemo file")
-    parser.add_argument("audio", nargs="+", help="audio files (wav, flac, ogg, mp3: what soundfile reads)")
+    parser.add_argument("audio", nargs="+", help="audio files (wav, flac, ogg: what soundfile reads)")
     parser.add_argument("--out", required=True, help="output folder")
     parser.add_argument("--formats", default="srt,vtt,json", help="comma-separated: srt, vtt, json (default: all)")
     parser.add_argument("--chunk-seconds", type=float, default=16.0, help="audio each chunk owns (default 16)")
