@@ -155,6 +155,9 @@ def overrides(args: argparse.Namespace, work: Path, steps: int, loss: str) -> li
         f"model.validation_ds.batch_size={args.batch_size}",
         f"model.validation_ds.num_workers={workers}",
         f"trainer.precision={args.precision}",
+        # NeMo's CUDA-graph greedy decoder (training WER, validation) failed to capture its stream on an H200
+        # (cudaErrorStreamCaptureUnsupported, docs/gpu.md): the plain batched loop decodes instead
+        "++model.decoding.greedy.use_cuda_graph_decoder=false",
         f"trainer.limit_train_batches={steps}",  # a lhotse loader has no length
         "trainer.use_distributed_sampler=false",
         *args.override,

@@ -93,7 +93,7 @@ wrapper() {
   shift
   cat >"$PREFIX/wrap/$name" <<EOF
 #!/bin/sh
-export LD_LIBRARY_PATH="$PREFIX/$ARCH_LIB:$PREFIX/$ARCH_LIB/pulseaudio\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
+export LD_LIBRARY_PATH="$PREFIX/$ARCH_LIB:$PREFIX/lib/x86_64-linux-gnu:$PREFIX/$ARCH_LIB/pulseaudio\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
 export ESPEAK_DATA_PATH="$PREFIX/$ARCH_LIB"
 exec$(printf ' %q' "$@") "\$@"
 EOF
@@ -128,7 +128,7 @@ PYEOF
 # Each TTS program answers (a missing library or binary is named here, not deep inside the corpus phase)
 check_tts() {
   local program
-  for program in "espeak-ng --version" "flite --version" "sox --version"; do
+  for program in "espeak-ng --version" "flite -lv" "sox --version"; do
     # shellcheck disable=SC2086  # the program and its option are words
     if ! have ${program%% *}; then
       echo "gpu_recipe: warning: no ${program%% *}" >&2
