@@ -32,6 +32,9 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/provenance.py
+from provenance import write_results  # noqa: E402
+
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -204,12 +207,9 @@ def main(argv: list[str] | None = None) -> int:
         "manifest": args.manifest, "pause_seconds": args.pause, "chunk_seconds": args.chunk_seconds,
         "context_seconds": args.context_seconds, "threads": args.threads, "rows": rows,
     }  # fmt: skip
-    text = json.dumps(report, indent=2) + "\n"
     if args.json:
-        from nemo_pc.data.manifest import write_text_atomic
-
-        write_text_atomic(args.json, text)
-    print(text, end="")
+        write_results(args.json, report)
+    print(json.dumps(report, indent=2))
     return 0
 
 
