@@ -9,9 +9,11 @@ Under DDP the per-process loss is multiplied by the world size, so that DDP's gr
 gradient of the global mean; single-process training is unaffected.
 
 ``loss_name: scan`` selects :func:`nemo_pc.losses.rnnt_scan.rnnt_loss_scan` (exact, vectorized per frame, by far the
-fastest on CPU, but a Python loop over frames); any other name is passed to NeMo's :class:`RNNTLoss` (``default`` is
-numba, fastest on GPU). ``loss_name: auto`` (the packaged configs) applies that rule: ``scan`` when training runs on
-CPU, NeMo's ``default`` when it runs on a GPU (:func:`resolve_loss_name`).
+fastest on CPU, but a Python loop over frames), ``tdt_scan`` its TDT counterpart
+:func:`nemo_pc.losses.tdt_scan.tdt_loss_scan` (NeMo's TDT losses run on CUDA only); any other name is passed to
+NeMo's :class:`RNNTLoss` (``default`` is numba, fastest on GPU). ``loss_name: auto`` (the packaged configs) applies
+that rule: ``scan`` (``tdt_scan``) when training runs on CPU, NeMo's ``default`` (``tdt``) when it runs on a GPU
+(:func:`resolve_loss_name`).
 """
 
 from __future__ import annotations
@@ -20,13 +22,16 @@ import torch
 from nemo.collections.asr.losses.rnnt import RNNTLoss
 
 from nemo_pc.losses.rnnt_scan import rnnt_loss_scan
+from nemo_pc.losses.tdt_scan import tdt_loss_scan
 
 SCAN = "scan"
+TDT_SCAN = "tdt_scan"
 AUTO = "auto"
 
 
-def resolve_loss_name(name: str | None, trainer=None) -> str:
-    """The RNN-T loss to build for ``loss_name``: ``auto`` is ``scan`` on CPU and NeMo's ``default`` on GPU.
+def resolve_loss_name(name: str | None, trainer=None, tdt: bool = False) -> str:
+    """The RNN-T loss to build for ``loss_name``: ``auto`` is ``scan`` on CPU and NeMo's ``default`` on GPU, and
+    for a TDT model (``tdt``) ``tdt_scan`` on CPU and NeMo's ``tdt`` on GPU.
 
     The device is the trainer's accelerator; without a trainer, a visible CUDA device means GPU.
     """
@@ -38,6 +43,8 @@ def resolve_loss_name(name: str | None, trainer=None) -> str:
         on_gpu = not isinstance(trainer.accelerator, CPUAccelerator)
     else:
         on_gpu = torch.cuda.is_available()
+    if tdt:
+        return "tdt" if on_gpu else TDT_SCAN
     return "default" if on_gpu else SCAN
 
 
@@ -68,9 +75,14 @@ class ModeWeightedRNNTLoss(torch.nn.Module):
     ) -> None:
         super().__init__()
         self.blank = num_classes
+        self.tdt = None
+        if loss_name == TDT_SCAN:
+            kwargs = dict(loss_kwargs or {})
+            self.tdt = {"durations": list(kwargs["durations"]), "sigma": float(kwargs.get("sigma", 0.0)),
+                        "omega": float(kwargs.get("omega", 0.0))}  # fmt: skip
         self.rnnt = (
             None
-            if loss_name == SCAN
+            if loss_name in (SCAN, TDT_SCAN)
             else RNNTLoss(num_classes=num_classes, reduction=None, loss_name=loss_name, loss_kwargs=loss_kwargs)
         )
         self.mode_weights = {int(mode): float(weight) for mode, weight in mode_weights.items()}
@@ -91,7 +103,9 @@ class ModeWeightedRNNTLoss(torch.nn.Module):
             modes: (R,) the mode of every row (None: every row has the first weighted mode).
             active: (R,) whether a row takes loss (None: all).
         """
-        if self.rnnt is None:
+        if self.tdt is not None:
+            per_row = self._tdt_scan(log_probs, targets, input_lengths, target_lengths)
+        elif self.rnnt is None:
             per_row = rnnt_loss_scan(log_probs, targets, input_lengths, target_lengths, self.blank)
         else:
             per_row = self.rnnt(
@@ -111,3 +125,12 @@ class ModeWeightedRNNTLoss(torch.nn.Module):
             terms[mode] = term.detach()
             total = total + weight * term
         return total, terms
+
+    def _tdt_scan(self, log_probs, targets, input_lengths, target_lengths) -> torch.Tensor:
+        """The TDT loss; with probability ``omega`` (as NeMo's TDT loss samples it) the RNN-T loss of the token
+        outputs instead."""
+        durations, sigma, omega = self.tdt["durations"], self.tdt["sigma"], self.tdt["omega"]
+        if omega > 0 and float(torch.rand(())) < omega:
+            tokens = log_probs[..., : -len(durations)]
+            return rnnt_loss_scan(tokens, targets, input_lengths, target_lengths, self.blank)
+        return tdt_loss_scan(log_probs, targets, input_lengths, target_lengths, self.blank, durations, sigma)

@@ -1,7 +1,9 @@
 """A P&C model from a stock NeMo checkpoint, whose normalized mode starts as the stock model (``nemo-pc adapt``).
 
 Stock families and what they become:
-    * ``EncDecRNNTBPEModel`` (RNN-T or TDT): :class:`~nemo_pc.models.EncDecRNNTPCBPEModel`. ``decoders=conditioned``:
+    * ``EncDecRNNTBPEModel`` (RNN-T or TDT) and ``EncDecHybridRNNTCTCBPEModel``:
+      :class:`~nemo_pc.models.EncDecRNNTPCBPEModel` (a hybrid's CTC head becomes its ``aux_ctc`` head, which
+      learns the normalized mode). ``decoders=conditioned``:
       the stock predictor with a zero-initialised mode embedding added to its token embedding (``mode_combine:
       add``); ``decoders=dual``: the stock predictor and joint copied into both heads.
     * ``EncDecCTCModelBPE``: :class:`~nemo_pc.models.EncDecCTCPCBPEModel`. ``decoders=dual``: the stock CTC head
@@ -168,12 +170,14 @@ def _common_config(stock_cfg: DictConfig, tokenizer_dir: Path) -> dict:
 def rnnt_config(stock_cfg: DictConfig, tokenizer_dir: Path, decoders: str) -> dict:
     """The P&C RNN-T config of a stock RNN-T / TDT config."""
     cfg = _common_config(stock_cfg, tokenizer_dir)
-    cfg.pop("aux_ctc", None)
     decoder, joint = cfg["decoder"], cfg["joint"]
     decoder.pop("vocab_size", None)
     for key in ("num_classes", "vocabulary"):
         joint.pop(key, None)
     joint["fuse_loss_wer"] = False
+    loss = cfg.setdefault("loss", {})
+    if loss.get("loss_name", "default") in ("default", "tdt"):
+        loss["loss_name"] = "auto"  # nemo_pc's exact losses on CPU, NeMo's numba ones on GPU (tdt_kwargs kept)
     cfg["pc"] = {"decoders": decoders, "alpha": 0.5, "default_mode": "punctuated"}
     if decoders == "conditioned":
         target = decoder["_target_"]
@@ -229,7 +233,11 @@ def _ctc_destinations(decoders: str) -> Callable[[str], list[str]]:
 
 def _stock_state(model) -> dict[str, torch.Tensor]:
     """The stock model's weights, without the buffers of its loss and metric (rebuilt by the adapted model)."""
-    return {key: value for key, value in model.state_dict().items() if not key.startswith(("loss.", "wer."))}
+    return {
+        key: value
+        for key, value in model.state_dict().items()
+        if not key.startswith(("loss.", "wer.", "ctc_loss.", "ctc_wer."))
+    }
 
 
 def adapt_model(

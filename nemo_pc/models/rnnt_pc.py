@@ -4,6 +4,9 @@ Variants (``configs/rnnt/decoders/``):
     * ``single``: one predictor + joint trained on one target (``pc.target``), the baselines of Table I.
     * ``dual``: a predictor + joint pair per mode on the shared encoder, L = L_N + L_P (§III-A).
     * ``conditioned``: one predictor with a mode embedding, L = (1 − α) L_N + α L_P (§III-C), LSTM or stateless.
+
+Any variant is a TDT model with ``loss=tdt`` (``configs/rnnt/loss/tdt.yaml``: ``tdt_kwargs``, the joint's
+duration outputs and TDT decoding), as in NeMo.
 """
 
 from __future__ import annotations
@@ -22,8 +25,9 @@ from torch.utils.data import DataLoader
 
 from nemo_pc.data.pc_dataset import MODES, PCBatch, mode_id
 from nemo_pc.losses import ModeWeightedRNNTLoss
-from nemo_pc.losses.mode_weighted import AUTO, SCAN, resolve_loss_name
+from nemo_pc.losses.mode_weighted import AUTO, SCAN, TDT_SCAN, resolve_loss_name
 from nemo_pc.metrics.mode_wer import MultiModeWER
+from nemo_pc.models.aux_ctc import AuxCTCMixin
 from nemo_pc.models.rnnt_pc_parts import ModeRows, build_mode_rows
 from nemo_pc.modules import DualRNNTDecoder, DualRNNTJoint, ModeConditioningMixin, ModeDecoderJoint
 from nemo_pc.parts.lm_fusion import decoding_cfg_for_mode, ngram_lm_mode
@@ -41,7 +45,7 @@ def _reduce_sum(value: torch.Tensor) -> torch.Tensor:
     return value
 
 
-class EncDecRNNTPCBPEModel(PCTranscriptionMixin, PCDataMixin, EncDecRNNTBPEModel):
+class EncDecRNNTPCBPEModel(PCTranscriptionMixin, PCDataMixin, AuxCTCMixin, EncDecRNNTBPEModel):
     """RNN-T with normalized (mode 0) and punctuated (mode 1) output from one shared encoder.
 
     Config keys, besides those of :class:`EncDecRNNTBPEModel`:
@@ -51,6 +55,8 @@ class EncDecRNNTPCBPEModel(PCTranscriptionMixin, PCDataMixin, EncDecRNNTBPEModel
         pc.target: the mode a ``single`` model is trained on (``normalized`` | ``punctuated``).
         pc.alpha: α of the conditioned loss (default 0.5).
         pc.default_mode: the mode ``transcribe`` returns when none is asked for (``punctuated`` by default).
+        aux_ctc: a CTC head on the normalized mode (the hybrid RNNT-CTC variant, NeMo's keys;
+            :mod:`nemo_pc.models.aux_ctc`).
         pc.ngram_lm_mode: the mode whose decoding fuses the n-gram LM of NeMo's decoding config
             (``decoding.greedy.ngram_lm_model`` / ``decoding.beam.ngram_lm_model``), default ``punctuated``; the
             other mode decodes without it (:mod:`nemo_pc.parts.lm_fusion`).
@@ -70,11 +76,8 @@ class EncDecRNNTPCBPEModel(PCTranscriptionMixin, PCDataMixin, EncDecRNNTBPEModel
                              "loss); set model.joint.fuse_loss_wer=false")  # fmt: skip
         super().__init__(cfg=cfg, trainer=trainer)
         self.pc_kind, self.head_modes, weights = self._read_pc_config()
-        loss_name, loss_kwargs = self.extract_rnnt_loss_cfg(self.cfg.get("loss", None))
-        self.loss_name = resolve_loss_name((self.cfg.get("loss") or {}).get("loss_name"), trainer)
-        if self.loss_name == SCAN:
-            loss_name, loss_kwargs = SCAN, None
-        self.loss = ModeWeightedRNNTLoss(self.joint.num_classes_with_blank - 1, weights, loss_name, loss_kwargs)
+        self.loss = self._build_loss(weights, trainer)
+        self.setup_aux_ctc()
         self._setup_mode_decodings(self.cfg.decoding)
 
     @classmethod
@@ -83,11 +86,27 @@ class EncDecRNNTPCBPEModel(PCTranscriptionMixin, PCDataMixin, EncDecRNNTBPEModel
         return []
 
     def extract_rnnt_loss_cfg(self, cfg: DictConfig | None):
-        """NeMo's loss config reader; ``loss_name: scan`` (nemo_pc's vectorized loss) and ``auto`` read as
-        ``default`` here, so that NeMo's constructor builds a loss it knows, which ``__init__`` then replaces."""
-        if cfg is not None and cfg.get("loss_name") in (SCAN, AUTO):
+        """NeMo's loss config reader; nemo_pc's ``scan``, ``tdt_scan`` and ``auto`` read as ``default`` (``tdt``
+        when the config has ``tdt_kwargs``) here, so that NeMo's constructor builds a loss it knows (and sets the
+        TDT durations of the decoding), which ``__init__`` then replaces."""
+        if cfg is not None and cfg.get("loss_name") in (SCAN, TDT_SCAN, AUTO):
+            if cfg.get("tdt_kwargs") is not None:
+                return "tdt", cfg.tdt_kwargs
             return "default", {}
         return super().extract_rnnt_loss_cfg(cfg)
+
+    def _build_loss(self, weights: dict[int, float], trainer: Trainer | None) -> ModeWeightedRNNTLoss:
+        loss_cfg = self.cfg.get("loss") or {}
+        loss_name, loss_kwargs = self.extract_rnnt_loss_cfg(self.cfg.get("loss", None))
+        extra = self.joint.num_extra_outputs
+        self.loss_name = resolve_loss_name(loss_cfg.get("loss_name"), trainer, tdt=loss_name == "tdt")
+        if self.loss_name in (SCAN, TDT_SCAN):
+            loss_name = self.loss_name
+        if extra and self.loss_name not in ("tdt", TDT_SCAN):
+            raise ValueError(f"joint.num_extra_outputs={extra} (TDT durations) needs loss.loss_name=tdt, tdt_scan "
+                             f"or auto with loss.tdt_kwargs; got {self.loss_name}")  # fmt: skip
+        tokens = self.joint.num_classes_with_blank - 1 - extra
+        return ModeWeightedRNNTLoss(tokens, weights, loss_name, loss_kwargs if loss_name != SCAN else None)
 
     def _read_pc_config(self) -> tuple[str, list[int], dict[int, float]]:
         pc = self.cfg.get("pc") or {}
@@ -192,6 +211,7 @@ class EncDecRNNTPCBPEModel(PCTranscriptionMixin, PCDataMixin, EncDecRNNTBPEModel
             AccessMixin.reset_registry(self)
         encoded, encoded_len, rows = self.encode_rows(batch)
         loss, terms = self.rows_loss(encoded, encoded_len, rows)
+        loss, ctc = self.with_aux_ctc(loss, encoded, encoded_len, rows)
         loss = self.add_auxiliary_losses(loss)
         if AccessMixin.is_access_enabled(self.model_guid):
             AccessMixin.reset_registry(self)
@@ -200,6 +220,7 @@ class EncDecRNNTPCBPEModel(PCTranscriptionMixin, PCDataMixin, EncDecRNNTBPEModel
             "learning_rate": self._optimizer.param_groups[0]["lr"],
             "global_step": torch.tensor(self.trainer.global_step, dtype=torch.float32),
             **{f"train_loss_{MODES[mode]}": term for mode, term in terms.items()},
+            **({"train_ctc_loss": ctc.detach()} if ctc is not None else {}),
         }
         if (self.trainer.global_step + 1) % self.trainer.log_every_n_steps == 0:
             self._update_wer(encoded, encoded_len, rows)
@@ -216,7 +237,8 @@ class EncDecRNNTPCBPEModel(PCTranscriptionMixin, PCDataMixin, EncDecRNNTBPEModel
         encoded, encoded_len, rows = self.encode_rows(batch)
         logs = {}
         if self.compute_eval_loss:
-            logs["val_loss"], _ = self.rows_loss(encoded, encoded_len, rows)
+            loss, _ = self.rows_loss(encoded, encoded_len, rows)
+            logs["val_loss"], _ = self.with_aux_ctc(loss, encoded, encoded_len, rows)
         self._update_wer(encoded, encoded_len, rows)
         wer, scores, words = self.wer.compute()
         self.wer.reset()

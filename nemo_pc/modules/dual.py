@@ -116,7 +116,8 @@ class DualRNNTJoint(_ModeHeads):
 
     Config keys: ``head_target`` (a NeMo joint class, default ``nemo.collections.asr.modules.RNNTJoint``),
     ``head`` (that joint's other keys, e.g. ``log_softmax``), the keys the model sets (``num_classes``,
-    ``vocabulary``, ``jointnet`` with ``encoder_hidden`` and ``pred_hidden``), and ``num_modes`` (default 2).
+    ``vocabulary``, ``jointnet`` with ``encoder_hidden`` and ``pred_hidden``), ``num_modes`` (default 2) and
+    ``num_extra_outputs`` (TDT's duration outputs, default 0).
     """
 
     def __init__(
@@ -127,12 +128,14 @@ class DualRNNTJoint(_ModeHeads):
         head: dict | DictConfig | None = None,
         head_target: str = "nemo.collections.asr.modules.RNNTJoint",
         num_modes: int = 2,
+        num_extra_outputs: int = 0,
     ) -> None:
         jointnet = OmegaConf.to_container(jointnet, resolve=True) if isinstance(jointnet, DictConfig) else jointnet
         vocabulary = list(vocabulary) if vocabulary is not None else None
-        super().__init__(
-            head_target, head or {}, num_modes, jointnet=jointnet, num_classes=num_classes, vocabulary=vocabulary
-        )
+        shared = dict(jointnet=jointnet, num_classes=num_classes, vocabulary=vocabulary)
+        if num_extra_outputs:
+            shared["num_extra_outputs"] = num_extra_outputs
+        super().__init__(head_target, head or {}, num_modes, **shared)
 
     # What NeMo's RNN-T model reads from its joint.
 

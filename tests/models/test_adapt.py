@@ -88,7 +88,7 @@ def _stock(family, corpus, tmp_path):
     return model, path
 
 
-@pytest.mark.parametrize("family", ["rnnt", "ctc"])
+@pytest.mark.parametrize("family", ["rnnt", "tdt", "hybrid", "ctc"])
 @pytest.mark.parametrize("decoders", ["conditioned", "dual"])
 def test_adapt_cli_normalized_mode_is_the_stock_model(corpus, tmp_path, family, decoders, capsys):
     from nemo.collections.asr.models import ASRModel
@@ -107,6 +107,23 @@ def test_adapt_cli_normalized_mode_is_the_stock_model(corpus, tmp_path, family, 
     assert _texts(both["normalized"]) == expected
     assert len(both["punctuated"]) == len(expected)
     assert adapted.tokenizer.vocab_size > stock.tokenizer.vocab_size
+    if family == "tdt":
+        assert adapted.joint.num_extra_outputs == stock.joint.num_extra_outputs and adapted.loss_name == "tdt_scan"
+    if family == "hybrid":
+        assert _texts(_ctc_texts(adapted, corpus)) == _texts(_ctc_texts(stock, corpus))
+
+
+def _ctc_texts(model, corpus):
+    import soundfile
+
+    waves = [torch.tensor(soundfile.read(path, dtype="float32")[0]) for path in corpus["audio"]]
+    signal = torch.nn.utils.rnn.pad_sequence(waves, batch_first=True)
+    with torch.no_grad():
+        encoded, lengths = model.forward(
+            input_signal=signal, input_signal_length=torch.tensor([len(w) for w in waves])
+        )
+        log_probs = model.ctc_decoder(encoder_output=encoded)
+    return model.ctc_decoding.ctc_decoder_predictions_tensor(log_probs, decoder_lengths=lengths)
 
 
 def test_adapted_rows_keep_the_stock_rows_and_start_new_ones_from_related_pieces(corpus, tmp_path):
