@@ -96,9 +96,8 @@ def _fit_length(audio: np.ndarray, size: int) -> np.ndarray:
 def frame_geometry(model) -> tuple[int, float]:
     """``(samples per encoder frame, seconds per encoder frame)`` of a model: the preprocessor's hop times the
     encoder's subsampling factor."""
-    preprocessor = model.cfg.preprocessor
-    rate = int(preprocessor.get("sample_rate", model.cfg.get("sample_rate", 16000)))
-    hop = round(float(preprocessor.get("window_stride", 0.01)) * rate)
+    rate = model_sample_rate(model)
+    hop = round(float(model.cfg.preprocessor.get("window_stride", 0.01)) * rate)
     samples = hop * int(getattr(model.encoder, "subsampling_factor", 1))
     return samples, samples / rate
 
@@ -119,6 +118,7 @@ def check_window(model, seconds: float) -> None:
 
 
 def model_sample_rate(model) -> int:
+    """The sample rate the model's preprocessor expects."""
     return int(model.cfg.preprocessor.get("sample_rate", model.cfg.get("sample_rate", 16000)))
 
 
