@@ -9,8 +9,8 @@ A block names its kind and its source between two markers; everything between th
 Kinds: ``claims``, ``run_all_formatter``, ``run_all_rtf`` (``benchmarks/run_all.py``'s JSON: the claims table,
 section b, section a); ``demo`` and ``demo_steps`` (a demo output folder kept in benchmarks/results: its test table,
 its seconds per step); ``formatter_loso``, ``train_dev_gap``, ``lm_fusion``, ``lm_loso``, ``asr_recipe``,
-``train_speed``, ``streaming``, ``lhotse_speed``, ``builder_scale``, ``rnnt_loss`` (the JSON of the benchmark of that
-name); ``streaming_train`` (a training curve).
+``train_speed``, ``streaming``, ``lhotse_speed``, ``builder_scale``, ``rnnt_loss``, ``longform`` (the JSON of the
+benchmark of that name); ``streaming_train`` (a training curve).
 Rewrite every block of the given files, or only check them::
 
     .venv/bin/python benchmarks/render_results.py README.md docs/*.md
@@ -357,6 +357,29 @@ def render_rnnt_loss(source: Path) -> str:
     )
 
 
+def render_longform(source: Path) -> str:
+    """``benchmarks/longform.py``: per recording length, memory, RTF and the word disagreement with per-utterance
+    transcription of utterances cut by a seam and of the others (both modes)."""
+    r = _read_json(source)
+    lines = [
+        f"{r['model']}; {r['chunk_seconds']:g} s chunks, {r['context_seconds']:g} s context, {r['threads']} "
+        f"thread(s), utterances of `{r['manifest']}` with {r['pause_seconds']:g} s pauses:",
+        "",
+    ]
+    rows = []
+    for row in r["rows"]:
+        agreement = row["agreement"]
+        cells = [f"{row['audio_seconds'] / 60:.2f} min", row["chunks"], f"{row['loaded_rss_mb']:.0f} MB",
+                 f"{row['peak_rss_mb']:.0f} MB", f"{row['rtf']:.3f}", f"{row['cpu_rtf']:.4f}",
+                 f"{row['load_average']:.1f}"]  # fmt: skip
+        for mode in ("punctuated", "normalized"):
+            cells += [_pct(agreement[mode][part]["word_disagreement"]) for part in ("seam", "inside")]
+        rows.append(cells)
+    columns = ["audio:", "chunks:", "RSS loaded:", "peak RSS:", "RTF wall:", "RTF CPU:", "load:",
+               "P seam:", "P inside:", "N seam:", "N inside:"]  # fmt: skip
+    return "\n".join(lines + _table(columns, rows)) + "\n"
+
+
 RENDERERS: dict[str, Callable[[Path], str]] = {
     "claims": render_claims,
     "run_all_formatter": render_run_all_formatter,
@@ -374,6 +397,7 @@ RENDERERS: dict[str, Callable[[Path], str]] = {
     "lhotse_speed": render_lhotse_speed,
     "builder_scale": render_builder_scale,
     "rnnt_loss": render_rnnt_loss,
+    "longform": render_longform,
 }
 
 
