@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from nemo_pc.data.manifest import iter_manifest, require_text
+from nemo_pc.data.audio import manifest_audio
+from nemo_pc.data.manifest import iter_manifest
 
 
 def load_asr_model(path: str | Path):
@@ -24,14 +25,17 @@ def transcribe_both(model, manifest: str | Path, batch_size: int = 16, progress:
     """``{"normalized": [...], "punctuated": [...]}`` for every line of ``manifest``, in order.
 
     ``model`` is a restored model or a ``.nemo`` path. The encoder runs once per batch for both outputs
-    (``mode="both"``, the same for both families).
+    (``mode="both"``, the same for both families). Audio is read as NeMo reads it, resampled to the model's rate and
+    several channels averaged into one; a file NeMo cannot use is refused by name (:mod:`nemo_pc.data.audio`).
+
+    Raises:
+        ManifestError: a line without ``audio_filepath``, or audio that cannot be used (names line and file).
     """
     if isinstance(model, (str, Path)):
         model = load_asr_model(model)
-    audio = [require_text(entry, "audio_filepath", manifest, line) for line, entry in iter_manifest(manifest)]
-    if not audio:
-        raise ValueError(f"{manifest}: no utterances to transcribe")
-    outputs = model.transcribe(audio, batch_size=batch_size, verbose=progress, mode="both")
+    audio = manifest_audio(manifest)  # each file checked first: a bad one is named, not met mid-batch
+    outputs = model.transcribe(audio.paths, batch_size=batch_size, verbose=progress, mode="both",
+                               **audio.transcribe_options())  # fmt: skip
     return {name: _texts(outputs[name]) for name in ("normalized", "punctuated")}
 
 

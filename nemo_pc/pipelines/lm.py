@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nemo_pc.data.manifest import iter_manifest, require_text
+from nemo_pc.data.audio import ManifestAudio, manifest_audio
 from nemo_pc.metrics.accumulator import PCMetrics
 from nemo_pc.parts.lm_fusion import set_ngram_lm
 
@@ -31,18 +31,15 @@ class LMChoice:
         return {"lm": self.lm, "alpha": self.alpha, "dev_grid": self.grid}
 
 
-def _audio_and_refs(manifest: str | Path) -> tuple[list[str], list[str]]:
-    audio, refs = [], []
-    for line, entry in iter_manifest(manifest):
-        audio.append(require_text(entry, "audio_filepath", manifest, line))
-        refs.append(require_text(entry, "text", manifest, line))
-    if not audio:
-        raise ValueError(f"{manifest}: no utterances to transcribe")
-    return audio, refs
+def _audio_and_refs(manifest: str | Path) -> tuple[ManifestAudio, list[str]]:
+    audio = manifest_audio(manifest, ("text",))
+    return audio, audio.texts[0]
 
 
-def _decode(model, audio: list[str], mode: str, batch_size: int) -> list[str]:
-    return [getattr(h, "text", h) for h in model.transcribe(audio, batch_size=batch_size, verbose=False, mode=mode)]
+def _decode(model, audio: ManifestAudio, mode: str, batch_size: int) -> list[str]:
+    hypotheses = model.transcribe(audio.paths, batch_size=batch_size, verbose=False, mode=mode,
+                                  **audio.transcribe_options())  # fmt: skip
+    return [getattr(h, "text", h) for h in hypotheses]
 
 
 def error_rate(refs: Sequence[str], hyps: Sequence[str], mode: str, marks: str) -> float:
