@@ -215,3 +215,17 @@ def test_a_whisper_encoder_runs_in_windows_it_can_take(data):
     _check_segments(result)
     with pytest.raises(ValueError, match="chunk windows of 2.8 s .* longer than the encoder's 2 s"):
         transcribe_long(model, data["recording"], chunk_seconds=1.2, context_seconds=0.8)
+
+
+def test_a_cache_aware_streaming_encoder_runs_in_chunks(data, tmp_path):
+    """``encoder=streaming`` (chunked_limited attention, 8x, stateless conditioned predictor): its attention chunks
+    are counted from each window's first frame, so only its run and its segments are checked, not the words."""
+    from nemo_pc.testing.asr import tiny_streaming_config
+
+    manifest = write_pc_manifest(tmp_path / "data")
+    torch.manual_seed(0)
+    model = EncDecRNNTPCBPEModel(cfg=tiny_streaming_config(data["rnnt_tokenizer"], manifest)).eval()
+    assert frame_geometry(model) == (1280, 0.08)
+    result = transcribe_long(model, data["recording"], chunk_seconds=1.2, context_seconds=0.8)
+    assert result.chunks == 4
+    _check_segments(result)
