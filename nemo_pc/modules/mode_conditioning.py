@@ -73,12 +73,28 @@ class ModeConditioningMixin:
         self._mode_family[int(mode)] = view
         return view
 
-    def train(self, mode: bool = True):
-        """As :meth:`torch.nn.Module.train`, for this module and its mode-bound views (they share submodules)."""
-        super().train(mode)
-        for member in self._mode_family.values():
-            member.training = mode
-        return self
+    def _mode_source(self):
+        """The module whose views this one is (``None`` for the source itself or a module without views)."""
+        family = self.__dict__.get("_mode_family")
+        source = family.get("source") if family else None
+        return source if source is not None and source is not self else None
+
+    @property
+    def training(self) -> bool:
+        """A view reads its source's flag: whoever sets it on the source (``train()``, or Lightning restoring each
+        module's flag after validation by assignment) sets it for the views too. A flag copied into a view went
+        stale there, and NeMo's decoders restore the decoder's flag from the view they hold, which left the shared
+        LSTM in eval mode during training (cuDNN refuses its backward; on CPU dropout silently stopped)."""
+        source = self._mode_source()
+        return source.training if source is not None else self.__dict__.get("_training", True)
+
+    @training.setter
+    def training(self, value: bool) -> None:
+        source = self._mode_source()
+        if source is not None:
+            source.training = value
+        else:
+            self.__dict__["_training"] = bool(value)
 
     def mode_ids(self, modes: ModeLike | None, batch: int, device: torch.device) -> torch.Tensor:
         """The ``(batch,)`` mode ids of a call: ``modes``, else the bound mode.

@@ -61,6 +61,7 @@ def export_for_onnxruntime(model: Any, folder: str | Path, modes: Sequence[int] 
     step.export(str(folder / "decoder_joint-model.onnx"))
     states = []
     for one, two in zip(step.initial_states(1), step.initial_states(2), strict=True):
+        one, two = one.cpu(), two.cpu()  # a model on a GPU gives its states there
         axis = next(index for index, (a, b) in enumerate(zip(one.shape, two.shape, strict=True)) if a != b)
         fill = float(one.flatten()[0]) if one.numel() else 0.0
         states.append(StateSpec(list(one.shape), axis, str(one.numpy().dtype), fill).__dict__)

@@ -83,6 +83,25 @@ def test_a_view_shares_weights_and_the_train_flag():
     assert decoder.training
 
 
+@pytest.mark.parametrize("make", [_lstm, _stateless])
+def test_a_flag_assigned_on_the_source_reaches_its_views(make):
+    """Lightning restores each module's flag after validation by assignment, not through train(); NeMo's greedy
+    decoder then saves the flag of the view it holds and restores it after decoding. A stale view flag left the
+    shared LSTM in eval mode for the rest of training (on CUDA, cuDNN refuses that backward)."""
+    decoder = make()
+    view = decoder.for_mode(1)
+    decoder.eval()  # Lightning's validation loop: eval() before, each module's flag assigned back after
+    for module in decoder.modules():
+        module.training = True
+    assert view.training
+    state = view.training  # NeMo's decoding around a training-step WER
+    view.eval()
+    view.train(state)
+    assert all(module.training for module in decoder.modules())
+    view.training = False
+    assert not decoder.training and not decoder.for_mode(0).training
+
+
 def test_the_token_embedding_leaves_room_for_the_mode():
     decoder = _lstm()
     assert decoder.prediction["embed"].embedding_dim == 20 and decoder.mode_embed.embedding_dim == 12
