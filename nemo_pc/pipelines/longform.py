@@ -150,7 +150,7 @@ class _RNNTChunks:
                 return_hypotheses=True, partial_hypothesis=None if carrier is None else [carrier]
             )
             (hyp,) = self.model.decode_mode(owned, owned_len, mode, trcfg)
-            ids, frames = _as_list(hyp.y_sequence), _as_list(hyp.timestamp)
+            ids, frames = _as_list(hyp.y_sequence), _as_list(_emission_frames(hyp))
             tokens[mode] = emitted_tokens(ids, frames, offset)
             self.carriers[mode] = _carrier(hyp)
         return tokens
@@ -163,11 +163,17 @@ def _as_list(values) -> list[int]:
     return values.tolist() if hasattr(values, "tolist") else list(values)
 
 
+def _emission_frames(hyp):
+    """The frame of each token: ``hyp.timestamp``, or its ``timestep`` entry when the decoding config computes
+    NeMo's timestamps (``compute_timestamps: true`` turns the list into a dict)."""
+    return hyp.timestamp["timestep"] if isinstance(hyp.timestamp, dict) else hyp.timestamp
+
+
 def _carrier(hyp):
     """The hypothesis with its tokens emptied: it carries only the predictor state (and last token) into the next
     chunk, so that the next chunk's tokens and emission frames come back alone."""
     hyp.y_sequence = hyp.y_sequence[:0]
-    hyp.timestamp = hyp.timestamp[:0]
+    hyp.timestamp = _emission_frames(hyp)[:0]
     hyp.score, hyp.length, hyp.alignments, hyp.frame_confidence, hyp.text = 0.0, 0, None, None, None
     return hyp
 

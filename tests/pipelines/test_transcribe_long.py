@@ -85,10 +85,14 @@ def test_rnnt_chunks_give_the_words_of_one_whole_pass(data, rnnt, chunk_seconds)
     _check_segments(result)
 
 
-def test_rnnt_frame_by_frame_greedy_decoding_carries_its_state_too(data):
-    """NeMo's ``greedy`` strategy continues a partial hypothesis by its own code path (not the batched loop)."""
+@pytest.mark.parametrize("strategy", ["greedy", "greedy_batch"])
+def test_rnnt_decoding_options_carry_the_state_too(data, strategy):
+    """NeMo's ``greedy`` strategy continues a partial hypothesis by its own code path (not the batched loop), and
+    ``compute_timestamps`` turns each hypothesis's frames into a dict of NeMo's timestamps."""
     model = _rnnt(data, decoders="single")
-    model.change_decoding_strategy(OmegaConf.merge(model.cfg.decoding, {"strategy": "greedy"}), verbose=False)
+    decoding = OmegaConf.to_container(model.cfg.decoding)
+    model.change_decoding_strategy(OmegaConf.create({**decoding, "strategy": strategy, "compute_timestamps": True}),
+                                   verbose=False)  # fmt: skip
     whole = _whole(model, data["recording"])
     result = transcribe_long(model, data["recording"], chunk_seconds=0.36, context_seconds=CONTEXT)
     assert _words(result) == whole
