@@ -12,10 +12,14 @@ import argparse
 import contextlib
 import io
 import json
+import re
 import sys
 import tempfile
 import traceback
 from pathlib import Path
+
+HOLDER = re.compile(r"pid \d+ on \S+ since .+? \(.*?\);")
+"""The holder of a folder in use (pid, host, start time, command line), which differs from run to run."""
 
 
 def _files(root: Path) -> dict[str, Path]:
@@ -146,7 +150,36 @@ def probes(f: dict[str, Path], root: Path) -> list[tuple[str, list[str]]]:
         ("format: --chunk-overlap 200", [*fmt, str(f["fake_nemo"]), "--chunk-overlap", "200"]),
         ("format: --auto-punctuate without --manifest", [*fmt, str(f["fake_nemo"]), "--auto-punctuate"]),
         ("format: missing --input", [*fmt, str(root / "missing.nemo"), "--input", str(root / "none.txt")]),
+        *_held_folder_probes(f, root / "held"),
     ]
+
+
+def _held_folder_probes(f: dict[str, Path], held: Path) -> list[tuple[str, list[str]]]:
+    """A second run on an output folder that another run writes (:func:`_holding` holds ``held`` meanwhile)."""
+    return [
+        (
+            "synth: output folder in use by another run",
+            ["synth", str(held), "--no-audio", "--source", f"text:{f['text']}"],
+        ),
+        ("librispeech-pc: output folder in use by another run", ["librispeech-pc", str(f["corpus"]), str(held)]),
+        ("formatter-data: output folder in use by another run", ["formatter-data", str(held), "--sources", "kjv"]),
+    ]
+
+
+@contextlib.contextmanager
+def _holding(folder: Path):
+    """Another process that holds ``folder`` (nemo_pc.parts.output_lock) until the block ends."""
+    import subprocess
+
+    code = "import sys, time\nfrom nemo_pc.parts.output_lock import hold_output_folder\n"
+    code += "with hold_output_folder(sys.argv[1]):\n    print('held', flush=True)\n    time.sleep(600)\n"
+    holder = subprocess.Popen([sys.executable, "-c", code, str(folder)], stdout=subprocess.PIPE, text=True)
+    try:
+        holder.stdout.readline()
+        yield
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 def _formatter_data_probes(f: dict[str, Path], root: Path) -> list[tuple[str, list[str]]]:
@@ -191,9 +224,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         rows = []
-        for name, argv in probes(_files(root), root):
-            code, message, escaped = run_probe(argv)
-            rows.append((name, code, message.replace(folder, "<tmp>").replace("|", "\\|"), escaped))
+        with _holding(root / "held"):
+            for name, argv in probes(_files(root), root):
+                code, message, escaped = run_probe(argv)
+                message = HOLDER.sub("pid <pid> on <host> since <time> (<command>);", message.replace(folder, "<tmp>"))
+                rows.append((name, code, message.replace("|", "\\|"), escaped))
     table = ["| probe | exit | last stderr line | traceback |", "|---|---:|---|---|"]
     table += [
         f"| {name} | {code} | `{message}` | {'yes' if escaped else 'no'} |" for name, code, message, escaped in rows

@@ -69,10 +69,11 @@ def test_synth_killed_anywhere_resumes_to_the_same_bytes(tmp_path):
                "--minutes-per-speaker", "0.2"]  # fmt: skip
 
     def points(renamed):
-        first_flac = next(k for k, name in enumerate(renamed) if name.endswith(".flac")) + 1
-        chapter_lines = next(k for k, name in enumerate(renamed) if name.endswith(".jsonl")) + 1
-        return [f"before:{first_flac}", f"after:{first_flac + 1}", f"after:{chapter_lines}",
-                f"before:{len(renamed)}"]  # fmt: skip
+        flac = [name.endswith(".flac") for name in renamed]
+        first_flac = flac.index(True) + 1
+        first_reference = next(k for k, name in enumerate(renamed) if name.endswith(".jsonl")) + 1
+        mid_chapter = next(k for k in range(len(flac) - 1) if flac[k] and flac[k + 1]) + 1
+        return [f"before:{first_flac}", f"after:{first_reference}", f"after:{mid_chapter}", f"before:{len(renamed)}"]
 
     renamed = kill_and_resume(tmp_path, command, points)
     assert sum(name.endswith(".flac") for name in renamed) >= 3

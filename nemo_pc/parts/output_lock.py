@@ -150,7 +150,4 @@ def _describe(holder: dict) -> str:
 
 
 def _busy_message(folder: Path, holder: dict) -> str:
-    return (
-        f"{folder}: another run writes here: {_describe(holder)}; wait for it to end or choose another folder "
-        f"(a lock file {LOCK_NAME} that no running process holds is taken over)"
-    )
+    return f"{folder}: another run writes here: {_describe(holder)}; wait for it to end or use another folder"
