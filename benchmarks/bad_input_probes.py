@@ -18,6 +18,8 @@ import tempfile
 import traceback
 from pathlib import Path
 
+from nemo_pc.testing.faults import held_elsewhere
+
 HOLDER = re.compile(r"pid \d+ on \S+ since .+? \(.*?\);")
 """The holder of a folder in use (pid, host, start time, command line), which differs from run to run."""
 
@@ -155,7 +157,7 @@ def probes(f: dict[str, Path], root: Path) -> list[tuple[str, list[str]]]:
 
 
 def _held_folder_probes(f: dict[str, Path], held: Path) -> list[tuple[str, list[str]]]:
-    """A second run on an output folder that another run writes (:func:`_holding` holds ``held`` meanwhile)."""
+    """A second run on an output folder that another run writes (another process holds ``held`` meanwhile)."""
     return [
         (
             "synth: output folder in use by another run",
@@ -164,22 +166,6 @@ def _held_folder_probes(f: dict[str, Path], held: Path) -> list[tuple[str, list[
         ("librispeech-pc: output folder in use by another run", ["librispeech-pc", str(f["corpus"]), str(held)]),
         ("formatter-data: output folder in use by another run", ["formatter-data", str(held), "--sources", "kjv"]),
     ]
-
-
-@contextlib.contextmanager
-def _holding(folder: Path):
-    """Another process that holds ``folder`` (nemo_pc.parts.output_lock) until the block ends."""
-    import subprocess
-
-    code = "import sys, time\nfrom nemo_pc.parts.output_lock import hold_output_folder\n"
-    code += "with hold_output_folder(sys.argv[1]):\n    print('held', flush=True)\n    time.sleep(600)\n"
-    holder = subprocess.Popen([sys.executable, "-c", code, str(folder)], stdout=subprocess.PIPE, text=True)
-    try:
-        holder.stdout.readline()
-        yield
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 def _formatter_data_probes(f: dict[str, Path], root: Path) -> list[tuple[str, list[str]]]:
@@ -224,7 +210,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         rows = []
-        with _holding(root / "held"):
+        with held_elsewhere(root / "held"):
             for name, argv in probes(_files(root), root):
                 code, message, escaped = run_probe(argv)
                 message = HOLDER.sub("pid <pid> on <host> since <time> (<command>);", message.replace(folder, "<tmp>"))

@@ -11,16 +11,21 @@ move for Lightning checkpoints), so a rename is where a kill does the most harm:
 file is whole, the output not yet there. ``after:N[:GLOB]`` kills it just after. ``count:PATH`` writes the renamed
 file names to PATH, one a line, when the command ends. The command is ``nemo-pc <args>`` or a Python script and its
 arguments (run as ``__main__``, its folder first on ``sys.path``). Only this process is hooked, not its workers.
+
+:func:`held_elsewhere` holds an output folder from another process, for the tests of one writer per folder.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import fnmatch
 import os
 import runpy
 import signal
+import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -59,6 +64,23 @@ def _hook(on_rename) -> None:
             on_rename(os.fsdecode(dst), True)
 
         setattr(os, name, hooked)
+
+
+@contextlib.contextmanager
+def held_elsewhere(folder: str | Path) -> Iterator[int]:
+    """Another process holds ``folder`` (:mod:`nemo_pc.parts.output_lock`) until the block ends; yields its pid."""
+    code = (
+        "import sys, time\nfrom nemo_pc.parts.output_lock import hold_output_folder\n"
+        "with hold_output_folder(sys.argv[1]):\n    print('held', flush=True)\n    time.sleep(600)\n"
+    )
+    holder = subprocess.Popen([sys.executable, "-c", code, str(folder)], stdout=subprocess.PIPE, text=True)
+    try:
+        if holder.stdout.readline().strip() != "held":
+            raise RuntimeError(f"the process that was to hold {folder} stopped")
+        yield holder.pid
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 def main(argv: list[str]) -> int:

@@ -1,41 +1,37 @@
 """One writer per output folder: a second run stops at once naming the holder; a dead holder's lock is taken over."""
 
+import contextlib
 import json
 import os
 import signal
 import socket
-import subprocess
-import sys
+import time
+from pathlib import Path
 
 import pytest
 
 from nemo_pc.cli import main
 from nemo_pc.parts.output_lock import LOCK_NAME, OutputFolderLocked, hold_output_folder
-
-HOLD = (
-    "import sys, time\n"
-    "from nemo_pc.parts.output_lock import hold_output_folder\n"
-    "with hold_output_folder(sys.argv[1]):\n"
-    "    print('held', flush=True)\n"
-    "    time.sleep(120)\n"
-)
+from nemo_pc.testing.faults import held_elsewhere
 
 
 @pytest.fixture
-def holder(tmp_path):
-    """Starts a process that holds a folder until the test ends; yields (process, folder)."""
-    processes = []
+def holder():
+    """Holds folders from another process until the test ends: ``holder(folder)`` returns that process's pid."""
+    with contextlib.ExitStack() as stack:
+        yield lambda folder: stack.enter_context(held_elsewhere(folder))
 
-    def start(folder):
-        process = subprocess.Popen([sys.executable, "-c", HOLD, str(folder)], stdout=subprocess.PIPE, text=True)
-        processes.append(process)
-        assert process.stdout.readline().strip() == "held"
-        return process
 
-    yield start
-    for process in processes:
-        process.kill()
-        process.wait()
+def _wait_gone(pid: int) -> None:
+    """Waits until a killed process has exited (a zombie or reaped): its descriptors, and so its lock, are gone."""
+    for _ in range(1000):
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+                return
+        except FileNotFoundError:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"pid {pid} still runs")
 
 
 def test_the_lock_names_its_holder_and_is_removed_at_the_end(tmp_path):
@@ -47,11 +43,11 @@ def test_the_lock_names_its_holder_and_is_removed_at_the_end(tmp_path):
 
 
 def test_a_second_run_stops_at_once_naming_the_holder(tmp_path, holder):
-    process = holder(tmp_path / "out")
-    with pytest.raises(OutputFolderLocked, match=rf"another run writes here: pid {process.pid} on "):
+    pid = holder(tmp_path / "out")
+    with pytest.raises(OutputFolderLocked, match=rf"another run writes here: pid {pid} on "):
         with hold_output_folder(tmp_path / "out"):
             pass
-    with pytest.raises(OutputFolderLocked, match=rf"pid {process.pid}"):  # a folder inside a held one
+    with pytest.raises(OutputFolderLocked, match=rf"pid {pid}"):  # a folder inside a held one
         with hold_output_folder(tmp_path / "out" / "corpus"):
             pass
     with hold_output_folder(tmp_path / "other"):  # other folders are free
@@ -59,14 +55,14 @@ def test_a_second_run_stops_at_once_naming_the_holder(tmp_path, holder):
 
 
 def test_a_dead_holders_lock_is_taken_over_with_a_warning(tmp_path, holder, capsys):
-    process = holder(tmp_path / "out")
-    process.send_signal(signal.SIGKILL)
-    process.wait()
+    pid = holder(tmp_path / "out")
+    os.kill(pid, signal.SIGKILL)
+    _wait_gone(pid)
     assert (tmp_path / "out" / LOCK_NAME).is_file()  # killed: no cleanup ran
     with hold_output_folder(tmp_path / "out") as folder:
         assert json.loads((folder / LOCK_NAME).read_text())["pid"] == os.getpid()
     warning = capsys.readouterr().err
-    assert f"taking over the lock of pid {process.pid}" in warning and "no longer running" in warning
+    assert f"taking over the lock of pid {pid}" in warning and "no longer running" in warning
 
 
 def test_holding_is_reentrant_within_a_process(tmp_path):
@@ -87,20 +83,20 @@ def test_holding_is_reentrant_within_a_process(tmp_path):
 )
 def test_cli_commands_refuse_a_held_folder_in_one_line_with_exit_code_2(tmp_path, holder, capsys, command):
     (tmp_path / "corpus").mkdir()
-    process = holder(tmp_path / "out")
+    pid = holder(tmp_path / "out")
     argv = [arg.format(out=tmp_path / "out", corpus=tmp_path / "corpus") for arg in command]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"nemo-pc {argv[0]}: error: {tmp_path / 'out'}: another run")
-    assert f"pid {process.pid}" in err[0]
+    assert f"pid {pid}" in err[0]
 
 
 def test_demo_refuses_a_held_folder_with_exit_code_2(tmp_path, holder, capsys):
     import demo_pc
 
-    process = holder(tmp_path / "out")
+    pid = holder(tmp_path / "out")
     with pytest.raises(SystemExit) as stop:
         demo_pc.main(["--out", str(tmp_path / "out"), "--backbone", "fastconformer", "--no-anchor"])
     assert stop.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and f"pid {process.pid}" in err[0] and "another run writes here" in err[0]
+    assert len(err) == 1 and f"pid {pid}" in err[0] and "another run writes here" in err[0]
