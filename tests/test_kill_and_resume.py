@@ -49,6 +49,7 @@ def kill_and_resume(tmp_path: Path, command: list[str], points, locked: bool = T
         assert killed.returncode == -signal.SIGKILL, f"{spec}: {killed.stderr[-2000:]}"
         resumed = _run(f"count:{tmp_path / 'resumed.txt'}", argv, tmp_path)
         assert resumed.returncode == 0, f"{spec}: {resumed.stderr[-2000:]}"
+        assert not locked or "taking over the lock of pid" in resumed.stderr  # the killed run's, with a warning
         got = _snapshot(out)
         if not locked:
             got = {name: data for name, data in got.items() if not TEMPORARY.fullmatch(Path(name).name)}
