@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from nemo_pc.data.manifest import iter_manifest, require_text, write_manifest
+from nemo_pc.formatter.hybrid import POLICIES, SpanCandidates, WfstSpans, chosen_text
 from nemo_pc.formatter.labels import LabeledText, find_spans, span_input
 from nemo_pc.parts.text import join_word_marks, normalize, word_marks
 
@@ -49,6 +50,11 @@ class TextFormatter:
         batch_size: tagger windows and rewriter spans per batch.
         max_growth: a rewrite longer than ``max_growth`` times its span's spoken text (plus 8 characters) is
             treated as a hallucination and the span keeps its words.
+        span_itn: whose written form each span takes, a policy of :mod:`nemo_pc.formatter.hybrid`: ``neural`` (the
+            rewriter's, always), or a hybrid with NeMo WFST ITN (``wfst``, ``confidence``, ``agreement``,
+            ``class``).
+        wfst: a :class:`~nemo_pc.formatter.hybrid.WfstSpans` for the hybrid policies (default: made at first use).
+        threshold: the rewriter confidence the ``confidence`` policy needs to keep the rewriter's form.
     """
 
     def __init__(
@@ -60,8 +66,13 @@ class TextFormatter:
         chunk_overlap: int = 32,
         batch_size: int = 32,
         max_growth: float = 2.0,
+        span_itn: str = "neural",
+        wfst=None,
+        threshold: float = 0.9,
     ) -> None:
         chunk_windows(1, chunk_words, chunk_overlap)
+        if span_itn not in POLICIES:
+            raise ValueError(f"unknown span ITN policy {span_itn!r}; known: {', '.join(POLICIES)}")
         self.tagger = tagger
         self.rewriter = rewriter
         self.context_words = context_words
@@ -69,6 +80,9 @@ class TextFormatter:
         self.chunk_overlap = chunk_overlap
         self.batch_size = batch_size
         self.max_growth = max_growth
+        self.span_itn = span_itn
+        self.wfst = wfst
+        self.threshold = threshold
 
     @classmethod
     def from_files(cls, tagger: str | Path, rewriter: str | Path | None = None, **kwargs) -> TextFormatter:
@@ -86,16 +100,30 @@ class TextFormatter:
 
     def annotate(self, texts: Sequence[str]) -> list[LabeledText]:
         """Predicted labels and spans (with their rewrites) of each text."""
-        all_words = [normalize(text).split() for text in texts]
-        labeled = self._tag(all_words)
-        requests = []
-        for k, item in enumerate(labeled):
-            for start, end in find_spans(item.itn, item.case):
-                requests.append((k, start, end))
-        rewrites = self._rewrite(labeled, requests)
-        for (k, start, end), written in zip(requests, rewrites, strict=True):
-            labeled[k].spans.append((start, end, written))
-        return labeled
+        labeled, candidates = self.span_candidates(texts, wfst=self.span_itn != "neural")
+        return self.compose_policy(labeled, candidates, self.span_itn)[0]
+
+    def span_candidates(
+        self, texts: Sequence[str], wfst: bool = True
+    ) -> tuple[list[LabeledText], list[tuple[tuple[int, int, int], SpanCandidates]]]:
+        """The tagger's labels of each text (spans not filled in) and, for every span ``(text, start, end)``, its
+        rewriter and (with ``wfst``) WFST written forms, for :meth:`compose_policy` under any policy."""
+        labeled = self._tag([normalize(text).split() for text in texts])
+        requests = [(k, start, end) for k, item in enumerate(labeled)
+                    for start, end in find_spans(item.itn, item.case)]  # fmt: skip
+        return labeled, list(zip(requests, self._candidates(labeled, requests, wfst), strict=True))
+
+    def compose_policy(
+        self, labeled: list[LabeledText], candidates: list[tuple[tuple[int, int, int], SpanCandidates]], policy: str
+    ) -> tuple[list[LabeledText], list[str]]:
+        """Copies of ``labeled`` with each span written as ``policy`` chooses, and the choice of every span."""
+        out = [LabeledText(item.words, item.punct, item.case, item.itn, []) for item in labeled]
+        chosen = []
+        for (k, start, end), span in candidates:
+            written, source = chosen_text(span, policy, self.threshold)
+            out[k].spans.append((start, end, written))
+            chosen.append(source)
+        return out, chosen
 
     def itn_only(self, texts: Sequence[str]) -> list[str]:
         """ITN of already punctuated, cased text (the hybrid of papers/003 with an E2E P&C ASR model).
@@ -111,7 +139,9 @@ class TextFormatter:
         labeled = self._tag(spoken)
         requests = [(k, start, end) for k, item in enumerate(labeled)
                     for start, end in find_spans(item.itn, ["LOWER"] * len(item.itn))]  # fmt: skip
-        rewrites = dict(zip(requests, self._rewrite(labeled, requests), strict=True))
+        spans = self._candidates(labeled, requests, self.span_itn != "neural")
+        rewrites = {request: chosen_text(span, self.span_itn, self.threshold)[0]
+                    for request, span in zip(requests, spans, strict=True)}  # fmt: skip
         out = []
         for k, item in enumerate(pairs):
             starts = {start: (end, rewrites[(k, start, end)]) for kk, start, end in requests if kk == k}
@@ -141,14 +171,25 @@ class TextFormatter:
             item.itn += labels["itn"][own_start - start : own_end - start]
         return labeled
 
-    def _rewrite(self, labeled: list[LabeledText], requests: list[tuple[int, int, int]]) -> list[str]:
+    def _candidates(
+        self, labeled: list[LabeledText], requests: list[tuple[int, int, int]], wfst: bool
+    ) -> list[SpanCandidates]:
+        """Each span's rewrite with its confidence (a hallucinated or missing rewrite: the spoken words, confidence
+        0) and, with ``wfst``, WFST's output of the span."""
         spoken = [" ".join(labeled[k].words[start:end]) for k, start, end in requests]
-        if self.rewriter is None or not requests:
-            return spoken
-        inputs = [span_input(labeled[k].words, start, end, self.context_words) for k, start, end in requests]
-        outputs = self.rewriter.rewrite(inputs, batch_size=self.batch_size)
-        return [out if out and len(out) <= self.max_growth * len(src) + 8 else src
-                for out, src in zip(outputs, spoken, strict=True)]  # fmt: skip
+        scored = [(src, 0.0) for src in spoken]
+        if self.rewriter is not None and requests:
+            inputs = [span_input(labeled[k].words, start, end, self.context_words) for k, start, end in requests]
+            outputs = self.rewriter.rewrite_scored(inputs, batch_size=self.batch_size)
+            scored = [(out, score) if out and len(out) <= self.max_growth * len(src) + 8 else (src, 0.0)
+                      for (out, score), src in zip(outputs, spoken, strict=True)]  # fmt: skip
+        converted: list[str | None] = [None] * len(spoken)
+        if wfst and spoken:
+            if self.wfst is None:
+                self.wfst = WfstSpans()
+            converted = self.wfst.convert(spoken)
+        return [SpanCandidates(src, out, score, conv)
+                for src, (out, score), conv in zip(spoken, scored, converted, strict=True)]  # fmt: skip
 
     def format_manifest(
         self,

@@ -110,13 +110,18 @@ class SpanRewriterModel(ModelPT):
         loss = torch.stack([o["val_loss"] for o in outputs]).mean()
         return {"val_loss": loss, "log": {"val_loss": loss}}
 
-    @torch.inference_mode()
     def rewrite(self, inputs: Sequence[str], batch_size: int = 64) -> list[str]:
         """Greedy decoding of each input; inputs are batched by length so padding stays small."""
+        return [text for text, _ in self.rewrite_scored(inputs, batch_size)]
+
+    @torch.inference_mode()
+    def rewrite_scored(self, inputs: Sequence[str], batch_size: int = 64) -> list[tuple[str, float]]:
+        """Greedy decoding of each input, with its confidence: the lowest probability of any token emitted (the
+        end of sequence included, padding after it not)."""
         was_training = self.training
         self.eval()
         order = sorted(range(len(inputs)), key=lambda k: len(inputs[k]))
-        outputs = [""] * len(inputs)
+        outputs: list[tuple[str, float]] = [("", 0.0)] * len(inputs)
         for start in range(0, len(order), batch_size):
             chunk = order[start : start + batch_size]
             encoded = self.tokenizer([inputs[k] for k in chunk], truncation=True, max_length=self.max_source_length,
@@ -127,8 +132,16 @@ class SpanRewriterModel(ModelPT):
                 num_beams=1,
                 do_sample=False,
                 max_new_tokens=self.max_target_length,
+                return_dict_in_generate=True,
+                output_scores=True,
             )
-            for k, text in zip(chunk, self.tokenizer.batch_decode(generated, skip_special_tokens=True), strict=True):
-                outputs[k] = " ".join(text.split())
+            scores = generated.scores
+            logprobs = self.bart.compute_transition_scores(generated.sequences, scores, normalize_logits=True)
+            emitted = generated.sequences[:, -logprobs.shape[1] :]
+            logprobs = logprobs.masked_fill(emitted == self.tokenizer.pad_token_id, 0.0)
+            confidence = logprobs.min(dim=1).values.exp().clamp(0.0, 1.0).tolist()
+            texts = self.tokenizer.batch_decode(generated.sequences, skip_special_tokens=True)
+            for k, text, score in zip(chunk, texts, confidence, strict=True):
+                outputs[k] = (" ".join(text.split()), float(score))
         self.train(was_training)
         return outputs

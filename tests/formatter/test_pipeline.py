@@ -48,8 +48,8 @@ def test_without_rewriter_spans_keep_their_spoken_words(tiny_formatter):
 
 def test_hallucinated_rewrites_fall_back_to_the_spoken_words(tiny_formatter):
     class Babbler:
-        def rewrite(self, inputs, batch_size):
-            return ["x" * 500 for _ in inputs]
+        def rewrite_scored(self, inputs, batch_size):
+            return [("x" * 500, 1.0) for _ in inputs]
 
     tagger, _ = tiny_formatter
     out = TextFormatter(tagger, Babbler()).format(["did you buy an iphone at mcdonald's"])

@@ -36,6 +36,9 @@ def test_overfitting_memorizes_spans_and_survives_nemo_round_trip(tmp_path, pair
     fit_steps(model, 200)
     assert model(**batch).item() < 0.1 * loss_before
     assert model.rewrite(inputs, batch_size=3) == [p["target"] for p in pairs]
+    scored = model.rewrite_scored(inputs, batch_size=3)
+    assert [text for text, _ in scored] == [p["target"] for p in pairs]
+    assert all(0.5 < confidence <= 1.0 for _, confidence in scored)  # memorized: every token likely
     path = tmp_path / "rewriter.nemo"
     model.save_to(str(path))
     with tarfile.open(path) as archive:
@@ -49,6 +52,8 @@ def test_untrained_model_decodes_any_input_within_the_length_limit(tmp_path, pai
     assert len(outputs) == 3 and all(isinstance(o, str) for o in outputs)
     assert all(len(model.tokenizer(o)["input_ids"]) <= 8 + 2 for o in outputs)
     assert model.rewrite([]) == []
+    scored = model.rewrite_scored(["a <span> b </span> c", "x <span> y z </span>"])
+    assert all(0.0 <= confidence < 0.5 for _, confidence in scored)  # untrained: no token is likely
 
 
 def test_pair_dataset_names_file_and_line(tmp_path):
