@@ -6,6 +6,7 @@ train several models in a row; the configs, and therefore the models, are the sa
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -152,8 +153,12 @@ def train_model(
     seconds = time.perf_counter() - start
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
-    partial = output.with_name(output.name + ".partial")
-    model.save_to(str(partial))
-    partial.replace(output)
+    # a hidden temporary that a killed run's successor removes (nemo_pc.parts.output_lock.TEMPORARY), then a rename
+    partial = output.with_name(f".{output.name}.{secrets.token_hex(6)}.tmp")
+    try:
+        model.save_to(str(partial))
+        partial.replace(output)
+    finally:
+        partial.unlink(missing_ok=True)
     parameters = sum(p.numel() for p in model.parameters())
     return {"seconds": round(seconds, 1), "steps": max_steps, "parameters": parameters, "curve": curve}
