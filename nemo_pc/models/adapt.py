@@ -14,7 +14,8 @@ Stock families and what they become:
 The encoder and preprocessor are copied as they are. The tokenizer is the stock one when it already writes case and
 the marks; otherwise it is extended (:mod:`nemo_pc.data.tokenizer_extension`): every stock piece keeps its id and its
 rows (embedding, output layer), and each appended piece's rows start as the mean of its related stock pieces' rows
-(the mean of all stock rows for a mark), its output bias :data:`NEW_PIECE_MARGIN` below theirs. An appended piece
+(the mean of all stock rows for a mark), its output bias
+:data:`~nemo_pc.models.vocabulary.NEW_PIECE_MARGIN` below theirs. An appended piece
 therefore scores below a stock piece at every step, and greedy decoding in the normalized mode gives exactly the stock
 model's transcripts until the model is trained.
 """
@@ -30,11 +31,10 @@ import torch
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from nemo_pc.data.tokenizer_extension import ExtendedTokenizer, extend_tokenizer, related_pieces
+from nemo_pc.models.vocabulary import RowSources, gather_rows
 from nemo_pc.parts.text import DEFAULT_MARKS
 
 DECODERS = ("conditioned", "dual")
-NEW_PIECE_MARGIN = 1.0
-"""How far (in logits) an appended piece's output bias starts below the mean bias of its related stock pieces."""
 
 CONDITIONED_PREDICTORS = {
     "nemo.collections.asr.modules.RNNTDecoder": "nemo_pc.modules.ModeConditionedRNNTDecoder",
@@ -78,47 +78,33 @@ def _write_stock_tokenizer(model, folder: Path) -> Path:
     return path
 
 
-def piece_rows(extended: ExtendedTokenizer, stock_processor, marks: str) -> list[list[int]]:
-    """For each appended piece (in id order), the stock ids whose rows its rows start from (empty: all of them)."""
-    return [related_pieces(piece, stock_processor, marks) for piece in extended.added]
+def extension_rows(extended: ExtendedTokenizer, stock_processor, marks: str) -> RowSources:
+    """Every stock piece keeps its rows; each appended piece starts from its related stock pieces."""
+    related = [related_pieces(piece, stock_processor, marks) for piece in extended.added]
+    stock = [[index] for index in range(extended.stock_size)]
+    return RowSources(extended.stock_size, stock + related, [True] * len(stock) + [False] * len(related))
 
 
 # The weights
-
-
-def remap_vocabulary_rows(
-    tensor: torch.Tensor, stock_vocab: int, related: list[list[int]], is_bias: bool
-) -> torch.Tensor:
-    """A stock tensor whose first dimension is indexed by token (``stock_vocab`` tokens, then blank and any
-    duration outputs) with rows inserted for the appended pieces before the blank."""
-    stock_rows = tensor[:stock_vocab]
-    inserted = []
-    for ids in related:
-        source = stock_rows[ids] if ids else stock_rows
-        row = source.float().mean(dim=0).to(tensor.dtype)
-        inserted.append(row - NEW_PIECE_MARGIN if is_bias else row)
-    if not inserted:
-        return tensor.clone()
-    return torch.cat([stock_rows, torch.stack(inserted), tensor[stock_vocab:]]).contiguous()
 
 
 def load_adapted_weights(
     target: torch.nn.Module,
     stock_state: dict[str, torch.Tensor],
     destinations: Callable[[str], list[str]],
-    stock_vocab: int,
-    related: list[list[int]],
+    rows: RowSources,
     neutral: tuple[str, ...] = (),
 ) -> None:
     """Copies every stock tensor to its destinations in ``target`` (``destinations(stock_key)``), widening the
-    vocabulary rows (:func:`remap_vocabulary_rows`); ``neutral`` keys of ``target`` are set to zero.
+    token-indexed ones (:func:`~nemo_pc.models.vocabulary.gather_rows`); ``neutral`` keys of ``target`` are set to
+    zero.
 
     Raises:
         ValueError: a stock tensor has no destination or does not fit it, or a target tensor stays unset.
     """
     state = target.state_dict()
     unset = set(state)
-    added = len(related)
+    added = rows.new_vocab - rows.old_vocab
     for key, value in stock_state.items():
         names = destinations(key)
         if not names:
@@ -131,7 +117,7 @@ def load_adapted_weights(
                 if not grown:
                     raise ValueError(f"{key}: stock shape {tuple(value.shape)} does not fit {name} "
                                      f"{tuple(state[name].shape)}")  # fmt: skip
-                value = remap_vocabulary_rows(value, stock_vocab, related, is_bias=key.endswith("bias"))
+                value = gather_rows(value, rows, is_bias=key.endswith("bias"))
             state[name] = value.clone()
             unset.discard(name)
     for name in neutral:
@@ -269,7 +255,7 @@ def adapt_model(
     workdir.mkdir(parents=True, exist_ok=True)
     stock_model = _write_stock_tokenizer(stock, workdir)
     extended = extend_tokenizer(stock_model, workdir / "tokenizer", marks, tokenizer)
-    related = piece_rows(extended, stock.tokenizer.tokenizer, marks)
+    rows = extension_rows(extended, stock.tokenizer.tokenizer, marks)
     stock_vocab = stock.tokenizer.vocab_size
     if family == "ctc":
         cfg = ctc_config(stock.cfg, extended.directory, decoders, marks)
@@ -281,7 +267,7 @@ def adapt_model(
         model = EncDecRNNTPCBPEModel(cfg=OmegaConf.create(cfg))
         destinations = _rnnt_destinations(decoders)
         neutral = ("decoder.mode_embed.weight",) if decoders == "conditioned" else ()
-    load_adapted_weights(model, _stock_state(stock), destinations, stock_vocab, related, neutral)
+    load_adapted_weights(model, _stock_state(stock), destinations, rows, neutral)
     with open_dict(model.cfg):
         model.cfg.pc.adapted_from = {"family": family, "class": type(stock).__name__, "stock_vocab": stock_vocab,
                                      "added_pieces": len(extended.added)}  # fmt: skip

@@ -14,6 +14,7 @@ from nemo.utils import logging
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from nemo_pc.data.style_dataset import check_style_tokenizer
+from nemo_pc.models.vocabulary import carry_rows, pieces, row_sources
 from nemo_pc.modules.style_encoder import LayerTaps, StyleBranch, StyleEmbedding, to_decoder_input
 from nemo_pc.parts.lm_fusion import DEFAULT_LM_MODE, decoding_cfg_for_mode, ngram_lm_mode
 from nemo_pc.parts.pc_data import PCDataMixin
@@ -233,6 +234,32 @@ class EncDecCTCPCBPEModel(PCTranscriptionMixin, PCDataMixin, EncDecCTCModelBPE):
         """As in NeMo, for the decoding of every mode."""
         super().change_decoding_strategy(decoding_cfg, verbose=verbose)
         self._setup_mode_decodings()
+
+    def change_vocabulary(
+        self, new_tokenizer_dir: str | DictConfig, new_tokenizer_type: str, decoding_cfg: DictConfig | None = None
+    ) -> None:
+        """NeMo's ``change_vocabulary`` (what ``speech_to_text_finetune.py`` calls for a new tokenizer), for every
+        CTC head: each piece the old tokenizer has keeps its output rows, a new piece starts from its related pieces
+        (:mod:`nemo_pc.models.vocabulary`), and the style loss and every mode's decoding are rebuilt."""
+        old_tokenizer = self.tokenizer
+        old = {name: module.state_dict() for name, module in self._ctc_heads().items()}
+        super().change_vocabulary(new_tokenizer_dir, new_tokenizer_type, decoding_cfg)
+        if self.cfg.pc.target == "mixed":
+            check_style_tokenizer(self.tokenizer)
+        for name in ("normalized_decoder", "inter_decoder"):
+            if getattr(self, name) is not None:
+                setattr(self, name, self.from_config_dict(self.cfg.decoder))
+        self.style_loss = CTCLoss(
+            num_classes=self.decoder.num_classes_with_blank - 1, zero_infinity=True, reduction="none"
+        )
+        rows = row_sources(old_tokenizer, pieces(self.tokenizer), self.cfg.pc.marks)
+        for name, module in self._ctc_heads().items():
+            carry_rows(module, old[name], rows)
+        self._setup_mode_decodings()
+
+    def _ctc_heads(self) -> dict[str, torch.nn.Module]:
+        names = ("decoder", "normalized_decoder", "inter_decoder")
+        return {name: getattr(self, name) for name in names if getattr(self, name) is not None}
 
     def head_decoding(self, head: str):
         """The decoding of a head's output: its mode's (``main`` writes the main target, ``inter`` and

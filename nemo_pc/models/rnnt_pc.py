@@ -29,10 +29,11 @@ from nemo_pc.losses.mode_weighted import AUTO, SCAN, TDT_SCAN, resolve_loss_name
 from nemo_pc.metrics.mode_wer import MultiModeWER
 from nemo_pc.models.aux_ctc import AuxCTCMixin
 from nemo_pc.models.rnnt_pc_parts import ModeRows, build_mode_rows
+from nemo_pc.models.vocabulary import carry_rows, pieces, row_sources
 from nemo_pc.modules import DualRNNTDecoder, DualRNNTJoint, ModeConditioningMixin, ModeDecoderJoint
 from nemo_pc.parts.lm_fusion import decoding_cfg_for_mode, ngram_lm_mode
 from nemo_pc.parts.pc_data import PCDataMixin
-from nemo_pc.parts.text import normalize
+from nemo_pc.parts.text import DEFAULT_MARKS, normalize
 from nemo_pc.parts.transcription import BOTH, PCTranscribeConfig, PCTranscriptionMixin, resolve_mode
 
 DECODER_KINDS = ("single", "dual", "conditioned")
@@ -171,6 +172,29 @@ class EncDecRNNTPCBPEModel(PCTranscriptionMixin, PCDataMixin, AuxCTCMixin, EncDe
         """As in NeMo, for the decoding of every mode."""
         super().change_decoding_strategy(decoding_cfg, verbose=verbose)
         self._setup_mode_decodings(self.cfg.decoding)
+
+    def change_vocabulary(
+        self, new_tokenizer_dir: str | DictConfig, new_tokenizer_type: str, decoding_cfg: DictConfig | None = None
+    ) -> None:
+        """NeMo's ``change_vocabulary`` (what ``speech_to_text_finetune.py`` calls for a new tokenizer), keeping the
+        P&C model: each piece the old tokenizer has keeps its predictor and joint rows, a new piece starts from its
+        related pieces (:mod:`nemo_pc.models.vocabulary`) rather than from NeMo's re-initialised heads, and the
+        mode-weighted loss, every mode's decoding and the ``aux_ctc`` head are rebuilt for the new vocabulary."""
+        old_tokenizer, weights = self.tokenizer, dict(self.loss.mode_weights)
+        old = {name: module.state_dict() for name, module in self._token_modules().items()}
+        super().change_vocabulary(new_tokenizer_dir, new_tokenizer_type, decoding_cfg)
+        self.loss = self._build_loss(weights, self._trainer)
+        self.change_aux_ctc_vocabulary()
+        rows = row_sources(old_tokenizer, pieces(self.tokenizer), self.cfg.get("marks") or DEFAULT_MARKS)
+        for name, module in self._token_modules().items():
+            carry_rows(module, old[name], rows, self.joint.num_extra_outputs if name == "joint" else 0)
+        self._setup_mode_decodings(self.cfg.decoding)
+
+    def _token_modules(self) -> dict[str, torch.nn.Module]:
+        modules = {"decoder": self.decoder, "joint": self.joint}
+        if self.ctc_decoder is not None:
+            modules["ctc_decoder"] = self.ctc_decoder
+        return modules
 
     # Training and validation: every utterance once per trained mode (a row), with its mode passed explicitly.
 

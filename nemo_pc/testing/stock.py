@@ -6,6 +6,8 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
+import torch
+
 from nemo_pc.testing import asr, ctc
 
 STOCK_FAMILIES = ("rnnt", "tdt", "hybrid", "ctc")
@@ -63,12 +65,48 @@ def stock_config(family: str, tokenizer_dir: str | Path, predictor: str = "lstm"
     return config
 
 
-def stock_model(family: str, tokenizer_dir: str | Path, predictor: str = "lstm"):
-    """A tiny stock model of ``family`` (random weights, eval mode)."""
+def stock_model(family: str, tokenizer_dir: str | Path, predictor: str = "lstm", config=None, trainer=None):
+    """A tiny stock model of ``family`` (random weights, eval mode), of ``config`` if given."""
     from nemo.collections.asr.models import EncDecCTCModelBPE, EncDecHybridRNNTCTCBPEModel, EncDecRNNTBPEModel
     from omegaconf import OmegaConf
 
     classes = {"rnnt": EncDecRNNTBPEModel, "tdt": EncDecRNNTBPEModel, "hybrid": EncDecHybridRNNTCTCBPEModel,
                "ctc": EncDecCTCModelBPE}  # fmt: skip
-    cfg = OmegaConf.create(stock_config(family, tokenizer_dir, predictor))
-    return classes[family](cfg=cfg).eval()
+    cfg = config if config is not None else OmegaConf.create(stock_config(family, tokenizer_dir, predictor))
+    return classes[family](cfg=cfg, trainer=trainer).eval()
+
+
+class ScanRNNTLoss(torch.nn.Module):
+    """NeMo's RNN-T loss call (``mean_batch`` reduction) computed by :func:`nemo_pc.losses.rnnt_loss_scan`, the
+    same loss, which trains a tiny stock model on CPU in seconds where NeMo's numba loss takes minutes."""
+
+    def __init__(self, blank: int) -> None:
+        super().__init__()
+        self.blank = blank
+
+    def forward(self, log_probs, targets, input_lengths, target_lengths) -> torch.Tensor:
+        from nemo_pc.losses import rnnt_loss_scan
+
+        return rnnt_loss_scan(log_probs, targets, input_lengths, target_lengths, self.blank).mean()
+
+
+def train_stock_model(family: str, tokenizer_dir: str | Path, manifest: str | Path, steps: int, lr: float = 0.005):
+    """A tiny stock model of ``family`` (``rnnt`` or ``ctc``) trained for ``steps`` on a NeMo manifest (its
+    ``text``), in eval mode."""
+    import lightning.pytorch as pl
+    from omegaconf import OmegaConf
+
+    config = stock_config(family, tokenizer_dir)
+    config["train_ds"] = {"manifest_filepath": str(manifest), "sample_rate": asr.SAMPLE_RATE, "batch_size": 4,
+                          "shuffle": True, "num_workers": 0}  # fmt: skip
+    config["optim"]["lr"] = lr
+    trainer = pl.Trainer(
+        max_steps=steps, accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False,
+        enable_model_summary=False, num_sanity_val_steps=0, limit_val_batches=0, gradient_clip_val=1.0,
+    )  # fmt: skip
+    model = stock_model(family, tokenizer_dir, config=OmegaConf.create(config), trainer=trainer)
+    if family != "ctc":
+        model.loss = ScanRNNTLoss(model.joint.num_classes_with_blank - 1)
+    model.train()
+    trainer.fit(model)
+    return model.eval()

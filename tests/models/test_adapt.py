@@ -127,7 +127,8 @@ def _ctc_texts(model, corpus):
 
 
 def test_adapted_rows_keep_the_stock_rows_and_start_new_ones_from_related_pieces(corpus, tmp_path):
-    from nemo_pc.models.adapt import NEW_PIECE_MARGIN, adapt_model
+    from nemo_pc.models.adapt import adapt_model
+    from nemo_pc.models.vocabulary import NEW_PIECE_MARGIN
 
     stock, _ = _stock("rnnt", corpus, tmp_path)
     model = adapt_model(stock, tmp_path / "work", "conditioned")
