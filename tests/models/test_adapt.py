@@ -175,3 +175,31 @@ def test_adapt_cli_bad_input_is_one_line_and_exit_code_2(corpus, tmp_path, capsy
     code = main(["adapt", *(argument.format(stock=stock) for argument in arguments)])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and message in err[0] and err[0].startswith("nemo-pc adapt: error:")
+
+
+@pytest.mark.parametrize(("family", "decoders"), [("tdt", "conditioned"), ("ctc", "dual")])
+def test_stock_transcribe_speech_calls_switch_the_adapted_model_mode(corpus, tmp_path, family, decoders):
+    """The calls of NeMo's examples/asr/transcribe_speech.py on an adapted .nemo and a manifest, with and without
+    ``+prompt.mode=normalized``."""
+    from nemo.collections.asr.models.aed_multitask_models import parse_multitask_prompt
+    from nemo.collections.asr.parts.utils.transcribe_utils import setup_model
+    from omegaconf import OmegaConf
+
+    from nemo_pc.models.adapt import adapt_checkpoint
+
+    stock, stock_path = _stock(family, corpus, tmp_path)
+    expected = _texts(stock.transcribe(corpus["audio"], batch_size=4, verbose=False))
+    out = tmp_path / "adapted.nemo"
+    adapt_checkpoint(stock_path, out, decoders)
+    model, _ = setup_model(OmegaConf.create({"model_path": str(out), "pretrained_name": None}), torch.device("cpu"))
+    results = {}
+    for prompt in ({}, {"mode": "normalized"}):
+        override = model.get_transcribe_config()
+        override.batch_size = 4
+        override.num_workers = 0
+        override.text_field = "text"
+        override.prompt = parse_multitask_prompt(prompt)
+        results[prompt.get("mode", "default")] = _texts(model.eval().transcribe(audio=str(corpus["manifest"]),
+                                                                                override_config=override))  # fmt: skip
+    assert results["normalized"] == expected
+    assert len(results["default"]) == len(expected) and model.default_mode == "punctuated"
