@@ -8,9 +8,9 @@ A block names its kind and its source between two markers; everything between th
 
 Kinds: ``claims``, ``run_all_formatter``, ``run_all_rtf`` (``benchmarks/run_all.py``'s JSON: the claims table,
 section b, section a); ``demo`` and ``demo_steps`` (a demo output folder kept in benchmarks/results: its test table,
-its seconds per step); ``formatter_loso``, ``train_dev_gap``, ``lm_fusion``, ``lm_loso``, ``asr_recipe``,
-``train_speed``, ``streaming``, ``lhotse_speed``, ``builder_scale``, ``rnnt_loss``, ``longform`` (the JSON of the
-benchmark of that name); ``streaming_train`` (a training curve).
+its seconds per step); ``formatter_loso``, ``formatter_loso_all``, ``train_dev_gap``, ``lm_fusion``, ``lm_loso``,
+``asr_recipe``, ``train_speed``, ``streaming``, ``lhotse_speed``, ``builder_scale``, ``rnnt_loss``, ``longform`` (the
+JSON of the benchmark of that name); ``streaming_train`` (a training curve).
 Rewrite every block of the given files, or only check them::
 
     .venv/bin/python benchmarks/render_results.py README.md docs/*.md
@@ -167,6 +167,26 @@ def render_formatter_loso(source: Path) -> str:
         ),
     ]
     return "\n".join(lines) + "\n"
+
+
+def render_formatter_loso_all(source: Path) -> str:
+    """``benchmarks/formatter_loso_all.py``: per left-out source, PER and the I-WER of every span ITN policy and of
+    NeMo WFST ITN; the mean over sources and the mean ratio to WFST's I-WER."""
+    report = _read_json(source)
+    systems = list(next(iter(report["sources"].values()))["results"])
+    rows = []
+    for name, entry in report["sources"].items():
+        results = entry["results"]
+        rows.append([f"`{name}`", entry["documents"], _pct(results["neural"]["per"]),
+                     *(_pct(results[s]["i_wer"]) for s in systems)])  # fmt: skip
+    mean = report["mean"]
+    rows.append(["**mean**", "", _pct(mean["neural"]["per"]), *(_pct(mean[s]["i_wer"]) for s in systems)])
+    rows.append(["I-WER ÷ WFST's (mean of ratios)", "", "",
+                 *(f"{mean[s]['i_wer_vs_wfst']:.2f}×" for s in systems)])  # fmt: skip
+    rows.append(["sources worse than WFST", "", "", *(mean[s]["sources_worse_than_wfst"] for s in systems)])
+    columns = ["left out", "docs:", "PER:", *(f"I-WER {s}:" for s in systems)]
+    note = "" if report.get("complete") else "\n\nIncomplete: not every source has been scored yet."
+    return "\n".join(_table(columns, rows)) + note + "\n"
 
 
 def render_train_dev_gap(*sources: Path) -> str:
@@ -387,6 +407,7 @@ RENDERERS: dict[str, Callable[[Path], str]] = {
     "demo": render_demo,
     "demo_steps": render_demo_steps,
     "formatter_loso": render_formatter_loso,
+    "formatter_loso_all": render_formatter_loso_all,
     "train_dev_gap": render_train_dev_gap,
     "lm_fusion": render_lm_fusion,
     "lm_loso": render_lm_loso,

@@ -13,6 +13,11 @@ import sys
 import tarfile
 from pathlib import Path
 
+from nemo_pc.formatter.hybrid import POLICIES
+
+DEFAULT_SPAN_ITN = "neural"
+"""The span ITN policy of ``nemo-pc format``."""
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tagger", required=True, help="PCTaggerModel .nemo file")
@@ -32,6 +37,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--chunk-words", type=int, default=128, help="tagger window length in words")
     parser.add_argument("--chunk-overlap", type=int, default=32, help="overlap of tagger windows in words")
     parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument(
+        "--span-itn",
+        choices=POLICIES,
+        default=DEFAULT_SPAN_ITN,
+        help=f"whose written form each ITN span takes: the rewriter's (neural) or NeMo WFST ITN's by a policy "
+        f"(docs/formatter.md; default {DEFAULT_SPAN_ITN})",
+    )
+    parser.add_argument("--itn-threshold", type=float, default=0.9, help="rewriter confidence that keeps its form "
+                        "under --span-itn confidence (0 to 1)")  # fmt: skip
 
 
 def nemo_target(path: str | Path, option: str) -> str:
@@ -62,6 +76,8 @@ def check_arguments(args: argparse.Namespace) -> None:
         raise ValueError(f"--chunk-words must be 1 or more, got {args.chunk_words}")
     if not 0 <= args.chunk_overlap < args.chunk_words:
         raise ValueError(f"--chunk-overlap must be from 0 to --chunk-words - 1, got {args.chunk_overlap}")
+    if not 0.0 <= args.itn_threshold <= 1.0:
+        raise ValueError(f"--itn-threshold must be from 0 to 1, got {args.itn_threshold}")
     if args.context_words < 0 or args.batch_size < 1:
         raise ValueError("--context-words must be 0 or more and --batch-size 1 or more")
     for option, path in (("--input", args.input), ("--manifest", args.manifest)):
@@ -110,6 +126,8 @@ def run(args: argparse.Namespace) -> int:
         chunk_words=args.chunk_words,
         chunk_overlap=args.chunk_overlap,
         batch_size=args.batch_size,
+        span_itn=args.span_itn,
+        threshold=args.itn_threshold,
     )
     if args.manifest and args.auto_punctuate:
         formatter.auto_punctuate_manifest(args.manifest, args.output, replace_book=args.replace_book)

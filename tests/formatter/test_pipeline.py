@@ -171,6 +171,7 @@ def test_cli_checks_arguments_and_input_before_loading_models(nemo_files, tmp_pa
         (["format", "--tagger", str(rewriter)], "holds a nemo_pc.models.rewriter.SpanRewriterModel, not a PCTagger"),
         ([*good, "--chunk-words", "0"], "--chunk-words must be 1 or more"),
         ([*good, "--chunk-overlap", "128"], "--chunk-overlap must be from 0"),
+        ([*good, "--itn-threshold", "1.5"], "--itn-threshold must be from 0 to 1"),
         ([*good, "--input", str(text)], "in.txt:2: not UTF-8"),
         ([*good, "--input", str(binary)], "binary.txt:2: not UTF-8"),
     ]
