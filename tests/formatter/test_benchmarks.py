@@ -81,3 +81,45 @@ def test_leave_one_source_out_trains_without_the_source_and_scores_its_documents
     }
     assert sources and "kjv" not in sources
     assert json.loads((tmp_path / "l.json").read_text())["leave_out"] == "kjv"
+
+
+def _row(per: float, i_wer: float) -> dict:
+    return {"per": per, "cer": per / 10, "m_wer": per / 2, "i_wer": i_wer}
+
+
+def test_every_source_loso_held_out_documents_mean_and_rendered_table(tmp_path):
+    import json
+
+    from nemo_pc.data.manifest import write_manifest
+
+    module = _benchmark("formatter_loso_all")
+    data = tmp_path / "all" / "formatter_data"
+    docs = [{"doc_id": f"{source}:{k}", "source": source, "spoken": "x", "written": "X."}
+            for source in ("wiki", "kjv") for k in range(6)]  # fmt: skip
+    write_manifest(data / "test_documents.json", docs[:3] + docs[6:8])
+    write_manifest(data / "dev_documents.json", docs[3:6])
+    held = module.held_out(tmp_path, "wiki", 4)
+    assert len(held) == 4 and {d["source"] for d in held} == {"wiki"} and len({d["doc_id"] for d in held}) == 4
+    assert len(module.held_out(tmp_path, "kjv", 10)) == 2
+
+    per_source = {
+        "wiki": {
+            "documents": 4,
+            "results": {"neural": _row(0.5, 0.4), "agreement": _row(0.5, 0.1), "NeMo WFST ITN": _row(1.0, 0.2)},
+        },
+        "kjv": {
+            "documents": 2,
+            "results": {"neural": _row(0.3, 0.0), "agreement": _row(0.3, 0.1), "NeMo WFST ITN": _row(1.0, 0.0)},
+        },
+    }
+    mean = module.summary(per_source)
+    assert mean["neural"]["per"] == (0.5 + 0.3) / 2 and mean["agreement"]["i_wer"] == 0.1
+    # A source where WFST's I-WER is 0 has no ratio; it still counts when the formatter is worse there.
+    assert mean["neural"]["i_wer_vs_wfst"] == 0.4 / 0.2 and mean["agreement"]["i_wer_vs_wfst"] == 0.1 / 0.2
+    assert mean["neural"]["sources_worse_than_wfst"] == 1 and mean["agreement"]["sources_worse_than_wfst"] == 1
+    source = tmp_path / "loso.json"
+    source.write_text(json.dumps({"sources": per_source, "mean": mean, "complete": True}))
+    table = load_benchmark("render_results").render_formatter_loso_all(source)
+    assert "| `wiki` | 4 | 50.0% | 40.0% | 10.0% | 20.0% |" in table
+    assert "| I-WER ÷ WFST's (mean of ratios) |  |  | 2.00× | 0.50× | 1.00× |" in table
+    assert "Incomplete" not in table
