@@ -102,6 +102,35 @@ def held_out(work: Path, source: str, limit: int) -> list[dict]:
     return docs
 
 
+def iwer_counts(outputs: list[str], docs: list[dict]) -> list[list[int]]:
+    """``[errors, words]`` of I-WER for each document (for the pooled paired bootstrap)."""
+    from nemo_pc.metrics.itn import iwer_counts as counts
+
+    rows = [counts(doc["written"], hyp, doc["spoken"]) for doc, hyp in zip(docs, outputs, strict=True)]
+    return [[row["iwer_E"], row["iwer_N"]] for row in rows]
+
+
+def pooled(per_source: dict, baseline: str = "NeMo WFST ITN", num_resamples: int = 2000) -> dict:
+    """Every system against ``baseline`` over the held-out documents of all sources together: I-WER of each, the
+    difference and its paired-bootstrap 95% interval and p (documents resampled)."""
+    import numpy as np
+
+    from nemo_pc.metrics.accumulator import build_metrics
+    from nemo_pc.metrics.significance import paired_bootstrap
+
+    i_wer = [m for m in build_metrics() if m.name == "i_wer"]
+    keys = ("iwer_E", "iwer_N")
+    stacked = {name: np.array([row for e in per_source.values() for row in e["iwer_documents"][name]], dtype=float)
+               for name in next(iter(per_source.values()))["iwer_documents"]}  # fmt: skip
+    base = stacked[baseline]
+    out = {}
+    for name, counts in stacked.items():
+        test = paired_bootstrap(keys, counts, base, i_wer, num_resamples=num_resamples)["i_wer"]
+        out[name] = {"i_wer": counts[:, 0].sum() / max(counts[:, 1].sum(), 1), "documents": len(counts),
+                     "delta_vs_wfst": test["delta"], "ci95": test["ci95"], "p": test["p"]}  # fmt: skip
+    return out
+
+
 class _Fixed:
     """A system whose outputs are already known (one ``format`` call over the same documents)."""
 
@@ -140,11 +169,12 @@ class Scorer:
         start = time.perf_counter()
         labeled, candidates = formatter.span_candidates([d["spoken"] for d in docs])
         seconds = {"candidates": round(time.perf_counter() - start, 1)}
-        rows, picked = {}, {}
+        rows, picked, per_document = {}, {}, {}
         for policy in POLICIES:
             items, chosen = formatter.compose_policy(labeled, candidates, policy)
             texts = [item.reference() for item in items]
             rows[policy] = self.bench.quality(_Fixed(texts), docs)
+            per_document[policy] = iwer_counts(texts, docs)
             picked[policy] = {"wfst": sum(c == "wfst" for c in chosen), "spans": len(chosen)}
         sweep = {}
         for threshold in (0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.99):
@@ -152,10 +182,12 @@ class Scorer:
             texts = [item.reference() for item in formatter.compose_policy(labeled, candidates, "confidence")[0]]
             sweep[str(threshold)] = self.bench.quality(_Fixed(texts), docs)["i_wer"]
         start = time.perf_counter()
-        rows["NeMo WFST ITN"] = self.bench.quality(self.wfst_text, docs)
+        wfst_outputs = self.wfst_text.format([d["spoken"] for d in docs])
         seconds["wfst_text"] = round(time.perf_counter() - start, 1)
+        rows["NeMo WFST ITN"] = self.bench.quality(_Fixed(wfst_outputs), docs)
+        per_document["NeMo WFST ITN"] = iwer_counts(wfst_outputs, docs)
         return {"documents": len(docs), "results": rows, "wfst_spans_chosen": picked,
-                "confidence_sweep_i_wer": sweep, "seconds": seconds}  # fmt: skip
+                "confidence_sweep_i_wer": sweep, "seconds": seconds, "iwer_documents": per_document}  # fmt: skip
 
 
 def print_source(source: str, entry: dict) -> None:
@@ -202,11 +234,13 @@ def main(argv: list[str] | None = None) -> dict:
             result["sources"][source] = scorer(source)
             print_source(source, result["sources"][source])
             result["mean"] = summary(result["sources"])
+            result["pooled"] = pooled(result["sources"])
             result["complete"] = len(result["sources"]) == len(args.sources)
             if args.json:
                 write_results(args.json, result)
     if scorer is not None:
         print("\nmean over sources:", json.dumps(result["mean"], indent=1))
+        print("\npooled over sources, against WFST:", json.dumps(result["pooled"], indent=1))
     return result
 
 
