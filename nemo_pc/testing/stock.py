@@ -93,17 +93,15 @@ class ScanRNNTLoss(torch.nn.Module):
 def train_stock_model(family: str, tokenizer_dir: str | Path, manifest: str | Path, steps: int, lr: float = 0.005):
     """A tiny stock model of ``family`` (``rnnt`` or ``ctc``) trained for ``steps`` on a NeMo manifest (its
     ``text``), in eval mode."""
-    import lightning.pytorch as pl
     from omegaconf import OmegaConf
+
+    from nemo_pc.testing.training import tiny_trainer
 
     config = stock_config(family, tokenizer_dir)
     config["train_ds"] = {"manifest_filepath": str(manifest), "sample_rate": asr.SAMPLE_RATE, "batch_size": 4,
                           "shuffle": True, "num_workers": 0}  # fmt: skip
     config["optim"]["lr"] = lr
-    trainer = pl.Trainer(
-        max_steps=steps, accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False,
-        enable_model_summary=False, num_sanity_val_steps=0, limit_val_batches=0, gradient_clip_val=1.0,
-    )  # fmt: skip
+    trainer = tiny_trainer(steps)
     model = stock_model(family, tokenizer_dir, config=OmegaConf.create(config), trainer=trainer)
     if family != "ctc":
         model.loss = ScanRNNTLoss(model.joint.num_classes_with_blank - 1)

@@ -15,6 +15,7 @@ from nemo_pc.models import EncDecRNNTPCBPEModel
 from nemo_pc.parts.onnx_rnnt import OnnxRNNTPCRunner, export_for_onnxruntime
 from nemo_pc.parts.text import normalize
 from nemo_pc.testing.asr import UTTERANCES, tiny_model_config, train_tokenizer, write_pc_manifest
+from nemo_pc.testing.training import LossRecorder, tiny_trainer
 
 VARIANTS = {
     "single_normalized": {"decoders": "single", "target": "normalized"},
@@ -44,22 +45,6 @@ def _config(corpus, variant, **overrides):
     return config
 
 
-class _Losses(pl.Callback):
-    def __init__(self):
-        self.values = []
-
-    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
-        self.values.append(float(outputs["loss"]))
-
-
-def _trainer(steps, callback):
-    return pl.Trainer(
-        max_steps=steps, gradient_clip_val=1.0, accelerator="cpu", logger=False, enable_checkpointing=False,
-        enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0, limit_val_batches=0,
-        log_every_n_steps=steps, callbacks=[callback],
-    )  # fmt: skip
-
-
 _TRAINED = {}
 
 
@@ -68,8 +53,8 @@ def trained(corpus):
     def get(variant):
         if variant not in _TRAINED:
             pl.seed_everything(0)
-            losses = _Losses()
-            trainer = _trainer(STEPS, losses)
+            losses = LossRecorder()
+            trainer = tiny_trainer(STEPS, losses)
             model = EncDecRNNTPCBPEModel(cfg=_config(corpus, variant, lr=0.003), trainer=trainer)
             trainer.fit(model)
             model.eval()
@@ -273,7 +258,7 @@ def test_nemo_freeze_updates_hold_the_encoder_then_release_it(corpus):
     config = _config(corpus, "conditioned")
     config.freeze_updates = {"enabled": True, "modules": {"encoder": 2}}
     pl.seed_everything(0)
-    trainer = _trainer(3, Snapshot())
+    trainer = tiny_trainer(3, Snapshot())
     model = EncDecRNNTPCBPEModel(cfg=config, trainer=trainer)
     start = {name: value.clone() for name, value in model.state_dict().items()}
     trainer.fit(model)

@@ -9,6 +9,7 @@ import torch
 
 from nemo_pc.models import EncDecRNNTPCBPEModel
 from nemo_pc.testing.asr import TINY_ENCODER_OVERRIDES, UTTERANCES, train_tokenizer, write_pc_manifest
+from nemo_pc.testing.training import LossRecorder, tiny_trainer
 
 VARIANTS = {
     "tdt_conditioned": ["loss=tdt", "decoders=conditioned"],
@@ -42,14 +43,6 @@ def _config(corpus, variant):
     return compose_config("rnnt", overrides).model
 
 
-class _Losses(pl.Callback):
-    def __init__(self):
-        self.values = []
-
-    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
-        self.values.append(float(outputs["loss"]))
-
-
 _TRAINED = {}
 
 
@@ -58,12 +51,8 @@ def trained(corpus):
     def get(variant):
         if variant not in _TRAINED:
             pl.seed_everything(0)
-            losses = _Losses()
-            trainer = pl.Trainer(
-                max_steps=STEPS, gradient_clip_val=1.0, accelerator="cpu", logger=False, enable_checkpointing=False,
-                enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0, limit_val_batches=0,
-                log_every_n_steps=STEPS, callbacks=[losses],
-            )  # fmt: skip
+            losses = LossRecorder()
+            trainer = tiny_trainer(STEPS, losses)
             model = EncDecRNNTPCBPEModel(cfg=_config(corpus, variant), trainer=trainer)
             trainer.fit(model)
             _TRAINED[variant] = (model.eval(), losses.values, trainer)
