@@ -23,6 +23,7 @@ model's transcripts until the model is trained.
 from __future__ import annotations
 
 import os
+import tarfile
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -296,7 +297,10 @@ def adapt_checkpoint(
         raise FileNotFoundError(2, "No such file", str(stock_path))
     from nemo.collections.asr.models import ASRModel
 
-    stock = ASRModel.restore_from(str(stock_path), map_location="cpu")
+    try:
+        stock = ASRModel.restore_from(str(stock_path), map_location="cpu")
+    except (tarfile.TarError, KeyError, EOFError) as err:
+        raise ValueError(f"{stock_path}: not a NeMo .nemo checkpoint ({err})") from err
     out_path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out_path.parent, prefix=".adapt.") as work:
         model = adapt_model(stock, Path(work) / "files", decoders, tokenizer, marks)

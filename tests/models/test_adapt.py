@@ -165,13 +165,17 @@ def test_adapt_with_a_tokenizer_folder_keeps_the_normalized_mode(corpus, tmp_pat
 
 @pytest.mark.parametrize(
     ("arguments", "message"),
-    [(["missing.nemo", "out.nemo"], "missing.nemo"), (["{stock}", "out.txt"], "must be a .nemo file")],
+    [
+        (["missing.nemo", "out.nemo"], "missing.nemo"),
+        (["{stock}", "out.txt"], "must be a .nemo file"),
+        (["{stock}", "out.nemo"], "not a NeMo .nemo checkpoint"),
+    ],
 )
 def test_adapt_cli_bad_input_is_one_line_and_exit_code_2(corpus, tmp_path, capsys, arguments, message):
     from nemo_pc.cli import main
 
     stock = tmp_path / "stock.nemo"
-    stock.write_bytes(b"")
+    stock.write_bytes(b"not a tar archive")
     code = main(["adapt", *(argument.format(stock=stock) for argument in arguments)])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and message in err[0] and err[0].startswith("nemo-pc adapt: error:")
