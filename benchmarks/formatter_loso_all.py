@@ -37,14 +37,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--work", default=".bench/loso", help="data and models, one folder per left-out source")
     parser.add_argument("--sources", default=",".join(SOURCES), help="sources to leave out in turn (comma list)")
-    parser.add_argument("--stage", choices=("train", "score", "all"), default="all")
+    parser.add_argument("--stage", choices=("data", "train", "score", "all"), default="all")
+    parser.add_argument("--models", default="tagger,rewriter", help="models the train stage trains (comma list); "
+                        "after --stage data, two processes can train taggers and rewriters side by side")  # fmt: skip
     parser.add_argument("--max-documents", type=int, default=400, help="documents per source")
     parser.add_argument("--synthetic", type=int, default=1200, help="synthetic entity sentences")
     parser.add_argument("--numbers", type=int, default=1200, help="number-dense sentences")
-    parser.add_argument("--tagger-steps", type=int, default=100)
-    parser.add_argument("--tagger-layers", type=int, default=1, help="MiniLM layers of the tagger's encoder")
+    parser.add_argument("--tagger-steps", type=int, default=250)
+    parser.add_argument("--tagger-layers", type=int, default=3, help="MiniLM layers of the tagger's encoder")
     parser.add_argument("--tagger-lr", type=float, default=5e-4)
-    parser.add_argument("--rewriter-steps", type=int, default=400)
+    parser.add_argument("--rewriter-steps", type=int, default=1000)
     parser.add_argument("--max-docs", type=int, default=60, help="held-out documents of each source scored")
     parser.add_argument("--threshold", type=float, default=0.9, help="the confidence policy's threshold")
     parser.add_argument("--num-jobs", type=int, default=2, help="NeMo TN processes of the data builds")
@@ -54,6 +56,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     unknown = [s for s in args.sources if s not in SOURCES]
     if unknown:
         parser.error(f"--sources: unknown {unknown}; known: {', '.join(SOURCES)}")
+    args.models = [m for m in args.models.split(",") if m]
+    if not set(args.models) <= {"tagger", "rewriter"}:
+        parser.error(f"--models: tagger and/or rewriter, got {args.models}")
     return args
 
 
@@ -65,7 +70,8 @@ def data_config(args: argparse.Namespace, sources: tuple[str, ...]):
 
 
 def train(args: argparse.Namespace, work: Path, source: str) -> dict:
-    """Data without ``source``, then its tagger and rewriter (each skipped when its files exist); seconds of each."""
+    """Data without ``source``, then its tagger and rewriter (each skipped when its files exist, the data too once
+    built: a second process may be training the other model); seconds of each."""
     from nemo_pc.formatter.build import build_formatter_data
     from nemo_pc.formatter.sources import SOURCES
     from nemo_pc.pipelines.train import train_model
@@ -73,13 +79,18 @@ def train(args: argparse.Namespace, work: Path, source: str) -> dict:
     folder = work / f"without_{source}"
     start = time.perf_counter()
     data = folder / "formatter_data"
-    build_formatter_data(data, data_config(args, tuple(s for s in SOURCES if s != source)), num_jobs=args.num_jobs)
+    if not (data / "summary.json").is_file():
+        build_formatter_data(data, data_config(args, tuple(s for s in SOURCES if s != source)), num_jobs=args.num_jobs)
     times = {"data": round(time.perf_counter() - start, 1)}
+    if args.stage == "data":
+        return times
     tagger = [f"model.optim.lr={args.tagger_lr}", f"model.encoder.num_layers={args.tagger_layers}"]
     for name, steps, overrides in (
         ("tagger", args.tagger_steps, [*tagger, f"data_dir={data}"]),
         ("rewriter", args.rewriter_steps, [f"data_dir={data}"]),
     ):
+        if name not in args.models:
+            continue
         target = folder / f"{name}.nemo"
         stats_path = target.with_suffix(".json")
         if not (target.is_file() and stats_path.is_file()):
@@ -225,11 +236,17 @@ def main(argv: list[str] | None = None) -> dict:
 
     result: dict = {"config": {k: v for k, v in vars(args).items() if k not in ("json", "stage")},
                     "train_seconds": {}, "sources": {}}  # fmt: skip
-    build_formatter_data(work / "all" / "formatter_data", data_config(args, SOURCES), num_jobs=args.num_jobs)
-    scorer = Scorer(args, work) if args.stage != "train" else None
+    if not (work / "all" / "formatter_data" / "summary.json").is_file():  # built once: several processes read it
+        build_formatter_data(work / "all" / "formatter_data", data_config(args, SOURCES), num_jobs=args.num_jobs)
+    scorer = Scorer(args, work) if args.stage in ("score", "all") else None
     for source in args.sources:  # each source scored as soon as its models are there: a partial table is kept
         if args.stage != "score":
             result["train_seconds"][source] = train(args, work, source)
+        else:  # trained by earlier runs: their seconds and steps from the models' stats files
+            stats = {name: json.loads((work / f"without_{source}" / f"{name}.json").read_text())
+                     for name in ("tagger", "rewriter")}  # fmt: skip
+            result["train_seconds"][source] = {name: {k: row.get(k) for k in ("seconds", "steps", "curve")}
+                                               for name, row in stats.items()}  # fmt: skip
         if scorer is not None:
             result["sources"][source] = scorer(source)
             print_source(source, result["sources"][source])
