@@ -185,8 +185,18 @@ def render_formatter_loso_all(source: Path) -> str:
                  *(f"{mean[s]['i_wer_vs_wfst']:.2f}×" for s in systems)])  # fmt: skip
     rows.append(["sources worse than WFST", "", "", *(mean[s]["sources_worse_than_wfst"] for s in systems)])
     columns = ["left out", "docs:", "PER:", *(f"I-WER {s}:" for s in systems)]
-    note = "" if report.get("complete") else "\n\nIncomplete: not every source has been scored yet."
-    return "\n".join(_table(columns, rows)) + note + "\n"
+    lines = _table(columns, rows)
+    if report.get("pooled"):
+        pooled = report["pooled"]
+        lines += ["", "All held-out documents together, each system against NeMo WFST ITN (paired bootstrap over "
+                  "documents):", ""]  # fmt: skip
+        lines += _table(["system", "docs:", "I-WER:", "difference:", "95% interval:", "p:"], [
+            [name, row["documents"], _pct(row["i_wer"]), f"{100 * row['delta_vs_wfst']:+.1f}",
+             "-" if row["ci95"] is None else f"[{100 * row['ci95'][0]:+.1f}, {100 * row['ci95'][1]:+.1f}]",
+             _p(row["p"])] for name, row in pooled.items() if name != "NeMo WFST ITN"])  # fmt: skip
+    if not report.get("complete"):
+        lines += ["", "Incomplete: not every source has been scored yet."]
+    return "\n".join(lines) + "\n"
 
 
 def render_train_dev_gap(*sources: Path) -> str:
