@@ -180,9 +180,13 @@ class Scorer:
         start = time.perf_counter()
         labeled, candidates = formatter.span_candidates([d["spoken"] for d in docs])
         seconds = {"candidates": round(time.perf_counter() - start, 1)}
+        start = time.perf_counter()
+        detected = formatter.span_candidates([d["spoken"] for d in docs], detect=True)[1]
+        seconds["candidates_detect"] = round(time.perf_counter() - start, 1)
         rows, picked, per_document = {}, {}, {}
-        for policy in POLICIES:
-            items, chosen = formatter.compose_policy(labeled, candidates, policy)
+        for policy in (*POLICIES, *(f"{p}+detect" for p in POLICIES)):
+            name = policy.removesuffix("+detect")
+            items, chosen = formatter.compose_policy(labeled, detected if policy != name else candidates, name)
             texts = [item.reference() for item in items]
             rows[policy] = self.bench.quality(_Fixed(texts), docs)
             per_document[policy] = iwer_counts(texts, docs)

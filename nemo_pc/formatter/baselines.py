@@ -33,7 +33,7 @@ def _word_chunks(text: str, size: int) -> list[str]:
     return chunks
 
 
-def _format_by_chunks(texts: Sequence[str], size: int, convert) -> list[str]:
+def format_by_chunks(texts: Sequence[str], size: int, convert) -> list[str]:
     """Cuts each text into ``size``-word chunks, converts all chunks in one call and joins them back."""
     chunks = [_word_chunks(text, size) for text in texts]
     flat = convert([c for text_chunks in chunks for c in text_chunks])
@@ -77,7 +77,7 @@ class Seq2SeqFormatter:
         self.batch_size = batch_size
 
     def format(self, texts: Sequence[str]) -> list[str]:
-        return _format_by_chunks(texts, self.chunk_words, lambda c: self.model.rewrite(c, batch_size=self.batch_size))
+        return format_by_chunks(texts, self.chunk_words, lambda c: self.model.rewrite(c, batch_size=self.batch_size))
 
 
 class WfstItn:
@@ -95,4 +95,4 @@ class WfstItn:
         def convert(chunks: list[str]) -> list[str]:
             return [self.normalizer.inverse_normalize(chunk, verbose=False) for chunk in chunks]
 
-        return _format_by_chunks(texts, self.chunk_words, convert)
+        return format_by_chunks(texts, self.chunk_words, convert)

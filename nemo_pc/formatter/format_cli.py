@@ -17,6 +17,8 @@ from nemo_pc.formatter.hybrid import POLICIES
 
 DEFAULT_SPAN_ITN = "neural"
 """The span ITN policy of ``nemo-pc format``."""
+DEFAULT_DETECT_SPANS = False
+"""Whether ``nemo-pc format`` adds the spans WFST ITN finds to the tagger's."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,6 +46,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"whose written form each ITN span takes: the rewriter's (neural) or NeMo WFST ITN's by a policy "
         f"(docs/formatter.md; default {DEFAULT_SPAN_ITN})",
     )
+    parser.add_argument("--detect-spans", action=argparse.BooleanOptionalAction, default=DEFAULT_DETECT_SPANS,
+                        help="also make spans of the words NeMo WFST ITN changes (docs/formatter.md; default "
+                        f"{'on' if DEFAULT_DETECT_SPANS else 'off'})")  # fmt: skip
     parser.add_argument("--itn-threshold", type=float, default=0.9, help="rewriter confidence that keeps its form "
                         "under --span-itn confidence (0 to 1)")  # fmt: skip
 
@@ -128,6 +133,7 @@ def run(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         span_itn=args.span_itn,
         threshold=args.itn_threshold,
+        detect_spans=args.detect_spans,
     )
     if args.manifest and args.auto_punctuate:
         formatter.auto_punctuate_manifest(args.manifest, args.output, replace_book=args.replace_book)

@@ -116,6 +116,19 @@ class WfstSpans:
         self.normalizer = normalizer
         self._known: dict[str, str] = {}
 
+    def changed_spans(self, texts: Sequence[str], chunk_words: int = 50) -> list[list[tuple[int, int]]]:
+        """The word ranges ``(start, end)`` of each spoken text that WFST ITN over the whole text changes (found by
+        the same alignment that labels the training data, :func:`~nemo_pc.formatter.labels.derive_labels`)."""
+        from nemo_pc.formatter.baselines import format_by_chunks
+        from nemo_pc.formatter.labels import derive_labels
+
+        def convert(chunks: list[str]) -> list[str]:
+            return [self.normalizer.inverse_normalize(chunk, verbose=False) for chunk in chunks]
+
+        written = format_by_chunks(texts, chunk_words, convert)
+        return [[(start, end) for start, end, _ in derive_labels(out, text).spans] if text.strip() else []
+                for out, text in zip(written, texts, strict=True)]  # fmt: skip
+
     def convert(self, spans: Sequence[str]) -> list[str]:
         """WFST's written form of each spoken span."""
         for span in spans:

@@ -38,6 +38,17 @@ def chunk_windows(num_words: int, size: int, overlap: int) -> list[tuple[int, in
     return windows
 
 
+def merge_spans(spans: Sequence[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """``(text, start, end)`` word ranges with every group of overlapping ranges of a text joined into one, sorted."""
+    merged: list[tuple[int, int, int]] = []
+    for k, start, end in sorted(spans):
+        if merged and merged[-1][0] == k and start < merged[-1][2]:
+            merged[-1] = (k, merged[-1][1], max(end, merged[-1][2]))
+        else:
+            merged.append((k, start, end))
+    return merged
+
+
 class TextFormatter:
     """Punctuation, truecasing and ITN for spoken-form text with a tagger and a span rewriter.
 
@@ -55,6 +66,9 @@ class TextFormatter:
             ``class``).
         wfst: a :class:`~nemo_pc.formatter.hybrid.WfstSpans` for the hybrid policies (default: made at first use).
         threshold: the rewriter confidence the ``confidence`` policy needs to keep the rewriter's form.
+        detect_spans: also treat as spans the words that WFST ITN over the whole text changes
+            (:meth:`~nemo_pc.formatter.hybrid.WfstSpans.changed_spans`); a tagger span and a WFST span that overlap
+            become one span, and ``span_itn`` chooses the written form of every span.
     """
 
     def __init__(
@@ -69,6 +83,7 @@ class TextFormatter:
         span_itn: str = "neural",
         wfst=None,
         threshold: float = 0.9,
+        detect_spans: bool = False,
     ) -> None:
         chunk_windows(1, chunk_words, chunk_overlap)
         if span_itn not in POLICIES:
@@ -83,6 +98,7 @@ class TextFormatter:
         self.span_itn = span_itn
         self.wfst = wfst
         self.threshold = threshold
+        self.detect_spans = detect_spans
 
     @classmethod
     def from_files(cls, tagger: str | Path, rewriter: str | Path | None = None, **kwargs) -> TextFormatter:
@@ -100,17 +116,21 @@ class TextFormatter:
 
     def annotate(self, texts: Sequence[str]) -> list[LabeledText]:
         """Predicted labels and spans (with their rewrites) of each text."""
-        labeled, candidates = self.span_candidates(texts, wfst=self.span_itn != "neural")
+        labeled, candidates = self.span_candidates(texts, self.span_itn != "neural", self.detect_spans)
         return self.compose_policy(labeled, candidates, self.span_itn)[0]
 
     def span_candidates(
-        self, texts: Sequence[str], wfst: bool = True
+        self, texts: Sequence[str], wfst: bool = True, detect: bool = False
     ) -> tuple[list[LabeledText], list[tuple[tuple[int, int, int], SpanCandidates]]]:
         """The tagger's labels of each text (spans not filled in) and, for every span ``(text, start, end)``, its
-        rewriter and (with ``wfst``) WFST written forms, for :meth:`compose_policy` under any policy."""
+        rewriter and (with ``wfst``) WFST written forms, for :meth:`compose_policy` under any policy. With
+        ``detect``, the spans include those WFST finds outside the tagger's (see ``detect_spans``)."""
         labeled = self._tag([normalize(text).split() for text in texts])
         requests = [(k, start, end) for k, item in enumerate(labeled)
                     for start, end in find_spans(item.itn, item.case)]  # fmt: skip
+        if detect:
+            found = self._wfst().changed_spans([" ".join(item.words) for item in labeled])
+            requests = merge_spans([*requests, *((k, a, b) for k, spans in enumerate(found) for a, b in spans)])
         return labeled, list(zip(requests, self._candidates(labeled, requests, wfst), strict=True))
 
     def compose_policy(
@@ -171,6 +191,11 @@ class TextFormatter:
             item.itn += labels["itn"][own_start - start : own_end - start]
         return labeled
 
+    def _wfst(self) -> WfstSpans:
+        if self.wfst is None:
+            self.wfst = WfstSpans()
+        return self.wfst
+
     def _candidates(
         self, labeled: list[LabeledText], requests: list[tuple[int, int, int]], wfst: bool
     ) -> list[SpanCandidates]:
@@ -185,9 +210,7 @@ class TextFormatter:
                       for (out, score), src in zip(outputs, spoken, strict=True)]  # fmt: skip
         converted: list[str | None] = [None] * len(spoken)
         if wfst and spoken:
-            if self.wfst is None:
-                self.wfst = WfstSpans()
-            converted = self.wfst.convert(spoken)
+            converted = self._wfst().convert(spoken)
         return [SpanCandidates(src, out, score, conv)
                 for src, (out, score), conv in zip(spoken, scored, converted, strict=True)]  # fmt: skip
 

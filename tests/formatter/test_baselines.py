@@ -3,7 +3,7 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nemo_pc.formatter.baselines import NUMBER_WORDS, _format_by_chunks, _word_chunks
+from nemo_pc.formatter.baselines import NUMBER_WORDS, format_by_chunks, _word_chunks
 
 WORDS = ["in", "the", "year", "seventeen", "fifty", "three", "point", "five", "king", "hundred", "and", "dollars"]
 
@@ -27,7 +27,7 @@ def test_chunks_keep_every_word_and_cut_numbers_only_when_too_long(words, size):
 
 
 @given(st.lists(st.lists(st.sampled_from(WORDS), max_size=20), max_size=5), st.integers(1, 6))
-def test_format_by_chunks_puts_every_text_back_together(texts, size):
+def testformat_by_chunks_puts_every_text_back_together(texts, size):
     joined = [" ".join(words) for words in texts]
     calls = []
 
@@ -35,5 +35,5 @@ def test_format_by_chunks_puts_every_text_back_together(texts, size):
         calls.append(len(chunks))
         return [chunk.upper() for chunk in chunks]
 
-    assert _format_by_chunks(joined, size, upper) == [text.upper() for text in joined]
+    assert format_by_chunks(joined, size, upper) == [text.upper() for text in joined]
     assert len(calls) == 1  # every chunk of every text in one call

@@ -12,15 +12,13 @@ from nemo_pc.formatter.hybrid import (
     span_class,
     wfst_converted,
 )
-from nemo_pc.formatter.pipeline import TextFormatter
+from nemo_pc.formatter.pipeline import TextFormatter, merge_spans
 from nemo_pc.testing.text import WRITTEN_SPOKEN
 
 SPOKEN = st.lists(st.sampled_from(["twenty", "one", "point", "five", "march", "iphone", "dollars", "x"]), min_size=1,
                   max_size=5).map(" ".join)  # fmt: skip
 WRITTEN = st.text(alphabet="0123456789,.$% abcXYZ-", max_size=12)
-CANDIDATES = st.builds(
-    SpanCandidates, SPOKEN, WRITTEN, st.floats(0.0, 1.0), st.one_of(st.none(), WRITTEN, SPOKEN)
-)
+CANDIDATES = st.builds(SpanCandidates, SPOKEN, WRITTEN, st.floats(0.0, 1.0), st.one_of(st.none(), WRITTEN, SPOKEN))
 
 
 @given(CANDIDATES, st.sampled_from(POLICIES), st.floats(0.0, 1.0))
@@ -94,13 +92,52 @@ def test_pipeline_hybrid_on_a_tiny_formatter(tiny_formatter):
     assert bracketed == len(candidates)
     assert outputs["confidence"] == TextFormatter(tagger, rewriter, span_itn="confidence", wfst=wfst,
                                                   threshold=0.0).format(spoken)  # fmt: skip
-    assert TextFormatter(tagger, rewriter, span_itn="confidence", wfst=wfst, threshold=1.01).format(spoken) == (
-        outputs["wfst"]
+    assert (
+        TextFormatter(tagger, rewriter, span_itn="confidence", wfst=wfst, threshold=1.01).format(spoken)
+        == (outputs["wfst"])
     )
     # The class policy sends only the number spans to WFST.
     number_spans = [span for _, span in candidates if span_class(span.spoken) == "number"]
     assert sum(text.count("<") for text in outputs["class"]) == len(number_spans) > 0
     # itn_only (punctuated input) applies the same policy.
-    itn_only = TextFormatter(tagger, rewriter, span_itn="wfst", wfst=wfst).itn_only(["Revenue reached twelve "
-                                                                                    "point three million dollars."])
+    itn_only = TextFormatter(tagger, rewriter, span_itn="wfst", wfst=wfst).itn_only(
+        ["Revenue reached twelve point three million dollars."]
+    )
     assert itn_only == ["Revenue reached <TWELVE POINT THREE MILLION DOLLARS>."]
+
+
+SPANS = st.lists(st.tuples(st.integers(0, 2), st.integers(0, 30), st.integers(1, 6)), max_size=12).map(
+    lambda rows: [(k, start, start + length) for k, start, length in rows]
+)
+
+
+@given(SPANS)
+def test_merge_spans_joins_overlaps_and_keeps_every_word(spans):
+    merged = merge_spans(spans)
+    assert merged == sorted(merged)
+    for (k1, _, end1), (k2, start2, _) in zip(merged, merged[1:], strict=False):
+        assert k1 != k2 or end1 <= start2  # no two overlap
+    covered = {(k, i) for k, start, end in spans for i in range(start, end)}
+    assert {(k, i) for k, start, end in merged for i in range(start, end)} >= covered
+    assert all(any(k == m and a <= s and e <= b for m, a, b in merged) for k, s, e in spans)
+
+
+class PhraseWfst(WfstSpans):
+    """WFST stand-in that knows one phrase."""
+
+    def __init__(self) -> None:
+        super().__init__(normalizer=self)
+
+    def inverse_normalize(self, text: str, verbose: bool = False) -> str:
+        return text.replace("twelve point three million dollars", "$12.3 million")
+
+
+def test_detected_wfst_spans_join_the_tagger_spans(tiny_formatter):
+    wfst = PhraseWfst()
+    assert wfst.changed_spans(["we paid twelve point three million dollars", "", "no numbers"]) == [[(2, 7)], [], []]
+    tagger, rewriter = tiny_formatter
+    text = ["so we paid twelve point three million dollars for it"]
+    out = TextFormatter(tagger, rewriter, span_itn="wfst", wfst=wfst, detect_spans=True).format(text)
+    assert "$12.3 million" in out[0] and "twelve" not in out[0]
+    labeled, spans = TextFormatter(tagger, rewriter, wfst=wfst).span_candidates(text, detect=True)
+    assert any(start <= 3 and 8 <= end for (_, start, end), _ in spans)
