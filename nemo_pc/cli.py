@@ -27,7 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export-shar": ("nemo_pc.data.shar_cli", "write a nemo_pc manifest as lhotse shar for NeMo's lhotse loader"),
     "formatter-data": ("nemo_pc.formatter.data_cli", "build text-formatter training data from written text"),
     "format": ("nemo_pc.formatter.format_cli", "punctuate, truecase and inverse-normalize text or manifests"),
-    "adapt": ("nemo_pc.models.adapt_cli", "turn a stock NeMo RNN-T, TDT, hybrid or CTC checkpoint into a P&C model"),
+    "adapt": ("nemo_pc.pipelines.adapt_cli", "a P&C model from a stock NeMo RNN-T, TDT, hybrid or CTC checkpoint"),
     "transcribe": ("nemo_pc.pipelines.transcribe_cli", "long recordings to timed sentences: SRT, WebVTT, JSON lines"),
 }
 

@@ -39,6 +39,13 @@ def test_every_registered_command_imports():
         assert callable(module.add_arguments) and callable(module.run), module_name
 
 
+def test_the_command_line_parser_loads_neither_torch_nor_nemo():
+    """``nemo-pc --help`` and argument errors stay instant: every command imports its heavy modules in ``run``."""
+    code = "import sys; from nemo_pc.cli import build_parser; build_parser(); "
+    code += "print(sorted({'torch', 'nemo'} & set(sys.modules)))"
+    assert _python(code) == "[]"
+
+
 def test_the_installed_startup_hook_registers_the_prefix_without_any_nemo_pc_import():
     # NeMo's own scripts that restore a .nemo directly (the cache-aware streaming script) never import nemo_pc
     code = "import nemo.core.classes.common as c; print(c.ALLOWED_TARGET_PREFIXES.count('nemo_pc.'))"
