@@ -87,6 +87,8 @@ class PCBatch(NamedTuple):
     tokens_p: torch.Tensor
     tokens_p_len: torch.Tensor
     p_mask: torch.Tensor
+    utt_ids: tuple[str, ...] = ()
+    """Where each row comes from (manifest path:line, or the lhotse cut id), for messages about the batch."""
 
 
 def keeps_p_label(key: str, pc_fraction: float, seed: int = 0) -> bool:
@@ -234,7 +236,7 @@ class PCAudioTextDataset(torch.utils.data.Dataset):
     def __len__(self) -> int:
         return len(self.items)
 
-    def __getitem__(self, index: int) -> tuple[torch.Tensor, list[int], list[int], bool]:
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, list[int], list[int], bool, str]:
         item = self.items[index]
         try:
             audio = self.featurizer.process(item.audio_filepath, offset=item.offset, duration=item.duration)
@@ -247,26 +249,30 @@ class PCAudioTextDataset(torch.utils.data.Dataset):
             path, line = item.where.rsplit(":", 1)
             raise ManifestError(path, int(line), f"audio {item.audio_filepath} is empty", "bad audio")
         tokens_n, tokens_p = pc_token_ids(self.tokenizer, item.text, item.text_normalized, self.mixed_format)
-        return audio, tokens_n, tokens_p, item.p_available
+        return audio, tokens_n, tokens_p, item.p_available, item.where
 
     @staticmethod
-    def collate_fn(samples: Sequence[tuple[torch.Tensor, list[int], list[int], bool]]) -> PCBatch:
+    def collate_fn(samples: Sequence[tuple[torch.Tensor, list[int], list[int], bool, str]]) -> PCBatch:
         """Pads audio with zeros and tokens with 0; lengths say what is real."""
         audio_len = torch.tensor([len(sample[0]) for sample in samples], dtype=torch.long)
         audio = torch.zeros(len(samples), int(audio_len.max()))
         for row, sample in enumerate(samples):
             audio[row, : len(sample[0])] = sample[0]
-        return collate_pc_batch(audio, audio_len, [sample[1:] for sample in samples])
+        ids = tuple(sample[4] for sample in samples)
+        return collate_pc_batch(audio, audio_len, [sample[1:4] for sample in samples], ids)
 
 
 def collate_pc_batch(
-    audio: torch.Tensor, audio_len: torch.Tensor, targets: Sequence[tuple[list[int], list[int], bool]]
+    audio: torch.Tensor,
+    audio_len: torch.Tensor,
+    targets: Sequence[tuple[list[int], list[int], bool]],
+    utt_ids: Sequence[str] = (),
 ) -> PCBatch:
     """A :class:`PCBatch` from padded audio and each utterance's ``(tokens_n, tokens_p, p_available)``."""
     tokens_n, tokens_n_len = _pad_tokens([target[0] for target in targets])
     tokens_p, tokens_p_len = _pad_tokens([target[1] for target in targets])
     p_mask = torch.tensor([target[2] for target in targets], dtype=torch.bool)
-    return PCBatch(audio, audio_len, tokens_n, tokens_n_len, tokens_p, tokens_p_len, p_mask)
+    return PCBatch(audio, audio_len, tokens_n, tokens_n_len, tokens_p, tokens_p_len, p_mask, tuple(utt_ids))
 
 
 def _pad_tokens(sequences: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:

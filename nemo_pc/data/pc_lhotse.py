@@ -70,7 +70,7 @@ class LhotsePCDataset(torch.utils.data.Dataset):
             audio, audio_len = self.load_audio(cuts)
         except Exception as err:  # soundfile, audioread and lhotse raise many types
             _raise_for_bad_audio(cuts, err)
-        return collate_pc_batch(audio, audio_len, targets)
+        return collate_pc_batch(audio, audio_len, targets, [str(cut.id) for cut in cuts])
 
     def targets(self, cut) -> tuple[list[int], list[int], bool]:
         """``(tokens_n, tokens_p, p_available)`` of one cut."""

@@ -32,6 +32,7 @@ from nemo_pc.models.rnnt_pc_parts import ModeRows, build_mode_rows
 from nemo_pc.models.vocabulary import carry_rows, pieces, row_sources
 from nemo_pc.modules import DualRNNTDecoder, DualRNNTJoint, ModeConditioningMixin, ModeDecoderJoint
 from nemo_pc.parts.lm_fusion import decoding_cfg_for_mode, ngram_lm_mode
+from nemo_pc.parts.loss_guard import loss_is_finite, nonfinite_policy, norm_statistics
 from nemo_pc.parts.pc_data import PCDataMixin
 from nemo_pc.parts.text import DEFAULT_MARKS, normalize
 from nemo_pc.parts.transcription import BOTH, PCTranscribeConfig, PCTranscriptionMixin, resolve_mode
@@ -228,17 +229,20 @@ class EncDecRNNTPCBPEModel(PCTranscriptionMixin, PCDataMixin, AuxCTCMixin, EncDe
     def _update_wer(self, encoded: torch.Tensor, encoded_len: torch.Tensor, rows: ModeRows) -> None:
         self.wer.update(encoded, encoded_len, rows.targets, rows.target_len, modes=rows.modes, active=rows.active)
 
-    def training_step(self, batch: PCBatch, batch_nb: int) -> dict:
+    def training_step(self, batch: PCBatch, batch_nb: int) -> dict | None:
         """NeMo's RNN-T training step (loss, auxiliary losses, logs, batch WER every ``log_every_n_steps``) over
         the mode rows of a :class:`PCBatch`; also logs each mode's loss term."""
         if AccessMixin.is_access_enabled(self.model_guid):
             AccessMixin.reset_registry(self)
+        saved = norm_statistics(self)
         encoded, encoded_len, rows = self.encode_rows(batch)
         loss, terms = self.rows_loss(encoded, encoded_len, rows)
         loss, ctc = self.with_aux_ctc(loss, encoded, encoded_len, rows)
         loss = self.add_auxiliary_losses(loss)
         if AccessMixin.is_access_enabled(self.model_guid):
             AccessMixin.reset_registry(self)
+        if not loss_is_finite(loss, batch, self.trainer.global_step, nonfinite_policy(self.cfg), saved):
+            return None  # Lightning skips the backward pass and the optimizer step
         logs = {
             "train_loss": loss,
             "learning_rate": self._optimizer.param_groups[0]["lr"],
