@@ -141,3 +141,27 @@ def test_detected_wfst_spans_join_the_tagger_spans(tiny_formatter):
     assert "$12.3 million" in out[0] and "twelve" not in out[0]
     labeled, spans = TextFormatter(tagger, rewriter, wfst=wfst).span_candidates(text, detect=True)
     assert any(start <= 3 and 8 <= end for (_, start, end), _ in spans)
+
+
+def test_nemo_pc_format_runs_the_hybrid_by_default(tiny_formatter, tmp_path, monkeypatch, capsys):
+    import io
+
+    from nemo_pc.cli import main
+
+    made = []
+
+    class Recording(PhraseWfst):
+        def __init__(self) -> None:
+            super().__init__()
+            made.append(self)
+
+    monkeypatch.setattr("nemo_pc.formatter.pipeline.WfstSpans", Recording)
+    tagger, rewriter = tiny_formatter
+    tagger.save_to(str(tmp_path / "tagger.nemo"))
+    rewriter.save_to(str(tmp_path / "rewriter.nemo"))
+    models = ["format", "--tagger", str(tmp_path / "tagger.nemo"), "--rewriter", str(tmp_path / "rewriter.nemo")]
+    monkeypatch.setattr("sys.stdin", io.StringIO("so we paid twelve point three million dollars for it\n"))
+    assert main(models) == 0
+    assert "$12.3 million" in capsys.readouterr().out and len(made) == 1
+    monkeypatch.setattr("sys.stdin", io.StringIO("so we paid twelve point three million dollars for it\n"))
+    assert main([*models, "--span-itn", "neural", "--no-detect-spans"]) == 0 and len(made) == 1  # no WFST

@@ -12,6 +12,10 @@ from nemo_pc.formatter.pipeline import TextFormatter, chunk_windows
 from nemo_pc.parts.text import fold_case, normalize, words
 from nemo_pc.testing.text import WRITTEN_SPOKEN
 
+NEURAL = ["--span-itn", "neural", "--no-detect-spans"]
+"""The pure neural path: the memorized outputs below are the tiny models' own (the default hybrid needs WFST
+grammars; tests/formatter/test_hybrid.py covers it)."""
+
 
 @pytest.fixture(scope="module")
 def formatter(tiny_formatter):
@@ -125,17 +129,17 @@ def test_cli_formats_files_stdin_and_manifests(nemo_files, tmp_path, monkeypatch
     source = tmp_path / "in.txt"
     source.write_text("".join(s + "\n" for _, s in WRITTEN_SPOKEN[:3]))
     target = tmp_path / "out.txt"
-    assert main(["format", "--tagger", str(tagger), "--rewriter", str(rewriter), "--input", str(source),
+    assert main(["format", "--tagger", str(tagger), "--rewriter", str(rewriter), *NEURAL, "--input", str(source),
                  "--output", str(target)]) == 0  # fmt: skip
     assert target.read_text().splitlines() == [w for w, _ in WRITTEN_SPOKEN[:3]]
     monkeypatch.setattr("sys.stdin", io.StringIO(WRITTEN_SPOKEN[1][1] + "\n"))
-    assert main(["format", "--tagger", str(tagger), "--rewriter", str(rewriter)]) == 0
+    assert main(["format", "--tagger", str(tagger), "--rewriter", str(rewriter), *NEURAL]) == 0
     assert capsys.readouterr().out == WRITTEN_SPOKEN[1][0] + "\n"
     manifest = tmp_path / "pred.json"
     entry = {"audio_filepath": "x.wav", "duration": 1, "pred_text": WRITTEN_SPOKEN[3][1]}
     manifest.write_text(json.dumps(entry) + "\n")
-    assert main(["format", "--tagger", str(tagger), "--rewriter", str(rewriter), "--manifest", str(manifest),
-                 "--output", str(tmp_path / "o.json")]) == 0  # fmt: skip
+    assert main(["format", "--tagger", str(tagger), "--rewriter", str(rewriter), *NEURAL, "--manifest",
+                 str(manifest), "--output", str(tmp_path / "o.json")]) == 0  # fmt: skip
     assert read_manifest(tmp_path / "o.json")[0]["pred_text"] == WRITTEN_SPOKEN[3][0]
     assert main(["format", "--tagger", str(tagger), "--manifest", str(manifest)]) == 2
 
@@ -189,8 +193,8 @@ def test_piped_output_has_one_line_per_input_line(nemo_files, tmp_path):
     tagger, rewriter = nemo_files
     lines = [s for _, s in WRITTEN_SPOKEN[:4]]
     done = subprocess.run([sys.executable, "-m", "nemo_pc.cli", "format", "--tagger", str(tagger), "--rewriter",
-                           str(rewriter)], input="".join(s + "\n" for s in lines), capture_output=True, text=True,
-                          timeout=300)  # fmt: skip
+                           str(rewriter), *NEURAL], input="".join(s + "\n" for s in lines), capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [w for w, _ in WRITTEN_SPOKEN[:4]]
     assert "restored" in done.stderr.lower()  # NeMo's log is there, on stderr
