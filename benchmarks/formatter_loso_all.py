@@ -6,12 +6,14 @@ without S, trains a tagger and a span rewriter on it, and scores on S's held-out
 documents of S in a build with every source: the left-out formatter saw no document of S at all):
 
 * the formatter's span ITN policies (``nemo_pc.formatter.hybrid.POLICIES``: the pure neural path, WFST for every
-  span, and the hybrids that choose per span by the rewriter's confidence, by agreement, by semiotic class),
+  span, and the hybrids that choose per span by the rewriter's confidence, by agreement, by semiotic class), each
+  on the tagger's spans and, as ``<policy>+detect``, on the tagger's spans joined with those WFST ITN finds,
 * NeMo WFST ITN over the whole text,
 
 with PER, case CER, M-WER and I-WER, and each system's I-WER as a multiple of WFST's. Stages: ``train`` (data and
 models, skipped where their files exist), ``score`` (needs the models), ``all``. Models and data go under
-``--work``; a rerun reuses them.
+``--work``; a rerun reuses them. docs/formatter.md gives the commands of the measured run (data, then taggers and
+rewriters in two processes, then the scores).
 
     .venv/bin/python benchmarks/formatter_loso_all.py --work .bench/loso \
         --json benchmarks/results/formatter_loso_all.json

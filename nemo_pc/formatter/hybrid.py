@@ -15,7 +15,9 @@ names, e-mail addresses). :func:`choose_span` picks one of the two outputs for a
   every other span.
 
 :func:`choose_span` is a pure function of a :class:`SpanCandidates`; :class:`WfstSpans` gives WFST's output of
-spans, and :class:`~nemo_pc.formatter.pipeline.TextFormatter` runs both and applies the policy.
+spans, and :class:`~nemo_pc.formatter.pipeline.TextFormatter` runs both and applies the policy. The tagger misses
+spans on text unlike its training text; with ``detect_spans`` the formatter also makes spans of the words WFST ITN
+over the whole text changes (:meth:`WfstSpans.changed_spans`), and the policy chooses their written form too.
 """
 
 from __future__ import annotations
