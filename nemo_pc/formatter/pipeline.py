@@ -126,12 +126,18 @@ class TextFormatter:
         rewriter and (with ``wfst``) WFST written forms, for :meth:`compose_policy` under any policy. With
         ``detect``, the spans include those WFST finds outside the tagger's (see ``detect_spans``)."""
         labeled = self._tag([normalize(text).split() for text in texts])
+        requests = self._requests(labeled, detect)
+        return labeled, list(zip(requests, self._candidates(labeled, requests, wfst), strict=True))
+
+    def _requests(self, labeled: list[LabeledText], detect: bool, mixed: bool = True) -> list[tuple[int, int, int]]:
+        """``(text, start, end)`` of every span: runs of ITN (and, with ``mixed``, MIXED-case) words, joined with
+        the ranges WFST ITN changes when ``detect``."""
         requests = [(k, start, end) for k, item in enumerate(labeled)
-                    for start, end in find_spans(item.itn, item.case)]  # fmt: skip
+                    for start, end in find_spans(item.itn, item.case if mixed else ["LOWER"] * len(item))]  # fmt: skip
         if detect:
             found = self._wfst().changed_spans([" ".join(item.words) for item in labeled])
             requests = merge_spans([*requests, *((k, a, b) for k, spans in enumerate(found) for a, b in spans)])
-        return labeled, list(zip(requests, self._candidates(labeled, requests, wfst), strict=True))
+        return requests
 
     def compose_policy(
         self, labeled: list[LabeledText], candidates: list[tuple[tuple[int, int, int], SpanCandidates]], policy: str
@@ -148,7 +154,8 @@ class TextFormatter:
     def itn_only(self, texts: Sequence[str]) -> list[str]:
         """ITN of already punctuated, cased text (the hybrid of papers/003 with an E2E P&C ASR model).
 
-        The tagger's ITN head finds the spans and the rewriter writes them; every word outside a span keeps its
+        The tagger's ITN head finds the spans (with ``detect_spans``, joined with WFST's) and the rewriter or WFST
+        writes them, as ``span_itn`` chooses; every word outside a span keeps its
         own case and the mark after it, and a span keeps the mark after its last word. A span that starts a
         capitalized word starts with a capital.
         """
@@ -157,8 +164,7 @@ class TextFormatter:
         spoken = [[w if w and " " not in w else word.lower() for w, (word, _) in zip(ws, item, strict=True)]
                   for ws, item in zip(spoken, pairs, strict=True)]  # fmt: skip
         labeled = self._tag(spoken)
-        requests = [(k, start, end) for k, item in enumerate(labeled)
-                    for start, end in find_spans(item.itn, ["LOWER"] * len(item.itn))]  # fmt: skip
+        requests = self._requests(labeled, self.detect_spans, mixed=False)
         spans = self._candidates(labeled, requests, self.span_itn != "neural")
         rewrites = {request: chosen_text(span, self.span_itn, self.threshold)[0]
                     for request, span in zip(requests, spans, strict=True)}  # fmt: skip
