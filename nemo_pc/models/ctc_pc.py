@@ -17,7 +17,7 @@ from nemo_pc.data.style_dataset import check_style_tokenizer
 from nemo_pc.models.vocabulary import carry_rows, pieces, row_sources
 from nemo_pc.modules.style_encoder import LayerTaps, StyleBranch, StyleEmbedding, to_decoder_input
 from nemo_pc.parts.lm_fusion import DEFAULT_LM_MODE, decoding_cfg_for_mode, ngram_lm_mode
-from nemo_pc.parts.loss_guard import loss_is_finite, nonfinite_policy, norm_statistics
+from nemo_pc.parts.loss_guard import global_step, loss_is_finite, nonfinite_policy, norm_statistics
 from nemo_pc.parts.pc_data import PCDataMixin
 from nemo_pc.parts.styles import check_format, parse_mixed
 from nemo_pc.parts.text import DEFAULT_MARKS, normalize
@@ -323,7 +323,7 @@ class EncDecCTCPCBPEModel(PCTranscriptionMixin, PCDataMixin, EncDecCTCModelBPE):
     def training_step(self, batch, batch_nb):
         saved = norm_statistics(self)
         loss, losses = self.compute_losses(batch)
-        if not loss_is_finite(loss, batch, self.trainer.global_step, nonfinite_policy(self.cfg), saved):
+        if not loss_is_finite(loss, batch, global_step(self), nonfinite_policy(self.cfg), saved):
             return None  # Lightning skips the backward pass and the optimizer step
         self.log_dict({f"train_{name}_loss": value for name, value in losses.items()})
         self.log("train_loss", loss)

@@ -32,7 +32,7 @@ from nemo_pc.models.rnnt_pc_parts import ModeRows, build_mode_rows
 from nemo_pc.models.vocabulary import carry_rows, pieces, row_sources
 from nemo_pc.modules import DualRNNTDecoder, DualRNNTJoint, ModeConditioningMixin, ModeDecoderJoint
 from nemo_pc.parts.lm_fusion import decoding_cfg_for_mode, ngram_lm_mode
-from nemo_pc.parts.loss_guard import loss_is_finite, nonfinite_policy, norm_statistics
+from nemo_pc.parts.loss_guard import global_step, loss_is_finite, nonfinite_policy, norm_statistics
 from nemo_pc.parts.pc_data import PCDataMixin
 from nemo_pc.parts.text import DEFAULT_MARKS, normalize
 from nemo_pc.parts.transcription import BOTH, PCTranscribeConfig, PCTranscriptionMixin, resolve_mode
@@ -241,7 +241,7 @@ class EncDecRNNTPCBPEModel(PCTranscriptionMixin, PCDataMixin, AuxCTCMixin, EncDe
         loss = self.add_auxiliary_losses(loss)
         if AccessMixin.is_access_enabled(self.model_guid):
             AccessMixin.reset_registry(self)
-        if not loss_is_finite(loss, batch, self.trainer.global_step, nonfinite_policy(self.cfg), saved):
+        if not loss_is_finite(loss, batch, global_step(self), nonfinite_policy(self.cfg), saved):
             return None  # Lightning skips the backward pass and the optimizer step
         logs = {
             "train_loss": loss,

@@ -30,6 +30,12 @@ def nonfinite_policy(cfg) -> str:
     return value
 
 
+def global_step(module) -> int:
+    """The Lightning module's global step, or -1 when no trainer is attached (a step called by hand)."""
+    trainer = getattr(module, "_trainer", None)
+    return int(trainer.global_step) if trainer is not None else -1
+
+
 def norm_statistics(module: torch.nn.Module) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """Each running statistic that a training forward pass of ``module`` updates (batch norms), with a copy: what
     :func:`loss_is_finite` puts back when it skips a step (a NaN input poisons them before any loss is seen)."""
