@@ -3,7 +3,7 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nemo_pc.formatter.baselines import NUMBER_WORDS, format_by_chunks, _word_chunks
+from nemo_pc.formatter.baselines import NUMBER_WORDS, _word_chunks, format_by_chunks
 
 WORDS = ["in", "the", "year", "seventeen", "fifty", "three", "point", "five", "king", "hundred", "and", "dollars"]
 
