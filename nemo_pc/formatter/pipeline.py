@@ -165,6 +165,7 @@ class TextFormatter:
                   for ws, item in zip(spoken, pairs, strict=True)]  # fmt: skip
         labeled = self._tag(spoken)
         requests = self._requests(labeled, self.detect_spans, mixed=False)
+        requests = [piece for request in requests for piece in _split_at_marks(request, pairs[request[0]])]
         spans = self._candidates(labeled, requests, self.span_itn != "neural")
         rewrites = {request: chosen_text(span, self.span_itn, self.threshold)[0]
                     for request, span in zip(requests, spans, strict=True)}  # fmt: skip
@@ -275,3 +276,15 @@ class TextFormatter:
     def format_lines(self, lines: Iterable[str], block: int = 256) -> list[str]:
         """One formatted line per input line (a trailing newline is not part of a text)."""
         return self._format_blocks([line.rstrip("\n") for line in lines], block)
+
+
+def _split_at_marks(request: tuple[int, int, int], words: Sequence[tuple[str, str]]) -> list[tuple[int, int, int]]:
+    """A span ``(k, start, end)`` of already punctuated text cut after each of its words that carries a mark, so that
+    no mark inside a span is lost when the span is written again (the spans come from unpunctuated words)."""
+    k, start, end = request
+    pieces, piece_start = [], start
+    for i in range(start, end - 1):
+        if words[i][1]:
+            pieces.append((k, piece_start, i + 1))
+            piece_start = i + 1
+    return [*pieces, (k, piece_start, end)]

@@ -143,7 +143,7 @@ def test_detected_wfst_spans_join_the_tagger_spans(tiny_formatter):
     assert any(start <= 3 and 8 <= end for (_, start, end), _ in spans)
     hybrid = TextFormatter(tagger, rewriter, span_itn="wfst", wfst=wfst, detect_spans=True)
     out = hybrid.itn_only(["So we paid twelve point three million dollars, for it."])
-    assert out[0].startswith("So we paid $12.3 million, ")  # the mark after the span stays; "for" is the tiny tagger's
+    assert out[0].startswith("So we paid $12.3 million, ")  # the mark inside a joined span stays
 
 
 def test_nemo_pc_format_runs_the_hybrid_by_default(tiny_formatter, tmp_path, monkeypatch, capsys):
