@@ -104,3 +104,25 @@ def tiny_config(tokenizer_dir: Path, manifest: Path | None = None, pc: dict | No
         "optim": {"name": "adam", "lr": 3e-3},
         "pc": pc or {},
     }
+
+
+def memorize(model, steps: int = 120, lr: float = 3e-3, bf16: bool = False) -> list[float]:
+    """Trains a P&C CTC model on its first training batch for ``steps`` Adam steps, on the model's device (bf16
+    autocast when asked), and returns each step's loss; the model is left in eval mode."""
+    import torch
+
+    device = next(model.parameters()).device
+    batch = next(iter(model._train_dl))
+    batch = type(batch)(*(item.to(device) if torch.is_tensor(item) else item for item in batch))
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    model.train()
+    losses = []
+    for _ in range(steps):
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+            loss, _ = model.compute_losses(batch)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(float(loss.detach()))
+    model.eval()
+    return losses

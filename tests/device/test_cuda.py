@@ -11,6 +11,7 @@ from omegaconf import OmegaConf
 
 import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
 from nemo_pc.parts.text import normalize
+from nemo_pc.testing.training import LossRecorder
 
 pytest.importorskip("nemo.collections.asr")
 
@@ -55,14 +56,6 @@ def test_numba_and_scan_rnnt_losses_agree_on_the_device(device, seed):
 # RNN-T
 
 
-class _Losses(pl.Callback):
-    def __init__(self):
-        self.values = []
-
-    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
-        self.values.append(float(outputs["loss"]))
-
-
 @pytest.fixture(scope="module")
 def rnnt(device, tmp_path_factory):
     """The conditioned P&C RNN-T, trained on the device (bf16 and NeMo's numba loss on CUDA) to memorize."""
@@ -78,7 +71,7 @@ def rnnt(device, tmp_path_factory):
     # which leaves the CUDA context unusable for every later test: the plain batched loop decodes
     config.decoding.greedy.use_cuda_graph_decoder = False
     pl.seed_everything(0)
-    losses = _Losses()
+    losses = LossRecorder()
     trainer = pl.Trainer(
         max_steps=STEPS, gradient_clip_val=1.0, accelerator="gpu" if _cuda(device) else "cpu", devices=1,
         precision="bf16-mixed" if _cuda(device) else "32-true", logger=False, enable_checkpointing=False,
@@ -172,26 +165,14 @@ def test_rnnt_lm_fusion_on_the_device_equals_cpu(rnnt, device, strategy):
 
 def test_ctc_with_intermediate_normalized_head_learns_in_bf16_on_the_device(device, tmp_path):
     from nemo_pc.models.ctc_pc import EncDecCTCPCBPEModel
-    from nemo_pc.testing.ctc import UTTERANCES, tiny_config, train_tokenizer, write_manifest
+    from nemo_pc.testing.ctc import UTTERANCES, memorize, tiny_config, train_tokenizer, write_manifest
 
     manifest = write_manifest(tmp_path / "audio")
     tokenizer = train_tokenizer(tmp_path / "tokenizer", manifest)
     torch.manual_seed(0)
     config = tiny_config(tokenizer, manifest, {"ctc_weight": 0.5, "inter": {"weight": 0.5}})
     model = EncDecCTCPCBPEModel(OmegaConf.create(config)).to(device)
-    batch = next(iter(model._train_dl))
-    batch = type(batch)(*(item.to(device) if torch.is_tensor(item) else item for item in batch))
-    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
-    model.train()
-    losses = []
-    for _ in range(120):
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=_cuda(device)):
-            loss, _ = model.compute_losses(batch)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        losses.append(float(loss.detach()))
-    model.eval()
+    losses = memorize(model, 120, bf16=_cuda(device))
     assert losses[-1] < 0.1 * losses[0]
     audio = [str(manifest.parent / f"utt{k}.wav") for k in range(len(UTTERANCES))]
     both = model.transcribe(audio, mode="both", verbose=False)

@@ -7,7 +7,7 @@ from omegaconf import OmegaConf
 
 import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
 from nemo_pc.parts.text import normalize
-from nemo_pc.testing.ctc import UTTERANCES, tiny_config, train_tokenizer, write_manifest
+from nemo_pc.testing.ctc import UTTERANCES, memorize, tiny_config, train_tokenizer, write_manifest
 
 pytest.importorskip("nemo.collections.asr")
 from nemo_pc.models.ctc_pc import EncDecCTCPCBPEModel  # noqa: E402
@@ -48,21 +48,6 @@ def build(data, pc: dict, encoder: dict | None = None) -> EncDecCTCPCBPEModel:
     return EncDecCTCPCBPEModel(OmegaConf.create(config))
 
 
-def memorize(model: EncDecCTCPCBPEModel, steps: int = STEPS) -> list[float]:
-    batch = next(iter(model._train_dl))
-    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
-    model.train()
-    losses = []
-    for _ in range(steps):
-        loss, _ = model.compute_losses(batch)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        losses.append(float(loss.detach()))
-    model.eval()
-    return losses
-
-
 def texts(result):
     if isinstance(result, dict):
         return {style: texts(hyps) for style, hyps in result.items()}
@@ -75,7 +60,7 @@ def trained(data):
     models = {}
     for name, pc in TINY_VARIANTS.items():
         model = build(data, pc, ENCODER.get(name))
-        losses = memorize(model)
+        losses = memorize(model, STEPS)
         models[name] = (model, losses)
     return models
 

@@ -8,6 +8,7 @@ from omegaconf import OmegaConf
 
 import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
 from nemo_pc.parts.loss_guard import NonFiniteLossError, loss_is_finite, nonfinite_policy
+from nemo_pc.testing.training import tiny_trainer
 
 pytest.importorskip("nemo.collections.asr")
 
@@ -57,10 +58,7 @@ def _snapshot(module, trainer):
 
 
 def _trainer(callback):
-    return pl.Trainer(
-        max_steps=STEPS, accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False,
-        enable_model_summary=False, num_sanity_val_steps=0, limit_val_batches=0, callbacks=[callback],
-    )  # fmt: skip
+    return tiny_trainer(STEPS, callback)
 
 
 def _rnnt(tmp_path, policy):
