@@ -106,8 +106,8 @@ VARIANTS.update(
 def _held_out(corpus: Path, splits: tuple[str, ...]) -> tuple[set[str], set[tuple[int, str]]]:
     """Voices (``engine:voice``, from ``SYNTH.jsonl``) and chapters (book id, title, from ``CHAPTERS.TXT``) that the
     named splits of a synthetic corpus read."""
-    from nemo_pc.data.books import read_chapters_txt
-    from nemo_pc.data.manifest import iter_manifest, require_text
+    from nemo_pc.data.recipes.books import read_chapters_txt
+    from nemo_pc.parts.manifest import iter_manifest, require_text
 
     synth = corpus / "SYNTH.jsonl"
     voices = {require_text(entry, "voice", synth, line) for line, entry in iter_manifest(synth)
@@ -216,7 +216,7 @@ def main() -> None:
         if args.hours <= 0 or not (demo_dir / "config.json").is_file():
             parser.error(f"--hours must be positive, and {demo_dir} a demo folder with config.json and corpus/")
         work = work / f"hours{args.hours:g}"  # its own variant folders, apart from those of the demo's corpus
-        from nemo_pc.data.manifest import ManifestError
+        from nemo_pc.parts.manifest import ManifestError
 
         try:
             demo_dir = larger_corpus(demo_dir, work, args.hours, 2)

@@ -16,8 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from nemo_pc.data.manifest import write_manifest, write_text_atomic
 from nemo_pc.metrics.evaluate import EvalConfig, evaluate_manifest
+from nemo_pc.parts.manifest import write_manifest, write_text_atomic
 
 VOCAB = (
     "the of and to a in that he was it his you with as for had is her not but at on she be have by which him "

@@ -15,9 +15,9 @@ import shutil
 import time
 from pathlib import Path
 
-from nemo_pc.data.librispeech_pc import RestoreOptions, prepare_librispeech_pc
-from nemo_pc.data.manifest import read_manifest
-from nemo_pc.data.synth import SynthConfig, load_sources, synthesize_corpus
+from nemo_pc.data.recipes.librispeech_pc import RestoreOptions, prepare_librispeech_pc
+from nemo_pc.data.recipes.synth import SynthConfig, load_sources, synthesize_corpus
+from nemo_pc.parts.manifest import read_manifest
 
 GOALS = {"utterances_per_second_per_core": 2000, "retention_pct": 95.0, "exact_pct": 99.5}
 

@@ -44,7 +44,7 @@ GOAL_SECONDS = 300.0
 def regroup(books: list, chapter_words: int, book_words: int, copies: int) -> list:
     """KJV books regrouped into chapters of at least ``chapter_words`` and books of at least ``book_words``,
     ``copies`` times under distinct book ids."""
-    from nemo_pc.data.books import Book, Chapter
+    from nemo_pc.data.recipes.books import Book, Chapter
 
     chapters: list[Chapter] = []
     pending: list[str] = []
@@ -64,7 +64,7 @@ def regroup(books: list, chapter_words: int, book_words: int, copies: int) -> li
 
 def make_corpus(folder: Path, utterances: int, args: argparse.Namespace) -> Path:
     """A text-only corpus of about ``utterances`` utterances (reused when its stamp is there)."""
-    from nemo_pc.data.synth import SynthConfig, load_sources, synthesize_corpus
+    from nemo_pc.data.recipes.synth import SynthConfig, load_sources, synthesize_corpus
 
     words_per_utterance = (args.min_words + args.max_words) / 2 * 0.95
     words = utterances * words_per_utterance

@@ -43,7 +43,7 @@ def build_variant(variant: str, tokenizer: Path):
 
 def time_decode(model, audio: torch.Tensor, lengths: torch.Tensor, style: str, repeats: int) -> float:
     """Seconds per decode of the batch in ``style`` (median of ``repeats`` runs, after one warm-up run)."""
-    from nemo_pc.parts.transcription import PCTranscribeConfig
+    from nemo_pc.parts.mixins.transcription import PCTranscribeConfig
 
     trcfg = PCTranscribeConfig(mode=style)
     runs = []
@@ -83,9 +83,9 @@ def cost_table(tokenizer: Path, clips: int, seconds: float, repeats: int) -> dic
 def accuracy_table(models: dict[str, Path], manifest: Path, out_dir: Path) -> dict:
     from pc_demo.claims import empty_share
 
-    from nemo_pc.data.manifest import read_manifest, write_manifest
     from nemo_pc.metrics.evaluate import EvalConfig, evaluate
     from nemo_pc.models.ctc_pc import EncDecCTCPCBPEModel
+    from nemo_pc.parts.manifest import read_manifest, write_manifest
 
     entries = read_manifest(manifest)
     predictions, seconds, parameters = {}, {}, {}

@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> Path:
         "throughput": throughput(recipe) if recipe else {"missing": str(args.recipe)},
         "recipe": recipe or {"missing": str(args.recipe)},
     }
-    from nemo_pc.data.manifest import write_text_atomic
+    from nemo_pc.parts.manifest import write_text_atomic
 
     write_text_atomic(args.out, json.dumps(payload, indent=2) + "\n")
     return args.out

@@ -17,9 +17,9 @@ import json
 import time
 from pathlib import Path
 
-from nemo_pc.data.manifest import read_manifest, write_text_atomic
 from nemo_pc.metrics.accumulator import Totals, build_metrics, utterance_counts
 from nemo_pc.metrics.itn import ITN_KINDS, itn_kind, itn_outcomes
+from nemo_pc.parts.manifest import read_manifest, write_text_atomic
 
 METRICS = ("per", "cer", "m_wer", "i_wer")
 

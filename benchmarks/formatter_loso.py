@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from nemo_pc.data.manifest import read_manifest
+from nemo_pc.parts.manifest import read_manifest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))  # the demo application, examples/pc_demo
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/provenance.py

@@ -105,7 +105,7 @@ def train(args: argparse.Namespace, work: Path, source: str) -> dict:
 
 def held_out(work: Path, source: str, limit: int) -> list[dict]:
     """Dev and test documents of ``source`` in the all-source build, spread evenly, at most ``limit``."""
-    from nemo_pc.data.manifest import read_manifest
+    from nemo_pc.parts.manifest import read_manifest
 
     data = work / "all" / "formatter_data"
     docs = [d for split in ("test", "dev") for d in read_manifest(data / f"{split}_documents.json")]

@@ -68,7 +68,7 @@ def _read_json(path: Path) -> dict:
 
 
 def _write_json(path: Path, payload: dict) -> None:
-    from nemo_pc.data.manifest import write_text_atomic
+    from nemo_pc.parts.manifest import write_text_atomic
 
     write_text_atomic(path, json.dumps(payload, indent=2) + "\n")
 
@@ -83,11 +83,11 @@ def _device() -> str:
 
 
 def corpus(args: argparse.Namespace, work: Path) -> None:
-    from nemo_pc.data.books import kjv_books, parse_kjv
-    from nemo_pc.data.librispeech_pc import RestoreOptions, prepare_librispeech_pc
-    from nemo_pc.data.manifest import iter_manifest, write_manifest
-    from nemo_pc.data.synth import SynthConfig, synthesize_corpus
-    from nemo_pc.data.tokenizer import build_tokenizer, tokenizer_dir_name
+    from nemo_pc.data.recipes.books import kjv_books, parse_kjv
+    from nemo_pc.data.recipes.librispeech_pc import RestoreOptions, prepare_librispeech_pc
+    from nemo_pc.data.recipes.synth import SynthConfig, synthesize_corpus
+    from nemo_pc.data.tokenizers.pc_tokenizer import build_tokenizer, tokenizer_dir_name
+    from nemo_pc.parts.manifest import iter_manifest, write_manifest
 
     manifests = work / "manifests"
     if not (manifests / "test.json").is_file():
@@ -110,7 +110,7 @@ def corpus(args: argparse.Namespace, work: Path) -> None:
 
 
 def split_hours(manifests: Path) -> dict[str, dict]:
-    from nemo_pc.data.manifest import iter_manifest
+    from nemo_pc.parts.manifest import iter_manifest
 
     splits = {}
     for name in ("train", "dev", "test", "test_seen", "dev_curve"):  # the folder holds restoration reports too
@@ -126,7 +126,7 @@ def split_hours(manifests: Path) -> dict[str, dict]:
 def overrides(args: argparse.Namespace, work: Path, steps: int, loss: str) -> list[str]:
     """The Hydra overrides of the conditioned RNN-T: a FastConformer encoder (8x depthwise-striding subsampling),
     batches by duration from NeMo's lhotse loader (duration buckets), the dev subset for the curve."""
-    from nemo_pc.data.tokenizer import tokenizer_dir_name
+    from nemo_pc.data.tokenizers.pc_tokenizer import tokenizer_dir_name
 
     d, workers = args.d_model, min(12, max(0, args.num_jobs - 2))
     return [
@@ -262,10 +262,10 @@ def train(args: argparse.Namespace, work: Path) -> None:
 
 def evaluate(args: argparse.Namespace, work: Path) -> dict:
     """Both outputs of the held-out test voices (``predictions/``) and their reports (``eval/``)."""
-    from nemo_pc.data.manifest import iter_manifest, write_manifest
     from nemo_pc.metrics.evaluate import EvalConfig
     from nemo_pc.metrics.evaluate import evaluate as score
     from nemo_pc.metrics.report import write_json
+    from nemo_pc.parts.manifest import iter_manifest, write_manifest
 
     predictions = work / "predictions" / f"{SYSTEM}.json"
     if not predictions.is_file():

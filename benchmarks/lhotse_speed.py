@@ -76,7 +76,7 @@ def measure(loader, max_batches: int, warmup: int, sample_rate: int = 16000) -> 
 
 
 def _measure_in_child(config: dict, tokenizer, max_batches: int, warmup: int, queue) -> None:
-    from nemo_pc.data.pc_dataset import pc_dataloader_from_config
+    from nemo_pc.data.datasets.pc_dataset import pc_dataloader_from_config
 
     try:
         queue.put(measure(pc_dataloader_from_config(config, tokenizer), max_batches, warmup))
@@ -128,8 +128,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--json", default=None, help="write the results here")
     args = parser.parse_args(argv)
 
-    from nemo_pc.data.manifest import read_manifest
-    from nemo_pc.data.shar import export_shar
+    from nemo_pc.data.recipes.shar import export_shar
+    from nemo_pc.parts.manifest import read_manifest
 
     demo_dir = Path(args.demo_dir)
     manifest = Path(args.manifest) if args.manifest else demo_dir / "manifests" / "train.json"

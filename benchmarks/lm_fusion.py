@@ -31,7 +31,7 @@ def transcribe_to_manifest(
     model, manifest: Path, target: Path, batch_size: int, mode: str = "punctuated"
 ) -> tuple[Path, float]:
     """The ``mode`` output of every line of ``manifest`` as ``pred_text`` of a copy of it, and the seconds."""
-    from nemo_pc.data.manifest import iter_manifest, write_manifest
+    from nemo_pc.parts.manifest import iter_manifest, write_manifest
 
     entries = [entry for _, entry in iter_manifest(manifest)]
     start = time.perf_counter()

@@ -20,9 +20,9 @@ SOURCES = ("kjv", "wiki")
 
 
 def main(argv: list[str] | None = None) -> dict:
-    from nemo_pc.data.books import read_chapters_txt
-    from nemo_pc.data.lm_text import write_lm_text
-    from nemo_pc.data.manifest import read_manifest
+    from nemo_pc.data.recipes.books import read_chapters_txt
+    from nemo_pc.data.recipes.lm_text import write_lm_text
+    from nemo_pc.parts.manifest import read_manifest
     from nemo_pc.parts.ngram_lm import build_token_lm
     from nemo_pc.pipelines.inference import load_asr_model
     from nemo_pc.pipelines.lm import LMChoice, error_rate, transcribe_with_lms
@@ -51,7 +51,8 @@ def main(argv: list[str] | None = None) -> dict:
                              args.order, field_name="text_normalized", progress=False)  # fmt: skip
     chapters = read_chapters_txt(demo / "corpus" / "CHAPTERS.TXT")
     test = read_manifest(demo / "manifests" / "test.json")
-    first = 10001 + 10000 * sources.index(args.leave_out)  # book ids of source k (nemo_pc.data.synth.load_sources)
+    # book ids of source k (nemo_pc.data.recipes.synth.load_sources)
+    first = 10001 + 10000 * sources.index(args.leave_out)
     left_out = {i for i, e in enumerate(test) if first <= chapters[int(e["chapter"])].book_id < first + 10000}
     model = load_asr_model(demo / "models" / f"{args.system}.nemo")
     lms = {"no LM": (None, 0.0), "all sources": (lm_dir / f"normalized_order{args.order}.nemo", args.alpha),
@@ -75,7 +76,7 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 def _wiki_spec() -> str:
-    from nemo_pc.data.spoken import default_cache_dir
+    from nemo_pc.data.recipes.spoken import default_cache_dir
     from nemo_pc.formatter.sources import wiki_wheel
 
     return f"wiki:{wiki_wheel(default_cache_dir() / 'wheels')}"

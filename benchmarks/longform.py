@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         child(*args.child, args)
         return 0
-    from nemo_pc.data.manifest import read_manifest
+    from nemo_pc.parts.manifest import read_manifest
 
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from nemo_pc.data.manifest import write_text_atomic
+from nemo_pc.parts.manifest import write_text_atomic
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -28,7 +28,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from nemo_pc.data.manifest import write_text_atomic
+from nemo_pc.parts.manifest import write_text_atomic
 
 REPO = Path(__file__).resolve().parents[1]
 BLOCK = re.compile(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from nemo_pc.data.manifest import write_text_atomic
+from nemo_pc.parts.manifest import write_text_atomic
 
 
 def parse_args() -> argparse.Namespace:
@@ -34,7 +34,7 @@ def score(targets: list[str], outputs: list[str]) -> dict:
 
 def main() -> None:
     args = parse_args()
-    from nemo_pc.data.formatter_datasets import PairDataset
+    from nemo_pc.data.datasets.formatter_datasets import PairDataset
     from nemo_pc.models.rewriter import SpanRewriterModel
 
     pairs = PairDataset(args.pairs).pairs  # a missing or empty input/target names the file and line

@@ -19,6 +19,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from nemo_pc.parts.modes import BOTH, MODES
+
 AGREEMENT_PCT = 5.0
 
 # ratio name -> (numerator, denominator), each a (system, output kind) figure
@@ -107,7 +109,7 @@ def features(model, manifest: Path) -> tuple[list, float]:
     """Log-mel features of every utterance (batch 1) and the seconds of audio."""
     import torch
 
-    from nemo_pc.data.pc_dataset import pc_dataloader_from_config
+    from nemo_pc.data.datasets.pc_dataset import pc_dataloader_from_config
 
     loader = pc_dataloader_from_config({"manifest_filepath": str(manifest), "batch_size": 1}, model.tokenizer)
     feats_list, seconds = [], 0.0
@@ -122,8 +124,8 @@ def features(model, manifest: Path) -> tuple[list, float]:
 def rnnt_jobs(name: str, path: Path, manifest: Path, folder: Path, dual: bool, threads: int) -> tuple[dict, dict]:
     """Timed jobs of one RNN-T model (normalized, punctuated, both; the dual's punctuated-head export), and facts:
     audio seconds, parameters, the normalized outputs (the cascade's input)."""
-    from nemo_pc.parts.onnx_rnnt import OnnxRNNTPCRunner, export_for_onnxruntime
     from nemo_pc.pipelines.inference import load_asr_model
+    from nemo_pc.pipelines.onnx_rnnt import OnnxRNNTPCRunner, export_for_onnxruntime
 
     model = load_asr_model(path)
     feats, seconds = features(model, manifest)
@@ -153,7 +155,7 @@ def rtf_section(demo_dir: Path, paths: dict, args, work: Path, model_path: Calla
     the text formatter) on the same test audio, in interleaved rounds."""
     import torch
 
-    from nemo_pc.data.manifest import read_manifest, write_manifest
+    from nemo_pc.parts.manifest import read_manifest, write_manifest
 
     test = demo_dir / "manifests" / "test.json"
     if not test.is_file():
@@ -232,7 +234,7 @@ def rtf_markdown(section: dict) -> list[str]:
         if "not_measured" in row:
             lines.append(f"| `{name}` | not measured: {row['not_measured']} | | | |")
             continue
-        kinds = ("formatter", "punctuated") if name == "cascade" else ("normalized", "punctuated", "both")
+        kinds = ("formatter", "punctuated") if name == "cascade" else (*MODES, BOTH)
         cells = [_cell(row.get(kind)) for kind in kinds]
         if name == "cascade":
             cells = [f"formatter alone {cells[0]}", cells[1], "-"]

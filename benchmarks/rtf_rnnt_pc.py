@@ -86,9 +86,9 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
-    from nemo_pc.data.manifest import write_text_atomic
-    from nemo_pc.data.pc_dataset import pc_dataloader_from_config
-    from nemo_pc.parts.onnx_rnnt import OnnxRNNTPCRunner, export_for_onnxruntime
+    from nemo_pc.data.datasets.pc_dataset import pc_dataloader_from_config
+    from nemo_pc.parts.manifest import write_text_atomic
+    from nemo_pc.pipelines.onnx_rnnt import OnnxRNNTPCRunner, export_for_onnxruntime
     from nemo_pc.testing.asr import train_tokenizer, write_pc_manifest
 
     results: dict = {"settings": vars(args) | {"json": str(args.json)}, "rtf": {}}

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from nemo_pc.data.manifest import read_manifest, write_text_atomic
+from nemo_pc.parts.manifest import read_manifest, write_text_atomic
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))  # the demo application, examples/pc_demo
 from pc_demo import claims as claims_lib  # noqa: E402
@@ -165,8 +165,8 @@ def formatter_section(paths: dict, args: argparse.Namespace) -> dict:
 
 def restoration_section(work: Path, utterances: int, seed: int = 0) -> dict:
     """Section c: LibriSpeech-PC restoration of a text-only KJV corpus with 1% reading deviations, one process."""
-    from nemo_pc.data.librispeech_pc import RestoreOptions, prepare_librispeech_pc
-    from nemo_pc.data.synth import SynthConfig, load_sources, synthesize_corpus
+    from nemo_pc.data.recipes.librispeech_pc import RestoreOptions, prepare_librispeech_pc
+    from nemo_pc.data.recipes.synth import SynthConfig, load_sources, synthesize_corpus
 
     corpus = work / f"restore_corpus_{utterances}_{seed}"
     hours = utterances * 17 / 2.6 / 3600 * 1.1  # ~17 words per utterance at 2.6 words/s, 10% spare

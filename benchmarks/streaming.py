@@ -74,7 +74,7 @@ class StepTimer:
 
 def stream_split(model, entries: list[dict], step, pad_and_drop_preencoded: bool) -> dict:
     """Streams every entry alone (one stream); texts of both modes, step times and total seconds."""
-    from nemo_pc.data.pc_dataset import MODES
+    from nemo_pc.parts.modes import MODES
     from nemo_pc.parts.streaming import stream_buffer, streaming_buffer
 
     buffer = streaming_buffer(model, pad_and_drop_preencoded)
@@ -135,9 +135,9 @@ def run_context(model, entries: list[dict], context: list[int], args: argparse.N
 
 
 def onnx_step(model, path: Path, threads: int):
-    """The ONNX Runtime encoder step (:class:`~nemo_pc.parts.onnx_rnnt.OnnxStreamingEncoder`), or why not."""
+    """The ONNX Runtime encoder step (:class:`~nemo_pc.pipelines.onnx_rnnt.OnnxStreamingEncoder`), or why not."""
     try:
-        from nemo_pc.parts.onnx_rnnt import OnnxStreamingEncoder, export_streaming_encoder
+        from nemo_pc.pipelines.onnx_rnnt import OnnxStreamingEncoder, export_streaming_encoder
 
         return OnnxStreamingEncoder(export_streaming_encoder(model, path), threads=threads)
     except Exception as error:  # noqa: BLE001  (any export or runtime failure is reported, and torch still runs)
@@ -175,7 +175,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> dict:
     import torch
 
-    from nemo_pc.data.manifest import read_manifest
+    from nemo_pc.parts.manifest import read_manifest
     from nemo_pc.pipelines.inference import load_asr_model
 
     args = parse_args(argv)

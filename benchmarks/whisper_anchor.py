@@ -41,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def voices(synth: Path) -> dict[str, dict]:
     """``utt_id -> {"engine", "voice", "speaker"}`` from a corpus's ``SYNTH.jsonl`` (empty when there is none)."""
-    from nemo_pc.data.manifest import read_manifest
+    from nemo_pc.parts.manifest import read_manifest
 
     if not synth.is_file():
         return {}
@@ -59,7 +59,7 @@ def breakdown(predictions: Path, voice_of: dict[str, dict]) -> dict[str, dict]:
     """N-output WER per TTS engine and per speaker (with the speaker's voice)."""
     from pc_demo.report import grouped_wer
 
-    from nemo_pc.data.manifest import read_manifest
+    from nemo_pc.parts.manifest import read_manifest
 
     speaker_of = {entry.get("utt_id", ""): str(entry.get("speaker", "?")) for entry in read_manifest(predictions)}
     engine_of = {utt: facts["engine"] for utt, facts in voice_of.items()}
@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> dict:
     print("|---|" + "---:|" * (HEADER.count("|") - 2))
     print(table_line(WHISPER_SYSTEM, report, result["timing"]))
     if args.json:
-        from nemo_pc.data.manifest import write_text_atomic
+        from nemo_pc.parts.manifest import write_text_atomic
 
         write_text_atomic(args.json, json.dumps(result, indent=2) + "\n")
     return result

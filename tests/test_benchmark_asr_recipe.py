@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from nemo_pc.data.books import ChapterInfo, write_chapters_txt
-from nemo_pc.data.manifest import ManifestError, write_manifest
+from nemo_pc.data.recipes.books import ChapterInfo, write_chapters_txt
+from nemo_pc.parts.manifest import ManifestError, write_manifest
 from nemo_pc.testing.benchmarks import load_benchmark
 
 

@@ -7,7 +7,7 @@ from nemo_pc.testing.benchmarks import load_benchmark
 
 
 def test_the_recording_cycles_the_utterances_with_pauses(tmp_path):
-    from nemo_pc.data.manifest import read_manifest
+    from nemo_pc.parts.manifest import read_manifest
 
     entries = read_manifest(write_pc_manifest(tmp_path / "data", duration=0.5))
     spans = load_benchmark("longform").write_recording(entries, 3.2, 0.25, 16000, tmp_path / "rec.wav")

@@ -14,7 +14,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from nemo_pc.data.manifest import read_manifest
+from nemo_pc.parts.manifest import read_manifest
 from nemo_pc.testing.asr import SCRIPT_VARIANTS, script_overrides
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,7 +34,7 @@ def _init(rank: int, port: int) -> None:
 
 
 def _batches_worker(rank: int, port: int, out: str) -> None:
-    from nemo_pc.data.pc_dataset import DurationBucketSampler
+    from nemo_pc.data.datasets.pc_dataset import DurationBucketSampler
 
     _init(rank, port)
     sampler = DurationBucketSampler([float(k % 7) + 1.0 for k in range(50)], batch_size=4, window=3, seed=5)
@@ -147,7 +147,7 @@ def test_lhotse_ranks_see_different_cuts(tmp_path):
     """
     from nemo.collections.common.data.lhotse import get_lhotse_dataloader_from_config
 
-    from nemo_pc.data.shar import export_shar
+    from nemo_pc.data.recipes.shar import export_shar
     from nemo_pc.testing.asr import write_pc_manifest
 
     utterances = [(f"Word number {k}, said once.", "book") for k in range(12)]
@@ -194,7 +194,7 @@ def test_hydra_script_trains_on_two_cpu_processes_and_the_checkpoint_restores(ti
 @pytest.mark.parametrize("script", sorted(SCRIPT_VARIANTS))
 def test_hydra_script_trains_from_shar_with_lhotse_on_two_cpu_processes(tiny_script_data, script, tmp_path):
     """``use_lhotse`` from shar under DDP, with the trainer keys of docs/scale.md and NeMo's duration buckets."""
-    from nemo_pc.data.shar import export_shar
+    from nemo_pc.data.recipes.shar import export_shar
 
     manifest, tokenizer = tiny_script_data
     export_shar(manifest, tmp_path / "shar", shard_size=2)

@@ -56,7 +56,7 @@ def test_training_script_runs_two_steps_with_exp_manager(tiny_script_data, scrip
 @pytest.mark.parametrize("script", sorted(SCRIPT_VARIANTS))
 def test_training_script_trains_from_shar_with_lhotse(tiny_script_data, script, tmp_path):
     """The documented lhotse overrides (docs/scale.md): shar training data, a length-less loader."""
-    from nemo_pc.data.shar import export_shar
+    from nemo_pc.data.recipes.shar import export_shar
 
     manifest, tokenizer = tiny_script_data
     export_shar(manifest, tmp_path / "shar")

@@ -14,10 +14,10 @@ import random
 
 import pytest
 
-from nemo_pc.data.books import CorpusError, read_chapters_txt
-from nemo_pc.data.librispeech_pc import read_transcripts
-from nemo_pc.data.manifest import ManifestError, iter_manifest
-from nemo_pc.formatter.format_cli import read_lines
+from nemo_pc.cli.format import read_lines
+from nemo_pc.data.recipes.books import CorpusError, read_chapters_txt
+from nemo_pc.data.recipes.librispeech_pc import read_transcripts
+from nemo_pc.parts.manifest import ManifestError, iter_manifest
 from nemo_pc.parts.styles import MIXED_FORMATS, compose_mixed, parse_mixed
 
 CASES = 10_000

@@ -81,7 +81,7 @@ def test_synth_killed_anywhere_resumes_to_the_same_bytes(tmp_path):
 
 
 def test_librispeech_pc_killed_anywhere_resumes_to_the_same_bytes(tmp_path):
-    from nemo_pc.data.synth import SynthConfig, synthesize_corpus
+    from nemo_pc.data.recipes.synth import SynthConfig, synthesize_corpus
 
     corpus = tmp_path / "corpus"
     config = SynthConfig(hours=0.03, audio=False, tn="none", deviation_rate=0.05, seed=5, min_words=6)
@@ -103,7 +103,7 @@ def test_formatter_data_killed_anywhere_resumes_to_the_same_bytes(tmp_path):
 def test_build_lm_killed_while_writing_resumes_to_the_same_bytes(tmp_path):
     import sentencepiece
 
-    from nemo_pc.data.manifest import read_manifest
+    from nemo_pc.parts.manifest import read_manifest
     from nemo_pc.testing.asr import write_pc_manifest
 
     manifest = write_pc_manifest(tmp_path / "data")

@@ -17,7 +17,8 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from nemo_pc.data.manifest import ManifestError, iter_manifest, require_text
+from nemo_pc.parts.manifest import ManifestError, iter_manifest, require_text
+from nemo_pc.parts.modes import MODES
 
 NOT_MEASURED = "not measured: run examples/demo_pc.py --claims"
 ALPHA = 0.05
@@ -444,7 +445,7 @@ def count_encoder_passes(model, audio: Sequence[str], batch_size: int = 16) -> d
         outputs = model.transcribe(list(audio), batch_size=batch_size, mode="both", verbose=False)
     finally:
         handle.remove()
-    texts = {style: [getattr(h, "text", h) for h in outputs[style]] for style in ("normalized", "punctuated")}
+    texts = {style: [getattr(h, "text", h) for h in outputs[style]] for style in MODES}
     for style, values in texts.items():
         if len(values) != len(audio):
             raise RuntimeError(f"transcribe returned {len(values)} {style} outputs for {len(audio)} files")

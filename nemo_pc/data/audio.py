@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from nemo_pc.data.manifest import ManifestError, iter_manifest, require_text
+from nemo_pc.parts.manifest import ManifestError, iter_manifest, require_text
 
 DOWNMIX = "average"
 """NeMo's ``channel_selector`` that averages the channels of a multi-channel file into one."""

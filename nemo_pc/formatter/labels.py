@@ -23,9 +23,18 @@ from dataclasses import asdict, dataclass, field
 
 from rapidfuzz.distance import Levenshtein
 
-from nemo_pc.data.spoken import BookWords, render, written_words
+from nemo_pc.data.recipes.spoken import BookWords, render, written_words
+from nemo_pc.parts.formatter_labels import (  # noqa: F401 (the formatter's label API)
+    CASE_LABELS,
+    EDGE_SYMBOLS,
+    ITN_LABELS,
+    LABEL_OF_MARK,
+    MARK_OF_LABEL,
+    PUNCT_LABELS,
+    SPAN_CLOSE,
+    SPAN_OPEN,
+)
 from nemo_pc.parts.text import (
-    CASE_CLASSES,
     DEFAULT_MARK_MAP,
     DEFAULT_MARKS,
     case_class,
@@ -33,23 +42,6 @@ from nemo_pc.parts.text import (
     map_marks,
     normalize,
 )
-
-PUNCT_LABELS = ("O", "PERIOD", "COMMA", "QUESTION")
-"""Punctuation head classes (papers/003 §3.1): the mark that follows a word."""
-
-CASE_LABELS = CASE_CLASSES
-"""Truecasing head classes: LOWER, CAPITAL, ACRONYM, MIXED."""
-
-ITN_LABELS = ("O", "ITN")
-"""ITN span head classes."""
-
-MARK_OF_LABEL = {"PERIOD": ".", "COMMA": ",", "QUESTION": "?"}
-LABEL_OF_MARK = {mark: label for label, mark in MARK_OF_LABEL.items()}
-
-SPAN_OPEN = "<span>"
-SPAN_CLOSE = "</span>"
-EDGE_SYMBOLS = "$£€¥₹%°#@&+=/§"
-"""Symbols that stay at the edges of a span's written form ("$12", "5%"); quotes and brackets there are dropped."""
 
 
 @dataclass

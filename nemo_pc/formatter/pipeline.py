@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from nemo_pc.data.manifest import iter_manifest, require_text, write_manifest
 from nemo_pc.formatter.hybrid import POLICIES, SpanCandidates, WfstSpans, chosen_text
 from nemo_pc.formatter.labels import LabeledText, find_spans, span_input
+from nemo_pc.parts.manifest import iter_manifest, require_text, write_manifest
 from nemo_pc.parts.text import join_word_marks, normalize, word_marks
 
 

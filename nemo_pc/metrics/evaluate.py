@@ -7,8 +7,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from nemo_pc.data.manifest import DropCounter, ManifestError, iter_manifest, require_text
 from nemo_pc.metrics.accumulator import PCMetrics
+from nemo_pc.parts.manifest import DropCounter, ManifestError, iter_manifest, require_text
 from nemo_pc.parts.text import DEFAULT_MARKS, SEGMENT_MARKS, parse_marks
 
 

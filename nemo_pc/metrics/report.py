@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from nemo_pc.data.manifest import atomic_open
+from nemo_pc.parts.manifest import atomic_open
 from nemo_pc.parts.text import CASE_CLASSES
 
 HEADLINE = (

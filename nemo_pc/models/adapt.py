@@ -12,7 +12,7 @@ Stock families and what they become:
       of the last layer (``style_embedding``).
 
 The encoder and preprocessor are copied as they are. The tokenizer is the stock one when it already writes case and
-the marks; otherwise it is extended (:mod:`nemo_pc.data.tokenizer_extension`): every stock piece keeps its id and its
+the marks; otherwise it is extended (:mod:`nemo_pc.data.tokenizers.extension`): every stock piece keeps its id and its
 rows (embedding, output layer), and each appended piece's rows start as the mean of its related stock pieces' rows
 (the mean of all stock rows for a mark), its output bias
 :data:`~nemo_pc.models.vocabulary.NEW_PIECE_MARGIN` below theirs. An appended piece
@@ -31,7 +31,7 @@ from pathlib import Path
 import torch
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from nemo_pc.data.tokenizer_extension import ExtendedTokenizer, extend_tokenizer, related_pieces
+from nemo_pc.data.tokenizers.extension import ExtendedTokenizer, extend_tokenizer, related_pieces
 from nemo_pc.models.vocabulary import RowSources, gather_rows
 from nemo_pc.parts.text import DEFAULT_MARKS
 

@@ -13,18 +13,18 @@ from nemo.collections.asr.parts.submodules.ctc_decoding import CTCBPEDecoding
 from nemo.utils import logging
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from nemo_pc.data.style_dataset import check_style_tokenizer
+from nemo_pc.data.datasets.style_dataset import check_style_tokenizer
 from nemo_pc.models.vocabulary import carry_rows, pieces, row_sources
 from nemo_pc.modules.style_encoder import LayerTaps, StyleBranch, StyleEmbedding, to_decoder_input
 from nemo_pc.parts.lm_fusion import DEFAULT_LM_MODE, decoding_cfg_for_mode, ngram_lm_mode
 from nemo_pc.parts.loss_guard import global_step, loss_is_finite, nonfinite_policy, norm_statistics
-from nemo_pc.parts.pc_data import PCDataMixin
+from nemo_pc.parts.mixins.pc_data import PCDataMixin
+from nemo_pc.parts.mixins.transcription import PCTranscribeConfig, PCTranscriptionMixin, resolve_mode
+from nemo_pc.parts.modes import BOTH, MODES, NORMALIZED_ID, PUNCTUATED_ID
 from nemo_pc.parts.styles import check_format, parse_mixed
 from nemo_pc.parts.text import DEFAULT_MARKS, normalize
-from nemo_pc.parts.transcription import PCTranscribeConfig, PCTranscriptionMixin, resolve_mode
 
 TARGETS = ("punctuated", "normalized", "mixed")
-NORMALIZED_ID, PUNCTUATED_ID = 0, 1  # the mode ids of the manifest schema; also the one-hot style index
 
 PC_DEFAULTS = {
     "target": "punctuated",
@@ -70,9 +70,10 @@ class EncDecCTCPCBPEModel(PCTranscriptionMixin, PCDataMixin, EncDecCTCModelBPE):
 
     Utterances whose ``pc_source`` is ``"none"`` take no loss on a punctuated or mixed main target.
 
-    ``train_ds`` / ``validation_ds`` / ``test_ds`` are :func:`nemo_pc.data.pc_dataset.pc_dataloader_from_config`
+    ``train_ds`` / ``validation_ds`` / ``test_ds`` are
+    :func:`nemo_pc.data.datasets.pc_dataset.pc_dataloader_from_config`
     configs (``use_lhotse: true`` reads shar, tarred audio or manifests with NeMo's lhotse loader), set up by
-    :class:`~nemo_pc.parts.pc_data.PCDataMixin`; ``transcribe`` keeps NeMo's audio loader.
+    :class:`~nemo_pc.parts.mixins.pc_data.PCDataMixin`; ``transcribe`` keeps NeMo's audio loader.
     """
 
     def __init__(self, cfg: DictConfig, trainer: Trainer | None = None) -> None:
@@ -291,7 +292,8 @@ class EncDecCTCPCBPEModel(PCTranscriptionMixin, PCDataMixin, EncDecCTCModelBPE):
         return (per_utt * mask).sum() / mask.sum().clamp(min=1.0)
 
     def compute_losses(self, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """L = λ_CTC L_main + λ_inter L_inter + w L_normalized over one :class:`~nemo_pc.data.pc_dataset.PCBatch`."""
+        """L = λ_CTC L_main + λ_inter L_inter + w L_normalized over one
+        :class:`~nemo_pc.data.datasets.pc_batch.PCBatch`."""
         total, losses, _ = self._losses_and_main(batch)
         return total, losses
 
@@ -367,7 +369,8 @@ class EncDecCTCPCBPEModel(PCTranscriptionMixin, PCDataMixin, EncDecCTCModelBPE):
         **config_kwargs,
     ):
         """NeMo's ``transcribe`` (same positional arguments) with an output ``mode``: ``punctuated``,
-        ``normalized`` or ``both`` (``style`` is an alias); see :mod:`nemo_pc.parts.transcription`. With ``both``
+        ``normalized`` or ``both`` (``style`` is an alias); see :mod:`nemo_pc.parts.mixins.transcription`. With
+        ``both``
         the result is ``{"normalized": [...], "punctuated": [...]}``.
 
         Raises:
@@ -390,7 +393,7 @@ class EncDecCTCPCBPEModel(PCTranscriptionMixin, PCDataMixin, EncDecCTCModelBPE):
     def _style_sources(self, style: str) -> dict[str, str]:
         """Which head gives each requested style: ``main``, ``inter``, ``normalized``, ``parse`` or ``rules``."""
         target = self.cfg.pc.target
-        wanted = ("normalized", "punctuated") if style == "both" else (style,)
+        wanted = MODES if style == BOTH else (style,)
         sources = {}
         for name in wanted:
             if target == "mixed":

@@ -9,8 +9,8 @@ from lightning.pytorch import Trainer
 from nemo.core.classes import ModelPT
 from omegaconf import DictConfig, OmegaConf
 
-from nemo_pc.data.formatter_datasets import PairCollate, PairDataset, build_dataloader
-from nemo_pc.data.rewriter_tokenizer import load_rewriter_tokenizer
+from nemo_pc.data.datasets.formatter_datasets import PairCollate, PairDataset, build_dataloader
+from nemo_pc.data.tokenizers.rewriter import load_rewriter_tokenizer
 
 DEFAULT_BART = {
     "d_model": 256,
@@ -36,7 +36,7 @@ class SpanRewriterModel(ModelPT):
 
     Config keys:
         tokenizer.tokenizer_file: a ``tokenizer.json`` from
-            :func:`nemo_pc.data.rewriter_tokenizer.train_rewriter_tokenizer`; saved in the .nemo.
+            :func:`nemo_pc.data.tokenizers.rewriter.train_rewriter_tokenizer`; saved in the .nemo.
         bart: BartConfig keyword arguments over :data:`DEFAULT_BART` (vocabulary size and special token ids come
             from the tokenizer).
         max_source_length, max_target_length: token limits for inputs and outputs (training cuts, decoding stops).

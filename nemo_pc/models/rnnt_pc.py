@@ -23,7 +23,7 @@ from nemo.core.classes.mixins import AccessMixin
 from omegaconf import DictConfig, OmegaConf
 from torch.utils.data import DataLoader
 
-from nemo_pc.data.pc_dataset import MODES, PCBatch, mode_id
+from nemo_pc.data.datasets.pc_batch import PCBatch
 from nemo_pc.losses import ModeWeightedRNNTLoss
 from nemo_pc.losses.mode_weighted import AUTO, SCAN, TDT_SCAN, resolve_loss_name
 from nemo_pc.metrics.mode_wer import MultiModeWER
@@ -33,9 +33,10 @@ from nemo_pc.models.vocabulary import carry_rows, pieces, row_sources
 from nemo_pc.modules import DualRNNTDecoder, DualRNNTJoint, ModeConditioningMixin, ModeDecoderJoint
 from nemo_pc.parts.lm_fusion import decoding_cfg_for_mode, ngram_lm_mode
 from nemo_pc.parts.loss_guard import global_step, loss_is_finite, nonfinite_policy, norm_statistics
-from nemo_pc.parts.pc_data import PCDataMixin
+from nemo_pc.parts.mixins.pc_data import PCDataMixin
+from nemo_pc.parts.mixins.transcription import BOTH, PCTranscribeConfig, PCTranscriptionMixin, resolve_mode
+from nemo_pc.parts.modes import MODES, mode_id
 from nemo_pc.parts.text import DEFAULT_MARKS, normalize
-from nemo_pc.parts.transcription import BOTH, PCTranscribeConfig, PCTranscriptionMixin, resolve_mode
 
 DECODER_KINDS = ("single", "dual", "conditioned")
 
@@ -62,10 +63,10 @@ class EncDecRNNTPCBPEModel(PCTranscriptionMixin, PCDataMixin, AuxCTCMixin, EncDe
         pc.ngram_lm_mode: the mode whose decoding fuses the n-gram LM of NeMo's decoding config
             (``decoding.greedy.ngram_lm_model`` / ``decoding.beam.ngram_lm_model``), default ``punctuated``; the
             other mode decodes without it (:mod:`nemo_pc.parts.lm_fusion`).
-        train_ds / validation_ds / test_ds: :func:`nemo_pc.data.pc_dataset.pc_dataloader_from_config` configs
+        train_ds / validation_ds / test_ds: :func:`nemo_pc.data.datasets.pc_dataset.pc_dataloader_from_config` configs
             (``pc_fraction`` keeps P labels on a share of the training utterances; ``use_lhotse: true`` reads
             shar, tarred audio or manifests with NeMo's lhotse loader), set up by
-            :class:`~nemo_pc.parts.pc_data.PCDataMixin`.
+            :class:`~nemo_pc.parts.mixins.pc_data.PCDataMixin`.
     """
 
     def __init__(self, cfg: DictConfig, trainer: Trainer | None = None) -> None:
@@ -314,7 +315,7 @@ class EncDecRNNTPCBPEModel(PCTranscriptionMixin, PCDataMixin, AuxCTCMixin, EncDe
         **config_kwargs: Any,
     ) -> list | dict:
         """NeMo's ``transcribe`` (same positional arguments) with an output ``mode``: ``normalized``,
-        ``punctuated`` or ``both`` (``style`` is an alias); see :mod:`nemo_pc.parts.transcription`.
+        ``punctuated`` or ``both`` (``style`` is an alias); see :mod:`nemo_pc.parts.mixins.transcription`.
 
         ``both`` runs the encoder once per batch, decodes once per mode and returns
         ``{"normalized": [...], "punctuated": [...]}``.
@@ -368,6 +369,6 @@ class EncDecRNNTPCBPEModel(PCTranscriptionMixin, PCDataMixin, AuxCTCMixin, EncDe
     @property
     def decoder_joint(self) -> ModeDecoderJoint:
         """The exportable decoding step of every variant (every head), with the mode as an input; what NeMo's
-        ``export`` writes as ``decoder_joint-*``. :func:`nemo_pc.parts.onnx_rnnt.export_for_onnxruntime` exports
+        ``export`` writes as ``decoder_joint-*``. :func:`nemo_pc.pipelines.onnx_rnnt.export_for_onnxruntime` exports
         a subset of the heads."""
         return ModeDecoderJoint(self.decoder, self.joint)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from nemo_pc.data.pc_dataset import PCBatch
+from nemo_pc.data.datasets.pc_batch import PCBatch
 
 
 @dataclass

@@ -13,7 +13,7 @@ from nemo.core.classes import ModelPT
 from omegaconf import DictConfig, OmegaConf, open_dict
 from torch import nn
 
-from nemo_pc.data.formatter_datasets import (
+from nemo_pc.data.datasets.formatter_datasets import (
     IGNORE_INDEX,
     TASK_LABELS,
     TaggerCollate,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from nemo_pc.data.tokenizer_extension import related_pieces
+from nemo_pc.data.tokenizers.extension import related_pieces
 from nemo_pc.parts.text import DEFAULT_MARKS
 
 NEW_PIECE_MARGIN = 1.0

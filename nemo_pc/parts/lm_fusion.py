@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from nemo_pc.data.pc_dataset import mode_id
+from nemo_pc.parts.modes import mode_id
 
 LM_SECTIONS = ("greedy", "beam")
 DEFAULT_LM_MODE = "punctuated"

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from nemo_pc.data.manifest import DropCounter, ManifestError, atomic_open, iter_manifest, require_text
+from nemo_pc.parts.manifest import DropCounter, ManifestError, atomic_open, iter_manifest, require_text
 from nemo_pc.parts.text import DEFAULT_MARKS, normalize, parse_marks, preprocess_punctuated
 
 BOS, EOS = "<s>", "</s>"

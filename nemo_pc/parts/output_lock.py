@@ -27,7 +27,7 @@ from pathlib import Path
 
 LOCK_NAME = ".nemo_pc.lock"
 TEMPORARY = re.compile(r"\..+\.(?:[0-9a-f]{12}|[0-9]+)\.tmp")
-"""Names of the temporary files of atomic writes (:func:`nemo_pc.data.manifest.atomic_open`, the synthesizer's flac,
+"""Names of the temporary files of atomic writes (:func:`nemo_pc.parts.manifest.atomic_open`, the synthesizer's flac,
 the shar staging folder): removed when a dead run's lock is taken over."""
 
 _held: dict[Path, int] = {}  # folder -> how many nested holds of this process

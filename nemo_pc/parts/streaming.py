@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from nemo_pc.data.pc_dataset import MODES, mode_id
-from nemo_pc.parts.transcription import BOTH, PCTranscribeConfig, resolve_mode
+from nemo_pc.parts.modes import MODES, mode_id, parse_request, requested_ids
 
 
 @dataclass
@@ -52,9 +51,8 @@ def stream_modes(model, mode: str | Sequence[str] | None = None) -> list[int]:
         ValueError: an unknown mode.
     """
     if mode is not None and not isinstance(mode, str):
-        return [mode_id(resolve_mode(PCTranscribeConfig(mode=name), model.default_mode)) for name in mode]
-    name = resolve_mode(PCTranscribeConfig(mode=mode), model.default_mode)
-    return [0, 1] if name == BOTH else [mode_id(name)]
+        return [mode_id(parse_request(name)) for name in mode]
+    return requested_ids(parse_request(model.default_mode if mode is None else mode))
 
 
 def initial_state(model, batch_size: int, modes: Sequence[int]) -> StreamState:
@@ -105,8 +103,10 @@ def stream_step(
 def decode_chunk(model, encoded: torch.Tensor, encoded_len: torch.Tensor, state: StreamState) -> dict[int, list]:
     """Continues each mode's partial hypotheses of ``state`` over one chunk's encoder output ``(B, D, T)``, with
     that mode's decoding; returns them per mode id (see :func:`stream_step`)."""
+    from nemo.collections.asr.parts.mixins import TranscribeConfig
+
     for mode, previous in state.hypotheses.items():
-        trcfg = PCTranscribeConfig(return_hypotheses=True, partial_hypothesis=previous)
+        trcfg = TranscribeConfig(return_hypotheses=True, partial_hypothesis=previous)
         state.hypotheses[mode] = model.decode_mode(encoded, encoded_len, mode, trcfg)
     state.steps += 1
     return dict(state.hypotheses)

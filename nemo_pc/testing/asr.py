@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nemo_pc.data.manifest import write_manifest
+from nemo_pc.parts.manifest import write_manifest
 from nemo_pc.parts.text import normalize
 
 SAMPLE_RATE = 16000
@@ -74,7 +74,7 @@ def write_nemo_tarred(manifest: str | Path, folder: str | Path) -> tuple[Path, P
     name, with ``shard_id`` 0 and every other field kept. Returns ``(audio_0.tar, tarred_audio_manifest.json)``."""
     import tarfile
 
-    from nemo_pc.data.manifest import read_manifest
+    from nemo_pc.parts.manifest import read_manifest
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -89,7 +89,7 @@ def write_nemo_tarred(manifest: str | Path, folder: str | Path) -> tuple[Path, P
 
 def train_tokenizer(manifest: str | Path, folder: str | Path, vocab_size: int = 40) -> Path:
     """Trains the cased, punctuated BPE tokenizer on a manifest; returns its folder."""
-    from nemo_pc.data.tokenizer import build_tokenizer
+    from nemo_pc.data.tokenizers.pc_tokenizer import build_tokenizer
 
     return build_tokenizer([manifest], folder, vocab_size=vocab_size)
 

@@ -1,6 +1,7 @@
 """Tiny LibriSpeech-layout corpora for tests, from a paragraph of known punctuation.
 
-:func:`make_book` gives a :class:`~nemo_pc.data.books.Book` for :func:`nemo_pc.data.synth.synthesize_corpus`;
+:func:`make_book` gives a :class:`~nemo_pc.data.recipes.books.Book` for
+:func:`nemo_pc.data.recipes.synth.synthesize_corpus`;
 :func:`write_chapter` writes one chapter by hand (transcripts, ``CHAPTERS.TXT`` line, book file) so that a test can
 put exactly the transcripts it wants next to a book, e.g. to trigger one drop rule.
 """
@@ -9,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nemo_pc.data.books import Book, Chapter, ChapterInfo, read_chapters_txt, write_book, write_chapters_txt
-from nemo_pc.data.manifest import write_text_atomic
+from nemo_pc.data.recipes.books import Book, Chapter, ChapterInfo, read_chapters_txt, write_book, write_chapters_txt
+from nemo_pc.parts.manifest import write_text_atomic
 
 PARAGRAPH = (
     "In the beginning the old house stood alone upon the hill, and nobody in the village would go near it. "

@@ -64,7 +64,7 @@ def write_manifest(directory: Path, utterances: Sequence[tuple[str, str]] = UTTE
 
 def train_tokenizer(directory: Path, manifest: Path, vocab_size: int = 48) -> Path:
     """The shared cased, punctuated tokenizer with the style tags, trained on one manifest."""
-    from nemo_pc.data.style_dataset import build_style_tokenizer
+    from nemo_pc.data.datasets.style_dataset import build_style_tokenizer
 
     return build_style_tokenizer([manifest], directory, vocab_size=vocab_size)
 

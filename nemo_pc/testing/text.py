@@ -51,7 +51,7 @@ def write_wordpiece_vocab(path: str | Path, texts: Iterable[str]) -> Path:
 
 
 def write_jsonl(path: str | Path, entries: Iterable[Mapping]) -> Path:
-    """Writes JSON lines (tests only; library code writes through :mod:`nemo_pc.data.manifest`)."""
+    """Writes JSON lines (tests only; library code writes through :mod:`nemo_pc.parts.manifest`)."""
     path = Path(path)
     path.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries), encoding="utf-8")
     return path
@@ -134,7 +134,7 @@ def train_tiny_formatter(folder: str | Path, pairs=WRITTEN_SPOKEN, steps: int = 
     Returns:
         ``(tagger, rewriter)``, both in eval mode.
     """
-    from nemo_pc.data.rewriter_tokenizer import train_rewriter_tokenizer
+    from nemo_pc.data.tokenizers.rewriter import train_rewriter_tokenizer
     from nemo_pc.formatter.labels import derive_labels
     from nemo_pc.models.rewriter import SpanRewriterModel
     from nemo_pc.models.tagger import PCTaggerModel

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nemo_pc.data.audio import AudioError, check_audio
-from nemo_pc.data.manifest import ManifestError
+from nemo_pc.parts.manifest import ManifestError
 from nemo_pc.testing.asr import tone_audio
 
 

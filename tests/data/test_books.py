@@ -3,7 +3,7 @@ import zipfile
 
 import pytest
 
-from nemo_pc.data.books import (
+from nemo_pc.data.recipes.books import (
     WIKI_MEMBER,
     CorpusError,
     find_book_file,

@@ -3,10 +3,10 @@ import shutil
 
 import pytest
 
-from nemo_pc.data.books import CorpusError
-from nemo_pc.data.librispeech_pc import RestoreOptions, prepare_librispeech_pc, read_transcripts
-from nemo_pc.data.manifest import read_manifest
-from nemo_pc.data.synth import SynthConfig, synthesize_corpus
+from nemo_pc.data.recipes.books import CorpusError
+from nemo_pc.data.recipes.librispeech_pc import RestoreOptions, prepare_librispeech_pc, read_transcripts
+from nemo_pc.data.recipes.synth import SynthConfig, synthesize_corpus
+from nemo_pc.parts.manifest import read_manifest
 from nemo_pc.parts.text import normalize
 from nemo_pc.testing import PARAGRAPH, make_book, write_chapter
 
@@ -38,8 +38,8 @@ def test_text_only_corpus_is_restored_exactly(text_corpus, tmp_path):
 
 
 def test_the_seen_test_split_gets_a_manifest_and_its_own_drop_accounting(tmp_path):
-    from nemo_pc.data.books import Book, Chapter
-    from nemo_pc.data.synth import SEEN_TEST_SPLIT
+    from nemo_pc.data.recipes.books import Book, Chapter
+    from nemo_pc.data.recipes.synth import SEEN_TEST_SPLIT
 
     book = Book(30001, "A Long Book", [Chapter(f"Chapter {k + 1}", " ".join([PARAGRAPH] * 4)) for k in range(6)])
     config = SynthConfig(hours=0.02, audio=False, tn="none", deviation_rate=0.1, seed=6, min_words=6,
@@ -232,7 +232,7 @@ def test_a_transcript_listed_twice_is_an_error_and_paths_are_absolute(tmp_path, 
 
 
 def test_a_utf8_book_with_a_stray_byte_stays_utf8(tmp_path, capsys):
-    from nemo_pc.data.books import read_book_text
+    from nemo_pc.data.recipes.books import read_book_text
 
     book = tmp_path / "b.txt"
     book.write_bytes("Kutúzov rode on.\nThe café was closed.\n".encode() + b"A stray \xff byte.\n")
@@ -248,8 +248,8 @@ def _chapter_results(folder, chapters: int, per_chapter: int = 20) -> list:
     """Chapter result files as ``restore_book`` writes them, in two splits, with kept and dropped lines."""
     from pathlib import Path
 
-    from nemo_pc.data.librispeech_pc import ChapterTask
-    from nemo_pc.data.manifest import write_manifest
+    from nemo_pc.data.recipes.librispeech_pc import ChapterTask
+    from nemo_pc.parts.manifest import write_manifest
 
     tasks = []
     for c in range(chapters):
@@ -293,7 +293,7 @@ def _merged_in_memory(tasks, options) -> dict:
 def test_merge_streams_every_line_in_order_with_memory_flat_in_chapters(tmp_path, fallback):
     import tracemalloc
 
-    from nemo_pc.data.librispeech_pc import merge_results
+    from nemo_pc.data.recipes.librispeech_pc import merge_results
 
     options = RestoreOptions(tn="none", fallback=fallback)
     peaks = {}
@@ -335,7 +335,7 @@ def test_durations_cost_a_few_bytes_an_utterance_until_restored():
     import tracemalloc
     from pathlib import Path
 
-    from nemo_pc.data.librispeech_pc import ChapterTask, _attach_durations
+    from nemo_pc.data.recipes.librispeech_pc import ChapterTask, _attach_durations
 
     chapters, per_chapter = 200, 100
     tasks = [ChapterTask("train", Path(f"/c/{c}/{c}/{c}-{c}.trans.txt"), None, Path("book.txt"), Path("r.jsonl"))

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nemo_pc.cli import main
-from nemo_pc.data.lm_text import HeldOut, split_sentences, write_lm_text
+from nemo_pc.data.recipes.lm_text import HeldOut, split_sentences, write_lm_text
 
 BOOK = """The first sentence is here. And the LORD spake unto Moses, saying, Speak unto the children of Israel!
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nemo_pc.data.manifest import ManifestError, iter_manifest, read_manifest, require_text, write_manifest
+from nemo_pc.parts.manifest import ManifestError, iter_manifest, read_manifest, require_text, write_manifest
 
 entries = st.dictionaries(
     st.text(max_size=8), st.one_of(st.text(max_size=20), st.integers(), st.floats(allow_nan=False)), max_size=4
@@ -64,7 +64,7 @@ def test_import_leaves_the_umask_alone_and_writes_follow_it(tmp_path):
     import sys
 
     # importing the module must not call os.umask (a process-wide, thread-unsafe change)
-    probe = "import os; os.umask = None; import nemo_pc.data.manifest; print('ok')"
+    probe = "import os; os.umask = None; import nemo_pc.parts.manifest; print('ok')"
     assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.strip() == "ok"
     old = os.umask(0o077)
     try:

@@ -6,14 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nemo_pc.data.manifest import ManifestError
-from nemo_pc.data.pc_dataset import (
-    PCAudioTextDataset,
-    keeps_p_label,
-    mode_id,
-    pc_dataloader_from_config,
-    read_pc_manifest,
-)
+from nemo_pc.data.datasets.pc_batch import keeps_p_label
+from nemo_pc.data.datasets.pc_dataset import PCAudioTextDataset, pc_dataloader_from_config, read_pc_manifest
+from nemo_pc.parts.manifest import ManifestError
 from nemo_pc.testing.asr import UTTERANCES, train_tokenizer, write_pc_manifest
 
 
@@ -102,17 +97,6 @@ def test_duration_filter_counts_what_it_drops(corpus, tokenizer, tmp_path):
         PCAudioTextDataset(corpus[1], tokenizer, min_duration=0.6)
 
 
-@pytest.mark.parametrize(("value", "expected"), [("normalized", 0), ("P", 1), (" Punctuated ", 1), (0, 0), (1, 1)])
-def test_mode_names_and_ids(value, expected):
-    assert mode_id(value) == expected
-
-
-@pytest.mark.parametrize("value", ["loud", 2, -1, True, None])
-def test_unknown_modes_name_the_argument(value):
-    with pytest.raises(ValueError, match="style must be one of"):
-        mode_id(value, "style")
-
-
 @given(
     durations=st.lists(st.floats(0.5, 20.0), min_size=1, max_size=200),
     batch_size=st.integers(1, 9),
@@ -120,7 +104,7 @@ def test_unknown_modes_name_the_argument(value):
     epoch=st.integers(0, 3),
 )
 def test_bucketed_batches_cover_every_utterance_once_per_epoch(durations, batch_size, window, epoch):
-    from nemo_pc.data.pc_dataset import DurationBucketSampler
+    from nemo_pc.data.datasets.pc_dataset import DurationBucketSampler
 
     sampler = DurationBucketSampler(durations, batch_size, window, seed=1)
     sampler.set_epoch(epoch)
@@ -133,7 +117,7 @@ def test_bucketed_batches_cover_every_utterance_once_per_epoch(durations, batch_
 def test_bucketing_cuts_padding_and_still_shuffles():
     import random
 
-    from nemo_pc.data.pc_dataset import DurationBucketSampler, padding_share
+    from nemo_pc.data.datasets.pc_dataset import DurationBucketSampler, padding_share
 
     rng = random.Random(0)
     durations = [rng.uniform(1.0, 8.0) for _ in range(400)]

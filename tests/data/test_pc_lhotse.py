@@ -6,9 +6,9 @@ import json
 import pytest
 import torch
 
-from nemo_pc.data.manifest import ManifestError, write_manifest
-from nemo_pc.data.pc_dataset import pc_dataloader_from_config
-from nemo_pc.data.shar import export_shar
+from nemo_pc.data.datasets.pc_dataset import pc_dataloader_from_config
+from nemo_pc.data.recipes.shar import export_shar
+from nemo_pc.parts.manifest import ManifestError, write_manifest
 from nemo_pc.parts.text import normalize
 from nemo_pc.testing.asr import (
     UTTERANCES,
@@ -99,7 +99,7 @@ def test_unreadable_audio_is_an_error_naming_the_cut(corpus, tokenizer, tmp_path
 
     from lhotse import CutSet, Recording
 
-    from nemo_pc.data.pc_lhotse import LhotsePCDataset
+    from nemo_pc.data.datasets.pc_lhotse import LhotsePCDataset
 
     entries = [json.loads(line) for line in corpus["manifest"].read_text().splitlines()][:2]
     cuts = []

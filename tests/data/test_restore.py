@@ -2,8 +2,8 @@ import random
 
 import pytest
 
-from nemo_pc.data.restore import BookIndex, restore_chapter
-from nemo_pc.data.spoken import SpokenForm, book_words
+from nemo_pc.data.recipes.restore import BookIndex, restore_chapter
+from nemo_pc.data.recipes.spoken import SpokenForm, book_words
 from nemo_pc.parts.text import fold, recase
 from nemo_pc.testing import PARAGRAPH
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from nemo_pc.cli import main
-from nemo_pc.data.manifest import read_manifest, write_manifest
-from nemo_pc.data.shar import export_shar
+from nemo_pc.data.recipes.shar import export_shar
+from nemo_pc.parts.manifest import read_manifest, write_manifest
 from nemo_pc.testing.asr import tone_audio, write_pc_manifest, write_wav
 
 lhotse = pytest.importorskip("lhotse")

@@ -1,6 +1,6 @@
 import pytest
 
-from nemo_pc.data.spoken import SpokenForm, book_words, needs_tn, sentence_spans, written_words
+from nemo_pc.data.recipes.spoken import SpokenForm, book_words, needs_tn, sentence_spans, written_words
 from nemo_pc.parts.text import normalize
 from nemo_pc.testing import PARAGRAPH
 

@@ -6,11 +6,11 @@ import pytest
 import soundfile
 
 from nemo_pc.cli import main
-from nemo_pc.data.books import read_chapters_txt
-from nemo_pc.data.manifest import read_manifest
-from nemo_pc.data.spoken import SpokenForm, book_words
-from nemo_pc.data.synth import SEEN_TEST_SPLIT, SynthConfig, cut_utterances, plan, synthesize_corpus
-from nemo_pc.data.voices import available_voices
+from nemo_pc.data.recipes.books import read_chapters_txt
+from nemo_pc.data.recipes.spoken import SpokenForm, book_words
+from nemo_pc.data.recipes.synth import SEEN_TEST_SPLIT, SynthConfig, cut_utterances, plan, synthesize_corpus
+from nemo_pc.data.recipes.voices import available_voices
+from nemo_pc.parts.manifest import read_manifest
 from nemo_pc.parts.text import normalize
 from nemo_pc.testing import make_book
 
@@ -130,7 +130,7 @@ def test_cli_synth_then_librispeech_pc(tmp_path, capsys):
 
 
 def _long_book(chapters: int):
-    from nemo_pc.data.books import Book, Chapter
+    from nemo_pc.data.recipes.books import Book, Chapter
     from nemo_pc.testing.corpus import PARAGRAPH
 
     return Book(
@@ -139,7 +139,7 @@ def _long_book(chapters: int):
 
 
 def test_default_hour_has_many_training_voices_and_held_out_voices_of_trained_engines():
-    from nemo_pc.data.synth import PERSONS
+    from nemo_pc.data.recipes.synth import PERSONS
 
     voices = available_voices()
     engines = {voice.engine for voice in voices}
@@ -269,7 +269,7 @@ def test_same_seed_gives_bit_identical_audio(tmp_path):
 def test_formant_and_tilt_change_the_sound_but_not_the_length(tmp_path):
     import numpy
 
-    from nemo_pc.data.voices import Voice, synthesize
+    from nemo_pc.data.recipes.voices import Voice, synthesize
 
     voice = Voice("espeak-ng", "en-us+m1", "M")
     plain = synthesize(voice, "The lamp is on the table.", tmp_path / "a.flac")

@@ -7,8 +7,8 @@ import pytest
 import sentencepiece
 
 from nemo_pc.cli import main
-from nemo_pc.data.manifest import ManifestError
-from nemo_pc.data.tokenizer import build_tokenizer, tokenizer_dir_name, tokenizer_training_lines
+from nemo_pc.data.tokenizers.pc_tokenizer import build_tokenizer, tokenizer_dir_name, tokenizer_training_lines
+from nemo_pc.parts.manifest import ManifestError
 from nemo_pc.testing.asr import write_pc_manifest
 
 TEXTS = [("Hello, world! Is it me?", "book"), ("We met Anna; she said: go.", "book"), ("no marks here", "none")]
@@ -73,7 +73,7 @@ def test_bad_arguments_are_named(manifest, tmp_path):
 def test_a_configured_mark_set_keeps_its_marks_and_folds_the_others(manifest, tmp_path, caplog):
     lines = tokenizer_training_lines([manifest], marks=".,?!;")
     assert lines[0] == "Hello, world! Is it me?" and lines[2] == "We met Anna; she said, go."
-    with caplog.at_level("WARNING", logger="nemo_pc.data.tokenizer"):
+    with caplog.at_level("WARNING", logger="nemo_pc.data.tokenizers.pc_tokenizer"):
         folder = build_tokenizer([manifest], tmp_path / "tok", vocab_size=40, marks=".,?!;¿")
     model = sentencepiece.SentencePieceProcessor(model_file=str(folder / "tokenizer.model"))
     for text in ("Hello, world! Is it me?", "We met Anna; she said, go."):

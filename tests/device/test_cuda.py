@@ -115,8 +115,8 @@ def test_device_greedy_decoding_equals_cpu_greedy_decoding(rnnt):
 
 
 def test_onnx_export_of_a_model_on_the_device_equals_its_greedy_decoding(rnnt, tmp_path):
-    from nemo_pc.data.pc_dataset import pc_dataloader_from_config
-    from nemo_pc.parts.onnx_rnnt import OnnxRNNTPCRunner, export_for_onnxruntime
+    from nemo_pc.data.datasets.pc_dataset import pc_dataloader_from_config
+    from nemo_pc.pipelines.onnx_rnnt import OnnxRNNTPCRunner, export_for_onnxruntime
 
     model = rnnt["model"]
     runner = OnnxRNNTPCRunner(export_for_onnxruntime(model, tmp_path / "onnx"))

@@ -44,7 +44,7 @@ def test_leave_one_source_out_trains_without_the_source_and_scores_its_documents
 
     from pc_demo.pipeline import Demo, DemoConfig
 
-    from nemo_pc.data.manifest import read_manifest
+    from nemo_pc.parts.manifest import read_manifest
 
     tiny_bart = [*TINY_REWRITER_OVERRIDES, "model.train_ds.batch_size=4"]
     config = DemoConfig(
@@ -90,7 +90,7 @@ def _row(per: float, i_wer: float) -> dict:
 def test_every_source_loso_held_out_documents_mean_and_rendered_table(tmp_path):
     import json
 
-    from nemo_pc.data.manifest import write_manifest
+    from nemo_pc.parts.manifest import write_manifest
 
     module = _benchmark("formatter_loso_all")
     data = tmp_path / "all" / "formatter_data"

@@ -2,10 +2,10 @@ import json
 
 import pytest
 
-from nemo_pc.data.manifest import read_manifest
 from nemo_pc.formatter.build import FormatterDataConfig, build_formatter_data, join_labeled
 from nemo_pc.formatter.labels import derive_labels
 from nemo_pc.formatter.sources import Document, synthetic_documents
+from nemo_pc.parts.manifest import read_manifest
 from nemo_pc.testing.text import WRITTEN_SPOKEN
 
 

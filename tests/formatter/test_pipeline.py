@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nemo_pc.cli import main
-from nemo_pc.data.manifest import read_manifest, write_manifest
 from nemo_pc.formatter.pipeline import TextFormatter, chunk_windows
+from nemo_pc.parts.manifest import read_manifest, write_manifest
 from nemo_pc.parts.text import fold_case, normalize, words
 from nemo_pc.testing.text import WRITTEN_SPOKEN
 

@@ -1,7 +1,7 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nemo_pc.data.rewriter_tokenizer import load_rewriter_tokenizer, train_rewriter_tokenizer
+from nemo_pc.data.tokenizers.rewriter import load_rewriter_tokenizer, train_rewriter_tokenizer
 
 _TOKENIZER: dict = {}
 TEXTS = ["In 2024 the 1,200 people paid $45.50 for <span> twenty four </span> tickets.", "Call 555-1234 at 10:30."]

@@ -4,8 +4,8 @@ import re
 import pytest
 
 from nemo_pc.cli import main
-from nemo_pc.data.manifest import ManifestError
 from nemo_pc.metrics.evaluate import EvalConfig, evaluate, evaluate_manifest
+from nemo_pc.parts.manifest import ManifestError
 
 ROWS = [
     {"utt_id": "a", "text": "Hello, world.", "text_normalized": "hello world", "pred_text": "Hello world."},

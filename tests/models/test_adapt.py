@@ -7,7 +7,7 @@ import pytest
 import sentencepiece
 import torch
 
-from nemo_pc.data.tokenizer_extension import extend_tokenizer, related_pieces
+from nemo_pc.data.tokenizers.extension import extend_tokenizer, related_pieces
 from nemo_pc.parts.text import DEFAULT_MARKS, normalize
 from nemo_pc.testing import asr
 
@@ -210,9 +210,9 @@ def test_stock_transcribe_speech_calls_switch_the_adapted_model_mode(corpus, tmp
 
 
 def test_an_adapted_conditioned_model_exports_to_onnx_with_both_modes(corpus, tmp_path):
-    from nemo_pc.data.pc_dataset import pc_dataloader_from_config
+    from nemo_pc.data.datasets.pc_dataset import pc_dataloader_from_config
     from nemo_pc.models.adapt import adapt_model
-    from nemo_pc.parts.onnx_rnnt import OnnxRNNTPCRunner, export_for_onnxruntime
+    from nemo_pc.pipelines.onnx_rnnt import OnnxRNNTPCRunner, export_for_onnxruntime
 
     stock, _ = _stock("rnnt", corpus, tmp_path)
     model = adapt_model(stock, tmp_path / "work", "conditioned")

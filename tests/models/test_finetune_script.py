@@ -11,7 +11,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from nemo_pc.data.manifest import read_manifest, write_manifest
+from nemo_pc.parts.manifest import read_manifest, write_manifest
 from nemo_pc.parts.text import normalize
 from nemo_pc.testing import asr
 

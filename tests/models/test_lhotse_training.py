@@ -7,9 +7,9 @@ import lightning.pytorch as pl
 import pytest
 from omegaconf import OmegaConf
 
-from nemo_pc.data.manifest import read_manifest
-from nemo_pc.data.pc_dataset import PCBatch
-from nemo_pc.data.shar import export_shar
+from nemo_pc.data.datasets.pc_batch import PCBatch
+from nemo_pc.data.recipes.shar import export_shar
+from nemo_pc.parts.manifest import read_manifest
 from nemo_pc.testing import asr, ctc
 
 pytest.importorskip("nemo.collections.asr")

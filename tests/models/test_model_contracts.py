@@ -85,7 +85,7 @@ def test_ctc_validation_runs_the_encoder_once(tmp_path, pc):
 def test_each_row_is_scored_by_the_modules_of_its_own_mode(rnnt_corpus, decoders):
     """Modes are arguments: a batch of both modes' rows gives, row by row, what the predictor and joint of that
     row's mode give alone, and no module keeps a mode between calls."""
-    from nemo_pc.data.pc_dataset import pc_dataloader_from_config
+    from nemo_pc.data.datasets.pc_dataset import pc_dataloader_from_config
 
     torch.manual_seed(0)
     config = tiny_model_config(rnnt_corpus["tokenizer"], decoders=decoders, train_manifest=rnnt_corpus["manifest"])

@@ -3,11 +3,11 @@ import tarfile
 
 import pytest
 
-from nemo_pc.data.formatter_datasets import PairDataset
-from nemo_pc.data.manifest import ManifestError
-from nemo_pc.data.rewriter_tokenizer import train_rewriter_tokenizer
+from nemo_pc.data.datasets.formatter_datasets import PairDataset
+from nemo_pc.data.tokenizers.rewriter import train_rewriter_tokenizer
 from nemo_pc.formatter.labels import derive_labels, span_input
 from nemo_pc.models.rewriter import SpanRewriterModel
+from nemo_pc.parts.manifest import ManifestError
 from nemo_pc.testing.text import WRITTEN_SPOKEN, fit_steps, tiny_rewriter_config, write_jsonl
 
 

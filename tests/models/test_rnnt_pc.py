@@ -10,10 +10,10 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from nemo_pc.data.pc_dataset import pc_dataloader_from_config
+from nemo_pc.data.datasets.pc_dataset import pc_dataloader_from_config
 from nemo_pc.models import EncDecRNNTPCBPEModel
-from nemo_pc.parts.onnx_rnnt import OnnxRNNTPCRunner, export_for_onnxruntime
 from nemo_pc.parts.text import normalize
+from nemo_pc.pipelines.onnx_rnnt import OnnxRNNTPCRunner, export_for_onnxruntime
 from nemo_pc.testing.asr import UTTERANCES, tiny_model_config, train_tokenizer, write_pc_manifest
 from nemo_pc.testing.training import LossRecorder, tiny_trainer
 
@@ -193,7 +193,7 @@ def test_change_decoding_strategy_applies_to_every_head(trained, corpus):
 def test_validation_logs_the_wer_of_each_mode(trained, corpus, tmp_path):
     import jiwer
 
-    from nemo_pc.data.manifest import read_manifest, write_manifest
+    from nemo_pc.parts.manifest import read_manifest, write_manifest
 
     model, _, _ = trained("conditioned")
     entries = read_manifest(corpus["manifest"])

@@ -4,10 +4,10 @@ import tarfile
 import pytest
 import torch
 
-from nemo_pc.data.formatter_datasets import TaggerDataset
-from nemo_pc.data.manifest import ManifestError
+from nemo_pc.data.datasets.formatter_datasets import TaggerDataset
 from nemo_pc.formatter.labels import derive_labels
 from nemo_pc.models.tagger import PCTaggerModel
+from nemo_pc.parts.manifest import ManifestError
 from nemo_pc.testing.text import WRITTEN_SPOKEN, fit_steps, tiny_tagger_config, write_jsonl, write_wordpiece_vocab
 
 

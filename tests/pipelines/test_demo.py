@@ -6,7 +6,7 @@ import pytest
 import torch
 from pc_demo.pipeline import Demo, DemoConfig
 
-from nemo_pc.data.manifest import read_manifest
+from nemo_pc.parts.manifest import read_manifest
 from nemo_pc.parts.text import normalize
 from nemo_pc.testing.text import TINY_REWRITER_OVERRIDES as TINY_REWRITER
 

@@ -9,7 +9,7 @@ from pc_demo.pipeline import Demo, DemoConfig
 from pc_demo.report import write_report
 
 import nemo_pc.pipelines.anchor as anchor_lib
-from nemo_pc.data.manifest import read_manifest, write_manifest
+from nemo_pc.parts.manifest import read_manifest, write_manifest
 from nemo_pc.pipelines.inference import DecodeTiming
 from nemo_pc.testing.asr import write_pc_manifest
 

@@ -30,8 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from nemo_pc.data.manifest import ManifestError
-    from nemo_pc.data.tokenizer import build_tokenizer
+    from nemo_pc.data.tokenizers.pc_tokenizer import build_tokenizer
+    from nemo_pc.parts.manifest import ManifestError
     from nemo_pc.parts.styles import STYLE_TAGS
 
     try:

@@ -1,7 +1,7 @@
 """LM training text from the corpus's source books, with the held-out utterances' text left out.
 
 An ASR corpus's transcripts are a small text; the books its chapters come from are much larger. As LibriSpeech's LM
-corpus is written from books, nemo_pc writes an LM text from the synth sources (:func:`nemo_pc.data.synth.
+corpus is written from books, nemo_pc writes an LM text from the synth sources (:func:`nemo_pc.data.recipes.synth.
 load_sources`): every paragraph split into sentences, one JSON line per sentence with ``text`` (written, as in the
 book) and ``text_normalized`` (:func:`nemo_pc.parts.text.normalize`), so that ``nemo-pc build-lm`` reads it as it
 reads a manifest.
@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nemo_pc.data.manifest import DropCounter, atomic_open, iter_manifest, require_text
+from nemo_pc.parts.manifest import DropCounter, atomic_open, iter_manifest, require_text
 from nemo_pc.parts.text import normalize
 
 DEFAULT_WINDOW = 6
@@ -95,7 +95,7 @@ def write_lm_text(
 
     from tqdm import tqdm
 
-    from nemo_pc.data.synth import load_sources
+    from nemo_pc.data.recipes.synth import load_sources
 
     held = HeldOut(held_out_texts(exclude), window)
     books = load_sources(list(sources))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-DEFAULT_WINDOW = 6  # nemo_pc.data.lm_text.DEFAULT_WINDOW; repeated so that --help imports nothing heavy
+DEFAULT_WINDOW = 6  # nemo_pc.data.recipes.lm_text.DEFAULT_WINDOW; repeated so that --help imports nothing heavy
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from nemo_pc.data.lm_text import write_lm_text
+    from nemo_pc.data.recipes.lm_text import write_lm_text
 
     if not args.exclude:
         print("nemo-pc lm-text: no --exclude manifest; the LM text may hold dev and test sentences", file=sys.stderr)

@@ -1,7 +1,8 @@
 """P&C batches through NeMo's lhotse dataloading: lhotse shar, NeMo tarred audio and NeMo manifests.
 
 :class:`LhotsePCDataset` maps a lhotse ``CutSet`` (one batch chosen by lhotse's sampler) to the same
-:class:`~nemo_pc.data.pc_dataset.PCBatch` as the map-style :class:`~nemo_pc.data.pc_dataset.PCAudioTextDataset`,
+:class:`~nemo_pc.data.datasets.pc_batch.PCBatch` as the map-style
+:class:`~nemo_pc.data.datasets.pc_dataset.PCAudioTextDataset`,
 and :func:`lhotse_pc_dataloader` builds NeMo's lhotse loader around it from a data config with
 ``use_lhotse: true``. NeMo's readers put a manifest's ``text`` into the cut's supervision and every other field
 into ``cut.custom`` (``text_normalized``, ``pc_source``, ``utt_id``); ``nemo-pc export-shar`` writes shar cuts the
@@ -17,8 +18,8 @@ from collections.abc import Mapping
 
 import torch
 
-from nemo_pc.data.manifest import ManifestError
-from nemo_pc.data.pc_dataset import PCBatch, collate_pc_batch, pc_token_ids, prepare_pc_text
+from nemo_pc.data.datasets.pc_batch import PCBatch, collate_pc_batch, pc_token_ids, prepare_pc_text
+from nemo_pc.parts.manifest import ManifestError
 from nemo_pc.parts.styles import check_format
 from nemo_pc.parts.text import DEFAULT_MARKS, parse_marks
 
@@ -27,7 +28,8 @@ MAP_STYLE_KEYS = ("bucketing_window", "augmentor")
 
 
 class LhotsePCDataset(torch.utils.data.Dataset):
-    """A lhotse dataset: a ``CutSet`` to a :class:`~nemo_pc.data.pc_dataset.PCBatch` (audio, N and P token ids and
+    """A lhotse dataset: a ``CutSet`` to a :class:`~nemo_pc.data.datasets.pc_batch.PCBatch` (audio, N and P token ids
+    and
     the P-available mask), with the texts prepared as the map-style dataset prepares them.
 
     The ``pc_fraction`` key of an utterance is its ``utt_id``, else its audio file path (as in the map-style

@@ -121,8 +121,8 @@ def run(args: argparse.Namespace) -> int:
             lines = read_lines(sys.stdin.buffer, "<stdin>")
         else:  # a text stream without bytes underneath (e.g. io.StringIO)
             lines = sys.stdin.readlines()
-    from nemo_pc.data.manifest import write_text_atomic
     from nemo_pc.formatter.pipeline import TextFormatter
+    from nemo_pc.parts.manifest import write_text_atomic
 
     formatter = TextFormatter.from_files(
         args.tagger,

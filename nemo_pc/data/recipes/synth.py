@@ -11,7 +11,8 @@ Layout under ``root``::
 
 Each voice is a speaker, and no voice reads in two splits; the extra split ``test_seen`` (``seen_test_share``) is
 the exception: training speakers read chapters there that no other split reads. Utterances are cut from the spoken
-form of a chapter (:func:`nemo_pc.data.spoken.book_words`), sometimes at a sentence end and sometimes mid-sentence.
+form of a chapter (:func:`nemo_pc.data.recipes.spoken.book_words`), sometimes at a sentence end and sometimes
+mid-sentence.
 With ``deviation_rate`` a reader now and then skips, repeats or substitutes a plain lower-case word; the transcript
 and the reference record what was read, while the book keeps the original. The reference ``text`` is the read
 words with the case and punctuation of the book, the target of a LibriSpeech-PC restoration.
@@ -27,10 +28,10 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from nemo_pc.data.books import Book, Chapter, ChapterInfo, write_book, write_chapters_txt
-from nemo_pc.data.manifest import atomic_open, read_manifest, write_manifest, write_text_atomic
-from nemo_pc.data.spoken import BookWords, SpokenForm, book_words, render
-from nemo_pc.data.voices import ENGINES, Voice, available_voices, synthesize
+from nemo_pc.data.recipes.books import Book, Chapter, ChapterInfo, write_book, write_chapters_txt
+from nemo_pc.data.recipes.spoken import BookWords, SpokenForm, book_words, render
+from nemo_pc.data.recipes.voices import ENGINES, Voice, available_voices, synthesize
+from nemo_pc.parts.manifest import atomic_open, read_manifest, write_manifest, write_text_atomic
 from nemo_pc.parts.output_lock import hold_output_folder
 from nemo_pc.parts.text import normalize
 
@@ -458,10 +459,11 @@ def synthesize_corpus(
 
     Args:
         root: the corpus folder (LibriSpeech's ``LibriSpeech/``).
-        books: the source books (see :mod:`nemo_pc.data.books`).
+        books: the source books (see :mod:`nemo_pc.data.recipes.books`).
         config: sizes, seed and realism knobs.
         num_jobs: parallel worker processes.
-        cache_dir: cache of TN grammars and spoken forms (default :func:`nemo_pc.data.spoken.default_cache_dir`).
+        cache_dir: cache of TN grammars and spoken forms (default
+        :func:`nemo_pc.data.recipes.spoken.default_cache_dir`).
 
     Returns:
         ``root``. A second call with the same arguments only checks what exists; finished chapters and
@@ -536,7 +538,7 @@ def write_metadata(root: Path, books: list[Book], jobs: list[ChapterJob], result
 
 def load_sources(sources: list[str]) -> list[Book]:
     """Books from source specs: ``kjv``, ``wiki:<wheel or json>``, ``text:<file>`` (book ids stay distinct)."""
-    from nemo_pc.data import books as book_sources
+    from nemo_pc.data.recipes import books as book_sources
 
     books: list[Book] = []
     for k, spec in enumerate(sources):

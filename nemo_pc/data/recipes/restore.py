@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from rapidfuzz.distance import Levenshtein
 
-from nemo_pc.data.spoken import BookWords, render
+from nemo_pc.data.recipes.spoken import BookWords, render
 from nemo_pc.parts.text import fold, normalize, recase
 
 EDGE_PAD = 3

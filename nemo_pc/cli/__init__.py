@@ -18,17 +18,17 @@ import os
 import sys
 
 COMMANDS: dict[str, tuple[str, str]] = {
-    "evaluate": ("nemo_pc.metrics.cli", "score a NeMo prediction manifest with every metric of the five papers"),
-    "synth": ("nemo_pc.data.synth_cli", "synthesize a LibriSpeech-layout corpus with offline TTS voices"),
-    "librispeech-pc": ("nemo_pc.data.librispeech_pc_cli", "build LibriSpeech-PC manifests from a corpus and books"),
-    "build-tokenizer": ("nemo_pc.data.tokenizer_cli", "train the cased, punctuated SentencePiece tokenizer"),
-    "lm-text": ("nemo_pc.data.lm_text_cli", "write LM training text from the source books, dev and test left out"),
-    "build-lm": ("nemo_pc.parts.ngram_lm_cli", "train a token-level n-gram LM (ARPA) for NeMo's n-gram LM fusion"),
-    "export-shar": ("nemo_pc.data.shar_cli", "write a nemo_pc manifest as lhotse shar for NeMo's lhotse loader"),
-    "formatter-data": ("nemo_pc.formatter.data_cli", "build text-formatter training data from written text"),
-    "format": ("nemo_pc.formatter.format_cli", "punctuate, truecase and inverse-normalize text or manifests"),
-    "adapt": ("nemo_pc.pipelines.adapt_cli", "a P&C model from a stock NeMo RNN-T, TDT, hybrid or CTC checkpoint"),
-    "transcribe": ("nemo_pc.pipelines.transcribe_cli", "long recordings to timed sentences: SRT, WebVTT, JSON lines"),
+    "evaluate": ("nemo_pc.cli.evaluate", "score a NeMo prediction manifest with every metric of the five papers"),
+    "synth": ("nemo_pc.cli.synth", "synthesize a LibriSpeech-layout corpus with offline TTS voices"),
+    "librispeech-pc": ("nemo_pc.cli.librispeech_pc", "build LibriSpeech-PC manifests from a corpus and books"),
+    "build-tokenizer": ("nemo_pc.cli.build_tokenizer", "train the cased, punctuated SentencePiece tokenizer"),
+    "lm-text": ("nemo_pc.cli.lm_text", "write LM training text from the source books, dev and test left out"),
+    "build-lm": ("nemo_pc.cli.build_lm", "train a token-level n-gram LM (ARPA) for NeMo's n-gram LM fusion"),
+    "export-shar": ("nemo_pc.cli.export_shar", "write a nemo_pc manifest as lhotse shar for NeMo's lhotse loader"),
+    "formatter-data": ("nemo_pc.cli.formatter_data", "build text-formatter training data from written text"),
+    "format": ("nemo_pc.cli.format", "punctuate, truecase and inverse-normalize text or manifests"),
+    "adapt": ("nemo_pc.cli.adapt", "a P&C model from a stock NeMo RNN-T, TDT, hybrid or CTC checkpoint"),
+    "transcribe": ("nemo_pc.cli.transcribe", "long recordings to timed sentences: SRT, WebVTT, JSON lines"),
 }
 
 

@@ -22,8 +22,9 @@ from typing import Any
 
 import numpy as np
 
+from nemo_pc.parts.modes import MODES
+
 RUNNER_CONFIG = "runner.json"
-MODE_NAMES = {0: "normalized", 1: "punctuated"}  # the mode ids of the manifest schema
 
 
 @dataclass
@@ -177,13 +178,13 @@ class OnnxRNNTPCRunner:
         modes = np.repeat(np.asarray(self.modes), batch)
         ids = self.greedy(np.concatenate([encoded] * count), np.concatenate([encoded_len] * count), modes)
         texts = [self.tokenizer.decode(item) for item in ids]
-        return {MODE_NAMES[mode]: texts[index * batch : (index + 1) * batch] for index, mode in enumerate(self.modes)}
+        return {MODES[mode]: texts[index * batch : (index + 1) * batch] for index, mode in enumerate(self.modes)}
 
     def _check_modes(self, modes: list[int]) -> None:
         missing = sorted({int(mode) for mode in modes} - set(self.modes))
         if missing:
-            names = [MODE_NAMES.get(mode, str(mode)) for mode in missing]
-            exported = [MODE_NAMES[mode] for mode in self.modes]
+            names = [(MODES[mode] if mode in range(len(MODES)) else str(mode)) for mode in missing]
+            exported = [MODES[mode] for mode in self.modes]
             raise ValueError(f"{self.folder}: mode(s) {names} not exported (this export holds {exported})")
 
 

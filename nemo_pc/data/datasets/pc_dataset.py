@@ -21,7 +21,7 @@ The data config follows NeMo's ``train_ds`` / ``validation_ds`` keys::
     bucketing_window: 0               # >0: batches of similar durations, sorted within windows of this many
                                       # batches (less padding); the batch order is still shuffled every epoch
     use_lhotse: false                 # true: NeMo's lhotse loader (shar, tarred audio, NeMo manifests) over
-                                      # nemo_pc.data.pc_lhotse.LhotsePCDataset; see docs/scale.md
+                                      # nemo_pc.data.datasets.pc_lhotse.LhotsePCDataset; see docs/scale.md
 
 A model whose main head learns a mixed-style transcript (papers/001 §2.3) passes ``mixed_format``: the P tokens are
 then those of ``compose_mixed(N, P, mixed_format)``, and batches keep the :class:`PCBatch` layout.
@@ -29,39 +29,19 @@ then those of ``compose_mixed(N, P, mixed_format)``, and batches keep the :class
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 import torch
 
-from nemo_pc.data.manifest import PC_SOURCES, DropCounter, ManifestError, iter_manifest, require_text
-from nemo_pc.parts.styles import check_format, compose_mixed
-from nemo_pc.parts.text import DEFAULT_MARKS, normalize, parse_marks, preprocess_punctuated
-
-MODES = ("normalized", "punctuated")
-"""Mode names by id: 0 = normalized (N), 1 = punctuated (P)."""
+from nemo_pc.data.datasets.pc_batch import PCBatch, collate_pc_batch, pc_token_ids, prepare_pc_text
+from nemo_pc.parts.manifest import DropCounter, ManifestError, iter_manifest, require_text
+from nemo_pc.parts.styles import check_format
+from nemo_pc.parts.text import DEFAULT_MARKS, parse_marks
 
 _LOG = logging.getLogger(__name__)
-
-
-def mode_id(mode: str | int, argument: str = "mode") -> int:
-    """The id of a mode given by name (``"normalized"``, ``"punctuated"``, also ``"N"``/``"P"``) or id.
-
-    Raises:
-        ValueError: an unknown mode; the message names ``argument``.
-    """
-    if isinstance(mode, int) and not isinstance(mode, bool) and 0 <= mode < len(MODES):
-        return mode
-    if isinstance(mode, str):
-        key = mode.strip().lower()
-        for index, name in enumerate(MODES):
-            if key in (name, name[0]):
-                return index
-    raise ValueError(f"{argument} must be one of {', '.join(MODES)} (or 0/1), got {mode!r}")
 
 
 @dataclass(frozen=True)
@@ -75,28 +55,6 @@ class PCUtterance:
     text_normalized: str
     p_available: bool
     where: str
-
-
-class PCBatch(NamedTuple):
-    """A padded batch: audio, both token sequences and the P-available mask."""
-
-    audio: torch.Tensor
-    audio_len: torch.Tensor
-    tokens_n: torch.Tensor
-    tokens_n_len: torch.Tensor
-    tokens_p: torch.Tensor
-    tokens_p_len: torch.Tensor
-    p_mask: torch.Tensor
-    utt_ids: tuple[str, ...] = ()
-    """Where each row comes from (manifest path:line, or the lhotse cut id), for messages about the batch."""
-
-
-def keeps_p_label(key: str, pc_fraction: float, seed: int = 0) -> bool:
-    """Whether an utterance keeps its P label under ``pc_fraction``; a fixed function of ``key`` and ``seed``."""
-    if pc_fraction >= 1.0:
-        return True
-    digest = hashlib.sha256(f"{seed}:{key}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64 < pc_fraction
 
 
 def _resolve_audio(path: str, manifest: Path) -> Path:
@@ -137,35 +95,6 @@ def read_pc_manifest(
             continue
         items.append(item)
     return items
-
-
-def prepare_pc_text(
-    fields: Mapping, key: str, marks: str, pc_fraction: float, pc_seed: int, path: str | Path, line: int | None
-) -> tuple[str, str, bool]:
-    """The training texts of one utterance from its manifest fields: ``(punctuated, normalized, p_available)``.
-
-    ``text`` is reduced to ``marks`` (the normalized text where it has no word left), ``text_normalized`` is
-    normalized, and P is available unless ``pc_source`` is ``"none"`` or ``key`` falls outside ``pc_fraction``.
-
-    Raises:
-        ManifestError: no ``text_normalized``, an empty one, or an unknown ``pc_source`` (naming ``path`` and
-            ``line``).
-    """
-    normalized = normalize(require_text(fields, "text_normalized", path, line))
-    if not normalized:
-        raise ManifestError(path, line, "empty transcript ('text_normalized' has no word)", "empty text")
-    source = fields.get("pc_source", "book")
-    if source not in PC_SOURCES:
-        raise ManifestError(path, line, f"pc_source must be one of {PC_SOURCES}, got {source!r}")
-    punctuated = preprocess_punctuated(fields.get("text") or normalized, marks) or normalized
-    return punctuated, normalized, source != "none" and keeps_p_label(key, pc_fraction, pc_seed)
-
-
-def pc_token_ids(tokenizer, punctuated: str, normalized: str, mixed_format: str | None = None) -> tuple[list, list]:
-    """The N token ids and the P token ids (those of the mixed-style transcript with ``mixed_format``)."""
-    if mixed_format is not None:
-        punctuated = compose_mixed(normalized, punctuated, mixed_format)
-    return tokenizer.text_to_ids(normalized), tokenizer.text_to_ids(punctuated)
 
 
 def check_pc_entry(
@@ -262,27 +191,6 @@ class PCAudioTextDataset(torch.utils.data.Dataset):
         return collate_pc_batch(audio, audio_len, [sample[1:4] for sample in samples], ids)
 
 
-def collate_pc_batch(
-    audio: torch.Tensor,
-    audio_len: torch.Tensor,
-    targets: Sequence[tuple[list[int], list[int], bool]],
-    utt_ids: Sequence[str] = (),
-) -> PCBatch:
-    """A :class:`PCBatch` from padded audio and each utterance's ``(tokens_n, tokens_p, p_available)``."""
-    tokens_n, tokens_n_len = _pad_tokens([target[0] for target in targets])
-    tokens_p, tokens_p_len = _pad_tokens([target[1] for target in targets])
-    p_mask = torch.tensor([target[2] for target in targets], dtype=torch.bool)
-    return PCBatch(audio, audio_len, tokens_n, tokens_n_len, tokens_p, tokens_p_len, p_mask, tuple(utt_ids))
-
-
-def _pad_tokens(sequences: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
-    lengths = torch.tensor([len(tokens) for tokens in sequences], dtype=torch.long)
-    padded = torch.zeros(len(sequences), max(1, int(lengths.max())), dtype=torch.long)
-    for row, tokens in enumerate(sequences):
-        padded[row, : len(tokens)] = torch.tensor(tokens, dtype=torch.long)
-    return padded, lengths
-
-
 class DurationBucketSampler(torch.utils.data.DistributedSampler):
     """Batches of similar durations, to cut padding: every epoch the utterances are shuffled, sorted by duration
     within windows of ``window`` batches, cut into batches, and the batches are shuffled.
@@ -353,12 +261,13 @@ def pc_dataloader_from_config(
 ) -> torch.utils.data.DataLoader:
     """A DataLoader of :class:`PCBatch` from a NeMo-style data config (see the module docstring).
 
-    With ``use_lhotse: true`` it is NeMo's lhotse loader (:func:`nemo_pc.data.pc_lhotse.lhotse_pc_dataloader`),
+    With ``use_lhotse: true`` it is NeMo's lhotse loader
+    (:func:`nemo_pc.data.datasets.pc_lhotse.lhotse_pc_dataloader`),
     whose sampler shards by ``global_rank`` and ``world_size``; else a DataLoader over :class:`PCAudioTextDataset`,
     which under DDP gets Lightning's ``DistributedSampler`` (the ranks are read from the process group).
     """
     if config.get("use_lhotse"):
-        from nemo_pc.data.pc_lhotse import lhotse_pc_dataloader
+        from nemo_pc.data.datasets.pc_lhotse import lhotse_pc_dataloader
 
         return lhotse_pc_dataloader(config, tokenizer, mixed_format, global_rank, world_size)
     lhotse_only = [key for key in ("shar_path", "cuts_path", "tarred_audio_filepaths", "input_cfg") if config.get(key)]

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from nemo_pc.data.manifest import ManifestError, write_text_atomic
+from nemo_pc.parts.manifest import ManifestError, write_text_atomic
 
 CHAPTER_FIELDS = ("chapter_id", "reader_id", "minutes", "subset", "project_id", "book_id", "chapter_title",
                   "project_title")  # fmt: skip
@@ -229,7 +229,7 @@ def read_chapters_txt(path: str | Path) -> dict[int, ChapterInfo]:
 def write_chapters_txt(path: str | Path, chapters: Iterable[ChapterInfo]) -> Path:
     """Writes ``CHAPTERS.TXT`` in LibriSpeech's layout (comment header, then padded pipe-separated fields)."""
     lines = [
-        "; Chapters of a synthetic LibriSpeech-layout corpus (nemo_pc.data.synth).",
+        "; Chapters of a synthetic LibriSpeech-layout corpus (nemo_pc.data.recipes.synth).",
         "; MINUTES is the audio of the chapter; PROJ. is the source id; BOOK ID names books/<layout>/<BOOK ID>.",
         ";ID     |READER|MINUTES| SUBSET           | PROJ.|BOOK ID| CH. TITLE | PROJECT TITLE",
     ]

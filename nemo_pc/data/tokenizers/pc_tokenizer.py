@@ -17,7 +17,7 @@ import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from nemo_pc.data.manifest import ManifestError, iter_manifest, require_text
+from nemo_pc.parts.manifest import ManifestError, iter_manifest, require_text
 from nemo_pc.parts.text import DEFAULT_MARKS, normalize, parse_marks, preprocess_punctuated
 
 _LOG = logging.getLogger(__name__)

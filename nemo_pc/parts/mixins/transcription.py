@@ -19,7 +19,7 @@ from typing import Any
 
 from nemo.collections.asr.parts.mixins import TranscribeConfig
 
-from nemo_pc.data.pc_dataset import MODES, mode_id
+from nemo_pc.parts.modes import MODES, mode_id
 
 BOTH = "both"
 

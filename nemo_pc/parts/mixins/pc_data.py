@@ -2,7 +2,8 @@
 
 NeMo's ``setup_training_data`` (and its validation and test twins) call ``_setup_dataloader_from_config``, which
 NeMo's ``transcribe`` also calls, with a ``use_lhotse`` config, to read audio alone. :class:`PCDataMixin` therefore
-overrides the three ``setup_*_data`` methods to build :func:`~nemo_pc.data.pc_dataset.pc_dataloader_from_config`
+overrides the three ``setup_*_data`` methods to build
+:func:`~nemo_pc.data.datasets.pc_dataset.pc_dataloader_from_config`
 loaders and leaves ``_setup_dataloader_from_config`` to NeMo, so that transcription keeps NeMo's audio loader.
 """
 
@@ -14,7 +15,7 @@ from nemo.utils import logging
 from omegaconf import DictConfig, OmegaConf
 from torch.utils.data import DataLoader
 
-from nemo_pc.data.pc_dataset import pc_dataloader_from_config
+from nemo_pc.data.datasets.pc_dataset import pc_dataloader_from_config
 
 DATA_SOURCE_KEYS = ("manifest_filepath", "shar_path", "cuts_path", "input_cfg")
 """A data config with none of these keys set has no data (NeMo's lhotse loader reads any of them)."""
@@ -24,14 +25,15 @@ class PCDataMixin:
     """``setup_training_data`` / ``setup_validation_data`` / ``setup_test_data`` of the P&C ASR models.
 
     Every ``train_ds`` / ``validation_ds`` / ``test_ds`` config goes to
-    :func:`~nemo_pc.data.pc_dataset.pc_dataloader_from_config` with the model's ``global_rank`` and ``world_size``
+    :func:`~nemo_pc.data.datasets.pc_dataset.pc_dataloader_from_config` with the model's ``global_rank`` and
+    ``world_size``
     (``use_lhotse: true`` selects NeMo's lhotse loader). Validation and test configs with ``use_lhotse`` read
     their data once (``force_finite: true`` unless the config sets it): shar and tarred data repeat without end
     otherwise. Hooks: :meth:`pc_data_defaults` and :meth:`pc_mixed_format`.
     """
 
     def setup_training_data(self, train_data_config: DictConfig | dict) -> None:
-        """Training data: :class:`~nemo_pc.data.pc_dataset.PCBatch` batches."""
+        """Training data: :class:`~nemo_pc.data.datasets.pc_batch.PCBatch` batches."""
         self._train_dl = self._setup_pc_dataloader("train", train_data_config, shuffle=True)
 
     def setup_validation_data(self, val_data_config: DictConfig | dict) -> None:

@@ -1,4 +1,4 @@
-"""``nemo-pc export-shar``: a nemo_pc manifest as lhotse shar (see :mod:`nemo_pc.data.shar`)."""
+"""``nemo-pc export-shar``: a nemo_pc manifest as lhotse shar (see :mod:`nemo_pc.data.recipes.shar`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from nemo_pc.data.shar import export_shar
+    from nemo_pc.data.recipes.shar import export_shar
 
     paths = export_shar(args.manifest, args.output_dir, shard_size=args.shard_size, overwrite=args.overwrite)
     print(f"{args.output_dir}: {len(paths['cuts'])} shards")

@@ -1,5 +1,5 @@
 """``nemo-pc librispeech-pc``: LibriSpeech-PC manifests from a corpus and its books
-(see :mod:`nemo_pc.data.librispeech_pc`)."""
+(see :mod:`nemo_pc.data.recipes.librispeech_pc`)."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from nemo_pc.data.librispeech_pc import RestoreOptions, prepare_librispeech_pc
+    from nemo_pc.data.recipes.librispeech_pc import RestoreOptions, prepare_librispeech_pc
     from nemo_pc.parts.text import parse_marks
 
     options = RestoreOptions(

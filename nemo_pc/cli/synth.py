@@ -1,4 +1,5 @@
-"""``nemo-pc synth``: make a LibriSpeech-layout corpus with offline TTS voices (see :mod:`nemo_pc.data.synth`)."""
+"""``nemo-pc synth``: make a LibriSpeech-layout corpus with offline TTS voices (see
+:mod:`nemo_pc.data.recipes.synth`)."""
 
 from __future__ import annotations
 
@@ -89,7 +90,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from nemo_pc.data.synth import load_sources, synthesize_corpus
+    from nemo_pc.data.recipes.synth import load_sources, synthesize_corpus
 
     sources = args.source or ["kjv"]
     tn = args.tn or ("none" if sources == ["kjv"] else "nemo")
@@ -120,7 +121,7 @@ def _check_root(root: str) -> None:
 
 
 def _config(args: argparse.Namespace, tn: str):
-    from nemo_pc.data.synth import SynthConfig
+    from nemo_pc.data.recipes.synth import SynthConfig
 
     return SynthConfig(
         hours=args.hours,

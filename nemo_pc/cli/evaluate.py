@@ -41,9 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from nemo_pc.data.manifest import ManifestError
     from nemo_pc.metrics.evaluate import EvalConfig, evaluate
     from nemo_pc.metrics.report import format_report, plot_per, write_json
+    from nemo_pc.parts.manifest import ManifestError
 
     try:
         marks, segment_marks = parse_marks(args.marks, "--marks"), parse_marks(args.segment_marks, "--segment-marks")

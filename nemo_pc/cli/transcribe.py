@@ -40,7 +40,7 @@ def check_arguments(args: argparse.Namespace) -> list[str]:
     Raises:
         ValueError: a bad argument, a model file of another class, two audio files with one name.
     """
-    from nemo_pc.formatter.format_cli import nemo_target
+    from nemo_pc.cli.format import nemo_target
     from nemo_pc.parts.subtitles import parse_formats
 
     formats = parse_formats(args.formats)

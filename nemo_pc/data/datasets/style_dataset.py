@@ -1,7 +1,7 @@
 """The shared tokenizer of mixed-style targets.
 
 A model whose main head learns a mixed-style transcript (papers/001 §2.3) gets its targets from the shared P&C
-loader (:func:`~nemo_pc.data.pc_dataset.pc_dataloader_from_config` with ``mixed_format``).
+loader (:func:`~nemo_pc.data.datasets.pc_dataset.pc_dataloader_from_config` with ``mixed_format``).
 :func:`build_style_tokenizer` trains the shared tokenizer's SentencePiece model with the style tags as user-defined
 symbols, so that each tag is one token; :func:`check_style_tokenizer` checks that a tokenizer has them.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from nemo_pc.data.tokenizer import build_tokenizer
+from nemo_pc.data.tokenizers.pc_tokenizer import build_tokenizer
 from nemo_pc.parts.styles import STYLE_TAGS
 from nemo_pc.parts.text import DEFAULT_MARKS
 
@@ -24,7 +24,7 @@ def check_style_tokenizer(tokenizer, tags: Iterable[str] = STYLE_TAGS) -> None:
         if pieces != [tag]:
             raise ValueError(
                 f"style tag {tag!r} is not one token of the tokenizer ({pieces}); train it with the style tags as "
-                "user-defined symbols (nemo_pc.data.style_dataset.build_style_tokenizer)"
+                "user-defined symbols (nemo_pc.data.datasets.style_dataset.build_style_tokenizer)"
             )
 
 

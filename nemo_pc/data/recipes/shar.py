@@ -4,7 +4,7 @@
 utterance's audio (the ``offset`` / ``duration`` segment of a segmented manifest), ``text`` as its supervision text
 and every other manifest field (``text_normalized``, ``pc_source``, ``utt_id``, ``speaker``, ...) in
 ``cut.custom``: what NeMo's manifest readers make of the same line, so that
-:class:`~nemo_pc.data.pc_lhotse.LhotsePCDataset` reads both alike.
+:class:`~nemo_pc.data.datasets.pc_lhotse.LhotsePCDataset` reads both alike.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import secrets
 import shutil
 from pathlib import Path
 
-from nemo_pc.data.manifest import ManifestError, iter_manifest
-from nemo_pc.data.pc_dataset import PCUtterance, check_pc_entry
+from nemo_pc.data.datasets.pc_dataset import PCUtterance, check_pc_entry
+from nemo_pc.parts.manifest import ManifestError, iter_manifest
 from nemo_pc.parts.text import DEFAULT_MARKS
 
 SHAR_FIELDS = {"recording": "flac"}

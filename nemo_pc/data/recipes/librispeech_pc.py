@@ -1,6 +1,6 @@
 """LibriSpeech-PC manifests: punctuation and case restored from the books (papers/002 §4).
 
-Works on real LibriSpeech with its ``original-books`` and on the synthetic corpus of :mod:`nemo_pc.data.synth`.
+Works on real LibriSpeech with its ``original-books`` and on the synthetic corpus of :mod:`nemo_pc.data.recipes.synth`.
 Drop rules, in the order papers/002 §4 lists them (the first that applies is reported):
 
 =================== ====================================================================================
@@ -33,16 +33,16 @@ from itertools import groupby
 from pathlib import Path
 from typing import TextIO
 
-from nemo_pc.data.books import ChapterInfo, CorpusError, find_book_file, read_book_text, read_chapters_txt
-from nemo_pc.data.manifest import (
+from nemo_pc.data.recipes.books import ChapterInfo, CorpusError, find_book_file, read_book_text, read_chapters_txt
+from nemo_pc.data.recipes.restore import BookIndex, Restoration, restore_chapter
+from nemo_pc.data.recipes.spoken import SpokenForm, book_words
+from nemo_pc.parts.manifest import (
     DropCounter,
     atomic_open,
     iter_manifest,
     write_manifest,
     write_text_atomic,
 )
-from nemo_pc.data.restore import BookIndex, Restoration, restore_chapter
-from nemo_pc.data.spoken import SpokenForm, book_words
 from nemo_pc.parts.output_lock import hold_output_folder
 from nemo_pc.parts.text import DEFAULT_MARK_MAP, normalize, parse_marks, preprocess_punctuated
 
@@ -66,7 +66,7 @@ class RestoreOptions:
             appendix; a mark of the set is kept as written); ``"none"`` drops every mark outside the set.
         separate_marks: write "done ." instead of "done." (papers/002 §5, step 2).
         min_duration: the ``short`` threshold in seconds; max_deviation: the ``deviation`` threshold in words.
-        tn: how book text becomes spoken form (:class:`nemo_pc.data.spoken.SpokenForm`).
+        tn: how book text becomes spoken form (:class:`nemo_pc.data.recipes.spoken.SpokenForm`).
     """
 
     fallback: str = "drop"
@@ -346,7 +346,7 @@ def prepare_librispeech_pc(
         options: restoration options (:class:`RestoreOptions`).
         durations: ``utt_id -> seconds`` or a JSON-lines file of them, for corpora without audio; by default
             durations come from the flac headers.
-        cache_dir: TN cache (see :class:`nemo_pc.data.spoken.SpokenForm`).
+        cache_dir: TN cache (see :class:`nemo_pc.data.recipes.spoken.SpokenForm`).
 
     Returns:
         ``split -> manifest path``. Calling it again reuses every finished chapter.

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from nemo_pc.formatter.labels import SPAN_CLOSE, SPAN_OPEN
+from nemo_pc.parts.formatter_labels import SPAN_CLOSE, SPAN_OPEN
 
 SPECIAL_TOKENS = ("<pad>", "<s>", "</s>", "<unk>", SPAN_OPEN, SPAN_CLOSE)
 

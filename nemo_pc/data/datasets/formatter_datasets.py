@@ -13,8 +13,8 @@ from pathlib import Path
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from nemo_pc.data.manifest import ManifestError, iter_manifest, require_text
-from nemo_pc.formatter.labels import CASE_LABELS, ITN_LABELS, PUNCT_LABELS
+from nemo_pc.parts.formatter_labels import CASE_LABELS, ITN_LABELS, PUNCT_LABELS
+from nemo_pc.parts.manifest import ManifestError, iter_manifest, require_text
 
 IGNORE_INDEX = -100
 TASK_LABELS = {"punct": PUNCT_LABELS, "case": CASE_LABELS, "itn": ITN_LABELS}

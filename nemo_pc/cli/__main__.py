@@ -1,0 +1,5 @@
+import sys
+
+from nemo_pc.cli import main
+
+sys.exit(main())
