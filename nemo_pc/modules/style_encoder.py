@@ -2,20 +2,24 @@
 
 NeMo's :class:`~nemo.collections.asr.modules.ConformerEncoder` runs its layers in one loop. Like NeMo's
 ``AccessMixin`` capture for InterCTC, these modules work through hooks on the encoder's layers instead of a copy of
-that loop:
+that loop, and each hook lives only inside a ``with`` block around the call that needs it: outside one, the encoder
+is NeMo's, unchanged (a plain ``model.encoder(...)``, an export or a streaming step sees no hidden addition).
 
 * :class:`LayerTaps` records the input (and the keyword arguments: masks, positional embedding) of chosen layers
-  while the encoder runs, so that later code can read the state after ``k`` layers, or run layers again from it.
+  while the encoder runs inside ``with taps:``, so that later code can read the state after ``k`` layers, or run
+  layers again from it.
 * :class:`StyleBranch` is a per-style copy of the top layers from a branch layer E_i (papers/001 §2.2).
-* :class:`StyleEmbedding` adds a projected one-hot style vector to the input of chosen layers (papers/001 §2.4).
+* :class:`StyleEmbedding` adds a projected one-hot style vector to the input of chosen layers (papers/001 §2.4),
+  inside ``with embedding.applied(layers):``.
 
 Layer numbers in configs count from 1, as in the papers: "after layer k" is the input of the 0-based layer ``k``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import torch
 from torch import nn
@@ -36,7 +40,10 @@ def to_decoder_input(x: torch.Tensor, out_proj: nn.Module | None) -> torch.Tenso
 
 
 class LayerTaps:
-    """Records what chosen encoder layers receive, while recording is on.
+    """Records what chosen encoder layers receive, inside ``with taps:``; the hooks exist only there.
+
+    A tap entered before :meth:`StyleEmbedding.applied` records a layer's input before the style vector is added
+    (hooks run in the order they were registered).
 
     Args:
         layers: the encoder's layers.
@@ -44,29 +51,33 @@ class LayerTaps:
     """
 
     def __init__(self, layers: Sequence[nn.Module], indices: Iterable[int]) -> None:
-        self.recording = False
+        self._layers = layers
+        self.indices = sorted(set(indices))
         self.states: dict[int, tuple[torch.Tensor, dict]] = {}
-        self._handles = [
-            layers[index].register_forward_pre_hook(self._recorder(index), with_kwargs=True)
-            for index in sorted(set(indices))
-        ]
+        self._handles: list = []
 
     def _recorder(self, index: int):
         def hook(module, args, kwargs):
-            if self.recording:
-                x = args[0] if args else kwargs["x"]
-                rest = {name: value for name, value in kwargs.items() if name != "x"}
-                self.states[index] = (x, rest)
+            x = args[0] if args else kwargs["x"]
+            rest = {name: value for name, value in kwargs.items() if name != "x"}
+            self.states[index] = (x, rest)
 
         return hook
 
     def __enter__(self) -> LayerTaps:
+        if self._handles:
+            raise RuntimeError("LayerTaps is already recording; it cannot be entered twice")
         self.states = {}
-        self.recording = True
+        self._handles = [
+            self._layers[index].register_forward_pre_hook(self._recorder(index), with_kwargs=True)
+            for index in self.indices
+        ]
         return self
 
     def __exit__(self, *exc) -> None:
-        self.recording = False
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
 
     def state(self, index: int) -> tuple[torch.Tensor, dict]:
         """The ``(x, kwargs)`` the 0-based layer ``index`` received in the last recorded forward."""
@@ -108,8 +119,8 @@ class StyleBranch(nn.Module):
 class StyleEmbedding(nn.Module):
     """A one-hot style vector, projected to the model width and added to the input of chosen encoder layers.
 
-    The encoder's own pass (through the hooks of :meth:`attach`) always gets ``encoder_style``; another style is
-    computed by :meth:`run`, which re-runs the conditioned layers with that style's vector.
+    The encoder's own pass inside :meth:`applied` gets ``encoder_style``; another style is computed by :meth:`run`,
+    which re-runs the conditioned layers with that style's vector. Outside :meth:`applied` the encoder is unchanged.
 
     Args:
         d_model: the encoder width.
@@ -143,24 +154,36 @@ class StyleEmbedding(nn.Module):
         one_hot[style] = 1.0
         return self.proj(one_hot).view(1, 1, -1)
 
-    def attach(self, encoder_layers: Sequence[nn.Module]) -> None:
-        """Registers the hooks that add the encoder style's vector; call it once, after any :class:`LayerTaps`
-        (so that a tap records a layer's input before the vector is added)."""
-        for number in self.layers:
-            encoder_layers[number - 1].register_forward_pre_hook(self._add, with_kwargs=True)
+    @contextlib.contextmanager
+    def applied(self, encoder_layers: Sequence[nn.Module], style: int | None = None) -> Iterator[None]:
+        """Adds ``style``'s vector (default: the encoder style) to the input of the conditioned layers while the
+        block runs; the hooks are removed when it ends, also on an error. Enter any :class:`LayerTaps` first, so that
+        a tap records a layer's input before the vector is added."""
+        style = self.encoder_style if style is None else style
+        if not 0 <= style < self.num_styles:
+            raise ValueError(f"style must be in [0, {self.num_styles}), got {style}")
 
-    def _add(self, module, args, kwargs):
-        if args:
-            return (args[0] + self.vector(args[0], self.encoder_style), *args[1:]), kwargs
-        kwargs = dict(kwargs)
-        kwargs["x"] = kwargs["x"] + self.vector(kwargs["x"], self.encoder_style)
-        return args, kwargs
+        def add(module, args, kwargs):
+            if args:
+                return (args[0] + self.vector(args[0], style), *args[1:]), kwargs
+            kwargs = dict(kwargs)
+            kwargs["x"] = kwargs["x"] + self.vector(kwargs["x"], style)
+            return args, kwargs
+
+        handles = [
+            encoder_layers[number - 1].register_forward_pre_hook(add, with_kwargs=True) for number in self.layers
+        ]
+        try:
+            yield
+        finally:
+            for handle in handles:
+                handle.remove()
 
     def run(self, encoder_layers: Sequence[nn.Module], x: torch.Tensor, kwargs: dict, style: int) -> torch.Tensor:
         """Runs the encoder's layers from :attr:`first_layer` on ``x`` (the input that layer received, as a
-        :class:`LayerTaps` records it) with ``style``'s vector added where the hooks add the encoder style's.
+        :class:`LayerTaps` records it) with ``style``'s vector added where :meth:`applied` adds one.
 
-        The layers' ``forward`` is called directly, so their hooks (the encoder style's vector, the taps) do not run.
+        The layers' ``forward`` is called directly, so hooks (of an open :meth:`applied` or taps) do not run.
         """
         for index in range(self.first_layer, len(encoder_layers)):
             if index + 1 in self.layers:

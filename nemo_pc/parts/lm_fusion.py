@@ -11,6 +11,9 @@ ngram_lm_model=lm.arpa`` (or ``ctc_decoding...``) and ``change_decoding_strategy
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from nemo_pc.parts.modes import mode_id
@@ -79,11 +82,46 @@ def fusion_decoding_cfg(decoding_cfg: DictConfig, transducer: bool, strategy: st
     return cfg
 
 
-def set_ngram_lm(model, mode: str, lm, alpha: float, strategy: str = "beam", beam_size: int = 8) -> None:
-    """Makes a restored nemo_pc model decode ``mode`` with the LM (``pc.ngram_lm_mode``) and ``strategy``; the other
-    mode decodes with the same strategy and no LM."""
+@contextlib.contextmanager
+def ngram_lm_decoding(
+    model, mode: str, lm, alpha: float, strategy: str = "beam", beam_size: int = 8
+) -> Iterator[None]:
+    """Inside the block a restored nemo_pc model decodes ``mode`` with the LM (``pc.ngram_lm_mode``) and
+    ``strategy``, and the other mode with the same strategy and no LM; when the block ends (also on an error) the
+    model's decoding config, ``pc.ngram_lm_mode`` and decodings are what they were before. For a lasting change,
+    pass :func:`fusion_decoding_cfg`'s config to the model's ``change_decoding_strategy``.
+
+    Raises:
+        ValueError: an unknown mode, strategy, a negative weight or a beam size below 1.
+    """
     mode_id(mode, "mode")
+    decoding = OmegaConf.create(OmegaConf.to_container(model.cfg.decoding))
+    fused = fusion_decoding_cfg(decoding, hasattr(model, "joint"), strategy, lm, alpha, beam_size)
+    had_pc = "pc" in model.cfg
+    before = model.cfg.pc.get("ngram_lm_mode", _UNSET) if had_pc else _UNSET
+    try:
+        _set_lm_mode(model, mode)
+        model.change_decoding_strategy(fused, verbose=False)
+        yield
+    finally:
+        _set_lm_mode(model, before)
+        if not had_pc:
+            with open_dict(model.cfg):
+                del model.cfg["pc"]
+        with open_dict(model.cfg):
+            model.cfg.decoding = decoding
+        model.change_decoding_strategy(decoding, verbose=False)
+
+
+_UNSET = object()
+
+
+def _set_lm_mode(model, mode) -> None:
     with open_dict(model.cfg):
+        if mode is _UNSET:
+            if "pc" in model.cfg and "ngram_lm_mode" in model.cfg.pc:
+                del model.cfg.pc["ngram_lm_mode"]
+            return
+        if "pc" not in model.cfg:
+            model.cfg.pc = {}
         model.cfg.pc.ngram_lm_mode = mode
-    cfg = fusion_decoding_cfg(model.cfg.decoding, hasattr(model, "joint"), strategy, lm, alpha, beam_size)
-    model.change_decoding_strategy(cfg, verbose=False)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from nemo_pc.data.audio import ManifestAudio, manifest_audio
 from nemo_pc.metrics.accumulator import PCMetrics
-from nemo_pc.parts.lm_fusion import set_ngram_lm
+from nemo_pc.parts.lm_fusion import ngram_lm_decoding
 from nemo_pc.parts.modes import MODES
 
 TUNE_METRIC = {"normalized": "wer", "punctuated": "wer_pc"}  # the error rate each mode's LM weight is tuned on
@@ -67,8 +67,9 @@ def tune_lm_weight(model, mode: str, lm: str | Path, dev_manifest: str | Path, a
     audio, refs = _audio_and_refs(dev_manifest)
     grid = {}
     for alpha in sorted(set(map(float, alphas))):
-        set_ngram_lm(model, mode, lm, alpha, strategy, beam_size)
-        grid[f"{alpha:g}"] = error_rate(refs, _decode(model, audio, mode, batch_size), mode, _marks(model))
+        with ngram_lm_decoding(model, mode, lm, alpha, strategy, beam_size):
+            hyps = _decode(model, audio, mode, batch_size)
+        grid[f"{alpha:g}"] = error_rate(refs, hyps, mode, _marks(model))
     best = min(grid, key=lambda a: (grid[a], float(a)))
     return LMChoice(str(lm) if float(best) else None, float(best), grid)
 
@@ -82,6 +83,6 @@ def transcribe_with_lms(model, manifest: str | Path, lms: Mapping[str, LMChoice]
     outputs = {}
     for mode in modes:
         choice = lms.get(mode) or LMChoice(None, 0.0)
-        set_ngram_lm(model, mode, choice.lm, choice.alpha, strategy, beam_size)
-        outputs[mode] = _decode(model, audio, mode, batch_size)
+        with ngram_lm_decoding(model, mode, choice.lm, choice.alpha, strategy, beam_size):
+            outputs[mode] = _decode(model, audio, mode, batch_size)
     return outputs

@@ -201,3 +201,30 @@ def test_lm_tuning_scores_with_the_model_mark_set(cfg, marks):
     from nemo_pc.pipelines.lm import _marks
 
     assert _marks(SimpleNamespace(cfg=OmegaConf.create(cfg))) == marks  # RNN-T: marks; CTC: pc.marks
+
+
+def test_an_lm_decoding_block_leaves_the_model_as_it_was(rnnt):
+    from nemo_pc.parts.lm_fusion import ngram_lm_decoding
+
+    model, arpa, encoded, _ = rnnt
+    model.change_decoding_strategy(OmegaConf.create(decoding("greedy_batch")), verbose=False)
+    config_before = OmegaConf.to_container(model.cfg)
+    lengths = torch.tensor([12, 9])
+
+    def tokens(mode):
+        hyps = model.decode_mode(encoded, lengths, mode, OmegaConf.create({"return_hypotheses": True}))
+        return [[int(t) for t in hyp.y_sequence] for hyp in hyps]
+
+    plain = tokens(PUNCTUATED)
+    with ngram_lm_decoding(model, "normalized", arpa, 2.0, strategy="greedy"):
+        assert model.cfg.pc.ngram_lm_mode == "normalized"
+        assert model.cfg.decoding.greedy.ngram_lm_model == str(arpa)
+        fused_normalized = tokens(NORMALIZED)
+    assert OmegaConf.to_container(model.cfg) == config_before
+    assert tokens(PUNCTUATED) == plain
+    assert fused_normalized != tokens(NORMALIZED)  # the LM reached the normalized mode inside the block only
+    with pytest.raises(RuntimeError, match="inside"), ngram_lm_decoding(model, "punctuated", arpa, 2.0, "greedy"):
+        raise RuntimeError("inside")
+    assert OmegaConf.to_container(model.cfg) == config_before
+    with pytest.raises(ValueError, match="mode must be one of"), ngram_lm_decoding(model, "loud", arpa, 1.0):
+        pass
