@@ -50,10 +50,11 @@ DEMO_ARGS ?=
 demo: install
 	$(PY) examples/demo_pc.py --out demo_out $(DEMO_ARGS)
 
+# The quick speed benchmarks (benchmarks/README.md); each writes benchmarks/results/<script name>.json.
 bench: install
-	$(PY) benchmarks/bench_evaluate.py
-	$(PY) benchmarks/bench_librispeech_pc.py --work .bench/librispeech_pc --json benchmarks/results/librispeech_pc.json
-	$(PY) benchmarks/rtf_rnnt_pc.py --json benchmarks/results/rtf_rnnt_pc.json
+	$(PY) benchmarks/speed_evaluate.py
+	$(PY) benchmarks/speed_librispeech_pc.py --work .bench/librispeech_pc
+	$(PY) benchmarks/speed_rnnt_onnx.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis

@@ -9,9 +9,14 @@ A block names its kind and its source between two markers; everything between th
 Kinds: ``claims``, ``run_all_formatter``, ``run_all_rtf`` (``benchmarks/run_all.py``'s JSON: the claims table,
 section b, section a); ``demo`` and ``demo_steps`` (a demo output folder kept in benchmarks/results: its test table,
 its seconds per step); ``formatter_loso``, ``formatter_loso_all``, ``train_dev_gap``, ``lm_fusion``, ``lm_loso``,
-``asr_recipe``, ``train_speed``, ``streaming``, ``lhotse_speed``, ``builder_scale``, ``rnnt_loss``, ``longform`` (the
-JSON of the benchmark of that name); ``streaming_train`` (a training curve).
-Rewrite every block of the given files, or only check them::
+``asr_recipe``, ``streaming`` (the JSON of ``benchmarks/quality_<kind>.py``); ``train_speed``, ``lhotse_speed``,
+``builder_scale``, ``rnnt_loss``, ``longform`` (the JSON of ``speed_train``, ``speed_lhotse``, ``speed_builder``,
+``speed_rnnt_loss``, ``speed_longform``); ``streaming_train`` (a training curve). A kind is named after the results
+files it reads, which keep the names they were written under.
+
+This script owns every table made from a results file, the README's claims table included: ``run_all.py`` stores
+the claims that ``pc_demo.claims`` computes in its JSON and writes its markdown with :func:`run_all_markdown`; the
+claims code of the demo renders nothing. Rewrite every block of the given files, or only check them::
 
     .venv/bin/python benchmarks/render_results.py README.md docs/*.md
     .venv/bin/python benchmarks/render_results.py --check README.md docs/*.md   # exit 1 when a block is stale
@@ -25,21 +30,20 @@ import argparse
 import json
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+
+from run_all_rtf import rtf_markdown
+from suite import REPO, p_value, pct
 
 from nemo_pc.parts.manifest import write_text_atomic
 
-REPO = Path(__file__).resolve().parents[1]
 BLOCK = re.compile(
     r"<!-- results:(?P<kind>[a-z_]+) (?P<source>\S+(?: \S+)*?) -->\n(?P<body>.*?)<!-- results:end -->", re.S
 )
 MULTI_SOURCE = {"train_dev_gap", "asr_recipe"}  # kinds that take several results files, one table
 OPEN = re.compile(r"<!-- results:(?!end )(\S+)")
-
-
-def _pct(value) -> str:
-    return "-" if value is None else f"{100.0 * value:.1f}%"
+FORMATTER_METRICS = ("per", "cer", "m_wer", "i_wer")
 
 
 def _minutes(seconds: float) -> str:
@@ -64,18 +68,134 @@ def _table(columns: list[str], rows: list[list]) -> list[str]:
 # kinds
 
 
-def _run_all():
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    try:
-        import run_all
-    finally:
-        sys.path.remove(str(REPO / "benchmarks"))
-    return run_all
+def _cell(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _verdict(value, note: str = "") -> str:
+    if value is None and note.startswith("not measurable"):
+        return "not measurable"
+    return {True: "yes", False: "no", None: "not measured"}[value]
+
+
+def describe_measured(claim: Mapping) -> str:
+    """The measured numbers of a claim (``pc_demo.claims``) as one short line."""
+    m = claim.get("measured") or {}
+    if not m:
+        return "-"
+    if "ratio" in m:
+        return f"{m['seq2seq_long_s']:.2f} s vs {m['formatter_long_s']:.2f} s: {m['ratio']:.1f}x"
+    if "encoder_calls" in m:
+        return (
+            f"{m['encoder_calls']} encoder calls / {m['batches']} batches; N-output WER "
+            f"{pct(m['wer_normalized'], 2)}, P-output PER {pct(m['per_punctuated'], 2)}"
+        )
+    a, b = m["systems"]
+    name = {"per": "PER", "wer": "WER", "pc_wer": "PC-WER", "wer_pc": "WER-PC", "i_wer": "I-WER"}.get(
+        m["metric"], m["metric"]
+    )
+    text = f"{name} {pct(m['a'], 2)} ({a}) vs {pct(m['b'], 2)} ({b}), delta {100.0 * m['delta']:+.2f}"
+    if m.get("ci95"):
+        low, high = m["ci95"]
+        text += f" [{100.0 * low:+.2f}, {100.0 * high:+.2f}]"
+    return text
+
+
+def claims_markdown(claims: Sequence[Mapping]) -> str:
+    """The claims of a ``benchmarks/run_all.py`` JSON (``pc_demo.claims.compute_claims``) as a markdown table:
+    paper, claim, rule, measured, p-values, reproduced, then each claim's note."""
+    header = ["id", "paper", "claim", "reproduced if", "measured", "p (bootstrap)", "p (MAPSSWE)", "reproduced"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for c in claims:
+        row = [c["id"], c["paper"], c["claim"], c["rule"], describe_measured(c), p_value(c["p_value"]),
+               p_value(c["p_mapsswe"]), _verdict(c["reproduced"], c.get("note") or "")]  # fmt: skip
+        lines.append("| " + " | ".join(_cell(x) for x in row) + " |")
+    lines.append("")
+    notes = [f"- {c['id']}: {c['note']}" for c in claims if c.get("note")]
+    return "\n".join(lines + notes) + "\n"
+
+
+def claims_block(results: dict) -> str:
+    """The README's claims block: the run a ``benchmarks/run_all.py`` JSON measured, then its claims table."""
+    config = results.get("demo_config") or {}
+    source = (
+        f"Measured on a demo output ({config.get('hours', '?')} h corpus, {config.get('base_steps', 0)} steps of the "
+        f"shared base encoder, then {config.get('asr_steps', '?')} steps per CTC model and "
+        f"{config.get('rnnt_steps', config.get('asr_steps', '?'))} per RNN-T model, seed {config.get('seed', '?')}"
+        f"; systems: {', '.join(config.get('systems', [])) or '?'}"
+        + (f"; cascade formatter: `{config['formatter_dir']}`" if config.get("formatter_dir") else "")
+        + f") by `{results['command']}`; all benchmarks of "
+        f"that run in "
+        f"`{results['markdown']}`. p: paired bootstrap over test utterances (documents for C5), MAPSSWE for "
+        "error rates."
+    )
+    return source + "\n\n" + claims_markdown(results["claims"])
+
+
+def formatter_markdown(section: dict) -> list[str]:
+    """Section b of a ``benchmarks/run_all.py`` JSON: the formatter against the full seq2seq and NeMo WFST ITN."""
+    if "not_measured" in section:
+        return [f"Not measured: {section['not_measured']}."]
+    lines = [
+        f"{section['documents']} test documents; long text {section['long_words']} words, short texts "
+        f"{section['short_texts']} x {section['short_words']} words. p: paired bootstrap against the formatter.",
+        "",
+        "| system | PER | CER | M-WER | I-WER | p PER | p I-WER | short s | long s | x long |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, r in section["results"].items():
+        comp = section["compare"].get(name, {})
+        p_per, p_iwer = (comp.get(m, {}).get("p") for m in ("per", "i_wer"))
+        cells = [pct(r[m], 2) for m in FORMATTER_METRICS] + [p_value(p_per), p_value(p_iwer)]
+        lines.append(
+            f"| {name} | " + " | ".join(cells) + f" | {r['time_short_s']:.2f} | {r['time_long_s']:.2f} | "
+            f"{r['long_time_vs_formatter']:.1f} |"
+        )
+    return lines
+
+
+def restoration_markdown(section: dict) -> list[str]:
+    """Section c of a ``benchmarks/run_all.py`` JSON: LibriSpeech-PC restoration throughput."""
+    if "not_measured" in section:
+        return [f"Not measured: {section['not_measured']}."]
+    return [
+        f"{section['utterances']} utterances ({section['audio_hours']:.2f} h of audio, durations estimated at 2.6 "
+        f"words/s) restored in "
+        f"{section['seconds']:.2f} s by one process: {section['utterances_per_second']:.0f} utterances/s, "
+        f"{section['audio_hours_per_second']:.2f} h of audio per second; {section['retention_pct']:.2f}% retained, "
+        f"{section['exact_pct']:.2f}% of retained utterances exact."
+    ]
+
+
+def run_all_markdown(results: dict) -> str:
+    """``benchmarks/results/run_all.md``: every section of a ``benchmarks/run_all.py`` JSON."""
+    lines = [
+        "# nemo_pc: all benchmarks of one demo output",
+        "",
+        f"Demo folder `{results['demo_dir']}`; command `{results['command']}`.",
+        "",
+        "## a. RTF, ONNX Runtime on CPU",
+        "",
+        *rtf_markdown(results["rtf"]),
+        "",
+        "## b. Text formatter vs full seq2seq vs NeMo WFST ITN",
+        "",
+        *formatter_markdown(results["formatter"]),
+        "",
+        "## c. LibriSpeech-PC manifest restoration",
+        "",
+        *restoration_markdown(results["restoration"]),
+        "",
+        "## d. Claims",
+        "",
+        claims_markdown(results["claims"]),
+    ]
+    return "\n".join(lines)
 
 
 def render_claims(source: Path) -> str:
     """The claims table of a ``benchmarks/run_all.py`` JSON, with the run it was measured on."""
-    return _run_all().readme_block(_read_json(source))
+    return claims_block(_read_json(source))
 
 
 def _run_all_section(source: Path, name: str, lines: list[str]) -> str:
@@ -85,16 +205,12 @@ def _run_all_section(source: Path, name: str, lines: list[str]) -> str:
 
 def render_run_all_formatter(source: Path) -> str:
     """Section b of a ``benchmarks/run_all.py`` JSON: the formatter against the full seq2seq and NeMo WFST ITN."""
-    run_all = _run_all()
-    return _run_all_section(source, "section b", run_all.formatter_markdown(_read_json(source)["formatter"]))
+    return _run_all_section(source, "section b", formatter_markdown(_read_json(source)["formatter"]))
 
 
 def render_run_all_rtf(source: Path) -> str:
     """Section a of a ``benchmarks/run_all.py`` JSON: RTF of the exported models with ONNX Runtime."""
-    run_all = _run_all()
-    return _run_all_section(
-        source, "section a", run_all.bench_module("rtf_demo").rtf_markdown(_read_json(source)["rtf"])
-    )
+    return _run_all_section(source, "section a", rtf_markdown(_read_json(source)["rtf"]))
 
 
 def _demo_eval(folder: Path, system: str) -> dict | None:
@@ -130,8 +246,8 @@ def render_demo(source: Path) -> str:
         n_test = report["num_utterances"]
         n_seen = seen["num_utterances"] if seen else n_seen
         m = report["metrics"]
-        rows.append([f"`{system}`", _pct(report["normalized_output"]["wer"]), _pct(m["wer_pc"]), _pct(m["per"]),
-                     _pct(m["cer"]), _pct(seen["normalized_output"]["wer"]) if seen else "-"])  # fmt: skip
+        rows.append([f"`{system}`", pct(report["normalized_output"]["wer"]), pct(m["wer_pc"]), pct(m["per"]),
+                     pct(m["cer"]), pct(seen["normalized_output"]["wer"]) if seen else "-"])  # fmt: skip
     head = (
         f"Run of {finished}: {config['hours']} h corpus planned, seed {config['seed']}, backbone "
         f"`{config.get('backbone') or 'fastconformer'}`, base encoder {config['base_steps']} steps, RNN-T "
@@ -156,31 +272,31 @@ def render_demo_steps(source: Path) -> str:
 
 
 def render_formatter_loso(source: Path) -> str:
-    """``benchmarks/formatter_loso.py``: the formatter on the documents of a source it did or did not train on."""
+    """``quality_formatter_loso.py``: the formatter on the documents of a source it did or did not train on."""
     report = _read_json(source)
     lines = [
         f"{report['documents']} test documents of source `{report['leave_out']}` (`{source_name(source)}`):",
         "",
         *_table(
             ["system", "PER:", "CER:", "I-WER:"],
-            [[name, *(_pct(r.get(m)) for m in ("per", "cer", "i_wer"))] for name, r in report["results"].items()],
+            [[name, *(pct(r.get(m)) for m in ("per", "cer", "i_wer"))] for name, r in report["results"].items()],
         ),
     ]
     return "\n".join(lines) + "\n"
 
 
 def render_formatter_loso_all(source: Path) -> str:
-    """``benchmarks/formatter_loso_all.py``: per left-out source, PER and the I-WER of every span ITN policy and of
+    """``quality_formatter_loso_all.py``: per left-out source, PER and the I-WER of every span ITN policy and of
     NeMo WFST ITN; the mean over sources and the mean ratio to WFST's I-WER."""
     report = _read_json(source)
     systems = list(next(iter(report["sources"].values()))["results"])
     rows = []
     for name, entry in report["sources"].items():
         results = entry["results"]
-        rows.append([f"`{name}`", entry["documents"], _pct(results["neural"]["per"]),
-                     *(_pct(results[s]["i_wer"]) for s in systems)])  # fmt: skip
+        rows.append([f"`{name}`", entry["documents"], pct(results["neural"]["per"]),
+                     *(pct(results[s]["i_wer"]) for s in systems)])  # fmt: skip
     mean = report["mean"]
-    rows.append(["**mean**", "", _pct(mean["neural"]["per"]), *(_pct(mean[s]["i_wer"]) for s in systems)])
+    rows.append(["**mean**", "", pct(mean["neural"]["per"]), *(pct(mean[s]["i_wer"]) for s in systems)])
     rows.append(["I-WER ÷ WFST's (mean of ratios)", "", "",
                  *(f"{mean[s]['i_wer_vs_wfst']:.2f}×" for s in systems)])  # fmt: skip
     rows.append(["sources worse than WFST", "", "", *(mean[s]["sources_worse_than_wfst"] for s in systems)])
@@ -191,19 +307,19 @@ def render_formatter_loso_all(source: Path) -> str:
         lines += ["", "All held-out documents together, each system against NeMo WFST ITN (paired bootstrap over "
                   "documents):", ""]  # fmt: skip
         lines += _table(["system", "docs:", "I-WER:", "difference:", "95% interval:", "p:"], [
-            [name, row["documents"], _pct(row["i_wer"]), f"{100 * row['delta_vs_wfst']:+.1f}",
+            [name, row["documents"], pct(row["i_wer"]), f"{100 * row['delta_vs_wfst']:+.1f}",
              "-" if row["ci95"] is None else f"[{100 * row['ci95'][0]:+.1f}, {100 * row['ci95'][1]:+.1f}]",
-             _p(row["p"])] for name, row in pooled.items() if name != "NeMo WFST ITN"])  # fmt: skip
+             p_value(row["p"])] for name, row in pooled.items() if name != "NeMo WFST ITN"])  # fmt: skip
     if not report.get("complete"):
         lines += ["", "Incomplete: not every source has been scored yet."]
     return "\n".join(lines) + "\n"
 
 
 def render_train_dev_gap(*sources: Path) -> str:
-    """``benchmarks/train_dev_gap.py``: normalized WER of each model on each split (a generalization gap or not)."""
+    """``quality_train_dev_gap.py``: normalized WER of each model on each split (a generalization gap or not)."""
     reports = [_read_json(source) for source in sources]
     splits = list(dict.fromkeys(split for report in reports for split in report["wer"]))
-    rows = [[f"`{report['model']}`", *(_pct(report["wer"].get(s)) for s in splits), f"`{source_name(source)}`"]
+    rows = [[f"`{report['model']}`", *(pct(report["wer"].get(s)) for s in splits), f"`{source_name(source)}`"]
             for source, report in zip(sources, reports, strict=True)]  # fmt: skip
     lines = _table(["model", *(f"{s}:" for s in splits), "source"], rows)
     sizes = sorted({report["utterances"] for report in reports})
@@ -214,20 +330,16 @@ def render_train_dev_gap(*sources: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _p(value) -> str:
-    return "-" if value is None else "<0.001" if value < 0.001 else f"{value:.3f}"
-
-
 def _change(paired: dict, metric: str) -> str:
     d = paired[metric]
     return (
-        f"{100 * d['b']:.2f} → {100 * d['a']:.2f}% ({100 * d['delta']:+.2f}, p {_p(d['p'])}, "
-        f"MAPSSWE {_p(d.get('p_mapsswe'))})"
+        f"{100 * d['b']:.2f} → {100 * d['a']:.2f}% ({100 * d['delta']:+.2f}, p {p_value(d['p'])}, "
+        f"MAPSSWE {p_value(d.get('p_mapsswe'))})"
     )
 
 
 def render_lm_fusion(source: Path) -> str:
-    """``benchmarks/lm_fusion.py``: each system's test WER, WER-PC and PER without and with the LM (dev weight)."""
+    """``quality_lm_fusion.py``: each system's test WER, WER-PC and PER without and with the LM (dev weight)."""
     report = _read_json(source)
     st = report["settings"]
     decoding = "greedy" if st["strategy"] == "greedy" else f"beam {st['beam_size']}"
@@ -244,7 +356,7 @@ def render_lm_fusion(source: Path) -> str:
 
 
 def render_lm_loso(source: Path) -> str:
-    """``benchmarks/lm_loso.py``: WER per source of the test utterances with no LM, the full LM, and the LM without
+    """``quality_lm_loso.py``: WER per source of the test utterances with no LM, the full LM, and the LM without
     one source."""
     report = _read_json(source)
     columns = list(next(iter(report["normalized_wer"].values())))
@@ -260,12 +372,9 @@ def render_lm_loso(source: Path) -> str:
 
 
 def render_asr_recipe(*sources: Path) -> str:
-    """``benchmarks/asr_recipe.py``: each recipe variant's seconds and dev WER curve, one table per results file."""
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    try:
-        from asr_recipe import recipe_table
-    finally:
-        sys.path.remove(str(REPO / "benchmarks"))
+    """``quality_asr_recipe.py``: each recipe variant's seconds and dev WER curve, one table per results file."""
+    from quality_asr_recipe import recipe_table
+
     lines = []
     for source in sources:
         report = _read_json(source)
@@ -276,14 +385,14 @@ def render_asr_recipe(*sources: Path) -> str:
 
 
 def render_train_speed(source: Path) -> str:
-    """``benchmarks/train_speed.py``: steps/s, audio s/s, padding and mean loss per variant, one table per run."""
+    """``speed_train.py``: steps/s, audio s/s, padding and mean loss per variant, one table per run."""
     report = _read_json(source)
     lines = [f"{report['machine']}; {report['corpus']} (`{source_name(source)}`)."]
     for run in report["runs"]:
         lines += ["", f"`{run['command']}`" + (f" ({run['corpus']})" if run.get("corpus") else "") + ":", ""]
         first: dict[str, float] = {}
         rows = [[r["model"], r["variant"], f"{r['steps_per_s']:.3f}", f"{r['audio_s_per_s']:.1f}",
-                 _pct(r["padding_share"]), f"{r['mean_loss']:.1f}",
+                 pct(r["padding_share"]), f"{r['mean_loss']:.1f}",
                  f"{r['steps_per_s'] / first.setdefault(r['model'], r['steps_per_s']):.2f}x"]
                 for r in run["rows"]]  # fmt: skip
         columns = ["model", "variant", "steps/s:", "audio s/s:", "padding:", "mean loss:", "speed vs the first row:"]
@@ -291,12 +400,8 @@ def render_train_speed(source: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _num2(value) -> str:
-    return "-" if value is None else f"{100 * value:.2f}"
-
-
 def render_streaming(source: Path) -> str:
-    """``benchmarks/streaming.py``: per lookahead, the offline pass and each streaming backend (WER, PER, WER-PC,
+    """``quality_streaming.py``: per lookahead, the offline pass and each streaming backend (WER, PER, WER-PC,
     texts equal to offline, step time, RTF), and the full-context reference model."""
     report = _read_json(source)
     st = report["settings"]
@@ -312,15 +417,15 @@ def render_streaming(source: Path) -> str:
         for k, backend in enumerate(["offline", *st["backends"]]):
             r = c[backend]
             same = r.get("same_text_as_offline")
-            cells = [*(first if k == 0 else ("", "")), backend, _num2(r["wer_normalized"]),
-                     _num2(r["per_punctuated"]), _num2(r["wer_pc_punctuated"]),
+            cells = [*(first if k == 0 else ("", "")), backend, pct(r["wer_normalized"], 2, ""),
+                     pct(r["per_punctuated"], 2, ""), pct(r["wer_pc_punctuated"], 2, ""),
                      f"{same['normalized']} / {same['punctuated']}" if same else "-",
                      f"{r['step_ms_median']:.1f} / {r['step_ms_p90']:.1f}" if "step_ms_median" in r else "-",
                      f"{r['rtf']:.3f}"]  # fmt: skip
             rows.append(cells)
     ref = report.get("reference")
     if ref:
-        scores = [_num2(ref[key]) for key in ("wer_normalized", "per_punctuated", "wer_pc_punctuated")]
+        scores = [pct(ref[key], 2, "") for key in ("wer_normalized", "per_punctuated", "wer_pc_punctuated")]
         rows.append(["full context", "-", f"offline `{ref['model']}`", *scores, "-", "-", f"{ref['rtf']:.3f}"])
     columns = ["att_context_size", "chunk / lookahead (ms)", "pass", "N-WER", "PER", "WER-PC",
                "same text as offline (N / P)", "step ms median / p90", "RTF"]  # fmt: skip
@@ -336,14 +441,14 @@ def render_streaming_train(source: Path) -> str:
         f"step; dev decoded at `{report['validation_context']}` (`{source_name(source)}`):",
         "",
     ]
-    rows = [[f"{p['step']:,}", f"{p['val_loss']:.2f}", _num2(p["val_wer_normalized"]), _num2(p["val_wer_punctuated"])]
-            for p in report["curve"]]  # fmt: skip
+    rows = [[f"{p['step']:,}", f"{p['val_loss']:.2f}", pct(p["val_wer_normalized"], 2, ""),
+             pct(p["val_wer_punctuated"], 2, "")] for p in report["curve"]]  # fmt: skip
     columns = ["step:", "dev loss:", "dev WER, normalized:", "dev WER, punctuated:"]
     return "\n".join(lines + _table(columns, rows)) + "\n"
 
 
 def render_lhotse_speed(source: Path) -> str:
-    """``benchmarks/lhotse_speed.py``: batches/s, audio s/s and padding of each loader variant."""
+    """``speed_lhotse.py``: batches/s, audio s/s and padding of each loader variant."""
     report = _read_json(source)
     lines = [
         f"`{report['manifest']}` ({report['utterances']} utterances), batches of {report['batch_size']}, "
@@ -358,13 +463,13 @@ def render_lhotse_speed(source: Path) -> str:
         buckets = f"window of {c['bucketing_window']} batches" if c.get("bucketing_window") else "none"
         buckets = f"{c['num_buckets']} duration buckets" if c.get("use_bucketing") else buckets
         rows.append([f"`{name}` ({loader})", source_kind, buckets, f"{v['batches_per_s']:.2f}",
-                     f"{v['audio_s_per_s']:.0f}", _pct(v["padding_share"])])  # fmt: skip
+                     f"{v['audio_s_per_s']:.0f}", pct(v["padding_share"])])  # fmt: skip
     columns = ["variant", "source", "buckets", "batches/s:", "audio s/s:", "padding:"]
     return "\n".join(lines + _table(columns, rows)) + "\n"
 
 
 def render_builder_scale(source: Path) -> str:
-    """``benchmarks/builder_scale.py``: time, throughput and peak memory of the builder per corpus size and jobs."""
+    """``speed_builder.py``: time, throughput and peak memory of the builder per corpus size and jobs."""
     report = _read_json(source)
     lines = [
         f"`{report['command']}`, {report['cpus']} CPUs (`{source_name(source)}`):",
@@ -378,7 +483,7 @@ def render_builder_scale(source: Path) -> str:
 
 
 def render_rnnt_loss(source: Path) -> str:
-    """``benchmarks/rnnt_loss.py``: forward + backward time of nemo_pc's scan loss and NeMo's numba loss on CPU."""
+    """``speed_rnnt_loss.py``: forward + backward time of nemo_pc's scan loss and NeMo's numba loss on CPU."""
     r = _read_json(source)
     return (
         f"Joint output {tuple(r['shape'])}, {r['threads']} threads: scan {r['scan_seconds']:.2f} s, numba "
@@ -388,7 +493,7 @@ def render_rnnt_loss(source: Path) -> str:
 
 
 def render_longform(source: Path) -> str:
-    """``benchmarks/longform.py``: per recording length, memory, RTF and the word disagreement with per-utterance
+    """``speed_longform.py``: per recording length, memory, RTF and the word disagreement with per-utterance
     transcription of utterances cut by a seam and of the others (both modes)."""
     r = _read_json(source)
     lines = [
@@ -403,7 +508,7 @@ def render_longform(source: Path) -> str:
                  f"{row['peak_rss_mb']:.0f} MB", f"{row['rtf']:.3f}", f"{row['cpu_rtf']:.4f}",
                  f"{row['load_average']:.1f}"]  # fmt: skip
         for mode in ("punctuated", "normalized"):
-            cells += [_pct(agreement[mode][part]["word_disagreement"]) for part in ("seam", "inside")]
+            cells += [pct(agreement[mode][part]["word_disagreement"]) for part in ("seam", "inside")]
         rows.append(cells)
     columns = ["audio:", "chunks:", "RSS loaded:", "peak RSS:", "RTF wall:", "RTF CPU:", "load:",
                "P seam:", "P inside:", "N seam:", "N inside:"]  # fmt: skip
@@ -457,7 +562,7 @@ def render_block(kind: str, source: str) -> str:
 
 
 def _provenance_line(path: Path) -> str | None:
-    """How the results file was made (``benchmarks/provenance.py``), when it records it."""
+    """How the results file was made (``suite.write_results``), when it records it."""
     made = _read_json(path).get("provenance")
     if not made:
         return None

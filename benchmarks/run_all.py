@@ -2,14 +2,18 @@
 
 Sections (each reports "not measured" when its models or data are missing):
 
-a. RTF with ONNX Runtime on CPU, batch 1, on the test utterances (``benchmarks/rtf_demo.py``: medians of
+a. RTF with ONNX Runtime on CPU, batch 1, on the test utterances (``benchmarks/run_all_rtf.py``: medians of
    interleaved rounds, their spread, paired ratios; ``--rtf-previous`` checks that two runs agree): the cascade
    (``rnnt_conditioned`` normalized mode + ``TextFormatter.format``), ``rnnt_dual`` (punctuated output from a
    punctuated-head-only export, and both outputs) and ``rnnt_conditioned`` (punctuated, both).
-b. The text formatter against the full seq2seq formatter and NeMo WFST ITN (``benchmarks/formatter.py``) on the
-   test documents of the formatter data, with paired significance tests per document.
+b. The text formatter against the full seq2seq formatter and NeMo WFST ITN (``benchmarks/quality_formatter.py``)
+   on the test documents of the formatter data, with paired significance tests per document.
 c. LibriSpeech-PC manifest restoration throughput on a text-only synthetic KJV corpus, one process.
-d. The claims (``pc_demo.claims`` in examples/).
+d. The claims, computed by ``pc_demo.claims`` (examples/) from the demo folder, section b and
+   ``--lm-fusion``'s report.
+
+Everything lands in the JSON; ``benchmarks/render_results.py`` makes every table of it (``run_all.md``, and the
+README's ``claims`` block with ``--readme``).
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/run_all.py --demo-dir demo_out --readme README.md
 """
@@ -17,44 +21,28 @@ d. The claims (``pc_demo.claims`` in examples/).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import shutil
 import sys
 import tempfile
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
+import quality_formatter
+import render_results
+import run_all_rtf
+from suite import Stopwatch, demo_module, results_path, write_results
+
 from nemo_pc.parts.manifest import read_manifest, write_text_atomic
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))  # the demo application, examples/pc_demo
-from pc_demo import claims as claims_lib  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/provenance.py
-from provenance import write_results  # noqa: E402
-
-BENCHMARKS = Path(__file__).resolve().parent
-
-FORMATTER_METRICS = ("per", "cer", "m_wer", "i_wer")
-
-
-def bench_module(name: str):
-    """A module of this folder (``formatter``, ``rtf_rnnt_pc``), loaded by path under a private name."""
-    key = f"_nemo_pc_bench_{name}"
-    if key not in sys.modules:
-        spec = importlib.util.spec_from_file_location(key, BENCHMARKS / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[key] = module
-        spec.loader.exec_module(module)
-    return sys.modules[key]
+FORMATTER_METRICS = render_results.FORMATTER_METRICS
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--demo-dir", required=True, help="output folder of examples/demo_pc.py")
-    parser.add_argument("--json", default="benchmarks/results/run_all.json")
-    parser.add_argument("--markdown", default="benchmarks/results/run_all.md")
+    parser.add_argument("--json", default=str(results_path(__file__)))
+    parser.add_argument("--markdown", default=str(results_path(__file__, ".md")))
     parser.add_argument("--readme", default=None, help="render this README's claims block from --json")
     parser.add_argument("--rtf-utterances", type=int, default=0, help="first N test utterances timed (0: all)")
     parser.add_argument("--repeats", type=int, default=5, help="interleaved timing rounds (medians count)")
@@ -73,7 +61,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--restore-utterances", type=int, default=2000, help="utterances of the restoration corpus")
     parser.add_argument("--work", default=None, help="scratch folder (default: a temporary one)")
     parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples of the significance tests")
-    parser.add_argument("--lm-fusion", default=None, help="benchmarks/lm_fusion.py's JSON of this demo folder (C7)")
+    parser.add_argument(
+        "--lm-fusion", default=None, help="benchmarks/quality_lm_fusion.py's JSON of this demo folder (C7)"
+    )
     parser.add_argument("--skip", default="", help="comma-separated sections to skip: rtf,formatter,restore,m2")
     return parser.parse_args(argv)
 
@@ -106,8 +96,8 @@ def formatter_paths(args: argparse.Namespace, demo_dir: Path) -> dict[str, Path 
 
 
 def rtf_section(demo_dir: Path, paths: dict, args: argparse.Namespace, work: Path) -> dict:
-    """Section a (``benchmarks/rtf_demo.py``)."""
-    return bench_module("rtf_demo").rtf_section(demo_dir, paths, args, work, claims_lib.model_path)
+    """Section a (``benchmarks/run_all_rtf.py``)."""
+    return run_all_rtf.rtf_section(demo_dir, paths, args, work, demo_module("claims").model_path)
 
 
 # b. formatter
@@ -122,7 +112,7 @@ def formatter_section(paths: dict, args: argparse.Namespace) -> dict:
     from nemo_pc.metrics.accumulator import PCMetrics
     from nemo_pc.metrics.significance import compare_systems
 
-    bench = bench_module("formatter")
+    bench = quality_formatter
     docs = read_manifest(paths["data"] / "test_documents.json")
     docs = [docs[int(k * len(docs) / args.formatter_docs)] for k in range(min(args.formatter_docs, len(docs)))]
     short = bench.timing_texts(docs, args.short_words, args.short_texts)
@@ -175,10 +165,10 @@ def restoration_section(work: Path, utterances: int, seed: int = 0) -> dict:
     reference = {line["utt_id"]: line for line in read_manifest(corpus / "SYNTH.jsonl")}
     out = work / "restore_out"
     shutil.rmtree(out, ignore_errors=True)
-    start = time.perf_counter()
-    manifests = prepare_librispeech_pc(corpus, None, out, num_jobs=1, options=RestoreOptions(tn="none"),
-                                       durations=corpus / "SYNTH.jsonl")  # fmt: skip
-    seconds = time.perf_counter() - start
+    with Stopwatch() as watch:
+        manifests = prepare_librispeech_pc(corpus, None, out, num_jobs=1, options=RestoreOptions(tn="none"),
+                                           durations=corpus / "SYNTH.jsonl")  # fmt: skip
+    seconds = watch.seconds
     kept = [entry for path in manifests.values() for entry in read_manifest(path)]
     exact = sum(entry["text"] == reference[entry["utt_id"]]["text"] for entry in kept)
     audio_hours = sum(line["duration"] for line in reference.values()) / 3600
@@ -196,93 +186,17 @@ def restoration_section(work: Path, utterances: int, seed: int = 0) -> dict:
 # report
 
 
-def _num(value, digits: int = 4) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
-
-
-def formatter_markdown(section: dict) -> list[str]:
-    if "not_measured" in section:
-        return [f"Not measured: {section['not_measured']}."]
-    lines = [
-        f"{section['documents']} test documents; long text {section['long_words']} words, short texts "
-        f"{section['short_texts']} x {section['short_words']} words. p: paired bootstrap against the formatter.",
-        "",
-        "| system | PER | CER | M-WER | I-WER | p PER | p I-WER | short s | long s | x long |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for name, r in section["results"].items():
-        comp = section["compare"].get(name, {})
-        p_per, p_iwer = (comp.get(m, {}).get("p") for m in ("per", "i_wer"))
-        lines.append(
-            f"| {name} | {claims_lib._pct(r['per'])} | {claims_lib._pct(r['cer'])} | {claims_lib._pct(r['m_wer'])} | "
-            f"{claims_lib._pct(r['i_wer'])} | {claims_lib._p(p_per)} | {claims_lib._p(p_iwer)} | "
-            f"{r['time_short_s']:.2f} | {r['time_long_s']:.2f} | {r['long_time_vs_formatter']:.1f} |"
-        )
-    return lines
-
-
-def restoration_markdown(section: dict) -> list[str]:
-    if "not_measured" in section:
-        return [f"Not measured: {section['not_measured']}."]
-    return [
-        f"{section['utterances']} utterances ({section['audio_hours']:.2f} h of audio, durations estimated at 2.6 "
-        f"words/s) restored in "
-        f"{section['seconds']:.2f} s by one process: {section['utterances_per_second']:.0f} utterances/s, "
-        f"{section['audio_hours_per_second']:.2f} h of audio per second; {section['retention_pct']:.2f}% retained, "
-        f"{section['exact_pct']:.2f}% of retained utterances exact."
-    ]
-
-
-def render_markdown(results: dict) -> str:
-    lines = [
-        "# nemo_pc: all benchmarks of one demo output",
-        "",
-        f"Demo folder `{results['demo_dir']}`; command `{results['command']}`.",
-        "",
-        "## a. RTF, ONNX Runtime on CPU",
-        "",
-        *bench_module("rtf_demo").rtf_markdown(results["rtf"]),
-        "",
-        "## b. Text formatter vs full seq2seq vs NeMo WFST ITN",
-        "",
-        *formatter_markdown(results["formatter"]),
-        "",
-        "## c. LibriSpeech-PC manifest restoration",
-        "",
-        *restoration_markdown(results["restoration"]),
-        "",
-        "## d. Claims",
-        "",
-        claims_lib.claims_markdown(results["claims"]),
-    ]
-    return "\n".join(lines)
-
-
-def readme_block(results: dict) -> str:
-    config = results.get("demo_config") or {}
-    source = (
-        f"Measured on a demo output ({config.get('hours', '?')} h corpus, {config.get('base_steps', 0)} steps of the "
-        f"shared base encoder, then {config.get('asr_steps', '?')} steps per CTC model and "
-        f"{config.get('rnnt_steps', config.get('asr_steps', '?'))} per RNN-T model, seed {config.get('seed', '?')}"
-        f"; systems: {', '.join(config.get('systems', [])) or '?'}"
-        + (f"; cascade formatter: `{config['formatter_dir']}`" if config.get("formatter_dir") else "")
-        + f") by `{results['command']}`; all benchmarks of "
-        f"that run in "
-        f"`{results['markdown']}`. p: paired bootstrap over test utterances (documents for C5), MAPSSWE for "
-        "error rates."
-    )
-    return source + "\n\n" + claims_lib.claims_markdown(results["claims"])
-
-
 def lm_fusion_report(path: str | None, demo_dir: Path) -> dict | None:
-    """``benchmarks/lm_fusion.py``'s JSON for claim C7, or ``None`` without one. A report of another demo folder
-    is refused: its models are not the ones the other claims measure."""
+    """``benchmarks/quality_lm_fusion.py``'s JSON for claim C7, or ``None`` without one. A report of another demo
+    folder is refused: its models are not the ones the other claims measure."""
     if not path:
         return None
     try:
         report = json.loads(Path(path).read_text())
     except (OSError, ValueError) as err:
-        raise SystemExit(f"--lm-fusion {path}: not a readable benchmarks/lm_fusion.py report ({err})") from None
+        raise SystemExit(
+            f"--lm-fusion {path}: not a readable benchmarks/quality_lm_fusion.py report ({err})"
+        ) from None
     measured_on = Path(report.get("settings", {}).get("demo_dir", "")).resolve()
     if measured_on != demo_dir.resolve():
         raise SystemExit(f"--lm-fusion {path}: measured on {measured_on}, not on --demo-dir {demo_dir.resolve()}")
@@ -293,12 +207,12 @@ def _run(name: str, skip: set[str], func) -> dict:
     if name in skip:
         return {"not_measured": "skipped (--skip)"}
     print(f"== {name}", flush=True)
-    start = time.perf_counter()
-    try:
-        section = func()
-    except (FileNotFoundError, ImportError, RuntimeError, ValueError) as err:
-        section = {"not_measured": f"{type(err).__name__}: {err}"}
-    print(f"   {name} done in {time.perf_counter() - start:.1f} s", flush=True)
+    with Stopwatch() as watch:
+        try:
+            section = func()
+        except (FileNotFoundError, ImportError, RuntimeError, ValueError) as err:
+            section = {"not_measured": f"{type(err).__name__}: {err}"}
+    print(f"   {name} done in {watch.seconds:.1f} s", flush=True)
     return section
 
 
@@ -318,12 +232,12 @@ def main(argv: list[str] | None = None) -> dict:
         results["rtf"] = _run("rtf", skip, lambda: rtf_section(demo_dir, paths, args, work))
         if args.rtf_previous and "not_measured" not in results["rtf"]:
             previous = json.loads(Path(args.rtf_previous).read_text())["rtf"]
-            results["rtf"]["agreement"] = bench_module("rtf_demo").agreement(results["rtf"], previous)
+            results["rtf"]["agreement"] = run_all_rtf.agreement(results["rtf"], previous)
             results["rtf"]["agreement"]["previous"] = args.rtf_previous
         results["formatter"] = _run("formatter", skip, lambda: formatter_section(paths, args))
         results["restoration"] = _run("restore", skip, lambda: restoration_section(work, args.restore_utterances))
         print("== claims", flush=True)
-        results["claims"] = claims_lib.compute_claims(
+        results["claims"] = demo_module("claims").compute_claims(
             demo_dir,
             results["formatter"],
             measure_one_pass="m2" not in skip,
@@ -331,12 +245,11 @@ def main(argv: list[str] | None = None) -> dict:
             lm_report=lm_fusion_report(args.lm_fusion, demo_dir),
         )
     write_results(args.json, results)
-    markdown = render_markdown(results)
+    markdown = render_results.run_all_markdown(results)
     write_text_atomic(args.markdown, markdown)
     print(markdown)
     if args.readme:
-        render = bench_module("render_results")
-        render.render_file(args.readme, {"claims": render.source_name(args.json)})
+        render_results.render_file(args.readme, {"claims": render_results.source_name(args.json)})
         print(f"rendered the results blocks of {args.readme}")
     print(f"wrote {args.json} and {args.markdown}")
     return results

@@ -6,7 +6,7 @@
 #                                                  that a CUDA PyTorch image lacks
 #   scripts/gpu_recipe.sh run [PHASE ...] [OPTS]   on the CUDA machine, from the repository root with .gpu_carry/
 #                                                  in it: unpacks and installs what it holds, then runs
-#                                                  benchmarks/gpu_recipe.py (phases corpus, train, evaluate; all
+#                                                  benchmarks/run_gpu_recipe.py (phases corpus, train, evaluate; all
 #                                                  by default; each skips what an earlier run finished)
 #
 # Environment: PYTHON (python3), GPU_CARRY (.gpu_carry), GPU_TTS_PREFIX (/tmp/nemo_pc_tts), GPU_SITE
@@ -187,7 +187,7 @@ run() {
   have bible || [ ! -f "$CARRY/kjv.txt.gz" ] || kjv=(--kjv-text "$CARRY/kjv.txt.gz")
   have nvidia-smi && { nvidia-smi -L || true; }
   cd "$ROOT"
-  exec "$PYTHON" benchmarks/gpu_recipe.py "$@" "${kjv[@]}"
+  exec "$PYTHON" benchmarks/run_gpu_recipe.py "$@" "${kjv[@]}"
 }
 
 # sourced (scripts/device_check.sh): the functions only

@@ -9,6 +9,11 @@ does not hold is reported with its numbers.
 Each claim is a dict::
 
     {"id", "paper", "claim", "rule", "measured": {...}, "p_value", "p_mapsswe", "reproduced", "note"}
+
+This module computes the claims and renders nothing: ``benchmarks/run_all.py`` stores them in its JSON and
+``benchmarks/render_results.py`` (``claims`` blocks) draws the README's table from that JSON. Its inputs besides the
+demo folder are plain dicts: the formatter section of ``run_all.py`` and the report of
+``benchmarks/quality_lm_fusion.py``.
 """
 
 from __future__ import annotations
@@ -281,12 +286,15 @@ def claim_intermediate_ctc(demo_dir: str | Path, num_resamples: int = 1000) -> d
 
 
 LM_SYSTEM = "rnnt_conditioned"
-LM_NOT_MEASURED = "not measured: run benchmarks/lm_fusion.py --demo-dir D (its JSON is read by run_all --lm-fusion)"
+LM_NOT_MEASURED = (
+    "not measured: run benchmarks/quality_lm_fusion.py --demo-dir D (its JSON is read by run_all --lm-fusion)"
+)
 
 
 def claim_lm_fusion(lm_report: Mapping | None, system: str = LM_SYSTEM) -> dict:
     """papers/002 §5.3: shallow fusion with an n-gram LM over the punctuated tokens lowers WER-PC. Read from the
-    report of ``benchmarks/lm_fusion.py`` (the LM weight tuned on dev, then a paired test on the test split)."""
+    report of ``benchmarks/quality_lm_fusion.py`` (the LM weight tuned on dev, then a paired test on the test
+    split)."""
     claim = _claim(
         "C7",
         "002",
@@ -519,7 +527,7 @@ def compute_claims(
     lm_report: Mapping | None = None,
 ) -> list[dict]:
     """Every claim of the README's table, in order (C1-C4 from predictions, C5 from the formatter section, C6, and
-    C7 from ``benchmarks/lm_fusion.py``'s report)."""
+    C7 from ``benchmarks/quality_lm_fusion.py``'s report)."""
     claims = [
         claim_e2e_vs_cascade(demo_dir, num_resamples, formatter_section),
         claim_joint_vs_punctuated(demo_dir, num_resamples),
@@ -537,62 +545,3 @@ def compute_claims(
         claims.append(claim)
     claims.append(claim_lm_fusion(lm_report))
     return claims
-
-
-# Rendering
-
-
-def _pct(value) -> str:
-    return "-" if value is None else f"{100.0 * value:.2f}%"
-
-
-def _p(value) -> str:
-    if value is None:
-        return "-"
-    return "<0.001" if value < 0.001 else f"{value:.3f}"
-
-
-def _verdict(value, note: str = "") -> str:
-    if value is None and note.startswith("not measurable"):
-        return "not measurable"
-    return {True: "yes", False: "no", None: "not measured"}[value]
-
-
-def describe_measured(claim: Mapping) -> str:
-    """The measured numbers of a claim as one short line."""
-    m = claim.get("measured") or {}
-    if not m:
-        return "-"
-    if "ratio" in m:
-        return f"{m['seq2seq_long_s']:.2f} s vs {m['formatter_long_s']:.2f} s: {m['ratio']:.1f}x"
-    if "encoder_calls" in m:
-        return (
-            f"{m['encoder_calls']} encoder calls / {m['batches']} batches; N-output WER {_pct(m['wer_normalized'])}, "
-            f"P-output PER {_pct(m['per_punctuated'])}"
-        )
-    a, b = m["systems"]
-    name = {"per": "PER", "wer": "WER", "pc_wer": "PC-WER", "wer_pc": "WER-PC", "i_wer": "I-WER"}.get(
-        m["metric"], m["metric"]
-    )
-    text = f"{name} {_pct(m['a'])} ({a}) vs {_pct(m['b'])} ({b}), delta {100.0 * m['delta']:+.2f}"
-    if m.get("ci95"):
-        low, high = m["ci95"]
-        text += f" [{100.0 * low:+.2f}, {100.0 * high:+.2f}]"
-    return text
-
-
-def _cell(text: object) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
-def claims_markdown(claims: Sequence[Mapping]) -> str:
-    """The claims as a markdown table: paper, claim, rule, measured, p-values, reproduced, note."""
-    header = ["id", "paper", "claim", "reproduced if", "measured", "p (bootstrap)", "p (MAPSSWE)", "reproduced"]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for c in claims:
-        row = [c["id"], c["paper"], c["claim"], c["rule"], describe_measured(c), _p(c["p_value"]),
-               _p(c["p_mapsswe"]), _verdict(c["reproduced"], c.get("note") or "")]  # fmt: skip
-        lines.append("| " + " | ".join(_cell(x) for x in row) + " |")
-    lines.append("")
-    notes = [f"- {c['id']}: {c['note']}" for c in claims if c.get("note")]
-    return "\n".join(lines + notes) + "\n"

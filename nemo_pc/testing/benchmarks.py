@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -10,7 +11,8 @@ BENCHMARKS_DIR = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 def load_benchmark(name: str) -> ModuleType:
-    """``benchmarks/<name>.py`` as a fresh module named ``<name>_benchmark_under_test``.
+    """``benchmarks/<name>.py`` as a fresh module named ``<name>_benchmark_under_test`` (registered in
+    ``sys.modules``, as dataclasses and pickling need; a later call replaces it).
 
     Raises:
         FileNotFoundError: no such script (benchmarks live in a source checkout, not in an installed wheel).
@@ -20,5 +22,6 @@ def load_benchmark(name: str) -> ModuleType:
         raise FileNotFoundError(f"{path}: no such benchmark script (benchmarks ship with the source checkout)")
     spec = importlib.util.spec_from_file_location(f"{name}_benchmark_under_test", path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module

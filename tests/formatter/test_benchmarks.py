@@ -4,7 +4,7 @@ from nemo_pc.testing.benchmarks import load_benchmark
 from nemo_pc.testing.text import TINY_REWRITER_OVERRIDES, WRITTEN_SPOKEN
 
 
-def _benchmark(name: str = "formatter"):
+def _benchmark(name: str = "quality_formatter"):
     return load_benchmark(name)
 
 
@@ -32,7 +32,7 @@ def test_compute_cost_counts_flops_encoder_passes_and_decoder_steps(tiny_formatt
 
 
 def test_rewriter_pairs_scores_exact_rewrites_and_those_with_digits():
-    module = _benchmark("rewriter_pairs")
+    module = _benchmark("quality_rewriter_pairs")
     targets = ["2024", "iPhone", "$5", "March 3rd"]
     outputs = ["2024", "Iphone", "$6", "March 3rd"]
     assert module.score(targets, outputs) == {"pairs": 4, "exact": 2, "digit_pairs": 3, "digit_exact": 2}
@@ -61,7 +61,7 @@ def test_leave_one_source_out_trains_without_the_source_and_scores_its_documents
     )
     Demo(config, log=lambda _: None).formatter()
     (tmp_path / "demo" / "config.json").write_text(json.dumps(dataclasses.asdict(config)))
-    out = _benchmark("formatter_loso").main(
+    out = _benchmark("quality_formatter_loso").main(
         [
             "--demo-dir",
             str(tmp_path / "demo"),
@@ -92,7 +92,7 @@ def test_every_source_loso_held_out_documents_mean_and_rendered_table(tmp_path):
 
     from nemo_pc.parts.manifest import write_manifest
 
-    module = _benchmark("formatter_loso_all")
+    module = _benchmark("quality_formatter_loso_all")
     data = tmp_path / "all" / "formatter_data"
     docs = [{"doc_id": f"{source}:{k}", "source": source, "spoken": "x", "written": "X."}
             for source in ("wiki", "kjv") for k in range(6)]  # fmt: skip

@@ -201,7 +201,7 @@ def test_formatter_claims():
     assert speed["reproduced"] is None and per["reproduced"] is None and iwer["reproduced"] is True
     assert per["note"].startswith("not measurable: the full seq2seq baseline is not fit (CER 73.0% > 10%")
     assert per["measured"]["b"] == 0.73 and speed["measured"]["ratio"] == pytest.approx(15.0)  # still reported
-    assert C.claims_markdown([speed, per]).count("| not measurable |") == 2
+    assert render_results().claims_markdown([speed, per]).count("| not measurable |") == 2
     for claim in C.formatter_claims({"not_measured": "no formatter data"}):
         assert claim["reproduced"] is None and "no formatter data" in claim["note"]
 
@@ -245,7 +245,7 @@ def test_compute_claims_and_markdown(tmp_path):
     )
     assert [c["id"] for c in claims] == ["C1", "C2", "C3", "C4", "C5a", "C5b", "C5c", "C6", "C7"]
     assert [c["reproduced"] for c in claims] == [True, None, None, None, True, True, False, None, None]
-    table = C.claims_markdown(claims)
+    table = render_results().claims_markdown(claims)
     lines = table.splitlines()
     assert lines[0].startswith("| id | paper | claim |")
     rows = [line for line in lines if line.startswith("| C")]
@@ -259,7 +259,7 @@ def test_compute_claims_and_markdown(tmp_path):
 
 
 def _lm_report(pairs: dict) -> dict:
-    """A benchmarks/lm_fusion.py report: system -> (WER-PC with LM, without, bootstrap p)."""
+    """A benchmarks/quality_lm_fusion.py report: system -> (WER-PC with LM, without, bootstrap p)."""
     systems = {}
     for name, (with_lm, without, p) in pairs.items():
         paired = {"a": with_lm, "b": without, "delta": with_lm - without, "ci95": [-0.02, 0.01], "p": p,
@@ -274,7 +274,8 @@ def test_lm_fusion_claim_needs_a_significantly_lower_wer_pc(with_lm, p, expected
     report = _lm_report({"rnnt_conditioned": (with_lm, 0.65, p), "ctc_inter": (0.60, 0.62, 0.001)})
     claim = C.claim_lm_fusion(report)
     assert claim["id"] == "C7" and claim["reproduced"] is expected and claim["p_value"] == p
-    assert "WER-PC" in C.describe_measured(claim) and "(rnnt_conditioned + LM)" in C.describe_measured(claim)
+    measured = render_results().describe_measured(claim)
+    assert "WER-PC" in measured and "(rnnt_conditioned + LM)" in measured
     assert "LM weight 0.5 (dev)" in claim["note"] and "ctc_inter: -2.00 points" in claim["note"]
     assert "beam 8 decoding, an order-6 LM over demo/lm/text.json" in claim["note"]
     missing = C.claim_lm_fusion(_lm_report({"ctc_inter": (0.6, 0.62, 0.001)}))
@@ -297,6 +298,11 @@ def test_run_all_refuses_an_lm_report_of_another_demo_folder(tmp_path):
 
 def load_run_all():
     return load_benchmark("run_all")
+
+
+def render_results():
+    """The claims table and the README block are drawn by benchmarks/render_results.py."""
+    return load_benchmark("render_results")
 
 
 def test_run_all_claims_only(tmp_path):
@@ -322,7 +328,7 @@ def test_run_all_claims_only(tmp_path):
 
 
 def _rtf_demo():
-    return load_run_all().bench_module("rtf_demo")
+    return load_benchmark("run_all_rtf")
 
 
 def test_rtf_rounds_interleave_the_figures_item_by_item():

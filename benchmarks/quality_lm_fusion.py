@@ -1,0 +1,154 @@
+"""n-gram LM shallow fusion on the demo's P&C models (papers/002 §5.3), with NeMo's NGPU-LM fusion.
+
+For each system: builds a token-level n-gram (``nemo-pc build-lm``, NGPU-LM ``.nemo``) from ``manifests/train.json``
+or from ``--lm-text`` (``nemo-pc lm-text``) with the model's own tokenizer, tunes the LM weight on ``dev`` over a
+small grid (ties go to the smaller weight), then decodes ``test`` in ``--mode`` with and without the LM
+(``--strategy`` greedy or beam for both) and reports WER, WER-PC and PER (punctuated mode; tuned by WER-PC) or WER
+(normalized mode; against ``text_normalized``) with nemo_pc's paired bootstrap and MAPSSWE tests (``nemo-pc
+evaluate --compare``). Work files (LM, prediction manifests) go to ``--work``; the JSON report to ``--json``.
+
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/quality_lm_fusion.py --demo-dir demo_out \\
+        --json benchmarks/results/lm_fusion.json
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from suite import Stopwatch, results_path, write_results
+
+DEFAULT_SYSTEMS = ("rnnt_conditioned", "ctc_inter")
+DEFAULT_ALPHAS = (0.1, 0.2, 0.3, 0.5, 0.8)
+TUNE_METRIC = "wer_pc"
+REPORTED = ("wer", "wer_pc", "per")
+
+
+def transcribe_to_manifest(
+    model, manifest: Path, target: Path, batch_size: int, mode: str = "punctuated"
+) -> tuple[Path, float]:
+    """The ``mode`` output of every line of ``manifest`` as ``pred_text`` of a copy of it, and the seconds."""
+    from nemo_pc.parts.manifest import iter_manifest, write_manifest
+
+    entries = [entry for _, entry in iter_manifest(manifest)]
+    with Stopwatch() as watch:
+        hyps = model.transcribe([e["audio_filepath"] for e in entries], batch_size=batch_size, verbose=False,
+                                mode=mode)  # fmt: skip
+    seconds = watch.seconds
+    texts = [getattr(hyp, "text", hyp) for hyp in hyps]
+    return write_manifest(
+        target, [{**entry, "pred_text": text} for entry, text in zip(entries, texts, strict=True)]
+    ), seconds
+
+
+def metrics_of(report: dict, reported: tuple[str, ...] = REPORTED) -> dict:
+    return {metric: report["metrics"][metric] for metric in reported}
+
+
+MODE_SETTINGS = {
+    # mode: (LM field, the metric the weight is tuned on, the metrics reported, evaluate's reference field)
+    "punctuated": ("text", TUNE_METRIC, REPORTED, "text"),
+    "normalized": ("text_normalized", "wer", ("wer",), "text_normalized"),
+}
+
+
+def run_system(name: str, args: argparse.Namespace) -> dict:
+    from nemo_pc.metrics.evaluate import EvalConfig, evaluate
+    from nemo_pc.parts.lm_fusion import ngram_lm_decoding
+    from nemo_pc.parts.ngram_lm import build_token_lm
+    from nemo_pc.pipelines.inference import load_asr_model
+
+    model_path = args.demo_dir / "models" / f"{name}.nemo"
+    if not model_path.is_file():
+        return {"skipped": f"no model {model_path}"}
+    manifests = args.demo_dir / "manifests"
+    work = args.work / name
+    field_name, tune_metric, reported, reference = MODE_SETTINGS[args.mode]
+    lm_source = args.lm_text or manifests / "train.json"
+    built = build_token_lm(lm_source, model_path, work / f"{args.mode}_order{args.order}.nemo", args.order,
+                           field_name=field_name, marks=args.marks, progress=False)  # fmt: skip
+    model = load_asr_model(model_path)
+    config = EvalConfig(progress=False, marks=args.marks, ref_field=reference)
+
+    def decode(split: str, alpha: float) -> tuple[Path, float]:
+        target = work / f"{split}_{args.mode}_{args.strategy}_alpha{alpha:g}.json"
+        with ngram_lm_decoding(model, args.mode, built.output, alpha, args.strategy, args.beam_size):
+            return transcribe_to_manifest(model, manifests / f"{split}.json", target, args.batch_size, args.mode)
+
+    grid = {}
+    for alpha in (0.0, *args.alphas):
+        predictions, seconds = decode("dev", alpha)
+        grid[f"{alpha:g}"] = {**metrics_of(evaluate(predictions, config), reported), "seconds": round(seconds, 2)}
+    best = min((0.0, *args.alphas), key=lambda a: (grid[f"{a:g}"][tune_metric], a))
+    plain, plain_seconds = decode("test", 0.0)
+    fused, fused_seconds = decode("test", best) if best else (plain, plain_seconds)
+    report = evaluate(fused, config, compare=plain, num_resamples=args.resamples, seed=0)
+    paired = report["compare"]["metrics"]
+    return {
+        "model": str(model_path),
+        "lm": built.as_dict(),
+        "lm_text": str(lm_source),
+        "mode": args.mode,
+        "tuned_on": f"dev {tune_metric}",
+        "dev_grid": grid,
+        "best_alpha": best,
+        "test": {
+            "no_lm": {metric: paired[metric]["b"] for metric in reported},
+            "lm": {metric: paired[metric]["a"] for metric in reported},
+            "paired": {metric: paired[metric] for metric in reported},
+            "seconds": {"no_lm": round(plain_seconds, 2), "lm": round(fused_seconds, 2)},
+            "num_utterances": report["num_utterances"],
+        },
+    }
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    from nemo_pc.parts.ngram_lm import DEFAULT_ORDER
+    from nemo_pc.parts.text import DEFAULT_MARKS
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--demo-dir", type=Path, default=Path("demo_out"), help="a `make demo` output folder")
+    parser.add_argument("--systems", default=",".join(DEFAULT_SYSTEMS), help="models/<name>.nemo, comma-separated")
+    parser.add_argument("--order", type=int, default=DEFAULT_ORDER, help="n-gram order")
+    parser.add_argument("--alphas", default=",".join(map(str, DEFAULT_ALPHAS)), help="LM weights tried on dev")
+    parser.add_argument("--strategy", choices=("greedy", "beam"), default="greedy", help="greedy_batch or beam")
+    parser.add_argument("--beam-size", type=int, default=4, help="beam size of --strategy beam")
+    parser.add_argument("--marks", default=DEFAULT_MARKS, help="mark set")
+    parser.add_argument(
+        "--mode",
+        choices=tuple(MODE_SETTINGS),
+        default="punctuated",
+        help="the output mode fused and scored (normalized: an LM over text_normalized, tuned by WER)",
+    )
+    parser.add_argument(
+        "--lm-text",
+        type=Path,
+        default=None,
+        help="JSON lines the LM is built from (`nemo-pc lm-text`); default DEMO/manifests/train.json",
+    )
+    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples of the paired test")
+    parser.add_argument("--work", type=Path, default=None, help="ARPA and predictions (default DEMO/lm_fusion)")
+    parser.add_argument("--json", type=Path, default=results_path(__file__))
+    args = parser.parse_args(argv)
+    args.alphas = tuple(float(a) for a in args.alphas.split(",") if a.strip())
+    if not args.alphas or any(a <= 0 for a in args.alphas):
+        parser.error("--alphas must be positive weights")
+    args.work = args.work or args.demo_dir / "lm_fusion"
+    return args
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse_args(argv)
+    settings = {key: str(value) if isinstance(value, Path) else value for key, value in vars(args).items()}
+    results = {"settings": settings, "systems": {}}
+    for name in [s.strip() for s in args.systems.split(",") if s.strip()]:
+        results["systems"][name] = run_system(name, args)
+        print(f"{name}: {results['systems'][name].get('test', results['systems'][name])}", flush=True)
+    write_results(args.json, results)
+    print(f"report: {args.json}")
+    return results
+
+
+if __name__ == "__main__":
+    main()

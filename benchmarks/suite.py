@@ -1,0 +1,232 @@
+"""What every script of ``benchmarks/`` shares: its timer, its results writer and paths, and its number formats.
+
+* Timing: :func:`time_runs` runs a callable after warm-up runs and keeps the seconds of each timed run
+  (:class:`Timing`: the middle run, the best, the spread); :class:`Stopwatch` times one stage (wall and CPU
+  seconds); :class:`CallTimer` records the seconds of every call of a wrapped callable.
+* Results: :func:`write_results` writes a results JSON atomically with its ``provenance`` (the command line, the
+  checkout's revision and the UTC date); ``benchmarks/render_results.py`` prints the provenance under each block it
+  renders. :func:`results_path` is a script's default results file, ``benchmarks/results/<script name>.json``.
+* Formats: :func:`num`, :func:`pct` and :func:`p_value`, the cells of every rendered table.
+* The demo application: :func:`demo_module` imports ``pc_demo.<name>`` from ``examples/`` (which the wheel does not
+  ship) for the scripts that train or score as the demo does.
+
+A script of this folder imports it as ``suite``: ``python benchmarks/<script>.py`` puts the script's folder first
+on ``sys.path``, and pytest does the same (``pythonpath`` in ``pyproject.toml``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import math
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS_DIR = REPO / "benchmarks" / "results"
+EXAMPLES_DIR = REPO / "examples"
+RENAMED = {
+    "bench_evaluate": "speed_evaluate",
+    "bench_librispeech_pc": "speed_librispeech_pc",
+    "builder_scale": "speed_builder",
+    "lhotse_speed": "speed_lhotse",
+    "train_speed": "speed_train",
+    "per_long": "speed_per_long",
+    "rnnt_loss": "speed_rnnt_loss",
+    "rtf_rnnt_pc": "speed_rnnt_onnx",
+    "longform": "speed_longform",
+    "ctc_pc": "speed_ctc_variants",
+    "rtf_demo": "run_all_rtf",
+    "asr_recipe": "quality_asr_recipe",
+    "formatter": "quality_formatter",
+    "formatter_loso": "quality_formatter_loso",
+    "formatter_loso_all": "quality_formatter_loso_all",
+    "lm_fusion": "quality_lm_fusion",
+    "lm_loso": "quality_lm_loso",
+    "train_dev_gap": "quality_train_dev_gap",
+    "whisper_anchor": "quality_whisper_anchor",
+    "rewriter_pairs": "quality_rewriter_pairs",
+    "streaming": "quality_streaming",
+    "gpu_recipe": "run_gpu_recipe",
+    "device_check": "render_device_check",
+}
+"""Former script names (``benchmarks/<old>.py``) by their present ones: the commands that results files record, and
+that the rendered blocks quote, name a script as it was called when it ran."""
+
+
+# timing
+
+
+def spread_pct(values: Sequence[float]) -> float:
+    """(max - min) / median, in percent (NaN for a zero median)."""
+    middle = statistics.median(values)
+    return 100.0 * (max(values) - min(values)) / middle if middle else math.nan
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Seconds of each timed run of one callable."""
+
+    runs: tuple[float, ...]
+
+    @property
+    def median(self) -> float:
+        """The middle run (the later of the two middle runs for an even count): a time that was measured."""
+        return sorted(self.runs)[len(self.runs) // 2]
+
+    @property
+    def best(self) -> float:
+        """The fastest run: the time least disturbed by other work on the machine."""
+        return min(self.runs)
+
+    @property
+    def spread_pct(self) -> float:
+        """(slowest - fastest) / median of the runs, in percent."""
+        return spread_pct(self.runs)
+
+
+def time_runs(run: Callable[[], object], repeats: int, warmup: int = 1, before: Callable[[], object] | None = None):
+    """Calls ``run`` ``warmup`` times untimed, then ``repeats`` times timed (at least once).
+
+    ``before`` runs ahead of every call, warm-up included, outside the timing (e.g. clearing gradients).
+
+    Returns:
+        ``(timing, last)``: the :class:`Timing` of the timed runs and what the last call returned.
+    """
+    runs, last = [], None
+    for k in range(warmup + max(repeats, 1)):
+        if before is not None:
+            before()
+        start = time.perf_counter()
+        last = run()
+        if k >= warmup:
+            runs.append(time.perf_counter() - start)
+    return Timing(tuple(runs)), last
+
+
+class Stopwatch:
+    """Wall and CPU seconds of a ``with`` block: ``with Stopwatch() as watch: ...`` then ``watch.seconds``.
+
+    Read inside the block (or after :meth:`start` without a block), ``seconds`` and ``cpu_seconds`` are the time so
+    far."""
+
+    def start(self) -> Stopwatch:
+        self._wall, self._cpu, self._end = time.perf_counter(), time.process_time(), None
+        return self
+
+    def __enter__(self) -> Stopwatch:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self._end = (time.perf_counter(), time.process_time())
+
+    @property
+    def seconds(self) -> float:
+        return (self._end[0] if self._end else time.perf_counter()) - self._wall
+
+    @property
+    def cpu_seconds(self) -> float:
+        return (self._end[1] if self._end else time.process_time()) - self._cpu
+
+
+class CallTimer:
+    """A callable that calls ``function`` and appends the seconds of each call to ``seconds``."""
+
+    def __init__(self, function: Callable) -> None:
+        self.function = function
+        self.seconds: list[float] = []
+
+    def __call__(self, *args, **kwargs):
+        start = time.perf_counter()
+        result = self.function(*args, **kwargs)
+        self.seconds.append(time.perf_counter() - start)
+        return result
+
+
+# results
+
+
+def results_path(script: str | Path, suffix: str = ".json") -> Path:
+    """``benchmarks/results/<script name><suffix>``: where a script writes its results by default (relative to the
+    working directory when it is the checkout, as the commands of the docs run)."""
+    path = RESULTS_DIR / f"{Path(script).stem}{suffix}"
+    try:
+        return path.relative_to(Path.cwd())
+    except ValueError:
+        return path
+
+
+def revision() -> str | None:
+    """The checkout's commit, with ``+dirty`` when tracked files differ from it; ``None`` outside a git checkout."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True)
+        status = ["git", "status", "--porcelain", "--untracked-files=no"]
+        dirty = subprocess.run(status, cwd=REPO, capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
+def provenance(argv: Sequence[str] | None = None) -> dict:
+    """``{"command", "revision", "date"}`` of this process (``argv``: the script and its arguments)."""
+    argv = list(sys.argv if argv is None else argv)
+    return {
+        "command": " ".join(["python", *argv]),
+        "revision": revision(),
+        "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+    }
+
+
+def write_results(path: str | Path, results: dict, argv: Sequence[str] | None = None) -> Path:
+    """Writes ``results`` with its ``provenance`` as indented JSON to ``path`` (atomic; folders created)."""
+    from nemo_pc.parts.manifest import write_text_atomic  # imported here: timing children need no more than time
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {**results, "provenance": provenance(argv)}
+    write_text_atomic(path, json.dumps(payload, indent=2, ensure_ascii=False, default=str) + "\n")
+    return path
+
+
+# formats
+
+
+def num(value, digits: int = 4) -> str:
+    """``value`` with ``digits`` decimals; ``-`` for None."""
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def pct(value, digits: int = 1, unit: str = "%") -> str:
+    """A rate as a percentage with ``digits`` decimals (``unit=""``: the number alone); ``-`` for None."""
+    return "-" if value is None else f"{100.0 * value:.{digits}f}{unit}"
+
+
+def p_value(value) -> str:
+    """A p-value with three decimals, ``<0.001`` below that; ``-`` for None."""
+    if value is None:
+        return "-"
+    return "<0.001" if value < 0.001 else f"{value:.3f}"
+
+
+# the demo application
+
+
+def demo_module(name: str) -> ModuleType:
+    """``pc_demo.<name>`` (``pipeline``, ``report``, ``claims``) of ``examples/``: the package is imported from its
+    folder when ``examples/`` is not on ``sys.path`` already."""
+    if "pc_demo" not in sys.modules and importlib.util.find_spec("pc_demo") is None:
+        folder = EXAMPLES_DIR / "pc_demo"
+        spec = importlib.util.spec_from_file_location(
+            "pc_demo", folder / "__init__.py", submodule_search_locations=[str(folder)]
+        )
+        package = importlib.util.module_from_spec(spec)
+        sys.modules["pc_demo"] = package
+        spec.loader.exec_module(package)
+    return importlib.import_module(f"pc_demo.{name}")

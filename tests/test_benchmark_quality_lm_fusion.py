@@ -1,0 +1,72 @@
+"""benchmarks/quality_lm_fusion.py end to end on a fake demo folder: tiny untrained models, a four-utterance corpus."""
+
+import json
+from pathlib import Path
+
+import torch
+from omegaconf import OmegaConf
+
+import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
+from nemo_pc.testing.benchmarks import load_benchmark
+
+
+def fake_demo(root: Path) -> Path:
+    from nemo_pc.models import EncDecRNNTPCBPEModel
+    from nemo_pc.models.ctc_pc import EncDecCTCPCBPEModel
+    from nemo_pc.testing import ctc as ctc_fixtures
+    from nemo_pc.testing.asr import tiny_model_config, train_tokenizer, write_pc_manifest
+
+    for split in ("train", "dev", "test"):
+        write_pc_manifest(root / "corpus", name=f"{split}.json")
+        (root / "manifests").mkdir(exist_ok=True)
+        (root / "corpus" / f"{split}.json").rename(root / "manifests" / f"{split}.json")
+    train = root / "manifests" / "train.json"
+    torch.manual_seed(0)
+    rnnt = EncDecRNNTPCBPEModel(OmegaConf.create(tiny_model_config(train_tokenizer(train, root / "tok"))))
+    rnnt.save_to(str(root / "models" / "rnnt_conditioned.nemo"))
+    styles = ctc_fixtures.train_tokenizer(root / "tok_styles", train)
+    ctc = EncDecCTCPCBPEModel(OmegaConf.create(ctc_fixtures.tiny_config(styles, pc={"inter": {"weight": 0.5}})))
+    ctc.save_to(str(root / "models" / "ctc_inter.nemo"))
+    return root
+
+
+def test_lm_fusion_benchmark_runs_end_to_end_on_a_fake_demo(tmp_path):
+    demo = fake_demo(tmp_path / "demo")
+    out = tmp_path / "results" / "lm_fusion.json"
+    args = ["--demo-dir", str(demo), "--order", "3", "--alphas", "0.5,2", "--resamples", "20", "--json", str(out)]
+    load_benchmark("quality_lm_fusion").main(args)
+    report = json.loads(out.read_text())
+    assert set(report["systems"]) == {"rnnt_conditioned", "ctc_inter"}
+    for system in report["systems"].values():
+        assert set(system["dev_grid"]) == {"0", "0.5", "2"} and system["best_alpha"] in (0.0, 0.5, 2.0)
+        assert Path(system["lm"]["output"]).is_file() and system["lm"]["order"] == 3
+        assert system["lm"]["skipped"]["total"] == 1  # the utterance without punctuated text
+        test = system["test"]
+        assert set(test["lm"]) == set(test["no_lm"]) == {"wer", "wer_pc", "per"}
+        assert all("p_mapsswe" in row and "delta" in row for row in test["paired"].values())
+        assert test["num_utterances"] == 4
+
+
+def test_lm_fusion_benchmark_fuses_the_normalized_mode_with_an_lm_text(tmp_path):
+    demo = fake_demo(tmp_path / "demo")
+    lm_text = tmp_path / "lm_text.json"
+    lm_text.write_text((demo / "manifests" / "train.json").read_text())
+    out = tmp_path / "normalized.json"
+    args = ["--demo-dir", str(demo), "--systems", "rnnt_conditioned", "--mode", "normalized", "--lm-text",
+            str(lm_text), "--order", "3", "--alphas", "0.5", "--resamples", "20", "--json", str(out)]  # fmt: skip
+    load_benchmark("quality_lm_fusion").main(args)
+    system = json.loads(out.read_text())["systems"]["rnnt_conditioned"]
+    assert system["mode"] == "normalized" and system["lm_text"] == str(lm_text)
+    assert system["tuned_on"] == "dev wer" and set(system["test"]["lm"]) == {"wer"}
+    assert system["lm"]["skipped"]["total"] == 0  # every line has text_normalized
+    assert Path(system["lm"]["output"]).name == "normalized_order3.nemo"
+
+
+def test_lm_loso_refuses_a_source_the_demo_does_not_have(tmp_path, capsys):
+    import pytest
+
+    (tmp_path / "config.json").write_text(json.dumps({"sources": ["kjv"]}))
+    with pytest.raises(SystemExit) as exit_info:
+        load_benchmark("quality_lm_loso").main(["--demo-dir", str(tmp_path), "--leave-out", "wiki"])
+    assert exit_info.value.code == 2
+    assert "--leave-out wiki: the demo's sources are ['kjv']" in capsys.readouterr().err

@@ -1,0 +1,31 @@
+"""benchmarks/speed_longform.py: the synthetic recording it builds and its seam/inside word disagreement."""
+
+import soundfile
+
+from nemo_pc.testing.asr import write_pc_manifest
+from nemo_pc.testing.benchmarks import load_benchmark
+
+
+def test_the_recording_cycles_the_utterances_with_pauses(tmp_path):
+    from nemo_pc.parts.manifest import read_manifest
+
+    entries = read_manifest(write_pc_manifest(tmp_path / "data", duration=0.5))
+    spans = load_benchmark("speed_longform").write_recording(entries, 3.2, 0.25, 16000, tmp_path / "rec.wav")
+    assert [index for _, _, index in spans] == [0, 1, 2, 3, 0]  # 4 x 0.75 s < 3.2 s: a fifth utterance
+    assert [(start, end) for start, end, _ in spans][:2] == [(0.0, 0.5), (0.75, 1.25)]
+    assert soundfile.info(str(tmp_path / "rec.wav")).frames == 5 * (8000 + 4000)
+
+
+def test_seam_and_inside_disagreement_are_counted_apart():
+    bench = load_benchmark("speed_longform")
+    spans = [[0.0, 1.0, 0], [1.5, 2.5, 1], [3.0, 4.0, 0]]
+    references = {0: {"punctuated": "Yes, go.", "normalized": "yes go"}, 1: {"punctuated": "No.", "normalized": "no"}}
+    words = {
+        # the seam at 2.0 s cuts the second utterance, whose word is lost; the others are intact
+        "punctuated": [["Yes,", 0.1, 0.3], ["go.", 0.5, 0.9], ["Yes,", 3.1, 3.3], ["go.", 3.5, 3.9]],
+        "normalized": [["yes", 0.1, 0.3], ["go", 0.5, 0.9], ["no", 1.6, 1.9], ["yes", 3.1, 3.3], ["go", 3.5, 3.9]],
+    }
+    table = bench.seam_agreement({"seams": [2.0], "words": words}, spans, references)
+    assert table["punctuated"]["seam"] == {"utterances": 1, "words": 1, "word_disagreement": 1.0}
+    assert table["punctuated"]["inside"] == {"utterances": 2, "words": 4, "word_disagreement": 0.0}
+    assert table["normalized"]["seam"]["word_disagreement"] == 0.0
