@@ -1,6 +1,6 @@
 """Trains the joint punctuated + normalized RNN-T; a variant is a config group.
 
-python examples/speech_to_text_rnnt_pc.py decoders=conditioned \
+python examples/speech_to_text_rnnt_pc.py variant=conditioned \
     model.tokenizer.dir=tokenizers/tokenizer_spe_bpe_v256 \
     model.train_ds.manifest_filepath=manifests/train.json \
     model.validation_ds.manifest_filepath=manifests/dev.json \

@@ -23,7 +23,7 @@ tiny = ["model.encoder.d_model=32", "model.encoder.n_heads=2", "model.encoder.n_
         "model.encoder.subsampling_conv_channels=32", "model.encoder.ff_expansion_factor=2",
         "model.train_ds.batch_size=4", f"model.tokenizer.dir={tokenizer}",
         f"model.train_ds.manifest_filepath={manifest}", "model.validation_ds.manifest_filepath=null"]
-stats = train_model("rnnt", ["decoders=conditioned", *tiny, "model.model_defaults.pred_hidden=32"], "rnnt.nemo", 2)
+stats = train_model("rnnt", ["variant=conditioned", *tiny, "model.model_defaults.pred_hidden=32"], "rnnt.nemo", 2)
 print(json.dumps({"config_dir": str(nemo_pc.CONFIG_DIR), "steps": stats["steps"]}))
 """
 
@@ -39,8 +39,9 @@ def test_wheel_holds_the_configs_and_trains_outside_the_checkout(tmp_path):
                    check=True, cwd=tmp_path)  # fmt: skip
     wheel = next((tmp_path / "dist").glob("nemo_pc-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
-    for config in ("rnnt/rnnt_pc.yaml", "rnnt/decoders/dual.yaml", "ctc/ctc_pc.yaml", "ctc/variant/inter.yaml",
-                   "formatter/tagger.yaml", "formatter/rewriter.yaml", "evaluate/evaluate_pc.yaml"):  # fmt: skip
+    for config in ("rnnt/rnnt_pc.yaml", "rnnt/variant/dual.yaml", "rnnt/predictor/stateless/dual.yaml",
+                   "ctc/ctc_pc.yaml", "ctc/variant/inter.yaml", "formatter/tagger.yaml", "formatter/rewriter.yaml",
+                   "evaluate/evaluate_pc.yaml"):  # fmt: skip
         assert f"nemo_pc/configs/{config}" in names, config
     # the startup hook that lets NeMo's own scripts restore nemo_pc models, at the top of site-packages
     assert "nemo_pc-allowlist.pth" in names

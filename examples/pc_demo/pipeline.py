@@ -37,12 +37,12 @@ from nemo_pc.parts.text import normalize
 # Systems: name -> (family, Hydra overrides of the model config). ``make demo`` trains the DEMO_SYSTEMS; ``--claims``
 # adds the baselines of the README's claims table and the other multi-style CTC variants (papers/001 Table 3).
 ASR_SYSTEMS = {
-    "rnnt_conditioned": ("rnnt", ["decoders=conditioned"]),
-    "rnnt_dual": ("rnnt", ["decoders=dual"]),
+    "rnnt_conditioned": ("rnnt", ["variant=conditioned"]),
+    "rnnt_dual": ("rnnt", ["variant=dual"]),
     "ctc_inter": ("ctc", ["variant=inter"]),
-    "rnnt_punctuated": ("rnnt", ["decoders=single", "model.pc.target=punctuated"]),
-    "rnnt_conditioned_p50": ("rnnt", ["decoders=conditioned", "model.pc_fraction=0.5"]),
-    "rnnt_conditioned_p05": ("rnnt", ["decoders=conditioned", "model.pc_fraction=0.05"]),
+    "rnnt_punctuated": ("rnnt", ["variant=single", "model.pc.target=punctuated"]),
+    "rnnt_conditioned_p50": ("rnnt", ["variant=conditioned", "model.pc_fraction=0.5"]),
+    "rnnt_conditioned_p05": ("rnnt", ["variant=conditioned", "model.pc_fraction=0.05"]),
     "ctc_punctuated": ("ctc", ["variant=punctuated"]),
     "ctc_m2": ("ctc", ["variant=mixed_m2"]),
     "ctc_style_layers": ("ctc", ["variant=style_layers"]),

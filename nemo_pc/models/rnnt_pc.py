@@ -1,6 +1,6 @@
 """Joint punctuated + normalized RNN-T (paper 000): one NeMo model class; every variant is a config.
 
-Variants (``configs/rnnt/decoders/``):
+Variants (``configs/rnnt/variant/``, each with either predictor of ``configs/rnnt/predictor/``):
     * ``single``: one predictor + joint trained on one target (``pc.target``), the baselines of Table I.
     * ``dual``: a predictor + joint pair per mode on the shared encoder, L = L_N + L_P (§III-A).
     * ``conditioned``: one predictor with a mode embedding, L = (1 − α) L_N + α L_P (§III-C), LSTM or stateless.

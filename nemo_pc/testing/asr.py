@@ -183,7 +183,7 @@ TINY_ENCODER_OVERRIDES = [
     "model.encoder.subsampling_conv_channels=32", "model.encoder.ff_expansion_factor=2",
 ]  # fmt: skip
 SCRIPT_VARIANTS = {
-    "speech_to_text_rnnt_pc.py": ["decoders=conditioned", "model.model_defaults.pred_hidden=32"],
+    "speech_to_text_rnnt_pc.py": ["variant=conditioned", "model.model_defaults.pred_hidden=32"],
     "speech_to_text_ctc_pc.py": ["variant=inter"],
 }
 
@@ -200,12 +200,13 @@ def script_overrides(script: str, manifest: str | Path, tokenizer: str | Path, e
     ]  # fmt: skip
 
 
-STREAMING_VARIANT = ["encoder=streaming", "decoders=conditioned_stateless"]
+STREAMING_VARIANT = ["encoder=streaming", "variant=conditioned", "predictor=stateless"]
 
 
 def tiny_streaming_config(tokenizer_dir: str | Path, manifest: str | Path, *extra: str, encoder: str = "streaming"):
     """The packaged RNN-T config with the cache-aware streaming encoder and the conditioned stateless predictor
-    (``encoder=streaming decoders=conditioned_stateless``), shrunk to a 2-layer d=32 encoder; ``model`` section.
+    (``encoder=streaming variant=conditioned predictor=stateless``), shrunk to a 2-layer d=32 encoder; ``model``
+    section.
 
     SpecAugment is off and the learning rate constant, so that a few steps on one batch lower the loss. ``encoder``
     picks another encoder variant (``streaming_4x``).

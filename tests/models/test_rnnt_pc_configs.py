@@ -14,6 +14,7 @@ from nemo_pc.modules import DualRNNTDecoder, ModeConditionedRNNTDecoder, ModeCon
 from nemo_pc.testing.asr import tiny_streaming_config, train_tokenizer, write_pc_manifest
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "rnnt"
+STATELESS = ["variant=conditioned", "predictor=stateless"]  # the streaming-ready transducer of paper 000
 
 
 @pytest.fixture(scope="module")
@@ -25,12 +26,12 @@ def tokenizer(tmp_path_factory):
 @pytest.mark.parametrize(
     ("overrides", "decoder_type", "modes", "weights"),
     [
-        (["decoders=conditioned", "model.pc.alpha=0.3"], ModeConditionedRNNTDecoder, [0, 1], {0: 0.7, 1: 0.3}),
-        (["decoders=conditioned_stateless"], ModeConditionedStatelessDecoder, [0, 1], {0: 0.5, 1: 0.5}),
-        (["decoders=dual"], DualRNNTDecoder, [0, 1], {0: 1.0, 1: 1.0}),
-        (["decoders=dual_stateless"], DualRNNTDecoder, [0, 1], {0: 1.0, 1: 1.0}),
-        (["decoders=single", "model.pc.target=normalized"], None, [0], {0: 1.0}),
-        (["decoders=single"], None, [1], {1: 1.0}),
+        (["variant=conditioned", "model.pc.alpha=0.3"], ModeConditionedRNNTDecoder, [0, 1], {0: 0.7, 1: 0.3}),
+        (["variant=conditioned", "predictor=stateless"], ModeConditionedStatelessDecoder, [0, 1], {0: 0.5, 1: 0.5}),
+        (["variant=dual"], DualRNNTDecoder, [0, 1], {0: 1.0, 1: 1.0}),
+        (["variant=dual", "predictor=stateless"], DualRNNTDecoder, [0, 1], {0: 1.0, 1: 1.0}),
+        (["variant=single", "model.pc.target=normalized"], None, [0], {0: 1.0}),
+        (["variant=single"], None, [1], {1: 1.0}),
     ],
 )
 def test_variant_configs_build_the_model(tokenizer, overrides, decoder_type, modes, weights):
@@ -45,13 +46,13 @@ def test_variant_configs_build_the_model(tokenizer, overrides, decoder_type, mod
     assert model.head_modes == modes and model.loss.mode_weights == pytest.approx(weights)
     if decoder_type is not None:
         assert isinstance(model.decoder, decoder_type)
-    if decoder_type is DualRNNTDecoder and "stateless" in overrides[0]:
+    if decoder_type is DualRNNTDecoder and "predictor=stateless" in overrides:
         assert type(model.decoder.head(1)).__name__ == "StatelessTransducerDecoder"
 
 
 def test_a_decoder_that_does_not_match_pc_decoders_is_refused(tokenizer):
     with initialize_config_dir(config_dir=str(CONFIGS), version_base=None):
-        cfg = compose(config_name="rnnt_pc", overrides=["decoders=single", "model.pc.decoders=dual"])
+        cfg = compose(config_name="rnnt_pc", overrides=["variant=single", "model.pc.decoders=dual"])
     with open_dict(cfg):
         cfg.model.tokenizer.dir = str(tokenizer)
         cfg.model.train_ds.manifest_filepath = None
@@ -60,11 +61,13 @@ def test_a_decoder_that_does_not_match_pc_decoders_is_refused(tokenizer):
         EncDecRNNTPCBPEModel(cfg=cfg.model)
 
 
-@pytest.mark.parametrize("decoders", ["conditioned_stateless", "conditioned", "dual"])
-def test_the_streaming_encoder_composes_with_a_decoder_variant(tokenizer, decoders):
+@pytest.mark.parametrize(("variant", "predictor"), [("conditioned", "stateless"), ("conditioned", "lstm"),
+                                                    ("dual", "lstm")])  # fmt: skip
+def test_the_streaming_encoder_composes_with_a_decoder_variant(tokenizer, variant, predictor):
+    decoder = [f"variant={variant}", f"predictor={predictor}"]
     with initialize_config_dir(config_dir=str(CONFIGS), version_base=None):
-        cfg = compose(config_name="rnnt_pc", overrides=["encoder=streaming", f"decoders={decoders}"])
-        plain = compose(config_name="rnnt_pc", overrides=[f"decoders={decoders}"])
+        cfg = compose(config_name="rnnt_pc", overrides=["encoder=streaming", *decoder])
+        plain = compose(config_name="rnnt_pc", overrides=decoder)
     encoder = cfg.model.encoder
     assert encoder.att_context_style == "chunked_limited" and encoder.conv_context_size == "causal"
     assert encoder.causal_downsampling and encoder.conv_norm_type == "layer_norm"
@@ -86,19 +89,19 @@ def test_the_4x_streaming_encoder_has_the_contexts_of_the_8x_one_and_the_offline
     from nemo_pc.testing.asr import TINY_ENCODER_OVERRIDES
 
     with initialize_config_dir(config_dir=str(CONFIGS), version_base=None):
-        cfg = compose(config_name="rnnt_pc", overrides=["encoder=streaming_4x", "decoders=conditioned_stateless"])
-        eight = compose(config_name="rnnt_pc", overrides=["encoder=streaming", "decoders=conditioned_stateless"])
+        cfg = compose(config_name="rnnt_pc", overrides=["encoder=streaming_4x", *STATELESS])
+        eight = compose(config_name="rnnt_pc", overrides=["encoder=streaming", *STATELESS])
         offline = compose(
             config_name="rnnt_pc",
             overrides=[
-                "decoders=conditioned_stateless",
+                *STATELESS,
                 "model.encoder.subsampling_factor=4",
                 *TINY_ENCODER_OVERRIDES,
             ],
         )
         tiny = compose(
             config_name="rnnt_pc",
-            overrides=["encoder=streaming_4x", "decoders=conditioned_stateless", *TINY_ENCODER_OVERRIDES],
+            overrides=["encoder=streaming_4x", *STATELESS, *TINY_ENCODER_OVERRIDES],
         )
     encoder = cfg.model.encoder
     assert (encoder.subsampling, encoder.subsampling_factor) == ("dw_striding", 4)

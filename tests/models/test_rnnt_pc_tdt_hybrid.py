@@ -12,10 +12,10 @@ from nemo_pc.testing.asr import TINY_ENCODER_OVERRIDES, UTTERANCES, train_tokeni
 from nemo_pc.testing.training import LossRecorder, tiny_trainer
 
 VARIANTS = {
-    "tdt_conditioned": ["loss=tdt", "decoders=conditioned"],
-    "tdt_dual": ["loss=tdt", "decoders=dual"],
-    "hybrid_conditioned": ["aux_ctc=normalized", "decoders=conditioned"],
-    "hybrid_tdt_dual": ["aux_ctc=normalized", "loss=tdt", "decoders=dual"],
+    "tdt_conditioned": ["loss=tdt", "variant=conditioned"],
+    "tdt_dual": ["loss=tdt", "variant=dual"],
+    "hybrid_conditioned": ["aux_ctc=normalized", "variant=conditioned"],
+    "hybrid_tdt_dual": ["aux_ctc=normalized", "loss=tdt", "variant=dual"],
 }
 STEPS = 120
 

@@ -1,5 +1,5 @@
-"""Cache-aware streaming of the P&C transducer (encoder=streaming, decoders=conditioned_stateless) on a tiny
-untrained model: streaming equals offline in both modes, one encoder step per chunk, and NeMo's own stream step
+"""Cache-aware streaming of the P&C transducer (encoder=streaming, variant=conditioned predictor=stateless) on a
+tiny untrained model: streaming equals offline in both modes, one encoder step per chunk, and NeMo's own stream step
 returns the default mode."""
 
 import pytest
