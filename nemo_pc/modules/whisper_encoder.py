@@ -173,6 +173,9 @@ class WhisperEncoder(NeuralModule):
         feat_out: output width (-1: ``d_model``); with ``stack`` > 1 a new projection maps to it.
         frozen_layers: the convolutions and the first ``frozen_layers`` blocks take no gradient (0: none; -1: the
             whole encoder but the output step).
+        conv_norm_type: ``layer_norm`` only: the key of NeMo's Conformer that variants set to keep batch-norm
+            statistics from mixing two styles' passes (configs/ctc/variant/style_embedding.yaml); Whisper's blocks
+            have layer norms only, so the variant composes with this backbone too.
     """
 
     def __init__(
@@ -188,8 +191,11 @@ class WhisperEncoder(NeuralModule):
         stack: int = 1,
         feat_out: int = -1,
         frozen_layers: int = 0,
+        conv_norm_type: str = "layer_norm",
     ) -> None:
         super().__init__()
+        if conv_norm_type != "layer_norm":
+            raise ValueError(f"conv_norm_type: the Whisper encoder has layer norms only, got {conv_norm_type!r}")
         if stack < 1:
             raise ValueError(f"stack must be 1 or more, got {stack}")
         self.d_model, self.n_positions = d_model, n_positions

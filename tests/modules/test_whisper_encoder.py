@@ -175,3 +175,20 @@ def test_frozen_layers_take_no_gradient():
     frozen = [p.requires_grad for p in (*encoder.conv1.parameters(), *encoder.layers[0].parameters())]
     trained = [p.requires_grad for p in (*encoder.layers[1].parameters(), *encoder.out_proj.parameters())]
     assert not any(frozen) and all(trained)
+
+
+def test_the_style_embedding_variant_composes_with_the_whisper_backbone():
+    """configs/ctc/variant/style_embedding.yaml sets the Conformer's conv_norm_type=layer_norm; Whisper's blocks have
+    layer norms only, so it is accepted there, and a batch-norm request is refused by name."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from nemo_pc import CONFIG_DIR
+
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONFIG_DIR / "ctc"), version_base=None):
+        cfg = compose(config_name="ctc_pc", overrides=["backbone=whisper_tiny", "variant=style_embedding"])
+    assert cfg.model.encoder.conv_norm_type == "layer_norm"
+    WhisperEncoder(**TINY, conv_norm_type=cfg.model.encoder.conv_norm_type)
+    with pytest.raises(ValueError, match="conv_norm_type: the Whisper encoder has layer norms only"):
+        WhisperEncoder(**TINY, conv_norm_type="batch_norm")
