@@ -1,0 +1,69 @@
+"""benchmarks/suite.py: the timer, the results writer and paths, the number formats and the demo's modules that every
+benchmark script shares."""
+
+import json
+import math
+import time
+from pathlib import Path
+
+import pytest
+
+from nemo_pc.testing.benchmarks import BENCHMARKS_DIR, load_benchmark
+
+suite = load_benchmark("suite")
+
+
+def test_time_runs_warms_up_then_times_each_run():
+    calls, cleared = [], []
+    timing, last = suite.time_runs(lambda: calls.append(1) or len(calls), repeats=3, warmup=2,
+                                   before=lambda: cleared.append(1))  # fmt: skip
+    assert len(calls) == len(cleared) == 5 and last == 5  # two warm-up runs, three timed
+    assert len(timing.runs) == 3 and all(seconds >= 0 for seconds in timing.runs)
+    assert len(suite.time_runs(lambda: None, repeats=0, warmup=0)[0].runs) == 1  # at least one timed run
+
+
+def test_timing_statistics():
+    timing = suite.Timing((0.3, 0.1, 0.2, 0.4))
+    assert timing.median == 0.3  # the later of the two middle runs: a time that was measured
+    assert timing.best == 0.1
+    assert timing.spread_pct == pytest.approx(100 * 0.3 / 0.25)
+    assert math.isnan(suite.spread_pct([0.0, 0.0]))
+
+
+def test_stopwatch_and_call_timer():
+    with suite.Stopwatch() as watch:
+        inside = watch.seconds
+        sum(range(10_000))
+    stopped = watch.seconds
+    time.sleep(0.01)
+    assert 0 <= inside <= stopped == watch.seconds and watch.cpu_seconds >= 0  # stopped at the end of the block
+    timer = suite.CallTimer(lambda a, b=0: a + b)
+    assert timer(1, b=2) == 3 and timer(4) == 4 and len(timer.seconds) == 2
+
+
+def test_results_path_names_the_script(monkeypatch, tmp_path):
+    monkeypatch.chdir(BENCHMARKS_DIR.parent)
+    assert suite.results_path("benchmarks/speed_lhotse.py") == Path("benchmarks/results/speed_lhotse.json")
+    assert suite.results_path(Path("/x/run_all.py"), ".md") == Path("benchmarks/results/run_all.md")
+    monkeypatch.chdir(tmp_path)  # outside the checkout: the absolute path
+    assert suite.results_path("quality_lm_loso.py") == BENCHMARKS_DIR / "results" / "quality_lm_loso.json"
+
+
+def test_write_results_records_provenance_atomically(tmp_path):
+    path = suite.write_results(tmp_path / "new" / "r.json", {"wer": 0.25}, argv=["benchmarks/x.py", "--json", "r"])
+    written = json.loads(path.read_text())
+    assert written["wer"] == 0.25 and written["provenance"]["command"] == "python benchmarks/x.py --json r"
+    assert list(path.parent.iterdir()) == [path]  # no temporary file left
+
+
+def test_number_formats():
+    assert suite.num(None) == suite.pct(None) == suite.p_value(None) == "-"
+    assert suite.num(1.23456) == "1.2346" and suite.num(2.5, 1) == "2.5"
+    assert suite.pct(0.1234) == "12.3%" and suite.pct(0.1234, 2) == "12.34%" and suite.pct(0.5, 2, "") == "50.00"
+    assert suite.p_value(0.0004) == "<0.001" and suite.p_value(0.04567) == "0.046"
+
+
+def test_every_renamed_script_exists_and_the_demo_modules_load():
+    assert all((BENCHMARKS_DIR / f"{new}.py").is_file() for new in suite.RENAMED.values())
+    assert not any((BENCHMARKS_DIR / f"{old}.py").exists() for old in suite.RENAMED)
+    assert callable(suite.demo_module("claims").compute_claims)
