@@ -130,7 +130,7 @@ def overrides(args: argparse.Namespace, work: Path, steps: int, loss: str) -> li
 
     d, workers = args.d_model, min(12, max(0, args.num_jobs - 2))
     return [
-        "decoders=conditioned",
+        "variant=conditioned",
         f"model.tokenizer.dir={work / 'tokenizers' / tokenizer_dir_name(args.vocab_size)}",
         f"model.encoder.n_layers={args.layers}",
         f"model.encoder.d_model={d}",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from nemo_pc.parts.text import DEFAULT_MARKS, parse_marks
 
@@ -31,7 +30,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from nemo_pc.data.tokenizers.pc_tokenizer import build_tokenizer
-    from nemo_pc.parts.manifest import ManifestError
     from nemo_pc.parts.styles import STYLE_TAGS
 
     try:
@@ -46,8 +44,7 @@ def run(args: argparse.Namespace) -> int:
             user_defined_symbols=STYLE_TAGS if args.style_tags else (),
             folder_suffix="_styles" if args.style_tags else "",
         )
-    except (ManifestError, ValueError, FileNotFoundError, RuntimeError) as err:
-        print(f"nemo-pc build-tokenizer: error: {err}", file=sys.stderr)
-        return 2
+    except RuntimeError as err:  # SentencePiece refuses a corpus or a vocabulary size: bad input, one line
+        raise ValueError(str(err)) from err
     print(folder)
     return 0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from nemo_pc.parts.text import DEFAULT_MARKS, SEGMENT_MARKS, parse_marks
 
@@ -43,17 +42,11 @@ def run(args: argparse.Namespace) -> int:
 
     from nemo_pc.metrics.evaluate import EvalConfig, evaluate
     from nemo_pc.metrics.report import format_report, plot_per, write_json
-    from nemo_pc.parts.manifest import ManifestError
 
-    try:
-        marks, segment_marks = parse_marks(args.marks, "--marks"), parse_marks(args.segment_marks, "--segment-marks")
-    except ValueError as err:
-        print(f"nemo-pc evaluate: error: {err}", file=sys.stderr)
-        return 2
+    marks, segment_marks = parse_marks(args.marks, "--marks"), parse_marks(args.segment_marks, "--segment-marks")
     for option, target in (("--json", args.json), ("--png", args.png)):
         if target and Path(target).is_dir():
-            print(f"nemo-pc evaluate: error: {option} {target} is a folder; give a file name", file=sys.stderr)
-            return 2
+            raise ValueError(f"{option} {target} is a folder; give a file name")
     config = EvalConfig(
         pred_field=args.pred_field,
         ref_field=args.ref_field,
@@ -64,11 +57,7 @@ def run(args: argparse.Namespace) -> int:
         on_bad=args.on_bad,
         progress=not args.no_progress,
     )
-    try:
-        report = evaluate(args.manifest, config, compare=args.compare, num_resamples=args.resamples, seed=args.seed)
-    except (ManifestError, OSError, ValueError) as err:  # OSError: missing file, a folder, no permission
-        print(f"nemo-pc evaluate: error: {err}", file=sys.stderr)
-        return 2
+    report = evaluate(args.manifest, config, compare=args.compare, num_resamples=args.resamples, seed=args.seed)
     print(format_report(report))
     if args.json:
         print(f"\nreport: {write_json(report, args.json)}")

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 
 def _splits(value: str) -> dict[str, float]:
@@ -94,14 +93,10 @@ def run(args: argparse.Namespace) -> int:
 
     sources = args.source or ["kjv"]
     tn = args.tn or ("none" if sources == ["kjv"] else "nemo")
-    try:
-        config = _config(args, tn)
-        if args.num_jobs < 1:
-            raise ValueError(f"--num-jobs must be 1 or more, got {args.num_jobs}")
-        _check_root(args.root)
-    except ValueError as err:
-        print(f"nemo-pc synth: error: {err}", file=sys.stderr)
-        return 2
+    config = _config(args, tn)
+    if args.num_jobs < 1:
+        raise ValueError(f"--num-jobs must be 1 or more, got {args.num_jobs}")
+    _check_root(args.root)
     root = synthesize_corpus(
         args.root, load_sources(sources), config, num_jobs=args.num_jobs, cache_dir=args.cache_dir
     )
