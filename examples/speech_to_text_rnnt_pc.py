@@ -4,7 +4,7 @@ python examples/speech_to_text_rnnt_pc.py variant=conditioned \
     model.tokenizer.dir=tokenizers/tokenizer_spe_bpe_v256 \
     model.train_ds.manifest_filepath=manifests/train.json \
     model.validation_ds.manifest_filepath=manifests/dev.json \
-    model.pc_fraction=0.2 trainer.max_epochs=20
+    model.train_ds.pc_fraction=0.2 trainer.max_epochs=20
 
 Many GPUs or nodes: trainer.accelerator=gpu trainer.devices=-1 trainer.num_nodes=2 trainer.strategy=ddp
 """

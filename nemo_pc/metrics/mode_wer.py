@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from kaldialign import edit_distance
 from nemo.collections.asr.metrics.wer import WER
 
 
@@ -34,7 +35,8 @@ class MultiModeWER(torch.nn.Module):
             }
         )
         self.use_cer, self.log_prediction, self.batch_dim_index = use_cer, log_prediction, batch_dim_index
-        self._last: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        # NeMo's WER keeps the counts of its last update only; the sums since the last reset are kept here
+        self._counts: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
 
     def update(
         self,
@@ -45,7 +47,8 @@ class MultiModeWER(torch.nn.Module):
         modes: torch.Tensor,
         active: torch.Tensor | None = None,
     ) -> None:
-        """Decodes and scores the active rows of each mode with that mode's decoding.
+        """Decodes and scores the active rows of each mode with that mode's decoding; the errors and words add to
+        those of the earlier updates since the last :meth:`reset`.
 
         Args:
             predictions, predictions_lengths: encoder output (R, D, T) and lengths, one row per (utterance, mode).
@@ -53,12 +56,10 @@ class MultiModeWER(torch.nn.Module):
             modes: (R,) the mode of every row.
             active: (R,) whether a row is scored (None: all).
         """
-        self._last = {}
         if active is None:
             active = torch.ones_like(modes, dtype=torch.bool)
         for key, wer in self.wers.items():
-            mode = int(key)
-            rows = torch.nonzero(active & (modes == mode)).squeeze(1)
+            rows = torch.nonzero(active & (modes == int(key))).squeeze(1)
             if rows.numel() == 0:
                 continue
             wer.update(
@@ -68,19 +69,37 @@ class MultiModeWER(torch.nn.Module):
                 targets_lengths=targets_lengths[rows],
             )
             _, scores, words = wer.compute()
-            self._last[mode] = (scores, words)
+            old_scores, old_words = self._counts.get(int(key), (0.0, 0.0))
+            self._counts[int(key)] = (old_scores + scores, old_words + words)
 
     def per_mode(self) -> dict[int, tuple[torch.Tensor, torch.Tensor]]:
-        """(errors, words) of each mode in the last update; every mode of the model is present."""
-        zero = torch.tensor(0.0)
-        return {int(key): self._last.get(int(key), (zero, zero)) for key in self.wers}
+        """(errors, words) of each mode since the last :meth:`reset`; every mode of the model is present."""
+        counts = {}
+        for key, wer in self.wers.items():
+            zero = wer.scores.new_zeros((), dtype=torch.float32)  # on the metric's device
+            counts[int(key)] = self._counts.get(int(key), (zero, zero))
+        return counts
 
     def compute(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        scores = sum((scores for scores, _ in self._last.values()), torch.tensor(0.0))
-        words = sum((words for _, words in self._last.values()), torch.tensor(0.0))
+        """(WER, errors, words) over every mode since the last :meth:`reset`, as a torchmetrics metric's compute."""
+        counts = list(self.per_mode().values())
+        scores = torch.stack([scores for scores, _ in counts]).sum()
+        words = torch.stack([words for _, words in counts]).sum()
         return scores / words.clamp(min=1.0), scores, words
 
     def reset(self) -> None:
-        """Resets the per-mode metrics; :meth:`per_mode` keeps the last update until the next one."""
+        """Clears the errors and words of every mode."""
+        self._counts = {}
         for wer in self.wers.values():
             wer.reset()
+
+
+def text_errors(hypotheses: list[str], references: list[str], use_cer: bool = False) -> tuple[int, int]:
+    """(edit errors, reference words) summed over pairs of texts, words split on spaces (characters with
+    ``use_cer``), as NeMo's :class:`WER` counts them after decoding."""
+    errors = words = 0
+    for hypothesis, reference in zip(hypotheses, references, strict=True):
+        hyp, ref = (list(hypothesis), list(reference)) if use_cer else (hypothesis.split(), reference.split())
+        errors += edit_distance(ref, hyp)["total"]
+        words += len(ref)
+    return errors, words

@@ -22,8 +22,7 @@ from nemo.collections.asr.parts.submodules.ctc_decoding import CTCBPEDecoding
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
 from nemo_pc.models.rnnt_pc_parts import ModeRows
-
-NORMALIZED = 0
+from nemo_pc.parts.modes import NORMALIZED_ID
 
 
 class AuxCTCMixin:
@@ -40,7 +39,7 @@ class AuxCTCMixin:
         self.ctc_decoder = None
         if not self.cfg.get("aux_ctc"):
             return
-        if NORMALIZED not in self.head_modes:
+        if NORMALIZED_ID not in self.head_modes:
             raise ValueError("aux_ctc: the CTC head learns the normalized mode, which this model does not train")
         vocabulary = list(self.joint.vocabulary)
         with open_dict(self.cfg.aux_ctc):
@@ -66,7 +65,7 @@ class AuxCTCMixin:
         """``(1 − w) loss + w L_CTC`` over the normalized rows, and L_CTC (``loss`` and None without a CTC head)."""
         if self.ctc_decoder is None:
             return loss, None
-        keep = torch.nonzero(rows.active & (rows.modes == NORMALIZED)).squeeze(1)
+        keep = torch.nonzero(rows.active & (rows.modes == NORMALIZED_ID)).squeeze(1)
         log_probs = self.ctc_decoder(encoder_output=encoded.index_select(0, keep))
         ctc = self.ctc_loss(
             log_probs=log_probs,

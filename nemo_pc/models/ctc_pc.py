@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import torch
 from lightning.pytorch import Trainer
@@ -11,35 +13,69 @@ from nemo.collections.asr.models.ctc_bpe_models import EncDecCTCModelBPE
 from nemo.collections.asr.parts.mixins.transcription import TranscribeConfig
 from nemo.collections.asr.parts.submodules.ctc_decoding import CTCBPEDecoding
 from nemo.utils import logging
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig
 
+from nemo_pc.data.datasets.pc_batch import PCBatch
 from nemo_pc.data.datasets.style_dataset import check_style_tokenizer
+from nemo_pc.metrics.mode_wer import text_errors
 from nemo_pc.models.vocabulary import carry_rows, pieces, row_sources
 from nemo_pc.modules.style_encoder import LayerTaps, StyleBranch, StyleEmbedding, to_decoder_input
-from nemo_pc.parts.lm_fusion import DEFAULT_LM_MODE, decoding_cfg_for_mode, ngram_lm_mode
-from nemo_pc.parts.loss_guard import global_step, loss_is_finite, nonfinite_policy, norm_statistics
-from nemo_pc.parts.mixins.pc_data import PCDataMixin
-from nemo_pc.parts.mixins.transcription import PCTranscribeConfig, PCTranscriptionMixin, resolve_mode
-from nemo_pc.parts.modes import BOTH, MODES, NORMALIZED_ID, PUNCTUATED_ID
+from nemo_pc.parts.lm_fusion import ngram_lm_mode
+from nemo_pc.parts.mixins.pc_model import PCConfig, PCModelMixin
+from nemo_pc.parts.mixins.transcription import transcribe_with_mode
+from nemo_pc.parts.modes import MODES, NORMALIZED, NORMALIZED_ID, PUNCTUATED, PUNCTUATED_ID, requested_ids
 from nemo_pc.parts.styles import check_format, parse_mixed
-from nemo_pc.parts.text import DEFAULT_MARKS, normalize
+from nemo_pc.parts.text import normalize
 
 TARGETS = ("punctuated", "normalized", "mixed")
 
-PC_DEFAULTS = {
-    "target": "punctuated",
-    "mixed_format": "m2",
-    "marks": DEFAULT_MARKS,
-    "default_mode": None,  # None: pc.default_style of older checkpoints, else punctuated
-    "ngram_lm_mode": DEFAULT_LM_MODE,
-    "ctc_weight": 1.0,
-    "inter": {"weight": 0.0, "layer": None, "transcribe": False},
-    "style_layers": {"branch_layer": None, "weight": 1.0},
-    "style_embedding": {"layers": [], "weight": 1.0},
-}
+
+@dataclass
+class InterConfig:
+    """``pc.inter``: the intermediate normalized CTC of papers/004."""
+
+    weight: float = 0.0
+    layer: int | None = None
+    transcribe: bool = False
 
 
-class EncDecCTCPCBPEModel(PCTranscriptionMixin, PCDataMixin, EncDecCTCModelBPE):
+@dataclass
+class StyleLayersConfig:
+    """``pc.style_layers``: the copied top layers of papers/001."""
+
+    branch_layer: int | None = None
+    weight: float = 1.0
+
+
+@dataclass
+class StyleEmbeddingConfig:
+    """``pc.style_embedding``: the one-hot style input of papers/001."""
+
+    layers: list[int] = field(default_factory=list)
+    weight: float = 1.0
+
+
+@dataclass
+class CTCPCConfig(PCConfig):
+    """The CTC's ``model.pc`` keys: those of :class:`~nemo_pc.parts.mixins.pc_model.PCConfig` and the ones
+    :class:`EncDecCTCPCBPEModel` lists."""
+
+    mixed_format: str = "m2"
+    ctc_weight: float = 1.0
+    inter: InterConfig = field(default_factory=InterConfig)
+    style_layers: StyleLayersConfig = field(default_factory=StyleLayersConfig)
+    style_embedding: StyleEmbeddingConfig = field(default_factory=StyleEmbeddingConfig)
+
+    @classmethod
+    def check(cls, pc: DictConfig) -> None:
+        if pc.target not in TARGETS:
+            raise ValueError(f"pc.target must be one of {TARGETS}, got {pc.target!r}")
+        if pc.target == "mixed":
+            check_format(pc.mixed_format)
+        super().check(pc)
+
+
+class EncDecCTCPCBPEModel(PCModelMixin, EncDecCTCModelBPE):
     """CTC model that writes punctuated text, normalized text, or both.
 
     One class covers papers/004 (punctuated CTC with an intermediate normalized CTC) and the three architectures
@@ -50,7 +86,8 @@ class EncDecCTCPCBPEModel(PCTranscriptionMixin, PCDataMixin, EncDecCTCModelBPE):
         target: what the main (last-layer) head learns: ``punctuated``, ``normalized`` or ``mixed``.
         mixed_format: ``m0``, ``m1`` or ``m2`` for ``target: mixed``.
         marks: the mark set kept in punctuated targets (default ``.,?``).
-        default_mode: the mode ``transcribe`` returns when none is asked for (``default_style`` is read too).
+        default_mode: the mode ``transcribe`` returns when none is asked for (default: that of the main head;
+            ``default_style`` in older checkpoints).
         ngram_lm_mode: the mode whose heads decode with the n-gram LM of NeMo's decoding config
             (``decoding.greedy.ngram_lm_model`` / ``decoding.beam.ngram_lm_model``), default ``punctuated``; the
             other mode's heads and a mixed main head decode without it (:mod:`nemo_pc.parts.lm_fusion`).
@@ -73,18 +110,18 @@ class EncDecCTCPCBPEModel(PCTranscriptionMixin, PCDataMixin, EncDecCTCModelBPE):
     ``train_ds`` / ``validation_ds`` / ``test_ds`` are
     :func:`nemo_pc.data.datasets.pc_dataset.pc_dataloader_from_config`
     configs (``use_lhotse: true`` reads shar, tarred audio or manifests with NeMo's lhotse loader), set up by
-    :class:`~nemo_pc.parts.mixins.pc_data.PCDataMixin`; ``transcribe`` keeps NeMo's audio loader.
+    :class:`~nemo_pc.parts.mixins.pc_data.PCDataMixin`; ``transcribe`` keeps NeMo's audio loader. The ``pc``
+    section, the modes, each mode's decoding, the training step and the epoch ends are those of
+    :class:`~nemo_pc.parts.mixins.pc_model.PCModelMixin`.
     """
 
+    pc_config_class = CTCPCConfig
+    transcribe = transcribe_with_mode(EncDecCTCModelBPE)
+
     def __init__(self, cfg: DictConfig, trainer: Trainer | None = None) -> None:
-        with open_dict(cfg):
-            cfg.pc = OmegaConf.merge(PC_DEFAULTS, cfg.get("pc") or {})
         super().__init__(cfg=cfg, trainer=trainer)
         pc = self.cfg.pc
-        if pc.target not in TARGETS:
-            raise ValueError(f"pc.target must be one of {TARGETS}, got {pc.target!r}")
         if pc.target == "mixed":
-            check_format(pc.mixed_format)
             check_style_tokenizer(self.tokenizer)
         layers = self.encoder.layers
         self.inter_layer = int(pc.inter.layer or len(layers) // 2)
@@ -113,12 +150,7 @@ class EncDecCTCPCBPEModel(PCTranscriptionMixin, PCDataMixin, EncDecCTCModelBPE):
         self.style_loss = CTCLoss(
             num_classes=self.decoder.num_classes_with_blank - 1, zero_infinity=True, reduction="none"
         )
-        self._setup_mode_decodings()
-
-    @classmethod
-    def list_available_models(cls) -> list:
-        """No pretrained P&C checkpoints: NeMo's stock names must not resolve to this class (``from_pretrained``)."""
-        return []
+        self.setup_mode_decodings()
 
     def maybe_init_from_pretrained_checkpoint(self, cfg: DictConfig, map_location: str = "cpu") -> None:
         """NeMo's ``init_from_nemo_model`` / ``init_from_pretrained_model`` / ``init_from_ptl_ckpt``, plus one step:
@@ -146,11 +178,6 @@ class EncDecCTCPCBPEModel(PCTranscriptionMixin, PCDataMixin, EncDecCTCModelBPE):
         return tapped
 
     # Data (setup_training_data and its twins: PCDataMixin)
-
-    def pc_data_defaults(self) -> dict:
-        """The model's sample rate and ``pc.marks``, for data configs that leave them out."""
-        rate = self.cfg.get("sample_rate", self.cfg.preprocessor.get("sample_rate", 16000))
-        return {"sample_rate": rate, "marks": self.cfg.pc.marks}
 
     def pc_mixed_format(self) -> str | None:
         """``pc.mixed_format`` for a mixed main target, else ``None``."""
@@ -212,9 +239,15 @@ class EncDecCTCPCBPEModel(PCTranscriptionMixin, PCDataMixin, EncDecCTCModelBPE):
         return self.decoder(encoder_output=to_decoder_input(hidden, self.encoder.out_proj))
 
     @property
+    def main_mode_id(self) -> int:
+        """The mode of the main head: normalized for a normalized target, else punctuated (a mixed transcript
+        holds both)."""
+        return NORMALIZED_ID if self.cfg.pc.target == NORMALIZED else PUNCTUATED_ID
+
+    @property
     def main_style_id(self) -> int:
-        """The style id of the main head: 0 for a normalized target, else 1."""
-        return NORMALIZED_ID if self.cfg.pc.target == "normalized" else PUNCTUATED_ID
+        """:attr:`main_mode_id`, the encoder's own style of a style embedding (papers/001's word)."""
+        return self.main_mode_id
 
     @property
     def has_normalized_head(self) -> bool:
@@ -223,19 +256,12 @@ class EncDecCTCPCBPEModel(PCTranscriptionMixin, PCDataMixin, EncDecCTCModelBPE):
 
     # Decoding
 
-    def _setup_mode_decodings(self) -> None:
-        """One decoding per mode: NeMo's ``self.decoding`` (with the config's n-gram LM, if any) for
-        ``pc.ngram_lm_mode``, and a copy without the LM for the other mode."""
-        full, lm_mode = self.cfg.decoding, ngram_lm_mode(self.cfg.pc)
-        self.decodings = {}
-        for mode in (NORMALIZED_ID, PUNCTUATED_ID):
-            cfg = decoding_cfg_for_mode(full, mode, lm_mode)
-            self.decodings[mode] = self.decoding if cfg is full else CTCBPEDecoding(cfg, tokenizer=self.tokenizer)
-
-    def change_decoding_strategy(self, decoding_cfg: DictConfig | None = None, verbose: bool = True) -> None:
-        """As in NeMo, for the decoding of every mode."""
-        super().change_decoding_strategy(decoding_cfg, verbose=verbose)
-        self._setup_mode_decodings()
+    def mode_decoding(self, mode: int, decoding_cfg: DictConfig) -> CTCBPEDecoding:
+        """NeMo's ``self.decoding`` where the mode's config is the model's (with its n-gram LM, if any), else a
+        decoding of the mode's config (the same without the LM)."""
+        if decoding_cfg is self.cfg.decoding:
+            return self.decoding
+        return CTCBPEDecoding(decoding_cfg, tokenizer=self.tokenizer)
 
     def change_vocabulary(
         self, new_tokenizer_dir: str | DictConfig, new_tokenizer_type: str, decoding_cfg: DictConfig | None = None
@@ -257,7 +283,7 @@ class EncDecCTCPCBPEModel(PCTranscriptionMixin, PCDataMixin, EncDecCTCModelBPE):
         rows = row_sources(old_tokenizer, pieces(self.tokenizer), self.cfg.pc.marks)
         for name, module in self._ctc_heads().items():
             carry_rows(module, old[name], rows)
-        self._setup_mode_decodings()
+        self.setup_mode_decodings()
 
     def _ctc_heads(self) -> dict[str, torch.nn.Module]:
         names = ("decoder", "normalized_decoder", "inter_decoder")
@@ -270,7 +296,7 @@ class EncDecCTCPCBPEModel(PCTranscriptionMixin, PCDataMixin, EncDecCTCModelBPE):
             return self.decodings[NORMALIZED_ID]
         if self.cfg.pc.target == "mixed":
             return self.decodings[1 - ngram_lm_mode(self.cfg.pc)]  # the mode without the LM
-        return self.decodings[self.main_style_id]
+        return self.decodings[self.main_mode_id]
 
     # Training
 
@@ -291,20 +317,21 @@ class EncDecCTCPCBPEModel(PCTranscriptionMixin, PCDataMixin, EncDecCTCModelBPE):
         mask = mask.to(per_utt.dtype)
         return (per_utt * mask).sum() / mask.sum().clamp(min=1.0)
 
-    def compute_losses(self, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    def compute_losses(self, batch: PCBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """L = λ_CTC L_main + λ_inter L_inter + w L_normalized over one
         :class:`~nemo_pc.data.datasets.pc_batch.PCBatch`."""
-        total, losses, _ = self._losses_and_main(batch)
+        total, losses, _, _ = self._head_losses(batch)
         return total, losses
 
-    def _main_targets(self, batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    def _main_targets(self, batch: PCBatch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         """The main head's targets, their lengths, and the mask of utterances that have them (None: all)."""
-        if self.cfg.pc.target == "normalized":
+        if self.cfg.pc.target == NORMALIZED:
             return batch.tokens_n, batch.tokens_n_len, None
         return batch.tokens_p, batch.tokens_p_len, batch.p_mask
 
-    def _losses_and_main(self, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor], tuple]:
-        """The losses of one encoder pass, and the main head's ``(log_probs, lengths)`` for the WER."""
+    def _head_losses(self, batch: PCBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor], dict, torch.Tensor]:
+        """The losses of one encoder pass (the weighted total and each head's), and each head's log-probabilities
+        with the encoded lengths."""
         outputs, lengths = self.forward_heads(
             input_signal=batch.audio, input_signal_length=batch.audio_len, heads=self._training_heads()
         )
@@ -320,82 +347,62 @@ class EncDecCTCPCBPEModel(PCTranscriptionMixin, PCDataMixin, EncDecCTCModelBPE):
             losses["normalized"] = self._masked_ctc(outputs["normalized"], lengths, normalized, normalized_len)
             weight = pc.style_layers.weight if self.style_branch is not None else pc.style_embedding.weight
             total = total + weight * losses["normalized"]
-        return total, losses, (outputs["main"], lengths)
+        return total, losses, outputs, lengths
 
-    def training_step(self, batch, batch_nb):
-        saved = norm_statistics(self)
-        loss, losses = self.compute_losses(batch)
-        if not loss_is_finite(loss, batch, global_step(self), nonfinite_policy(self.cfg), saved):
-            return None  # Lightning skips the backward pass and the optimizer step
-        self.log_dict({f"train_{name}_loss": value for name, value in losses.items()})
-        self.log("train_loss", loss)
-        if self._optimizer is not None:
-            self.log("learning_rate", self._optimizer.param_groups[0]["lr"])
-        return {"loss": loss}
+    def training_losses(self, batch: PCBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor], tuple]:
+        """The weighted loss of the heads, each head's loss (``train_{head}_loss``), and the main head's output."""
+        total, losses, outputs, lengths = self._head_losses(batch)
+        logs = {f"train_{name}_loss": value for name, value in losses.items()}
+        return total, logs, (outputs["main"], lengths, batch)
 
-    def validation_pass(self, batch, batch_idx, dataloader_idx=0):
-        """Loss and WER of the main head from one encoder pass."""
-        loss, _, (log_probs, lengths) = self._losses_and_main(batch)
+    def _main_wer(self, log_probs: torch.Tensor, lengths: torch.Tensor, batch: PCBatch) -> tuple:
+        """NeMo's WER of the main head on its own targets: ``(wer, errors, words)``."""
         main, main_len, _ = self._main_targets(batch)
         self.wer.update(predictions=log_probs, targets=main, targets_lengths=main_len, predictions_lengths=lengths)
-        wer, wer_num, wer_denom = self.wer.compute()
+        result = self.wer.compute()
         self.wer.reset()
-        return {"val_loss": loss, "val_wer_num": wer_num, "val_wer_denom": wer_denom, "val_wer": wer}
+        return result
+
+    def training_batch_wer(self, state: tuple) -> torch.Tensor:
+        """The main head's WER on one training batch."""
+        return self._main_wer(*state)[0]
+
+    def validation_pass(self, batch: PCBatch, batch_idx: int, dataloader_idx: int = 0) -> dict:
+        """From one encoder pass: the loss and each head's (``val_loss_{head}``), the main head's WER
+        (``val_wer``), and the errors and words of each mode the model writes, as ``transcribe`` writes it
+        (``val_wer_num_{mode}``, ``val_wer_denom_{mode}``; punctuated on the utterances with a P transcript)."""
+        loss, losses, outputs, lengths = self._head_losses(batch)
+        wer, wer_num, wer_denom = self._main_wer(outputs["main"], lengths, batch)
+        logs = {"val_loss": loss, "val_wer_num": wer_num, "val_wer_denom": wer_denom, "val_wer": wer}
+        logs.update({f"val_loss_{name}": value.detach() for name, value in losses.items()})
+        hypotheses = self._decode_modes(outputs, lengths, self._mode_sources(self.mode_ids), False)
+        references, has_punctuated = self._reference_texts(batch), batch.p_mask.tolist()
+        for name, hyps in hypotheses.items():
+            keep = [k for k in range(len(hyps)) if name == NORMALIZED or has_punctuated[k]]
+            texts = [hyps[k] if isinstance(hyps[k], str) else hyps[k].text for k in keep]
+            errors, words = text_errors(texts, [references[name][k] for k in keep], self.cfg.get("use_cer", False))
+            logs[f"val_wer_num_{name}"] = torch.tensor(float(errors), device=loss.device)
+            logs[f"val_wer_denom_{name}"] = torch.tensor(float(words), device=loss.device)
+        return logs
+
+    def _reference_texts(self, batch: PCBatch) -> dict[str, list[str]]:
+        """Each mode's reference texts of a batch (the punctuated part of a mixed transcript)."""
+
+        def texts(tokens: torch.Tensor, lengths: torch.Tensor) -> list[str]:
+            return [self.tokenizer.ids_to_text(row[:n].tolist()) for row, n in zip(tokens, lengths, strict=True)]
+
+        punctuated = texts(batch.tokens_p, batch.tokens_p_len)
+        if self.cfg.pc.target == "mixed":
+            punctuated = [parse_mixed(text, self.cfg.pc.mixed_format)[1] for text in punctuated]
+        return {NORMALIZED: texts(batch.tokens_n, batch.tokens_n_len), PUNCTUATED: punctuated}
 
     # Transcription
 
-    @property
-    def default_mode(self) -> str:
-        """The mode ``transcribe`` returns when none is asked for: ``pc.default_mode`` (``pc.default_style`` in
-        checkpoints written before the two families shared one vocabulary), else the mode of the main head."""
-        pc = self.cfg.pc
-        main = "normalized" if pc.target == "normalized" else "punctuated"
-        return pc.get("default_mode") or pc.get("default_style") or main
-
-    def transcribe(
-        self,
-        audio,
-        batch_size: int = 4,
-        return_hypotheses: bool = False,
-        num_workers: int = 0,
-        channel_selector=None,
-        augmentor: DictConfig | None = None,
-        verbose: bool = True,
-        timestamps: bool | None = None,
-        override_config: PCTranscribeConfig | None = None,
-        *,
-        mode: str | None = None,
-        style: str | None = None,
-        **config_kwargs,
-    ):
-        """NeMo's ``transcribe`` (same positional arguments) with an output ``mode``: ``punctuated``,
-        ``normalized`` or ``both`` (``style`` is an alias); see :mod:`nemo_pc.parts.mixins.transcription`. With
-        ``both``
-        the result is ``{"normalized": [...], "punctuated": [...]}``.
-
-        Raises:
-            ValueError: an unknown mode, or a punctuated mode from a model trained on normalized text only.
-            TypeError: a keyword argument that no transcribe config field has.
-        """
-        arguments = dict(batch_size=batch_size, return_hypotheses=return_hypotheses, num_workers=num_workers,
-                         channel_selector=channel_selector, augmentor=augmentor, verbose=verbose,
-                         timestamps=timestamps)  # fmt: skip
-        override_config = self.pc_transcribe_config(override_config, arguments, mode, style, config_kwargs)
-        self._requested_mode(override_config)
-        return super().transcribe(audio=audio, override_config=override_config)
-
-    def _requested_mode(self, trcfg: TranscribeConfig) -> str:
-        mode = resolve_mode(trcfg, self.default_mode)
-        if mode != "normalized" and self.cfg.pc.target == "normalized":
-            raise ValueError("this model was trained with pc.target=normalized; it has no punctuated mode")
-        return mode
-
-    def _style_sources(self, style: str) -> dict[str, str]:
-        """Which head gives each requested style: ``main``, ``inter``, ``normalized``, ``parse`` or ``rules``."""
+    def _mode_sources(self, modes: Sequence[int]) -> dict[str, str]:
+        """Which head gives each mode: ``main``, ``inter``, ``normalized``, ``parse`` or ``rules``."""
         target = self.cfg.pc.target
-        wanted = MODES if style == BOTH else (style,)
         sources = {}
-        for name in wanted:
+        for name in (MODES[mode] for mode in modes):
             if target == "mixed":
                 sources[name] = "parse"
             elif name == target:
@@ -412,39 +419,47 @@ class EncDecCTCPCBPEModel(PCTranscriptionMixin, PCDataMixin, EncDecCTCModelBPE):
     def normalized_source(self) -> str:
         """Where ``transcribe``'s normalized mode comes from: ``main``, ``inter``, ``normalized`` (a style head),
         ``parse`` (a mixed transcript) or ``rules`` (the punctuated output, normalized)."""
-        return self._style_sources("normalized")["normalized"]
+        return self._mode_sources([NORMALIZED_ID])[NORMALIZED]
 
     def _transcribe_forward(self, batch, trcfg: TranscribeConfig):
-        sources = self._style_sources(self._requested_mode(trcfg))
+        sources = self._mode_sources(requested_ids(self.requested_mode(trcfg)))
         heads = tuple({"main", *(s for s in sources.values() if s in ("inter", "normalized"))})
         outputs, lengths = self.forward_heads(input_signal=batch[0], input_signal_length=batch[1], heads=heads)
         return {"outputs": outputs, "logits_len": lengths, "sources": sources}
 
     def _transcribe_output_processing(self, outputs, trcfg: TranscribeConfig):
-        sources, lengths = outputs["sources"], outputs["logits_len"]
-        decoded = {
-            head: self.head_decoding(head).ctc_decoder_predictions_tensor(
-                log_probs, decoder_lengths=lengths, return_hypotheses=trcfg.return_hypotheses
-            )
-            for head, log_probs in outputs["outputs"].items()
-        }
-        results = {}
-        for style, source in sources.items():
-            hyps = decoded["main" if source in ("parse", "rules") else source]
-            results[style] = [self._style_hypothesis(hyp, style, source) for hyp in hyps]
+        results = self._decode_modes(
+            outputs["outputs"], outputs["logits_len"], outputs["sources"], trcfg.return_hypotheses
+        )
         if len(results) == 1:
             return next(iter(results.values()))
         return results
 
-    def _style_hypothesis(self, hypothesis, style: str, source: str):
+    def _decode_modes(self, outputs: dict, lengths: torch.Tensor, sources: dict[str, str], hypotheses: bool) -> dict:
+        """Each mode's transcripts (``{mode: [...]}``) from the heads' log-probabilities; each head that a mode
+        reads is decoded once."""
+        heads = {"main" if source in ("parse", "rules") else source for source in sources.values()}
+        decoded = {
+            head: self.head_decoding(head).ctc_decoder_predictions_tensor(
+                outputs[head], decoder_lengths=lengths, return_hypotheses=hypotheses
+            )
+            for head in heads
+        }
+        results = {}
+        for name, source in sources.items():
+            hyps = decoded["main" if source in ("parse", "rules") else source]
+            results[name] = [self._mode_hypothesis(hyp, name, source) for hyp in hyps]
+        return results
+
+    def _mode_hypothesis(self, hypothesis, mode: str, source: str):
         text = hypothesis if isinstance(hypothesis, str) else hypothesis.text
         if source == "parse":
             normalized, punctuated = parse_mixed(text, self.cfg.pc.mixed_format)
-            text = normalized if style == "normalized" else punctuated
+            text = normalized if mode == NORMALIZED else punctuated
         elif source == "rules":
             text = normalize(text)
         if isinstance(hypothesis, str):
             return text
-        hypothesis = copy.copy(hypothesis)  # one decoded hypothesis may serve both styles
+        hypothesis = copy.copy(hypothesis)  # one decoded hypothesis may serve both modes
         hypothesis.text = text
         return hypothesis

@@ -11,17 +11,15 @@ duration outputs and TDT decoding), as in NeMo.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import torch
 from lightning.pytorch import Trainer
 from nemo.collections.asr.models import EncDecRNNTBPEModel
 from nemo.collections.asr.parts.submodules.rnnt_decoding import RNNTBPEDecoding
 from nemo.collections.asr.parts.utils.timestamp_utils import process_timestamp_outputs
-from nemo.core.classes.mixins import AccessMixin
 from omegaconf import DictConfig, OmegaConf
-from torch.utils.data import DataLoader
 
 from nemo_pc.data.datasets.pc_batch import PCBatch
 from nemo_pc.losses import ModeWeightedRNNTLoss
@@ -31,24 +29,38 @@ from nemo_pc.models.aux_ctc import AuxCTCMixin
 from nemo_pc.models.rnnt_pc_parts import ModeRows, build_mode_rows
 from nemo_pc.models.vocabulary import carry_rows, pieces, row_sources
 from nemo_pc.modules import DualRNNTDecoder, DualRNNTJoint, ModeConditioningMixin, ModeDecoderJoint
-from nemo_pc.parts.lm_fusion import decoding_cfg_for_mode, ngram_lm_mode
-from nemo_pc.parts.loss_guard import global_step, loss_is_finite, nonfinite_policy, norm_statistics
-from nemo_pc.parts.mixins.pc_data import PCDataMixin
-from nemo_pc.parts.mixins.transcription import BOTH, PCTranscribeConfig, PCTranscriptionMixin, resolve_mode
-from nemo_pc.parts.modes import MODES, mode_id
-from nemo_pc.parts.text import DEFAULT_MARKS, normalize
+from nemo_pc.parts.mixins.pc_model import PCConfig, PCModelMixin
+from nemo_pc.parts.mixins.transcription import PCTranscribeConfig, transcribe_with_mode
+from nemo_pc.parts.modes import MODES, NORMALIZED_ID, PUNCTUATED_ID, mode_id, requested_ids
+from nemo_pc.parts.text import normalize
 
 DECODER_KINDS = ("single", "dual", "conditioned")
 
 
-def _reduce_sum(value: torch.Tensor) -> torch.Tensor:
-    if torch.distributed.is_available() and torch.distributed.is_initialized():
-        value = value.clone()
-        torch.distributed.all_reduce(value)
-    return value
+@dataclass
+class RNNTPCConfig(PCConfig):
+    """The RNN-T's ``model.pc`` keys: those of :class:`~nemo_pc.parts.mixins.pc_model.PCConfig` and
+
+    Attributes:
+        decoders: ``single`` | ``dual`` | ``conditioned``.
+        alpha: α of the conditioned loss, L = (1 − α) L_N + α L_P.
+    """
+
+    decoders: str = "conditioned"
+    alpha: float = 0.5
+
+    @classmethod
+    def check(cls, pc: DictConfig) -> None:
+        if pc.decoders not in DECODER_KINDS:
+            raise ValueError(f"pc.decoders must be one of {DECODER_KINDS}, got {pc.decoders!r}")
+        if pc.decoders == "single":
+            mode_id(pc.target, "pc.target")
+        if not 0.0 <= float(pc.alpha) <= 1.0:
+            raise ValueError(f"pc.alpha must be in [0, 1], got {pc.alpha}")
+        super().check(pc)
 
 
-class EncDecRNNTPCBPEModel(PCTranscriptionMixin, PCDataMixin, AuxCTCMixin, EncDecRNNTBPEModel):
+class EncDecRNNTPCBPEModel(PCModelMixin, AuxCTCMixin, EncDecRNNTBPEModel):
     """RNN-T with normalized (mode 0) and punctuated (mode 1) output from one shared encoder.
 
     Config keys, besides those of :class:`EncDecRNNTBPEModel`:
@@ -57,17 +69,25 @@ class EncDecRNNTPCBPEModel(PCTranscriptionMixin, PCDataMixin, AuxCTCMixin, EncDe
             mode-conditioned predictor).
         pc.target: the mode a ``single`` model is trained on (``normalized`` | ``punctuated``).
         pc.alpha: α of the conditioned loss (default 0.5).
-        pc.default_mode: the mode ``transcribe`` returns when none is asked for (``punctuated`` by default).
+        pc.marks: the mark set of the punctuated targets (default ``.,?``; ``marks`` in older checkpoints).
+        pc.default_mode: the mode ``transcribe`` returns when none is asked for (default: punctuated, unless the
+            model writes normalized text only).
         aux_ctc: a CTC head on the normalized mode (the hybrid RNNT-CTC variant, NeMo's keys;
             :mod:`nemo_pc.models.aux_ctc`).
         pc.ngram_lm_mode: the mode whose decoding fuses the n-gram LM of NeMo's decoding config
             (``decoding.greedy.ngram_lm_model`` / ``decoding.beam.ngram_lm_model``), default ``punctuated``; the
             other mode decodes without it (:mod:`nemo_pc.parts.lm_fusion`).
         train_ds / validation_ds / test_ds: :func:`nemo_pc.data.datasets.pc_dataset.pc_dataloader_from_config` configs
-            (``pc_fraction`` keeps P labels on a share of the training utterances; ``use_lhotse: true`` reads
-            shar, tarred audio or manifests with NeMo's lhotse loader), set up by
+            (``train_ds.pc_fraction`` keeps P labels on a share of the training utterances; ``use_lhotse: true``
+            reads shar, tarred audio or manifests with NeMo's lhotse loader), set up by
             :class:`~nemo_pc.parts.mixins.pc_data.PCDataMixin`.
+
+    The ``pc`` section, the modes, each mode's decoding, the training step and the epoch ends are those of
+    :class:`~nemo_pc.parts.mixins.pc_model.PCModelMixin`.
     """
+
+    pc_config_class = RNNTPCConfig
+    transcribe = transcribe_with_mode(EncDecRNNTBPEModel)
 
     def __init__(self, cfg: DictConfig, trainer: Trainer | None = None) -> None:
         # NeMo's fused joint computes its own loss (joint.set_loss runs before this class sets the mode-weighted
@@ -81,12 +101,7 @@ class EncDecRNNTPCBPEModel(PCTranscriptionMixin, PCDataMixin, AuxCTCMixin, EncDe
         self.pc_kind, self.head_modes, weights = self._read_pc_config()
         self.loss = self._build_loss(weights, trainer)
         self.setup_aux_ctc()
-        self._setup_mode_decodings(self.cfg.decoding)
-
-    @classmethod
-    def list_available_models(cls) -> list:
-        """No pretrained P&C checkpoints: NeMo's stock names must not resolve to this class (``from_pretrained``)."""
-        return []
+        self.setup_mode_decodings()
 
     def extract_rnnt_loss_cfg(self, cfg: DictConfig | None):
         """NeMo's loss config reader; nemo_pc's ``scan``, ``tdt_scan`` and ``auto`` read as ``default`` (``tdt``
@@ -112,36 +127,30 @@ class EncDecRNNTPCBPEModel(PCTranscriptionMixin, PCDataMixin, AuxCTCMixin, EncDe
         return ModeWeightedRNNTLoss(tokens, weights, loss_name, loss_kwargs if loss_name != SCAN else None)
 
     def _read_pc_config(self) -> tuple[str, list[int], dict[int, float]]:
-        pc = self.cfg.get("pc") or {}
-        kind = pc.get("decoders", "conditioned")
-        if kind not in DECODER_KINDS:
-            raise ValueError(f"pc.decoders must be one of {DECODER_KINDS}, got {kind!r}")
+        pc = self.cfg.pc
+        kind = pc.decoders
         dual = isinstance(self.decoder, DualRNNTDecoder) and isinstance(self.joint, DualRNNTJoint)
         conditioned = isinstance(self.decoder, ModeConditioningMixin)
         expected = {"single": not dual and not conditioned, "dual": dual, "conditioned": conditioned}
         if not expected[kind]:
             raise ValueError(f"pc.decoders={kind} does not match decoder {type(self.decoder).__name__}")
         if kind == "single":
-            target = mode_id(pc.get("target", "punctuated"), "pc.target")
+            target = mode_id(pc.target, "pc.target")
             return kind, [target], {target: 1.0}
         if kind == "dual":
             return kind, [0, 1], {0: 1.0, 1: 1.0}
-        alpha = float(pc.get("alpha", 0.5))
-        if not 0.0 <= alpha <= 1.0:
-            raise ValueError(f"pc.alpha must be in [0, 1], got {alpha}")
+        alpha = float(pc.alpha)
         return kind, [0, 1], {0: 1.0 - alpha, 1: alpha}
 
     @property
-    def default_mode(self) -> str:
-        """The mode name ``transcribe`` returns by default (``pc.default_mode``, else the trained target)."""
-        pc = self.cfg.get("pc") or {}
-        fallback = MODES[1] if 1 in self.head_modes else MODES[self.head_modes[0]]
-        return MODES[mode_id(pc.get("default_mode", fallback), "pc.default_mode")]
+    def main_mode_id(self) -> int:
+        """Punctuated, unless the model is trained on normalized text only."""
+        return PUNCTUATED_ID if PUNCTUATED_ID in self.head_modes else NORMALIZED_ID
 
-    @property
-    def default_mode_id(self) -> int:
-        mode = mode_id(self.default_mode)
-        return mode if mode in self.head_modes else self.head_modes[0]
+    def source_mode(self, mode: int) -> int:
+        """The head that writes ``mode``: its own, or the punctuated one (normalized by the text rules) for a
+        model trained on punctuated text only."""
+        return mode if mode in self.head_modes else PUNCTUATED_ID
 
     def modules_for_mode(self, mode: int) -> tuple[torch.nn.Module, torch.nn.Module]:
         """The predictor and joint that decode ``mode``: a 2-Decoder model's pair of that mode, a conditioned
@@ -152,28 +161,25 @@ class EncDecRNNTPCBPEModel(PCTranscriptionMixin, PCDataMixin, AuxCTCMixin, EncDe
             return self.decoder.for_mode(mode), self.joint
         return self.decoder, self.joint
 
-    def _setup_mode_decodings(self, decoding_cfg: DictConfig) -> None:
-        self.decodings = {}
-        lm_mode = ngram_lm_mode(self.cfg.get("pc"))
-        for mode in self.head_modes:
-            decoder, joint = self.modules_for_mode(mode)
-            self.decodings[mode] = RNNTBPEDecoding(
-                decoding_cfg=decoding_cfg_for_mode(decoding_cfg, mode, lm_mode),
-                decoder=decoder,
-                joint=joint,
-                tokenizer=self.tokenizer,
-            )
-        self.decoding = self.decodings[self.default_mode_id]
+    def decoded_mode_ids(self) -> tuple[int, ...]:
+        """The modes with a head of their own."""
+        return tuple(self.head_modes)
+
+    def mode_decoding(self, mode: int, decoding_cfg: DictConfig) -> RNNTBPEDecoding:
+        """NeMo's RNN-T decoding on the predictor and joint of ``mode``."""
+        decoder, joint = self.modules_for_mode(mode)
+        return RNNTBPEDecoding(decoding_cfg=decoding_cfg, decoder=decoder, joint=joint, tokenizer=self.tokenizer)
+
+    def setup_mode_decodings(self) -> None:
+        """Every mode's decoding; ``self.decoding`` (what NeMo's own calls use, e.g. ``conformer_stream_step``) is
+        the default mode's head's, and the WER scores each mode with its own."""
+        super().setup_mode_decodings()
+        self.decoding = self.decodings[self.source_mode(self.default_mode_id)]
         self.wer = MultiModeWER(
             self.decodings,
             use_cer=self._cfg.get("use_cer", False),
             log_prediction=self._cfg.get("log_prediction", True),
         )
-
-    def change_decoding_strategy(self, decoding_cfg: DictConfig | None = None, verbose: bool = True) -> None:
-        """As in NeMo, for the decoding of every mode."""
-        super().change_decoding_strategy(decoding_cfg, verbose=verbose)
-        self._setup_mode_decodings(self.cfg.decoding)
 
     def change_vocabulary(
         self, new_tokenizer_dir: str | DictConfig, new_tokenizer_type: str, decoding_cfg: DictConfig | None = None
@@ -187,10 +193,10 @@ class EncDecRNNTPCBPEModel(PCTranscriptionMixin, PCDataMixin, AuxCTCMixin, EncDe
         super().change_vocabulary(new_tokenizer_dir, new_tokenizer_type, decoding_cfg)
         self.loss = self._build_loss(weights, self._trainer)
         self.change_aux_ctc_vocabulary()
-        rows = row_sources(old_tokenizer, pieces(self.tokenizer), self.cfg.get("marks") or DEFAULT_MARKS)
+        rows = row_sources(old_tokenizer, pieces(self.tokenizer), self.cfg.pc.marks)
         for name, module in self._token_modules().items():
             carry_rows(module, old[name], rows, self.joint.num_extra_outputs if name == "joint" else 0)
-        self._setup_mode_decodings(self.cfg.decoding)
+        self.setup_mode_decodings()
 
     def _token_modules(self) -> dict[str, torch.nn.Module]:
         modules = {"decoder": self.decoder, "joint": self.joint}
@@ -230,113 +236,51 @@ class EncDecRNNTPCBPEModel(PCTranscriptionMixin, PCDataMixin, AuxCTCMixin, EncDe
     def _update_wer(self, encoded: torch.Tensor, encoded_len: torch.Tensor, rows: ModeRows) -> None:
         self.wer.update(encoded, encoded_len, rows.targets, rows.target_len, modes=rows.modes, active=rows.active)
 
-    def training_step(self, batch: PCBatch, batch_nb: int) -> dict | None:
-        """NeMo's RNN-T training step (loss, auxiliary losses, logs, batch WER every ``log_every_n_steps``) over
-        the mode rows of a :class:`PCBatch`; also logs each mode's loss term."""
-        if AccessMixin.is_access_enabled(self.model_guid):
-            AccessMixin.reset_registry(self)
-        saved = norm_statistics(self)
+    def training_losses(self, batch: PCBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor], tuple]:
+        """The loss over the mode rows of a :class:`PCBatch` (with the ``aux_ctc`` term) and each mode's term."""
         encoded, encoded_len, rows = self.encode_rows(batch)
         loss, terms = self.rows_loss(encoded, encoded_len, rows)
         loss, ctc = self.with_aux_ctc(loss, encoded, encoded_len, rows)
-        loss = self.add_auxiliary_losses(loss)
-        if AccessMixin.is_access_enabled(self.model_guid):
-            AccessMixin.reset_registry(self)
-        if not loss_is_finite(loss, batch, global_step(self), nonfinite_policy(self.cfg), saved):
-            return None  # Lightning skips the backward pass and the optimizer step
-        logs = {
-            "train_loss": loss,
-            "learning_rate": self._optimizer.param_groups[0]["lr"],
-            "global_step": torch.tensor(self.trainer.global_step, dtype=torch.float32),
-            **{f"train_loss_{MODES[mode]}": term for mode, term in terms.items()},
-            **({"train_ctc_loss": ctc.detach()} if ctc is not None else {}),
-        }
-        if (self.trainer.global_step + 1) % self.trainer.log_every_n_steps == 0:
-            self._update_wer(encoded, encoded_len, rows)
-            _, scores, words = self.wer.compute()
-            self.wer.reset()
-            logs["training_batch_wer"] = scores.float() / words.clamp(min=1.0)
-        self.log_dict(logs)
+        logs = {f"train_loss_{MODES[mode]}": term for mode, term in terms.items()}
+        if ctc is not None:
+            logs["train_ctc_loss"] = ctc.detach()
         if self._optim_normalize_joint_txu:
             self._optim_normalize_txu = [encoded_len.max(), rows.target_len.max()]
-        return {"loss": loss}
+        return loss, logs, (encoded, encoded_len, rows)
+
+    def training_batch_wer(self, state: tuple) -> torch.Tensor:
+        """The WER of one training batch's mode rows, each scored with its mode's decoding."""
+        self._update_wer(*state)
+        wer, _, _ = self.wer.compute()
+        self.wer.reset()
+        return wer
 
     def validation_pass(self, batch: PCBatch, batch_idx: int, dataloader_idx: int = 0) -> dict:
-        """Loss (when ``compute_eval_loss``) and WER, overall and per mode, of one batch's mode rows."""
+        """Loss and each mode's loss term (when ``compute_eval_loss``) and WER, overall and per mode, of one
+        batch's mode rows."""
         encoded, encoded_len, rows = self.encode_rows(batch)
         logs = {}
         if self.compute_eval_loss:
-            loss, _ = self.rows_loss(encoded, encoded_len, rows)
+            loss, terms = self.rows_loss(encoded, encoded_len, rows)
             logs["val_loss"], _ = self.with_aux_ctc(loss, encoded, encoded_len, rows)
+            logs.update({f"val_loss_{MODES[mode]}": term.detach() for mode, term in terms.items()})
         self._update_wer(encoded, encoded_len, rows)
         wer, scores, words = self.wer.compute()
-        self.wer.reset()
         logs.update(val_wer_num=scores, val_wer_denom=words, val_wer=wer)
         for mode, (mode_scores, mode_words) in self.wer.per_mode().items():
             logs[f"val_wer_num_{MODES[mode]}"] = mode_scores
             logs[f"val_wer_denom_{MODES[mode]}"] = mode_words
+        self.wer.reset()
         self.log("global_step", torch.tensor(self.trainer.global_step, dtype=torch.float32))
         return logs
 
-    def _epoch_end(self, outputs: list[dict], prefix: str, result: dict) -> dict:
-        logs = result["log"]
-        for suffix in ["", *(f"_{MODES[mode]}" for mode in self.head_modes)]:
-            num = _reduce_sum(torch.stack([out[f"{prefix}_wer_num{suffix}"] for out in outputs]).sum().float())
-            denom = _reduce_sum(torch.stack([out[f"{prefix}_wer_denom{suffix}"] for out in outputs]).sum().float())
-            logs[f"{prefix}_wer{suffix}"] = num / denom.clamp(min=1.0)
-        return result
-
-    def multi_validation_epoch_end(self, outputs: list[dict], dataloader_idx: int = 0) -> dict:
-        """Sums errors and words over batches and processes, overall and per mode."""
-        return self._epoch_end(outputs, "val", super().multi_validation_epoch_end(outputs, dataloader_idx))
-
-    def multi_test_epoch_end(self, outputs: list[dict], dataloader_idx: int = 0) -> dict:
-        return self._epoch_end(outputs, "test", super().multi_test_epoch_end(outputs, dataloader_idx))
-
     # Transcription
-
-    @torch.no_grad()
-    def transcribe(
-        self,
-        audio: str | list[str] | np.ndarray | DataLoader,
-        use_lhotse: bool = True,
-        batch_size: int = 4,
-        return_hypotheses: bool = False,
-        partial_hypothesis: list | None = None,
-        num_workers: int = 0,
-        channel_selector: Any = None,
-        augmentor: DictConfig | None = None,
-        verbose: bool = True,
-        timestamps: bool | None = None,
-        override_config: PCTranscribeConfig | None = None,
-        *,
-        mode: str | None = None,
-        style: str | None = None,
-        **config_kwargs: Any,
-    ) -> list | dict:
-        """NeMo's ``transcribe`` (same positional arguments) with an output ``mode``: ``normalized``,
-        ``punctuated`` or ``both`` (``style`` is an alias); see :mod:`nemo_pc.parts.mixins.transcription`.
-
-        ``both`` runs the encoder once per batch, decodes once per mode and returns
-        ``{"normalized": [...], "punctuated": [...]}``.
-
-        Raises:
-            ValueError: an unknown mode (the message names the argument).
-            TypeError: a keyword argument that no transcribe config field has.
-        """
-        arguments = dict(use_lhotse=use_lhotse, batch_size=batch_size, return_hypotheses=return_hypotheses,
-                         partial_hypothesis=partial_hypothesis, num_workers=num_workers,
-                         channel_selector=channel_selector, augmentor=augmentor, verbose=verbose,
-                         timestamps=timestamps)  # fmt: skip
-        override_config = self.pc_transcribe_config(override_config, arguments, mode, style, config_kwargs)
-        return super().transcribe(audio=audio, override_config=override_config)
 
     def _transcribe_output_processing(self, outputs: dict, trcfg: PCTranscribeConfig) -> list | dict:
         encoded, encoded_len = outputs.pop("encoded"), outputs.pop("encoded_len")
-        requested = resolve_mode(trcfg, self.default_mode)
-        names = MODES if requested == BOTH else (requested,)
-        results = {name: self.decode_mode(encoded, encoded_len, mode_id(name), trcfg) for name in names}
-        return results if requested == BOTH else results[requested]
+        modes = requested_ids(self.requested_mode(trcfg))
+        results = {MODES[mode]: self.decode_mode(encoded, encoded_len, mode, trcfg) for mode in modes}
+        return results if len(results) > 1 else results[MODES[modes[0]]]
 
     def decode_mode(self, encoded: torch.Tensor, encoded_len: torch.Tensor, mode: int, trcfg: Any = None) -> list:
         """Decodes encoder output in one mode with the current decoding strategy.
@@ -346,7 +290,7 @@ class EncDecRNNTPCBPEModel(PCTranscriptionMixin, PCDataMixin, AuxCTCMixin, EncDe
         Raises:
             ValueError: the model cannot write the mode.
         """
-        source = mode if mode in self.head_modes else 1
+        source = self.source_mode(mode)
         if source not in self.head_modes:
             raise ValueError(f"mode: this model writes only {MODES[self.head_modes[0]]} text, not {MODES[mode]}")
         hyps = self.decodings[source].rnnt_decoder_predictions_tensor(

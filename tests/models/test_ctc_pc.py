@@ -1,4 +1,5 @@
 import copy
+import math
 from pathlib import Path
 
 import pytest
@@ -119,6 +120,37 @@ def test_inter_transcribe_picks_the_head_of_the_normalized_output(trained, data,
     assert (both["normalized"] == EXPECTED["normalized"]) is not reads_inter
 
 
+@pytest.mark.parametrize("variant", ["inter", "style_layers", "mixed_m2"])
+def test_validation_logs_the_loss_and_wer_of_each_mode(trained, data, variant, tmp_path):
+    """Each mode's WER is that of ``transcribe``'s output in that mode (punctuated: on the utterances with a P
+    transcript), summed over the epoch; each head's loss is logged too."""
+    import jiwer
+    import lightning.pytorch as pl
+
+    from nemo_pc.data.datasets.pc_dataset import pc_dataloader_from_config
+    from nemo_pc.parts.manifest import read_manifest, write_manifest
+
+    model, _ = trained[variant]
+    entries = read_manifest(data["manifest"])
+    shifted = [dict(entries[0], text=entries[1]["text"], text_normalized=entries[1]["text_normalized"]),
+               dict(entries[1], text=entries[0]["text_normalized"], text_normalized=entries[0]["text_normalized"],
+                    pc_source="none")]  # fmt: skip
+    manifest = write_manifest(tmp_path / "shifted.json", shifted)
+    config = {"manifest_filepath": str(manifest), "batch_size": 1, "sample_rate": 16000}
+    loader = pc_dataloader_from_config(config, model.tokenizer, model.pc_mixed_format())
+    trainer = pl.Trainer(accelerator="cpu", logger=False, enable_progress_bar=False, enable_model_summary=False)
+    metrics = trainer.validate(model, dataloaders=loader, verbose=False)[0]
+    model.eval()
+    hyps = texts(model.transcribe(audio_files(data), mode="both", verbose=False))
+    expected_n = jiwer.wer([entry["text_normalized"] for entry in shifted], hyps["normalized"])
+    expected_p = jiwer.wer([shifted[0]["text"]], hyps["punctuated"][:1])
+    assert expected_n > 0.5 and expected_p > 0.5
+    assert metrics["val_wer_normalized"] == pytest.approx(expected_n)
+    assert metrics["val_wer_punctuated"] == pytest.approx(expected_p)
+    heads = {"inter": ["main", "inter"], "style_layers": ["main", "normalized"], "mixed_m2": ["main"]}[variant]
+    assert all(math.isfinite(metrics[f"val_loss_{head}"]) for head in heads)
+
+
 def test_untrained_heads_differ_between_styles(data):
     """The normalized pass of the style embedding really re-runs the conditioned layers with another style."""
     model = build(data, TINY_VARIANTS["style_embedding"], ENCODER["style_embedding"]).eval()
@@ -154,10 +186,10 @@ def test_bad_pc_config_is_refused_by_name(data, pc, message):
         build(data, pc)
 
 
-def test_bad_style_request_is_refused(trained, data):
+def test_bad_mode_request_is_refused(trained, data):
     model, _ = trained["punctuated"]
-    with pytest.raises(ValueError, match="style: mode must be one of"):
-        model.transcribe(audio_files(data), style="spoken", verbose=False)
+    with pytest.raises(ValueError, match="mode: mode must be one of"):
+        model.transcribe(audio_files(data), mode="spoken", verbose=False)
 
 
 @pytest.mark.parametrize("variant", sorted(p.stem for p in VARIANT_DIR.glob("*.yaml")))
@@ -218,8 +250,8 @@ def test_onnx_export_matches_the_main_head(trained, variant, tmp_path):
     torch.testing.assert_close(torch.from_numpy(got), want, atol=1e-4, rtol=1e-4)
 
 
-@pytest.mark.parametrize("prompt, style", [({}, "punctuated"), ({"style": "normalized"}, "normalized")])
-def test_stock_transcribe_speech_path(trained, data, tmp_path, prompt, style):
+@pytest.mark.parametrize("prompt, mode", [({}, "punctuated"), ({"mode": "normalized"}, "normalized")])
+def test_stock_transcribe_speech_path(trained, data, tmp_path, prompt, mode):
     """The calls of NeMo's examples/asr/transcribe_speech.py on a .nemo file and a manifest."""
     from nemo.collections.asr.models.aed_multitask_models import parse_multitask_prompt
     from nemo.collections.asr.parts.utils.transcribe_utils import setup_model
@@ -238,7 +270,7 @@ def test_stock_transcribe_speech_path(trained, data, tmp_path, prompt, style):
     if hasattr(override, "prompt"):
         override.prompt = parse_multitask_prompt(prompt)
     hypotheses = asr_model.eval().transcribe(audio=str(data["manifest"]), override_config=override)
-    assert name == "mixed_m1" and texts(hypotheses) == EXPECTED[style]
+    assert name == "mixed_m1" and texts(hypotheses) == EXPECTED[mode]
 
 
 def test_init_from_an_encoder_checkpoint_also_starts_the_style_layers(trained, data, tmp_path):

@@ -36,7 +36,7 @@ def tokenizer(tmp_path_factory):
 )
 def test_variant_configs_build_the_model(tokenizer, overrides, decoder_type, modes, weights):
     with initialize_config_dir(config_dir=str(CONFIGS), version_base=None):
-        cfg = compose(config_name="rnnt_pc", overrides=[*overrides, "model.pc_fraction=0.2"])
+        cfg = compose(config_name="rnnt_pc", overrides=[*overrides, "model.train_ds.pc_fraction=0.2"])
     assert cfg.model.train_ds.pc_fraction == 0.2
     with open_dict(cfg):
         cfg.model.tokenizer.dir = str(tokenizer)

@@ -1,6 +1,7 @@
 """Both P&C ASR families share one transcription API (nemo_pc.parts.mixins.transcription) and keep NeMo's
 signatures."""
 
+import dataclasses
 import inspect
 from types import SimpleNamespace
 
@@ -55,18 +56,17 @@ def test_same_config_class_and_mode_vocabulary(models, family):
     assert model.default_mode == "punctuated"
     with pytest.raises(ValueError, match="mode: mode must be one of"):
         model.transcribe(models["audio"], mode="shouting", verbose=False)
-    with pytest.raises(ValueError, match="disagree"):
-        model.transcribe(models["audio"], mode="normalized", style="punctuated", verbose=False)
 
 
 @pytest.mark.parametrize("family", ["rnnt", "ctc"])
-def test_style_is_an_alias_of_mode(models, family):
+def test_mode_is_the_one_word(models, family):
+    """``mode`` names the output; papers/001's ``style`` is no keyword of transcribe."""
     model = models[family]
-    by_mode = model.transcribe(models["audio"], mode="both", verbose=False)
-    by_style = model.transcribe(models["audio"], style="both", verbose=False)
-    assert sorted(by_mode) == ["normalized", "punctuated"]
-    texts = {name: [hyp.text for hyp in hyps] for name, hyps in by_mode.items()}
-    assert texts == {name: [hyp.text for hyp in hyps] for name, hyps in by_style.items()}
+    both = model.transcribe(models["audio"], mode="both", verbose=False)
+    assert sorted(both) == ["normalized", "punctuated"]
+    with pytest.raises(TypeError, match="style"):
+        model.transcribe(models["audio"], style="both", verbose=False)
+    assert "style" not in {field.name for field in dataclasses.fields(PCTranscribeConfig)}
 
 
 @pytest.mark.parametrize(
@@ -75,15 +75,15 @@ def test_style_is_an_alias_of_mode(models, family):
         ({}, "punctuated"),
         ({"mode": "N"}, "normalized"),
         ({"mode": 1}, "punctuated"),
-        ({"style": "both"}, "both"),
+        ({"mode": "both"}, "both"),
         ({"prompt": {"mode": "normalized"}}, "normalized"),
-        ({"prompt": {"style": "normalized"}}, "normalized"),
+        ({"prompt": {"style": "normalized"}}, "punctuated"),  # not a slot of the prompt: the default
         ({"prompt": [{"role": "user", "slots": {"mode": "normalized"}}]}, "normalized"),
         ({"mode": "punctuated", "prompt": {"mode": "normalized"}}, "punctuated"),  # the argument wins
     ],
 )
 def test_resolve_mode(config, expected):
-    fields = {"mode": None, "style": None, "prompt": None, **config}
+    fields = {"mode": None, "prompt": None, **config}
     assert resolve_mode(SimpleNamespace(**fields), "punctuated") == expected
 
 

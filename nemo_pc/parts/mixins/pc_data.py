@@ -42,8 +42,9 @@ class PCDataMixin:
     def setup_test_data(self, test_data_config: DictConfig | dict) -> None:
         self._test_dl = self._setup_pc_dataloader("test", test_data_config, shuffle=False)
 
-    def pc_data_defaults(self) -> dict:
-        """Data keys a data config may leave out (e.g. ``sample_rate``, ``marks``); none by default."""
+    def pc_data_defaults(self, name: str) -> dict:
+        """Data keys the ``name`` (``train``, ``validation`` or ``test``) data config may leave out (e.g.
+        ``sample_rate``, ``marks``); none by default."""
         return {}
 
     def pc_mixed_format(self) -> str | None:
@@ -57,7 +58,7 @@ class PCDataMixin:
         if not any(config.get(key) for key in DATA_SOURCE_KEYS):
             logging.info(f"no data in the {name} data config ({', '.join(DATA_SOURCE_KEYS)}): no data loader")
             return None
-        loader_config = {**self.pc_data_defaults(), **_as_dict(config)}
+        loader_config = {**self.pc_data_defaults(name), **_as_dict(config)}
         if loader_config.get("use_lhotse") and name != "train":
             loader_config.setdefault("force_finite", True)
         return pc_dataloader_from_config(

@@ -1,0 +1,148 @@
+"""The model surface both P&C ASR families share (nemo_pc.parts.mixins.pc_model): the pc section, the default
+mode, the keys of older checkpoints, and NeMo's training step with auxiliary losses."""
+
+import dataclasses
+
+import pytest
+import torch
+from omegaconf import OmegaConf, open_dict
+
+import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
+from nemo_pc.parts.mixins.pc_model import PCModelMixin
+from nemo_pc.parts.modes import MODES, mode_id
+from nemo_pc.testing import ctc as ctc_testing
+from nemo_pc.testing.asr import tiny_model_config, train_tokenizer, write_pc_manifest
+
+pytest.importorskip("nemo.collections.asr")
+from nemo.core.classes.mixins import AccessMixin  # noqa: E402
+
+from nemo_pc.models import EncDecCTCPCBPEModel, EncDecRNNTPCBPEModel  # noqa: E402
+from nemo_pc.models.ctc_pc import CTCPCConfig  # noqa: E402
+from nemo_pc.models.rnnt_pc import RNNTPCConfig  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def corpora(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("pc_model")
+    rnnt_manifest = write_pc_manifest(folder / "rnnt")
+    ctc_manifest = ctc_testing.write_manifest(folder / "ctc")
+    return {
+        "rnnt": (rnnt_manifest, train_tokenizer(rnnt_manifest, folder / "rnnt_tok")),
+        "ctc": (ctc_manifest, ctc_testing.train_tokenizer(folder / "ctc_tok", ctc_manifest)),
+    }
+
+
+def _ctc(corpora, pc: dict | None = None) -> EncDecCTCPCBPEModel:
+    manifest, tokenizer = corpora["ctc"]
+    torch.manual_seed(0)
+    return EncDecCTCPCBPEModel(OmegaConf.create(ctc_testing.tiny_config(tokenizer, manifest, pc)))
+
+
+def _rnnt(corpora, **options) -> EncDecRNNTPCBPEModel:
+    manifest, tokenizer = corpora["rnnt"]
+    config = OmegaConf.create(tiny_model_config(tokenizer, train_manifest=manifest, **options))
+    return EncDecRNNTPCBPEModel(config)
+
+
+def test_both_families_use_the_one_surface():
+    for family in (EncDecCTCPCBPEModel, EncDecRNNTPCBPEModel):
+        assert family.__mro__[1] is PCModelMixin
+        assert family.list_available_models() == []
+
+
+@pytest.mark.parametrize("section", [CTCPCConfig, RNNTPCConfig])
+def test_pc_section_fills_defaults_and_reads_old_keys(section):
+    assert OmegaConf.to_container(section.section(OmegaConf.create({}))) == dataclasses.asdict(section())
+    old = OmegaConf.create({"marks": ".,?!", "pc": {"default_style": "normalized"}})  # an older checkpoint
+    pc = section.section(old)
+    assert pc.marks == ".,?!" and pc.default_mode == "normalized" and "default_style" not in pc
+    new = OmegaConf.create({"marks": ".,?!", "pc": {"marks": ".?", "default_mode": "P", "default_style": "N"}})
+    assert section.section(new).marks == ".?" and section.section(new).default_mode == "P"
+
+
+@pytest.mark.parametrize(
+    ("section", "pc", "message"),
+    [
+        (CTCPCConfig, {"default_mode": "shouting"}, "pc.default_mode"),
+        (RNNTPCConfig, {"default_mode": "shouting"}, "pc.default_mode"),
+        (CTCPCConfig, {"ngram_lm_mode": "loud"}, "pc.ngram_lm_mode"),
+        (RNNTPCConfig, {"ngram_lm_mode": "loud"}, "pc.ngram_lm_mode"),
+        (CTCPCConfig, {"target": "spoken"}, "pc.target"),
+        (RNNTPCConfig, {"decoders": "single", "target": "spoken"}, "pc.target"),
+        (RNNTPCConfig, {"decoders": "triple"}, "pc.decoders"),
+        (RNNTPCConfig, {"alpha": 1.5}, "pc.alpha"),
+    ],
+)
+def test_bad_pc_values_are_refused_by_name(section, pc, message):
+    with pytest.raises(ValueError, match=message):
+        section.section(OmegaConf.create({"pc": pc}))
+
+
+@pytest.mark.parametrize(
+    ("options", "writes"),
+    [
+        ({"decoders": "single", "target": "normalized"}, ["normalized"]),
+        ({"decoders": "single", "target": "punctuated"}, ["normalized", "punctuated"]),
+        ({"decoders": "conditioned"}, ["normalized", "punctuated"]),
+    ],
+)
+def test_default_mode_and_its_id_never_disagree(corpora, options, writes):
+    """The configured default mode when the model writes it, else the mode of its main output; the RNN-T's NeMo
+    decoding (``model.decoding``) is the head that writes it."""
+    model = _rnnt(corpora, **options)
+    main = "normalized" if writes == ["normalized"] else "punctuated"
+    for configured in (None, "normalized", "punctuated"):
+        with open_dict(model.cfg):
+            model.cfg.pc.default_mode = configured
+        assert mode_id(model.default_mode) == model.default_mode_id
+        assert model.default_mode == (configured if configured in writes else main)
+        model.change_decoding_strategy(model.cfg.decoding, verbose=False)
+        assert model.decoding is model.decodings[model.source_mode(model.default_mode_id)]
+    assert [MODES[mode] for mode in model.mode_ids] == writes
+
+
+def test_old_rnnt_keys_are_read_as_fallbacks(corpora):
+    """A config of an older RNN-T checkpoint: a top-level marks and pc_fraction (now pc.marks and
+    train_ds.pc_fraction)."""
+    manifest, tokenizer = corpora["rnnt"]
+    config = OmegaConf.create(tiny_model_config(tokenizer, train_manifest=manifest))
+    with open_dict(config):
+        config.marks, config.pc_fraction = ".,?!", 0.0
+        del config.train_ds["pc_fraction"]
+    model = EncDecRNNTPCBPEModel(config)
+    assert model.cfg.pc.marks == ".,?!"
+    assert not next(iter(model._train_dl)).p_mask.any()
+
+
+def test_old_ctc_checkpoint_with_default_style_restores(corpora, tmp_path):
+    model = _ctc(corpora)
+    path = tmp_path / "ctc.nemo"
+    model.save_to(str(path))
+    old = OmegaConf.create(OmegaConf.to_container(model.cfg))
+    with open_dict(old):
+        del old.pc["default_mode"]
+        old.pc.default_style = "normalized"
+    restored = EncDecCTCPCBPEModel.restore_from(str(path), override_config_path=old, map_location="cpu")
+    assert restored.default_mode == "normalized" and "default_style" not in restored.cfg.pc
+
+
+def test_ctc_training_step_adds_auxiliary_losses(corpora):
+    """NeMo's step: a loss a module registers through AccessMixin (as adapters do) is added, the registry is
+    cleared after the step, and the step logs each head's loss and the training batch WER."""
+    model = _ctc(corpora, {"ctc_weight": 0.5, "inter": {"weight": 0.5}}).train()
+    batch = next(iter(model._train_dl))
+    base, _ = model.compute_losses(batch)
+
+    def auxiliary_loss(module, inputs, output):  # what NeMo's adapter strategies do with an L2 loss
+        module.set_access_enabled(access_enabled=True, guid=model.model_guid)
+        module.register_accessible_tensor(name="adapter_loss", tensor=torch.tensor(2.5))
+
+    model.encoder.register_forward_hook(auxiliary_loss)
+    logs = {}
+    model.log_dict = lambda values, **kwargs: logs.update(values)
+    step = model.training_step(batch, 0)
+    torch.testing.assert_close(step["loss"], base + 2.5)
+    assert not AccessMixin.get_module_registry(model)
+    assert not AccessMixin.is_access_enabled(model.model_guid)
+    assert {"train_loss", "train_main_loss", "train_inter_loss", "training_batch_wer"} <= set(logs)
+    assert float(logs["adapter_loss/encoder"]) == 2.5
