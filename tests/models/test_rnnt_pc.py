@@ -211,6 +211,7 @@ def test_validation_logs_the_wer_of_each_mode(trained, corpus, tmp_path):
     assert expected_n > 0.5 and expected_p > 0.5
     assert metrics["val_wer_normalized"] == pytest.approx(expected_n)
     assert metrics["val_wer_punctuated"] == pytest.approx(expected_p)
+    assert all(math.isfinite(metrics[f"val_loss_{mode}"]) for mode in modes)  # each mode's loss term
     model.eval()
 
 
