@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -145,8 +146,6 @@ class EncDecCTCPCBPEModel(PCModelMixin, EncDecCTCModelBPE):
         if self.style_branch is not None and self.style_embedding is not None:
             raise ValueError("pc.style_layers and pc.style_embedding are alternatives; configure one of them")
         self._taps = LayerTaps(layers, self._tapped_layers())
-        if self.style_embedding is not None:
-            self.style_embedding.attach(layers)
         self.style_loss = CTCLoss(
             num_classes=self.decoder.num_classes_with_blank - 1, zero_infinity=True, reduction="none"
         )
@@ -213,7 +212,7 @@ class EncDecCTCPCBPEModel(PCModelMixin, EncDecCTCModelBPE):
             )
         if self.spec_augmentation is not None and self.training:
             processed_signal = self.spec_augmentation(input_spec=processed_signal, length=processed_signal_length)
-        with self._taps:
+        with self._taps, self.conditioned_encoder():
             encoded, encoded_len = self.encoder(audio_signal=processed_signal, length=processed_signal_length)
         outputs = {}
         if "main" in heads:
@@ -224,6 +223,19 @@ class EncDecCTCPCBPEModel(PCModelMixin, EncDecCTCModelBPE):
         if "normalized" in heads:
             outputs["normalized"] = self._normalized_head(encoded)
         return outputs, encoded_len
+
+    def conditioned_encoder(self) -> contextlib.AbstractContextManager:
+        """The block inside which ``self.encoder`` is the main head's encoder: with ``pc.style_embedding`` it adds the
+        main style's vector to the conditioned layers (:meth:`StyleEmbedding.applied`); otherwise it does nothing.
+        Outside it ``self.encoder`` is NeMo's encoder, unchanged."""
+        if self.style_embedding is None:
+            return contextlib.nullcontext()
+        return self.style_embedding.applied(self.encoder.layers)
+
+    def forward_for_export(self, *args, **kwargs):
+        """NeMo's export forward (encoder, then the main head) with the main style's conditioning applied."""
+        with self.conditioned_encoder():
+            return super().forward_for_export(*args, **kwargs)
 
     def _normalized_head(self, encoded: torch.Tensor) -> torch.Tensor:
         """The normalized style from the style branch, or a re-run of the conditioned layers with style N."""
