@@ -54,7 +54,7 @@ def error_rate(refs: Sequence[str], hyps: Sequence[str], mode: str, marks: str) 
 def _marks(model) -> str:
     from nemo_pc.parts.text import DEFAULT_MARKS
 
-    # the CTC model keeps its mark set in pc.marks, the RNN-T model in marks
+    # both families keep their mark set in pc.marks; RNN-T checkpoints written before that kept it in marks
     return str((model.cfg.get("pc") or {}).get("marks") or model.cfg.get("marks") or DEFAULT_MARKS)
 
 
