@@ -20,6 +20,7 @@ import importlib
 import importlib.util
 import json
 import math
+import os
 import statistics
 import subprocess
 import sys
@@ -164,8 +165,16 @@ def results_path(script: str | Path, suffix: str = ".json") -> Path:
 
 
 def revision() -> str | None:
-    """The checkout's commit, with ``+dirty`` when tracked files differ from it; ``None`` outside a git checkout."""
+    """The checkout's commit, with ``+dirty`` when tracked files differ from it. A tree exported without its git
+    folder (``git archive``, as ``scripts/device_check.sh`` runs) gives ``$NEMO_PC_REVISION`` when set, else
+    ``None``: the git folder of an enclosing checkout is not this tree's."""
+    if os.environ.get("NEMO_PC_REVISION"):
+        return os.environ["NEMO_PC_REVISION"]
     try:
+        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=REPO, capture_output=True, text=True,
+                             check=True)  # fmt: skip
+        if Path(top.stdout.strip()).resolve() != Path(REPO).resolve():
+            return None
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True)
         status = ["git", "status", "--porcelain", "--untracked-files=no"]
         dirty = subprocess.run(status, cwd=REPO, capture_output=True, text=True, check=True)

@@ -67,3 +67,17 @@ def test_every_renamed_script_exists_and_the_demo_modules_load():
     assert all((BENCHMARKS_DIR / f"{new}.py").is_file() for new in suite.RENAMED.values())
     assert not any((BENCHMARKS_DIR / f"{old}.py").exists() for old in suite.RENAMED)
     assert callable(suite.demo_module("claims").compute_claims)
+
+
+def test_the_revision_is_this_trees_own(monkeypatch, tmp_path):
+    import subprocess
+
+    monkeypatch.delenv("NEMO_PC_REVISION", raising=False)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=suite.REPO, capture_output=True, text=True).stdout.strip()
+    assert suite.revision().split("+")[0] == head
+    monkeypatch.setenv("NEMO_PC_REVISION", "abc1234")  # a tree exported without its git folder names its revision
+    assert suite.revision() == "abc1234"
+    monkeypatch.delenv("NEMO_PC_REVISION")
+    # an exported tree inside another checkout: that checkout's commit is not this tree's
+    monkeypatch.setattr(suite, "REPO", suite.REPO / "benchmarks")
+    assert suite.revision() is None
