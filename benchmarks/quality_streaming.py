@@ -146,8 +146,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--work", type=Path, default=None, help="exported encoders (default DEMO/streaming)")
     parser.add_argument("--json", type=Path, default=results_path(__file__))
     args = parser.parse_args(argv)
-    args.contexts = [[int(part) for part in item.split(",")] for item in args.contexts]
-    if any(len(context) != 2 for context in args.contexts):
+    try:
+        args.contexts = [[int(part) for part in item.split(",")] for item in args.contexts]
+    except ValueError:
+        args.contexts = []
+    if not args.contexts or any(len(context) != 2 for context in args.contexts):
         parser.error("--contexts: each one is left,right (e.g. 70,1)")
     args.backends = [name.strip() for name in args.backends.split(",") if name.strip()]
     if not args.backends or set(args.backends) - set(BACKENDS):

@@ -216,12 +216,32 @@ def _run(name: str, skip: set[str], func) -> dict:
     return section
 
 
+SECTIONS = {"rtf", "formatter", "restore", "m2"}
+
+
+def _previous_rtf(path: str | None) -> dict | None:
+    """The ``rtf`` section of an earlier run's JSON (``--rtf-previous``), read before any timing starts."""
+    if not path:
+        return None
+    try:
+        previous = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as err:
+        raise SystemExit(f"--rtf-previous {path}: not a readable run_all JSON ({err})") from None
+    if not isinstance(previous, dict) or not isinstance(previous.get("rtf"), dict):
+        raise SystemExit(f"--rtf-previous {path}: has no 'rtf' section")
+    return previous["rtf"]
+
+
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     demo_dir = Path(args.demo_dir).resolve()
     if not demo_dir.is_dir():
         raise SystemExit(f"--demo-dir {demo_dir}: no such folder")
     skip = {part for part in args.skip.split(",") if part}
+    unknown = sorted(skip - SECTIONS)
+    if unknown:
+        raise SystemExit(f"--skip: unknown section(s) {', '.join(unknown)}; choose from {', '.join(sorted(SECTIONS))}")
+    previous_rtf = _previous_rtf(args.rtf_previous)
     paths = formatter_paths(args, demo_dir)
     command = "python benchmarks/run_all.py " + " ".join(sys.argv[1:] if argv is None else argv)
     results: dict = {"demo_dir": str(demo_dir), "command": command.strip(), "demo_config": _demo_config(demo_dir),
@@ -231,8 +251,7 @@ def main(argv: list[str] | None = None) -> dict:
         work.mkdir(parents=True, exist_ok=True)
         results["rtf"] = _run("rtf", skip, lambda: rtf_section(demo_dir, paths, args, work))
         if args.rtf_previous and "not_measured" not in results["rtf"]:
-            previous = json.loads(Path(args.rtf_previous).read_text())["rtf"]
-            results["rtf"]["agreement"] = run_all_rtf.agreement(results["rtf"], previous)
+            results["rtf"]["agreement"] = run_all_rtf.agreement(results["rtf"], previous_rtf)
             results["rtf"]["agreement"]["previous"] = args.rtf_previous
         results["formatter"] = _run("formatter", skip, lambda: formatter_section(paths, args))
         results["restoration"] = _run("restore", skip, lambda: restoration_section(work, args.restore_utterances))

@@ -45,3 +45,14 @@ def test_streaming_benchmark_runs_end_to_end_on_a_fake_demo(tmp_path):
         for backend in (torch_row, onnx_row, padded_row):
             assert backend["chunks"] >= 3 * (200 // (8 * chunk_frames))  # one timed step per chunk
             assert 0 < backend["step_ms_median"] <= backend["step_ms_p90"] and backend["rtf"] > 0
+
+
+def test_a_context_that_is_not_two_numbers_is_a_usage_error(capsys):
+    import pytest
+
+    bench = load_benchmark("quality_streaming")
+    for value in ("70,x", "70"):
+        with pytest.raises(SystemExit) as stop:
+            bench.parse_args(["--demo-dir", "demo", "--model", "m.nemo", "--contexts", value])
+        assert stop.value.code == 2
+        assert "--contexts: each one is left,right" in capsys.readouterr().err

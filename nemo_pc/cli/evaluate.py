@@ -44,6 +44,8 @@ def run(args: argparse.Namespace) -> int:
     from nemo_pc.metrics.report import format_report, plot_per, write_json
 
     marks, segment_marks = parse_marks(args.marks, "--marks"), parse_marks(args.segment_marks, "--segment-marks")
+    if args.compare and args.resamples < 1:
+        raise ValueError(f"--resamples must be 1 or more with --compare, got {args.resamples}")
     for option, target in (("--json", args.json), ("--png", args.png)):
         if target and Path(target).is_dir():
             raise ValueError(f"{option} {target} is a folder; give a file name")

@@ -50,6 +50,8 @@ def check_arguments(args: argparse.Namespace) -> list[str]:
         raise ValueError(f"--context-seconds must not be negative, got {args.context_seconds}")
     if args.max_segment_seconds is not None and args.max_segment_seconds <= 0:
         raise ValueError(f"--max-segment-seconds must be positive, got {args.max_segment_seconds}")
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise ValueError(f"--out {args.out}: a file, not a folder")
     target = nemo_target(args.model, "model")
     if target.rsplit(".", 1)[-1] not in MODEL_CLASSES:
         raise ValueError(f"model {args.model}: holds {target or 'an unknown class'}, not a nemo_pc RNN-T or CTC model")
@@ -63,12 +65,13 @@ def check_arguments(args: argparse.Namespace) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from nemo_pc.data.audio import check_audio
     from nemo_pc.pipelines.inference import load_asr_model
-    from nemo_pc.pipelines.longform import AudioReader, transcribe_long, write_outputs
+    from nemo_pc.pipelines.longform import transcribe_long, write_outputs
 
     formats = check_arguments(args)
-    for path in args.audio:  # unreadable or empty audio is refused before the model loads
-        AudioReader(path, 16000).close()
+    for path in args.audio:  # unreadable, empty or non-finite audio is refused before the model loads
+        check_audio(path)
     model = load_asr_model(args.model)
     for path in args.audio:
         result = transcribe_long(

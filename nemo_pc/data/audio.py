@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from nemo_pc.parts.manifest import ManifestError, iter_manifest, require_text
+from nemo_pc.parts.manifest import ManifestError, audio_path, iter_manifest, require_text
 
 DOWNMIX = "average"
 """NeMo's ``channel_selector`` that averages the channels of a multi-channel file into one."""
@@ -90,7 +90,7 @@ def manifest_audio(manifest: str | Path, fields: Sequence[str] = ()) -> Manifest
     """
     audio, texts, channels = [], [[] for _ in fields], 1
     for line, entry in iter_manifest(manifest):
-        path = require_text(entry, "audio_filepath", manifest, line)
+        path = str(audio_path(require_text(entry, "audio_filepath", manifest, line), manifest))
         try:
             channels = max(channels, check_audio(path))
         except AudioError as err:

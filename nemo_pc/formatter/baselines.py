@@ -81,14 +81,17 @@ class Seq2SeqFormatter:
 
 
 class WfstItn:
-    """NeMo WFST inverse normalization of spoken text (grammars compiled once into ``cache_dir``)."""
+    """NeMo WFST inverse normalization of spoken text, ``chunk_words`` words at a time (``normalizer``: an
+    ``InverseNormalizer``; default: English, grammars compiled once into ``cache_dir``)."""
 
-    def __init__(self, cache_dir: str | Path | None = None, chunk_words: int = 50) -> None:
-        from nemo_text_processing.inverse_text_normalization.inverse_normalize import InverseNormalizer
+    def __init__(self, cache_dir: str | Path | None = None, chunk_words: int = 50, normalizer=None) -> None:
+        if normalizer is None:
+            from nemo_text_processing.inverse_text_normalization.inverse_normalize import InverseNormalizer
 
-        folder = Path(cache_dir) if cache_dir else default_cache_dir() / "itn_grammars"
-        folder.mkdir(parents=True, exist_ok=True)
-        self.normalizer = InverseNormalizer(lang="en", cache_dir=str(folder))
+            folder = Path(cache_dir) if cache_dir else default_cache_dir() / "itn_grammars"
+            folder.mkdir(parents=True, exist_ok=True)
+            normalizer = InverseNormalizer(lang="en", cache_dir=str(folder))
+        self.normalizer = normalizer
         self.chunk_words = chunk_words
 
     def format(self, texts: Sequence[str]) -> list[str]:

@@ -115,13 +115,10 @@ class WfstSpans:
     def changed_spans(self, texts: Sequence[str], chunk_words: int = 50) -> list[list[tuple[int, int]]]:
         """The word ranges ``(start, end)`` of each spoken text that WFST ITN over the whole text changes (found by
         the same alignment that labels the training data, :func:`~nemo_pc.formatter.labels.derive_labels`)."""
-        from nemo_pc.formatter.baselines import format_by_chunks
+        from nemo_pc.formatter.baselines import WfstItn
         from nemo_pc.formatter.labels import derive_labels
 
-        def convert(chunks: list[str]) -> list[str]:
-            return [self.normalizer.inverse_normalize(chunk, verbose=False) for chunk in chunks]
-
-        written = format_by_chunks(texts, chunk_words, convert)
+        written = WfstItn(chunk_words=chunk_words, normalizer=self.normalizer).format(texts)
         return [[(start, end) for start, end, _ in derive_labels(out, text).spans] if text.strip() else []
                 for out, text in zip(written, texts, strict=True)]  # fmt: skip
 

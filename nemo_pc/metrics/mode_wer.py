@@ -8,8 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from kaldialign import edit_distance
 from nemo.collections.asr.metrics.wer import WER
+
+from nemo_pc.metrics.align import edit_distance
 
 
 class MultiModeWER(torch.nn.Module):
@@ -100,6 +101,6 @@ def text_errors(hypotheses: list[str], references: list[str], use_cer: bool = Fa
     errors = words = 0
     for hypothesis, reference in zip(hypotheses, references, strict=True):
         hyp, ref = (list(hypothesis), list(reference)) if use_cer else (hypothesis.split(), reference.split())
-        errors += edit_distance(ref, hyp)["total"]
+        errors += edit_distance(ref, hyp)
         words += len(ref)
     return errors, words

@@ -97,31 +97,14 @@ def ngram_lm_decoding(
     mode_id(mode, "mode")
     decoding = OmegaConf.create(OmegaConf.to_container(model.cfg.decoding))
     fused = fusion_decoding_cfg(decoding, hasattr(model, "joint"), strategy, lm, alpha, beam_size)
-    had_pc = "pc" in model.cfg
-    before = model.cfg.pc.get("ngram_lm_mode", _UNSET) if had_pc else _UNSET
+    before = model.cfg.pc.ngram_lm_mode  # every nemo_pc ASR model's pc section has it (PCConfig)
     try:
-        _set_lm_mode(model, mode)
+        with open_dict(model.cfg):
+            model.cfg.pc.ngram_lm_mode = mode
         model.change_decoding_strategy(fused, verbose=False)
         yield
     finally:
-        _set_lm_mode(model, before)
-        if not had_pc:
-            with open_dict(model.cfg):
-                del model.cfg["pc"]
         with open_dict(model.cfg):
+            model.cfg.pc.ngram_lm_mode = before
             model.cfg.decoding = decoding
         model.change_decoding_strategy(decoding, verbose=False)
-
-
-_UNSET = object()
-
-
-def _set_lm_mode(model, mode) -> None:
-    with open_dict(model.cfg):
-        if mode is _UNSET:
-            if "pc" in model.cfg and "ngram_lm_mode" in model.cfg.pc:
-                del model.cfg.pc["ngram_lm_mode"]
-            return
-        if "pc" not in model.cfg:
-            model.cfg.pc = {}
-        model.cfg.pc.ngram_lm_mode = mode

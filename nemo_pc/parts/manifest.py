@@ -115,6 +115,15 @@ def require_text(entry: Mapping, field_name: str, path: str | Path, line: int | 
     return value
 
 
+def audio_path(path: str, manifest: str | Path) -> Path:
+    """Where a line's ``audio_filepath`` points: the path as given when it exists or is absolute, else relative to
+    the manifest's folder (as NeMo's ``get_full_path`` reads it)."""
+    candidate = Path(path).expanduser()
+    if not candidate.is_absolute() and not candidate.exists():
+        candidate = Path(manifest).parent / candidate
+    return candidate
+
+
 def read_manifest(path: str | Path) -> list[dict]:
     """All entries of a manifest (see :func:`iter_manifest` for the errors)."""
     return [entry for _, entry in iter_manifest(path)]

@@ -172,3 +172,21 @@ def test_any_audio_that_loads_gives_text_in_both_modes(model, tmp_path_factory, 
     outputs = transcribe_both(model, _manifest(folder, paths), progress=False)
     for mode in ("normalized", "punctuated"):
         assert len(outputs[mode]) == len(paths) and all(isinstance(text, str) for text in outputs[mode])
+
+
+def test_a_relative_audio_path_is_read_from_the_manifests_folder(tmp_path, monkeypatch):
+    """As the training loader and NeMo read it: a path that does not exist from the working folder is taken
+    relative to the manifest's folder."""
+    from nemo_pc.data.audio import manifest_audio
+
+    folder = tmp_path / "corpus"
+    (folder / "wavs").mkdir(parents=True)
+    soundfile.write(str(folder / "wavs" / "a.wav"), np.zeros(1600, dtype=np.float32), 16000)
+    manifest = folder / "m.json"
+    manifest.write_text(json.dumps({"audio_filepath": "wavs/a.wav", "text": "Yes."}) + "\n")
+    monkeypatch.chdir(tmp_path)
+    audio = manifest_audio(manifest, ("text",))
+    assert audio.paths == [str(folder / "wavs" / "a.wav")] and audio.texts == [["Yes."]]
+    manifest.write_text(json.dumps({"audio_filepath": "wavs/missing.wav", "text": "Yes."}) + "\n")
+    with pytest.raises(ValueError, match=r"m.json:1: audio .*missing.wav: no such file"):
+        manifest_audio(manifest)

@@ -145,6 +145,10 @@ def test_cli_refuses_an_empty_mark_set_and_a_folder_as_output_before_scoring(tmp
     assert main(["evaluate", str(manifest), "--no-progress", "--json", str(tmp_path)]) == 2
     out = capsys.readouterr()
     assert "is a folder" in out.err and "WER" not in out.out
+    for resamples in ("0", "-5"):
+        code = main(["evaluate", str(manifest), "--no-progress", "--compare", str(manifest), "--resamples", resamples])
+        assert code == 2
+        assert f"--resamples must be 1 or more with --compare, got {resamples}" in capsys.readouterr().err
 
 
 FIVE_MARK_ROWS = [

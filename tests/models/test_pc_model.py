@@ -146,3 +146,11 @@ def test_ctc_training_step_adds_auxiliary_losses(corpora):
     assert not AccessMixin.is_access_enabled(model.model_guid)
     assert {"train_loss", "train_main_loss", "train_inter_loss", "training_batch_wer"} <= set(logs)
     assert float(logs["adapter_loss/encoder"]) == 2.5
+
+
+def test_a_bad_nonfinite_policy_is_refused_when_the_model_is_built(corpora):
+    manifest, tokenizer = corpora["ctc"]
+    config = OmegaConf.create(ctc_testing.tiny_config(tokenizer, manifest, None))
+    config.nonfinite_loss = "Skip"
+    with pytest.raises(ValueError, match="model.nonfinite_loss must be one of"):
+        EncDecCTCPCBPEModel(config)

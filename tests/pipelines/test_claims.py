@@ -296,6 +296,18 @@ def test_run_all_refuses_an_lm_report_of_another_demo_folder(tmp_path):
         run_all.lm_fusion_report(str(tmp_path / "missing.json"), tmp_path)
 
 
+def test_run_all_refuses_an_unknown_section_and_a_bad_previous_rtf_before_any_work(tmp_path):
+    run_all = load_run_all()
+    with pytest.raises(SystemExit, match="--skip: unknown section.s. formater"):
+        run_all.main(["--demo-dir", str(tmp_path), "--skip", "rtf,formater"])
+    with pytest.raises(SystemExit, match="--rtf-previous .*missing.json: not a readable"):
+        run_all.main(["--demo-dir", str(tmp_path), "--rtf-previous", str(tmp_path / "missing.json")])
+    (tmp_path / "other.json").write_text(json.dumps({"claims": {}}))
+    with pytest.raises(SystemExit, match="has no 'rtf' section"):
+        run_all.main(["--demo-dir", str(tmp_path), "--rtf-previous", str(tmp_path / "other.json")])
+    assert run_all._previous_rtf(None) is None
+
+
 def load_run_all():
     return load_benchmark("run_all")
 

@@ -187,11 +187,17 @@ def test_bad_input_gets_one_line_and_exit_2(data, saved_model, tmp_path, capsys)
     text.write_text("not audio\n")
     silent = tmp_path / "silent.wav"
     soundfile.write(str(silent), np.zeros(0, np.float32), 16000)
+    nan = tmp_path / "nan.wav"
+    soundfile.write(str(nan), np.full(1600, np.nan, np.float32), 16000, subtype="FLOAT")
+    folder = tmp_path / "folder.wav"
+    folder.mkdir()
     cases = {
-        empty: (saved_model, "empty.wav: not readable as audio"),
-        text: (saved_model, "notes.wav: not readable as audio"),
-        silent: (saved_model, "silent.wav: no audio samples"),
-        tmp_path / "missing.wav": (saved_model, "missing.wav: No such file"),
+        empty: (saved_model, "empty.wav: not audio that soundfile reads"),
+        text: (saved_model, "notes.wav: not audio that soundfile reads"),
+        silent: (saved_model, "silent.wav: no samples"),
+        tmp_path / "missing.wav": (saved_model, "missing.wav: no such file"),
+        nan: (saved_model, "nan.wav: NaN or infinite samples"),
+        folder: (saved_model, "folder.wav: a folder, not an audio file"),
         data["recording"]: (text, "expected a .nemo file"),
     }
     for path, (model, message) in cases.items():
@@ -201,6 +207,9 @@ def test_bad_input_gets_one_line_and_exit_2(data, saved_model, tmp_path, capsys)
         code, line = _bad(data["recording"], tmp_path, capsys, saved_model, *extra)
         assert code == 2 and message in line, line
     assert not (tmp_path / "out").exists()  # nothing written for bad input
+    (tmp_path / "out").write_text("a file")
+    code, line = _bad(data["recording"], tmp_path, capsys, saved_model)
+    assert code == 2 and line.endswith("out: a file, not a folder"), line
 
 
 def test_a_whisper_encoder_runs_in_windows_it_can_take(data):

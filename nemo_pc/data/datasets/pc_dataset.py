@@ -37,7 +37,7 @@ from pathlib import Path
 import torch
 
 from nemo_pc.data.datasets.pc_batch import PCBatch, collate_pc_batch, pc_token_ids, prepare_pc_text
-from nemo_pc.parts.manifest import DropCounter, ManifestError, iter_manifest, require_text
+from nemo_pc.parts.manifest import DropCounter, ManifestError, audio_path, iter_manifest, require_text
 from nemo_pc.parts.styles import check_format
 from nemo_pc.parts.text import DEFAULT_MARKS, parse_marks
 
@@ -55,13 +55,6 @@ class PCUtterance:
     text_normalized: str
     p_available: bool
     where: str
-
-
-def _resolve_audio(path: str, manifest: Path) -> Path:
-    candidate = Path(path).expanduser()
-    if not candidate.is_absolute() and not candidate.exists():
-        candidate = manifest.parent / candidate
-    return candidate
 
 
 def read_pc_manifest(
@@ -101,7 +94,7 @@ def check_pc_entry(
     entry: Mapping, manifest: Path, number: int, marks: str, pc_fraction: float, pc_seed: int
 ) -> PCUtterance:
     """One manifest line checked and prepared (see :func:`read_pc_manifest` for the errors)."""
-    audio = _resolve_audio(require_text(entry, "audio_filepath", manifest, number, allow_empty=False), manifest)
+    audio = audio_path(require_text(entry, "audio_filepath", manifest, number, allow_empty=False), manifest)
     if not audio.is_file():
         raise ManifestError(manifest, number, f"audio file not found: {audio}", "missing audio")
     duration = entry.get("duration")

@@ -33,6 +33,7 @@ from itertools import groupby
 from pathlib import Path
 from typing import TextIO
 
+from nemo_pc.data.audio import AudioError
 from nemo_pc.data.recipes.books import ChapterInfo, CorpusError, find_book_file, read_book_text, read_chapters_txt
 from nemo_pc.data.recipes.restore import BookIndex, Restoration, restore_chapter
 from nemo_pc.data.recipes.spoken import SpokenForm, book_words
@@ -256,10 +257,6 @@ def _duration(
         return audio_duration(audio), audio, None
     except AudioError as err:
         return 0.0, audio, str(err)
-
-
-class AudioError(ValueError):
-    """An audio file that cannot be decoded to the length its header gives."""
 
 
 def audio_duration(path: Path, tail_frames: int = 4096) -> float:

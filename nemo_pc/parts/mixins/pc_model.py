@@ -106,6 +106,7 @@ class PCModelMixin(PCTranscriptionMixin, PCDataMixin):
     def __init__(self, cfg: DictConfig, trainer: Any = None) -> None:
         with open_dict(cfg):
             cfg.pc = self.pc_config_class.section(cfg)
+        nonfinite_policy(cfg)  # a bad model.nonfinite_loss is refused when the model is built, not at a NaN
         super().__init__(cfg=cfg, trainer=trainer)
 
     @classmethod
