@@ -51,6 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--asr-steps", type=int, default=None, help=f"steps per CTC model ({defaults.asr_steps})")
     parser.add_argument("--rnnt-steps", type=int, default=None, help=f"steps per RNN-T model ({defaults.rnnt_steps})")
     parser.add_argument(
+        "--aed-steps", type=int, default=None, help=f"steps per attention encoder-decoder ({defaults.aed_steps})"
+    )
+    parser.add_argument(
         "--base-steps",
         type=int,
         default=None,
@@ -110,6 +113,7 @@ def main(argv: list[str] | None = None) -> None:
         systems=systems,
         asr_steps=args.asr_steps or defaults.asr_steps * scale,
         rnnt_steps=args.rnnt_steps or defaults.rnnt_steps * scale,
+        aed_steps=args.aed_steps or defaults.aed_steps * scale,
         base_steps=DEFAULT_BASE_STEPS[args.backbone] * scale if args.base_steps is None else args.base_steps,
         base_speed_perturb=args.base_speed_perturb,
         backbone=args.backbone,

