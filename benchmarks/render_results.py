@@ -515,7 +515,33 @@ def render_longform(source: Path) -> str:
     return "\n".join(lines + _table(columns, rows)) + "\n"
 
 
+def render_aed_minutes(source: Path) -> str:
+    """``quality_aed_minutes.py``: each system's training minutes and test / test_seen scores, then its dev curve
+    over minutes."""
+    r = _read_json(source)
+    rows = []
+    for system in [*r["systems"], r["anchor"]]:
+        test, seen = system["scores"]["test"] or {}, system["scores"]["test_seen"] or {}
+        minutes = f"{system['train_minutes']:.1f}" if "train_minutes" in system else "0 (zero-shot)"
+        if system.get("base_minutes"):
+            minutes += f" ({system['base_minutes']:.1f} base)"
+        rtf = system.get("rtf") or {}
+        rows.append([f"`{system['system']}`", minutes, pct(test.get("n_wer")), pct(test.get("per")),
+                     pct(test.get("punct_f1")), pct(test.get("wer_pc")), pct(seen.get("n_wer")), pct(seen.get("per")),
+                     f"{rtf['rtf']:.3f} ({rtf['threads']} thr)" if rtf else "-"])  # fmt: skip
+    columns = ["system", "train minutes:", "test N-WER:", "test PER:", "test punct F1:", "test WER-PC:",
+               "test_seen N-WER:", "test_seen PER:", "RTF both outputs:"]  # fmt: skip
+    curve_rows = []
+    for system in r["systems"]:
+        for point in system.get("curve", []):
+            wers = [pct(point.get(f"val_wer_{mode}")) for mode in ("normalized", "punctuated")]
+            curve_rows.append([f"`{system['system']}`", point["step"], f"{point['minutes']:.1f}", *wers])
+    lines = [*_table(columns, rows), "", "Dev WER of each mode over training minutes (base minutes included):", ""]
+    return "\n".join(lines + _table(["system", "step:", "minutes:", "dev N-WER:", "dev P-WER:"], curve_rows)) + "\n"
+
+
 RENDERERS: dict[str, Callable[[Path], str]] = {
+    "aed_minutes": render_aed_minutes,
     "claims": render_claims,
     "run_all_formatter": render_run_all_formatter,
     "run_all_rtf": render_run_all_rtf,
