@@ -13,11 +13,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-MODEL_CLASSES = ("EncDecRNNTPCBPEModel", "EncDecCTCPCBPEModel")
+MODEL_CLASSES = ("EncDecRNNTPCBPEModel", "EncDecCTCPCBPEModel", "EncDecAEDPCModel")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", help="a nemo_pc RNN-T or CTC .nemo file")
+    parser.add_argument("model", help="a nemo_pc RNN-T, CTC or AED .nemo file")
     parser.add_argument("audio", nargs="+", help="audio files (wav, flac, ogg: what soundfile reads)")
     parser.add_argument("--out", required=True, help="output folder")
     parser.add_argument("--formats", default="srt,vtt,json", help="comma-separated: srt, vtt, json (default: all)")
@@ -54,7 +54,9 @@ def check_arguments(args: argparse.Namespace) -> list[str]:
         raise ValueError(f"--out {args.out}: a file, not a folder")
     target = nemo_target(args.model, "model")
     if target.rsplit(".", 1)[-1] not in MODEL_CLASSES:
-        raise ValueError(f"model {args.model}: holds {target or 'an unknown class'}, not a nemo_pc RNN-T or CTC model")
+        raise ValueError(
+            f"model {args.model}: holds {target or 'an unknown class'}, not a nemo_pc RNN-T, CTC or AED model"
+        )
     stems: dict[str, str] = {}
     for path in args.audio:
         stem = Path(path).stem

@@ -49,8 +49,8 @@ from nemo.collections.common.tokenizers import SentencePieceTokenizer
 from nemo.utils import model_utils
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-import nemo_pc.data.prompt_format  # noqa: F401  (registers the nemo_pc_mode prompt format with NeMo)
 from nemo_pc.data.datasets.pc_batch import PCBatch
+from nemo_pc.data.prompt_format import slot_mode  # importing it registers the nemo_pc_mode prompt format
 from nemo_pc.data.tokenizers.whisper_bpe import (
     ADDED_TOKENS,
     MODE_TOKENS,
@@ -106,14 +106,18 @@ class AEDPCTranscribeConfig(MultiTaskTranscriptionConfig):
     mode: str | None = None
     enable_chunking: bool = False
 
-    def __post_init__(self):
-        super().__post_init__()
-        if self.mode is None:
-            for turn in self.prompt or []:
-                slots = turn.get("slots") or {}
-                if slots.get("mode") is None and slots.get("pnc") is not None:
-                    pnc = str(slots["pnc"]).lower()
-                    self.mode = MODES[PUNCTUATED_ID] if pnc in ("yes", "true", "1", "pnc") else MODES[NORMALIZED_ID]
+
+def canary_pnc_request(prompt: list[dict] | None) -> str | None:
+    """The mode that Canary's ``pnc`` slot of a prompt asks for (``yes`` -> punctuated, ``no`` -> normalized), when
+    no turn names a ``mode``; None otherwise."""
+    turns = prompt or []
+    if any((turn.get("slots") or {}).get("mode") is not None for turn in turns):
+        return None
+    for turn in turns:
+        pnc = (turn.get("slots") or {}).get("pnc")
+        if pnc is not None:
+            return slot_mode({"pnc": pnc})
+    return None
 
 
 def padded_vocab_size() -> int:
@@ -205,6 +209,18 @@ class EncDecAEDPCModel(PCModelMixin, EncDecMultiTaskModel):
     @property
     def mode_ids(self) -> tuple[int, ...]:
         return (NORMALIZED_ID, PUNCTUATED_ID)
+
+    def requested_mode(self, trcfg) -> str:
+        """As in the other families, with Canary's ``pnc`` prompt slot read as the mode when nothing else names one.
+
+        Raises:
+            ValueError: an unknown mode (or ``pnc`` value); the message names it.
+        """
+        if getattr(trcfg, "mode", None) is None:
+            pnc = canary_pnc_request(getattr(trcfg, "prompt", None))
+            if pnc is not None:
+                trcfg.mode = pnc
+        return super().requested_mode(trcfg)
 
     def mode_decoding(self, mode: int, decoding_cfg: DictConfig) -> MultiTaskDecoding:
         return MultiTaskDecoding(
@@ -469,3 +485,17 @@ class EncDecAEDPCModel(PCModelMixin, EncDecMultiTaskModel):
             hyps = {mode: [hyp.text for hyp in items] for mode, items in hyps.items()}
         results = {MODES[mode]: hyps[mode] for mode in modes}
         return results if len(results) > 1 else results[MODES[modes[0]]]
+
+    # Export
+
+    def export(self, output: str, *args, **kwargs):
+        """Not provided (docs/aed.md): NeMo's ``EncDecMultiTaskModel`` inherits the encoder/decoder export of its CTC
+        and RNN-T models, which exports ``model.decoder``, a module an AED does not have.
+
+        Raises:
+            NotImplementedError: always, naming the reason.
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__}.export({output!r}): ONNX export of the attention encoder-decoder is not provided; "
+            "NeMo 3.0 exports no autoregressive decoder step (its AED inherits the CTC/RNN-T encoder+decoder export)"
+        )

@@ -128,8 +128,10 @@ def words_from_tokens(
     pieces: Sequence[str],
     detokenize: Callable[[list[int]], str],
     frame_seconds: float,
+    word_start: str = WORD_START,
 ) -> list[TimedWord]:
-    """Groups tokens into words: a piece that starts with ``▁`` starts a word. A word's text is ``detokenize`` of
+    """Groups tokens into words: a piece that starts with ``word_start`` (SentencePiece's ``▁``; Whisper's
+    byte-level BPE marks a leading space with ``Ġ``) starts a word. A word's text is ``detokenize`` of
     its ids, its time runs from its first token's first frame to its last token's end.
 
     Args:
@@ -137,10 +139,11 @@ def words_from_tokens(
         pieces: each token's piece (``tokenizer.ids_to_tokens``), as long as ``tokens``.
         detokenize: ids to text (``tokenizer.ids_to_text``).
         frame_seconds: seconds per encoder frame.
+        word_start: the mark of a piece that begins a word.
     """
     groups: list[list[TimedToken]] = []
     for token, piece in zip(tokens, pieces, strict=True):
-        if not groups or piece.startswith(WORD_START):
+        if not groups or piece.startswith(word_start):
             groups.append([])
         groups[-1].append(token)
     words = []

@@ -1,4 +1,4 @@
-"""Long recordings through either P&C ASR family: both modes from one encoder pass per chunk, sentence segments.
+"""Long recordings through the P&C ASR families: both modes from one encoder pass per chunk, sentence segments.
 
 The audio is read chunk by chunk (:func:`nemo_pc.parts.longform.plan_chunks`), so memory does not grow with the
 recording: the encoder sees one chunk and its context at a time, and only the decoded tokens (and, for CTC, one
@@ -6,6 +6,7 @@ label per encoder frame) are kept. Both modes are decoded from each chunk's one 
 
 * RNN-T: each mode's decoding continues from the predictor state it had at the end of the previous chunk (the
   partial hypotheses of NeMo's greedy decoding), so a seam is invisible to the predictor.
+* AED: each chunk's owned audio alone, with tokens timed evenly over the chunk (an AED emits no frame per token).
 * CTC: the greedy label of every owned frame is kept, and the collapse runs over the recording's whole label
   sequence, so a token whose frames straddle a seam is counted once.
 
@@ -23,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from nemo_pc.parts.longform import (
+    WORD_START,
     Chunk,
     Segment,
     TimedToken,
@@ -208,19 +210,49 @@ class _CTCChunks:
         }
 
 
+class _AEDChunks:
+    """The attention encoder-decoder: each chunk's owned audio alone (no context: a decoder that reads context would
+    write its words twice), both modes decoded from one encoder pass. An AED emits no frame per token, so each
+    token is timed by its place in the chunk's token sequence, spread evenly over the chunk's frames: sentence
+    times are as fine as the chunks, not as the words."""
+
+    def __init__(self, model) -> None:
+        self.model = model
+        self.samples_per_frame, _ = frame_geometry(model)
+
+    def step(self, audio, length, begin: int, end: int, offset: int) -> dict[int, list[TimedToken]]:
+        owned = audio[:, begin * self.samples_per_frame : min(end * self.samples_per_frame, int(length[0]))]
+        if owned.shape[1] == 0:
+            return {}
+        encoded, encoded_len = self.model.encode(owned, length.new_tensor([owned.shape[1]]))
+        states, mask = self.model.cross_states(encoded, encoded_len)
+        hyps = self.model.decode_modes(states, mask, [0, 1], return_hypotheses=True)
+        frames = max(1, end - begin)
+        tokens = {}
+        for mode, (hyp,) in hyps.items():
+            ids = _as_list(hyp.y_sequence)
+            tokens[mode] = emitted_tokens(ids, [k * frames // max(1, len(ids)) for k in range(len(ids))], offset)
+        return tokens
+
+    def finish(self) -> dict[int, list[TimedToken]]:
+        return {}
+
+
 def chunk_decoder(model):
     """The per-chunk decoder of the model's family.
 
     Raises:
         ValueError: a model of neither family, or one that cannot give punctuated text with greedy decoding.
     """
-    from nemo_pc.models import EncDecCTCPCBPEModel, EncDecRNNTPCBPEModel
+    from nemo_pc.models import EncDecAEDPCModel, EncDecCTCPCBPEModel, EncDecRNNTPCBPEModel
 
     if isinstance(model, EncDecRNNTPCBPEModel):
         return _RNNTChunks(model)
     if isinstance(model, EncDecCTCPCBPEModel):
         return _CTCChunks(model)
-    raise ValueError(f"{type(model).__name__}: long-form transcription takes a nemo_pc RNN-T or CTC model")
+    if isinstance(model, EncDecAEDPCModel):
+        return _AEDChunks(model)
+    raise ValueError(f"{type(model).__name__}: long-form transcription takes a nemo_pc RNN-T, CTC or AED model")
 
 
 @dataclass
@@ -254,7 +286,7 @@ def transcribe_long(
     """Both modes of a long recording, chunk by chunk, and its sentence segments.
 
     Args:
-        model: a nemo_pc RNN-T or CTC model (put in eval mode here).
+        model: a nemo_pc RNN-T, CTC or AED model (put in eval mode here).
         audio: an audio file, or an :class:`AudioReader` on one (closed here).
         chunk_seconds: the span each chunk owns.
         context_seconds: what the encoder also reads on each side of it.
@@ -303,7 +335,8 @@ def _result(model, seconds, chunks, tokens, frame_seconds, max_segment_seconds) 
     words = {}
     for mode, found in tokens.items():
         pieces = tokenizer.ids_to_tokens([token.id for token in found]) if found else []
-        words[MODES[mode]] = words_from_tokens(found, pieces, tokenizer.ids_to_text, frame_seconds)
+        word_start = getattr(tokenizer, "word_start", WORD_START)
+        words[MODES[mode]] = words_from_tokens(found, pieces, tokenizer.ids_to_text, frame_seconds, word_start)
     if "normalized" not in words:
         words["normalized"] = normalized_words(words["punctuated"])
     for mode in MODES:

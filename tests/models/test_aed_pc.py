@@ -198,3 +198,55 @@ def test_the_punctuated_prompt_starts_as_whisper_tiny_en(model):
     want = ctranslate2_greedy(features.numpy())
     assert hyps[0].y_sequence.tolist() == want
     assert "how are you today" in hyps[0].text.lower()
+
+
+def test_the_calls_of_nemos_transcribe_speech_pick_the_mode_from_the_prompt(trained, corpus, tmp_path):
+    """What NeMo's examples/asr/transcribe_speech.py does with an AED .nemo: restore through ``setup_model``, take
+    ``get_transcribe_config()``, set its fields and ``prompt`` from ``+prompt.mode=...`` (or Canary's ``pnc``)."""
+    from nemo.collections.asr.models.aed_multitask_models import parse_multitask_prompt
+    from nemo.collections.asr.parts.utils.transcribe_utils import setup_model
+    from omegaconf import OmegaConf
+
+    model, _ = trained
+    path = tmp_path / "aed.nemo"
+    model.save_to(str(path))
+    asr_model, _ = setup_model(OmegaConf.create({"model_path": str(path)}), torch.device("cpu"))
+    files = [str(corpus["folder"] / "wav" / f"utt{i}.wav") for i in range(3)]
+    for prompt, mode in (({"mode": "normalized"}, "normalized"), ({"pnc": "no"}, "normalized"), ({}, "punctuated")):
+        override = asr_model.get_transcribe_config()
+        override.batch_size, override.num_workers, override.return_hypotheses = 2, 0, True
+        override.channel_selector, override.augmentor, override.text_field = None, None, "text"
+        override.prompt = parse_multitask_prompt(OmegaConf.to_container(OmegaConf.create(prompt)))
+        got = [hyp.text for hyp in asr_model.eval().transcribe(audio=files, override_config=override)]
+        assert got == model.transcribe(files, mode=mode, verbose=False), prompt
+
+
+def test_onnx_export_is_refused_with_the_reason(model, tmp_path):
+    with pytest.raises(NotImplementedError, match="no autoregressive decoder step"):
+        model.export(str(tmp_path / "aed.onnx"))
+
+
+def test_a_long_recording_is_transcribed_chunk_by_chunk_in_both_modes(trained, corpus, tmp_path):
+    """nemo-pc transcribe's long-form path on the memorized model: a recording of the four utterances one after the
+    other, one chunk per utterance, gives their words in order, with sentence times inside the audio."""
+    import numpy as np
+    import soundfile
+
+    from nemo_pc.pipelines.longform import transcribe_long, write_outputs
+    from nemo_pc.testing.longform import parse_srt
+
+    model, _ = trained
+    entries = read_manifest(corpus["manifest"])
+    audio = np.concatenate([soundfile.read(entry["audio_filepath"], dtype="float32")[0] for entry in entries])
+    path = tmp_path / "long.wav"
+    soundfile.write(str(path), audio, 16000)
+    result = transcribe_long(model, path, chunk_seconds=1.0, context_seconds=0.0)
+    assert result.chunks == len(entries)
+    assert result.text("normalized") == " ".join(entry["text_normalized"] for entry in entries)
+    assert result.text("punctuated").startswith(" ".join(entry["text"] for entry in entries[:3]))
+    times = [(segment.start, segment.end) for segment in result.segments]
+    assert times and all(0 <= start <= end <= len(entries) + 1e-6 for start, end in times)
+    assert times == sorted(times)
+    (srt,) = write_outputs(result, tmp_path, "long", ["srt"])
+    cues = parse_srt(srt.read_text())
+    assert len(cues) == len(result.segments) and all(text for _, _, text in cues)

@@ -94,6 +94,9 @@ class WhisperPCTokenizer(TokenizerSpec):
         ValueError: the file is not Whisper's tokenizer.json.
     """
 
+    word_start = "\u0120"
+    """The mark of a piece that begins a word (a leading space in byte-level BPE: ``Ġ``)."""
+
     def __init__(self, tokenizer_file: str | Path) -> None:
         self.tokenizer_file = Path(tokenizer_file)
         whisper = json.loads(self.tokenizer_file.read_text(encoding="utf-8"))
