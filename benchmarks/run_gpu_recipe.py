@@ -1,4 +1,5 @@
-"""The conditioned P&C RNN-T at GPU scale on one CUDA machine: corpus, training, scoring, one JSON.
+"""The conditioned P&C RNN-T (or, with ``--system aed_prompt``, the attention encoder-decoder from Whisper tiny.en) at
+GPU scale on one CUDA machine: corpus, training, scoring, one JSON.
 
 Three phases, each in its own invocation if need be; each skips what an earlier run in ``--work`` finished:
 
@@ -31,12 +32,15 @@ from pathlib import Path
 from suite import Stopwatch, demo_module, write_results
 
 PHASES = ("corpus", "train", "evaluate")
-SYSTEM = "rnnt_conditioned"
+SYSTEMS = {"rnnt_conditioned": "rnnt", "aed_prompt": "aed"}  # --system: its model family
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("phases", nargs="*", default=list(PHASES), help=f"some of {', '.join(PHASES)} (all)")
+    parser.add_argument("--system", default="rnnt_conditioned", choices=list(SYSTEMS),
+                        help="the conditioned RNN-T on a FastConformer, or the attention encoder-decoder from "
+                        "Whisper tiny.en's encoder and decoder (docs/aed.md)")  # fmt: skip
     parser.add_argument("--work", default="gpu_out", help="corpus, models and predictions; a rerun resumes here")
     parser.add_argument("--out", default=os.environ.get("OUT"), help="where the JSON and PNG go ($OUT, else --work)")
     parser.add_argument("--hours", type=float, default=30.0, help="planned audio (about 80%% of it is synthesized)")
@@ -123,15 +127,42 @@ def split_hours(manifests: Path) -> dict[str, dict]:
 # train
 
 
+def _data_overrides(args: argparse.Namespace, work: Path, steps: int) -> list[str]:
+    """Batches by duration from NeMo's lhotse loader (duration buckets), the dev subset for the curve."""
+    workers = min(12, max(0, args.num_jobs - 2))
+    return [
+        f"model.train_ds.manifest_filepath={work / 'manifests' / 'train.json'}",
+        "model.train_ds.use_lhotse=true",
+        "model.train_ds.batch_size=1024",  # a cap only: batch_duration sets the size
+        f"+model.train_ds.batch_duration={args.batch_duration}",
+        "+model.train_ds.use_bucketing=true",
+        "+model.train_ds.num_buckets=20",
+        f"+model.train_ds.seed={args.seed}",
+        f"++model.train_ds.shard_seed={args.seed}",
+        f"model.train_ds.num_workers={workers}",
+        f"++model.train_ds.persistent_workers={str(workers > 0).lower()}",
+        f"model.validation_ds.manifest_filepath={work / 'manifests' / 'dev_curve.json'}",
+        f"model.validation_ds.batch_size={args.batch_size}",
+        f"model.validation_ds.num_workers={workers}",
+        f"trainer.precision={args.precision}",
+        f"trainer.limit_train_batches={steps}",  # a lhotse loader has no length
+        "trainer.use_distributed_sampler=false",
+    ]
+
+
 def overrides(args: argparse.Namespace, work: Path, steps: int, loss: str) -> list[str]:
-    """The Hydra overrides of the conditioned RNN-T: a FastConformer encoder (8x depthwise-striding subsampling),
-    batches by duration from NeMo's lhotse loader (duration buckets), the dev subset for the curve."""
+    """The Hydra overrides of ``--system``: the conditioned RNN-T on a FastConformer encoder (8x depthwise-striding
+    subsampling), or the AED from Whisper tiny.en (the tokenizer is its CTC head's vocabulary)."""
     from nemo_pc.data.tokenizers.pc_tokenizer import tokenizer_dir_name
 
-    d, workers = args.d_model, min(12, max(0, args.num_jobs - 2))
+    tokenizer = work / "tokenizers" / tokenizer_dir_name(args.vocab_size)
+    if SYSTEMS[args.system] == "aed":
+        return ["variant=prompt", f"model.aux_ctc.tokenizer.dir={tokenizer}", *_data_overrides(args, work, steps),
+                *args.override]  # fmt: skip
+    d = args.d_model
     return [
         "variant=conditioned",
-        f"model.tokenizer.dir={work / 'tokenizers' / tokenizer_dir_name(args.vocab_size)}",
+        f"model.tokenizer.dir={tokenizer}",
         f"model.encoder.n_layers={args.layers}",
         f"model.encoder.d_model={d}",
         f"model.encoder.n_heads={args.heads}",
@@ -141,25 +172,10 @@ def overrides(args: argparse.Namespace, work: Path, steps: int, loss: str) -> li
         f"model.model_defaults.pred_hidden={d}",
         f"model.model_defaults.joint_hidden={d}",
         f"model.loss.loss_name={loss}",
-        f"model.train_ds.manifest_filepath={work / 'manifests' / 'train.json'}",
-        "model.train_ds.use_lhotse=true",
-        "model.train_ds.batch_size=1024",  # a cap only: batch_duration sets the size
-        f"+model.train_ds.batch_duration={args.batch_duration}",
-        "+model.train_ds.use_bucketing=true",
-        "+model.train_ds.num_buckets=20",
-        f"+model.train_ds.seed={args.seed}",
-        f"+model.train_ds.shard_seed={args.seed}",
-        f"model.train_ds.num_workers={workers}",
-        f"model.train_ds.persistent_workers={str(workers > 0).lower()}",
-        f"model.validation_ds.manifest_filepath={work / 'manifests' / 'dev_curve.json'}",
-        f"model.validation_ds.batch_size={args.batch_size}",
-        f"model.validation_ds.num_workers={workers}",
-        f"trainer.precision={args.precision}",
+        *_data_overrides(args, work, steps),
         # NeMo's CUDA-graph greedy decoder (training WER, validation) failed to capture its stream on an H200
         # (cudaErrorStreamCaptureUnsupported, docs/gpu.md): the plain batched loop decodes instead
         "++model.decoding.greedy.use_cuda_graph_decoder=false",
-        f"trainer.limit_train_batches={steps}",  # a lhotse loader has no length
-        "trainer.use_distributed_sampler=false",
         *args.override,
     ]
 
@@ -207,12 +223,13 @@ def probe(args: argparse.Namespace, work: Path) -> dict:
     found = _read_json(work / "probe.json")
     if found:
         return found
-    losses = [args.loss, "scan"] if args.loss == "auto" else [args.loss]
+    family = SYSTEMS[args.system]
+    losses = [args.loss, "scan"] if args.loss == "auto" and family == "rnnt" else [args.loss]
     failures = {}
     for loss in losses:
         meter = _meter()
         try:
-            train_model("rnnt", overrides(args, work, args.probe_steps, loss), work / "probe" / "probe.nemo",
+            train_model(family, overrides(args, work, args.probe_steps, loss), work / "probe" / "probe.nemo",
                         args.probe_steps, seed=args.seed, callbacks=[meter])  # fmt: skip
         except Exception as err:  # noqa: BLE001 -- NeMo's CUDA loss may not compile on this machine: try the next
             if loss == losses[-1]:
@@ -231,7 +248,7 @@ def probe(args: argparse.Namespace, work: Path) -> dict:
 
 
 def train(args: argparse.Namespace, work: Path) -> None:
-    target = work / "models" / f"{SYSTEM}.nemo"
+    target = work / "models" / f"{args.system}.nemo"
     if target.is_file():
         return
     from lightning.pytorch.callbacks import Timer
@@ -247,11 +264,11 @@ def train(args: argparse.Namespace, work: Path) -> None:
     meter = _meter()
     # the planned steps end the run (the schedule is fitted to them); the timer stops an underestimate
     timer = Timer(duration=timedelta(seconds=budget + 30.0), interval="step")
-    stats = train_model("rnnt", overrides(args, work, steps, timing["loss"]), target, steps, seed=args.seed,
-                        log_dir=work / "logs", val_every=max(1, steps // max(1, args.curve_points)),
+    stats = train_model(SYSTEMS[args.system], overrides(args, work, steps, timing["loss"]), target, steps,
+                        seed=args.seed, log_dir=work / "logs", val_every=max(1, steps // max(1, args.curve_points)),
                         callbacks=[meter, timer])  # fmt: skip
     # the loss that ran: "auto" is nemo_pc's scan loss on CPU and NeMo's numba loss ("default") on a GPU
-    loss = resolve_loss_name(timing["loss"])
+    loss = resolve_loss_name(timing["loss"]) if SYSTEMS[args.system] == "rnnt" else "cross-entropy + 0.2 CTC"
     stats.update(planned_steps=steps, steps=meter.steps, step_seconds=round(meter.step_seconds(), 4), loss=loss,
                  audio_seconds_per_second=round(meter.audio_seconds_per_second(), 1), device=_device())  # fmt: skip
     _write_json(target.with_suffix(".json"), stats)
@@ -267,18 +284,18 @@ def evaluate(args: argparse.Namespace, work: Path) -> dict:
     from nemo_pc.metrics.report import write_json
     from nemo_pc.parts.manifest import iter_manifest, write_manifest
 
-    predictions = work / "predictions" / f"{SYSTEM}.json"
+    predictions = work / "predictions" / f"{args.system}.json"
     if not predictions.is_file():
         from nemo_pc.pipelines.inference import load_asr_model, transcribe_both
 
-        model = load_asr_model(work / "models" / f"{SYSTEM}.nemo").to(_device())
+        model = load_asr_model(work / "models" / f"{args.system}.nemo").to(_device())
         outputs = transcribe_both(model, work / "manifests" / "test.json", batch_size=args.batch_size)
         rows = [{**entry, "pred_text": outputs["punctuated"][k], "pred_text_normalized": outputs["normalized"][k]}
                 for k, (_, entry) in enumerate(iter_manifest(work / "manifests" / "test.json"))]  # fmt: skip
         write_manifest(predictions, rows)
     reports = {}
     for output, field in (("punctuated_output", "pred_text"), ("normalized_output", "pred_text_normalized")):
-        path = work / "eval" / f"{SYSTEM}_{output}.json"
+        path = work / "eval" / f"{args.system}_{output}.json"
         if not path.is_file():
             write_json(score(predictions, EvalConfig(pred_field=field, progress=False)), path)
         reports[output] = _read_json(path)
@@ -287,13 +304,16 @@ def evaluate(args: argparse.Namespace, work: Path) -> dict:
 
 def summary(args: argparse.Namespace, work: Path, reports: dict, seconds: dict) -> dict:
     """The one JSON of a run: data, model, training, seconds per phase and the test scores of both outputs."""
-    stats = _read_json(work / "models" / f"{SYSTEM}.json")
+    stats = _read_json(work / "models" / f"{args.system}.json")
     keys = ("wer", "wer_c", "wer_pc", "pc_wer", "per", "cer", "punct_macro_f1")
     scores = {output: {k: report["metrics"][k] for k in keys if k in report["metrics"]}
               for output, report in reports.items()}  # fmt: skip
-    model = {"system": SYSTEM, "layers": args.layers, "d_model": args.d_model, "heads": args.heads, "subsampling": 8,
-             "vocab_size": args.vocab_size, "parameters": stats.get("parameters"), "loss": stats.get("loss"),
-             "precision": args.precision}  # fmt: skip
+    if SYSTEMS[args.system] == "aed":
+        shape = {"encoder": "Whisper tiny.en (pretrained)", "decoder": "Whisper tiny.en (pretrained)"}
+    else:
+        shape = {"layers": args.layers, "d_model": args.d_model, "heads": args.heads, "subsampling": 8}
+    model = {"system": args.system, **shape, "vocab_size": args.vocab_size, "parameters": stats.get("parameters"),
+             "loss": stats.get("loss"), "precision": args.precision}  # fmt: skip
     return {
         "device": stats.get("device"),
         "splits": split_hours(work / "manifests"),
