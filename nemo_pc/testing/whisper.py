@@ -49,3 +49,28 @@ def ctranslate2_greedy(features: np.ndarray, max_new: int = 100, prompt: list[in
                             [prompt], beam_size=1, suppress_blank=False, suppress_tokens=[],
                             max_length=len(prompt) + max_new)  # fmt: skip
     return result[0].sequences_ids[0]
+
+
+def tiny_hf_whisper(folder, encoder_layers: int, decoder_layers: int, positions: int, generation: bool = False):
+    """A tiny random Hugging Face Whisper model (16 mel bins, d=32, 2 heads, FFN 64, vocabulary 60) saved to
+    ``folder``; returns the model. Biases and norms are moved off their zero/one start, so that a mix-up of two of them
+    shows in a parity test. ``generation`` saves ``WhisperForConditionalGeneration`` (the ``model.*`` layout of the
+    Hub's checkpoints), else ``WhisperModel``."""
+    import torch
+    import transformers
+
+    config = transformers.WhisperConfig(
+        vocab_size=60, num_mel_bins=16, d_model=32, encoder_layers=encoder_layers, encoder_attention_heads=2,
+        encoder_ffn_dim=64, decoder_layers=decoder_layers, decoder_attention_heads=2, decoder_ffn_dim=64,
+        max_source_positions=positions, max_target_positions=16, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+        decoder_start_token_id=1,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    kind = transformers.WhisperForConditionalGeneration if generation else transformers.WhisperModel
+    model = kind(config).eval()
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if name.endswith("bias") or "layer_norm" in name:
+                param.add_(0.1 * torch.randn_like(param))
+    model.save_pretrained(str(folder))
+    return model

@@ -10,7 +10,7 @@ import torch
 
 import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
 from nemo_pc.parts.whisper_weights import WhisperWeightsError, decoder_shape, load_decoder_state, resolve_source
-from nemo_pc.testing.whisper import EOT, WHISPER_PROMPT, ctranslate2_greedy, have_tts, padded_speech
+from nemo_pc.testing.whisper import EOT, WHISPER_PROMPT, ctranslate2_greedy, have_tts, padded_speech, tiny_hf_whisper
 
 pytest.importorskip("nemo.collections.asr")
 from nemo_pc.modules.whisper_decoder import WhisperTransformerDecoderNM  # noqa: E402
@@ -138,20 +138,9 @@ def test_nemos_embedding_layer_norm_changes_the_first_token(packaged, speech, en
 def hf_whisper(tmp_path_factory):
     """A tiny random Hugging Face Whisper model (the ``model.decoder.*`` layout of the Hub's checkpoints) saved to a
     directory, and its decoder."""
-    transformers = pytest.importorskip("transformers")
-    config = transformers.WhisperConfig(
-        vocab_size=60, num_mel_bins=16, d_model=32, encoder_layers=1, encoder_attention_heads=2, encoder_ffn_dim=64,
-        decoder_layers=2, decoder_attention_heads=2, decoder_ffn_dim=64, max_source_positions=50,
-        max_target_positions=16, pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=1,
-    )  # fmt: skip
-    torch.manual_seed(0)
-    model = transformers.WhisperForConditionalGeneration(config).eval()
-    with torch.no_grad():  # biases and norms away from their zero/one start, so that a mix-up of them shows
-        for name, param in model.named_parameters():
-            if name.endswith("bias") or "layer_norm" in name:
-                param.add_(0.1 * torch.randn_like(param))
+    pytest.importorskip("transformers")
     folder = tmp_path_factory.mktemp("hf_whisper")
-    model.save_pretrained(str(folder))
+    model = tiny_hf_whisper(folder, encoder_layers=1, decoder_layers=2, positions=50, generation=True)
     return folder, model.model.decoder
 
 

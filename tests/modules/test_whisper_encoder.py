@@ -13,6 +13,7 @@ from omegaconf import OmegaConf
 import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
 from nemo_pc.parts.whisper_weights import WhisperWeightsError, load_encoder_state
 from nemo_pc.testing.asr import tone_audio
+from nemo_pc.testing.whisper import tiny_hf_whisper
 
 pytest.importorskip("nemo.collections.asr")
 from nemo_pc.modules.whisper_encoder import WhisperEncoder, WhisperLogMelPreprocessor  # noqa: E402
@@ -23,20 +24,9 @@ TINY = {"feat_in": 16, "d_model": 32, "n_layers": 2, "n_heads": 2, "ff_dim": 64,
 @pytest.fixture(scope="module")
 def hf_whisper(tmp_path_factory):
     """A tiny random Hugging Face Whisper model saved to a directory, and its encoder."""
-    transformers = pytest.importorskip("transformers")
-    config = transformers.WhisperConfig(
-        vocab_size=60, num_mel_bins=16, d_model=32, encoder_layers=2, encoder_attention_heads=2, encoder_ffn_dim=64,
-        decoder_layers=1, decoder_attention_heads=2, decoder_ffn_dim=64, max_source_positions=100,
-        max_target_positions=16, pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=1,
-    )  # fmt: skip
-    torch.manual_seed(0)
-    model = transformers.WhisperModel(config).eval()
-    with torch.no_grad():  # biases and norms away from their zero/one start, so that a mix-up of them shows
-        for name, param in model.named_parameters():
-            if name.endswith("bias") or "layer_norm" in name:
-                param.add_(0.1 * torch.randn_like(param))
+    pytest.importorskip("transformers")
     folder = tmp_path_factory.mktemp("hf_whisper")
-    model.save_pretrained(str(folder))
+    model = tiny_hf_whisper(folder, encoder_layers=2, decoder_layers=1, positions=100)
     return folder, model.encoder
 
 
