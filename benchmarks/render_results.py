@@ -235,7 +235,8 @@ def _last_run_seconds(folder: Path) -> dict[str, float]:
 
 
 def render_demo(source: Path) -> str:
-    """One table of a demo output folder: N-output WER, WER-PC, PER and CER on test, N-output WER on test_seen."""
+    """One table of a demo output folder: N-output WER, WER-PC, PER, punctuation F1 and CER on test, N-output WER on
+    test_seen."""
     config = _read_json(source / "config.json")
     seconds = _last_run_seconds(source)
     anchor = sum(value for key, value in seconds.items() if "whisper" in key)
@@ -247,11 +248,14 @@ def render_demo(source: Path) -> str:
         n_seen = seen["num_utterances"] if seen else n_seen
         m = report["metrics"]
         rows.append([f"`{system}`", pct(report["normalized_output"]["wer"]), pct(m["wer_pc"]), pct(m["per"]),
-                     pct(m["cer"]), pct(seen["normalized_output"]["wer"]) if seen else "-"])  # fmt: skip
+                     pct(m.get("punct_micro_f1")), pct(m["cer"]),
+                     pct(seen["normalized_output"]["wer"]) if seen else "-"])  # fmt: skip
     head = (
         f"Run of {finished}: {config['hours']} h corpus planned, seed {config['seed']}, backbone "
         f"`{config.get('backbone') or 'fastconformer'}`, base encoder {config['base_steps']} steps, RNN-T "
-        f"{config['rnnt_steps']} steps, CTC {config['asr_steps']} steps, tokenizer {config['vocab_size']} pieces. "
+        f"{config['rnnt_steps']} steps, CTC {config['asr_steps']} steps, "
+        + (f"AED {config['aed_steps']} steps, " if any(s.startswith("aed") for s in config.get("systems", [])) else "")
+        + f"tokenizer {config['vocab_size']} pieces. "
         f"**{_minutes(sum(seconds.values()))}** of steps ({_minutes(sum(seconds.values()) - anchor)} without the "
         f"Whisper anchor). Test: {n_test} utterances of {config['held_out_voices']} voices that no training "
         f"utterance uses; test_seen: {n_seen} utterances of training voices reading chapters no other split reads. "
@@ -259,7 +263,7 @@ def render_demo(source: Path) -> str:
         f"Source: `{source_name(source)}/` (`eval/`, `timings.json`, "
         "`REPORT.md`)."
     )
-    columns = ["system", "N-output WER:", "WER-PC:", "PER:", "CER:", "N-output WER, test_seen:"]
+    columns = ["system", "N-output WER:", "WER-PC:", "PER:", "punct F1:", "CER:", "N-output WER, test_seen:"]
     return "\n".join([head, "", *_table(columns, rows)]) + "\n"
 
 
