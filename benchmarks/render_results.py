@@ -250,18 +250,19 @@ def render_demo(source: Path) -> str:
         rows.append([f"`{system}`", pct(report["normalized_output"]["wer"]), pct(m["wer_pc"]), pct(m["per"]),
                      pct(m.get("punct_micro_f1")), pct(m["cer"]),
                      pct(seen["normalized_output"]["wer"]) if seen else "-"])  # fmt: skip
+    total = sum(seconds.values())
+    aed = f"AED {config['aed_steps']} steps, " if any(s.startswith("aed") for s in config.get("systems", [])) else ""
+    lm = (f"Greedy decoding; `_lm`: beam {config['lm_beam_size']} with a token {config['lm_order']}-gram LM per mode. "
+          if config.get("lm_order") else "Greedy decoding, no LM. ")  # fmt: skip
     head = (
         f"Run of {finished}: {config['hours']} h corpus planned, seed {config['seed']}, backbone "
         f"`{config.get('backbone') or 'fastconformer'}`, base encoder {config['base_steps']} steps, RNN-T "
-        f"{config['rnnt_steps']} steps, CTC {config['asr_steps']} steps, "
-        + (f"AED {config['aed_steps']} steps, " if any(s.startswith("aed") for s in config.get("systems", [])) else "")
-        + f"tokenizer {config['vocab_size']} pieces. "
-        f"**{_minutes(sum(seconds.values()))}** of steps ({_minutes(sum(seconds.values()) - anchor)} without the "
-        f"Whisper anchor). Test: {n_test} utterances of {config['held_out_voices']} voices that no training "
-        f"utterance uses; test_seen: {n_seen} utterances of training voices reading chapters no other split reads. "
-        f"Greedy decoding; `_lm`: beam {config['lm_beam_size']} with a token {config['lm_order']}-gram LM per mode. "
-        f"Source: `{source_name(source)}/` (`eval/`, `timings.json`, "
-        "`REPORT.md`)."
+        f"{config['rnnt_steps']} steps, CTC {config['asr_steps']} steps, {aed}tokenizer {config['vocab_size']} "
+        f"pieces. **{_minutes(total)}** of steps in its last invocation ({_minutes(total - anchor)} without the "
+        "Whisper anchor; a resumed run skips what an earlier one finished). "
+        f"Test: {n_test} utterances of {config['held_out_voices']} voices that no training utterance uses; "
+        f"test_seen: {n_seen} utterances of training voices reading chapters no other split reads. {lm}"
+        f"Source: `{source_name(source)}/` (`eval/`, `timings.json`, `REPORT.md`)."
     )
     columns = ["system", "N-output WER:", "WER-PC:", "PER:", "punct F1:", "CER:", "N-output WER, test_seen:"]
     return "\n".join([head, "", *_table(columns, rows)]) + "\n"
@@ -544,8 +545,18 @@ def render_aed_minutes(source: Path) -> str:
     return "\n".join(lines + _table(["system", "step:", "minutes:", "dev N-WER:", "dev P-WER:"], curve_rows)) + "\n"
 
 
+def render_real_speech(source: Path) -> str:
+    """``quality_real_speech.py``: each system's WER over the real recorded clips."""
+    r = _read_json(source)
+    seconds = sum(clip["seconds"] for clip in r["clips"])
+    rows = [[f"`{s['system']}`", pct(s["wer"]), f"{s['errors']} / {s['words']}"] for s in r["systems"]]
+    head = f"{len(r['clips'])} LibriVox clips ({seconds:.1f} s of read speech), normalized WER:"
+    return "\n".join([head, "", *_table(["system", "WER:", "errors / words:"], rows)]) + "\n"
+
+
 RENDERERS: dict[str, Callable[[Path], str]] = {
     "aed_minutes": render_aed_minutes,
+    "real_speech": render_real_speech,
     "claims": render_claims,
     "run_all_formatter": render_run_all_formatter,
     "run_all_rtf": render_run_all_rtf,

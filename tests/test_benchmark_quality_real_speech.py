@@ -2,6 +2,7 @@
 counted over the clips on normalized text."""
 
 import io
+import json
 import tarfile
 
 import numpy as np
@@ -54,3 +55,16 @@ def test_an_archive_without_clips_is_refused(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         bench.main(["--sdist", str(empty), "--work", str(tmp_path / "w"), "--no-anchor"])
     assert exit_info.value.code == 2 and "not a pocketsphinx sdist" in capsys.readouterr().err
+
+
+def test_the_table_renders_from_the_results_file(tmp_path):
+    render = load_benchmark("render_results")
+    path = tmp_path / "real_speech.json"
+    clips = [
+        {"audio": "a.wav", "seconds": 2.5, "reference": "a b"},
+        {"audio": "b.wav", "seconds": 1.5, "reference": "c"},
+    ]
+    systems = [{"system": "aed_prompt", "wer": 0.25, "errors": 1, "words": 4, "hypotheses": []}]
+    path.write_text(json.dumps({"clips": clips, "systems": systems}))
+    text = render.render_real_speech(path)
+    assert text.startswith("2 LibriVox clips (4.0 s of read speech)") and "| `aed_prompt` | 25.0% | 1 / 4 |" in text

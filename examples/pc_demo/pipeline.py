@@ -138,8 +138,8 @@ SMALL_ENCODER = [
 
 @dataclass
 class DemoConfig:
-    """What the demo builds; the defaults took 81 minutes on 2 CPU cores (16 of them the LMs and LM decoding, 10 the
-    Whisper anchor; README.md).
+    """What the demo builds; the defaults took 81 minutes on 2 CPU cores before ``aed_prompt`` joined them (16 of them
+    the LMs and LM decoding, 10 the Whisper anchor; README.md); training ``aed_prompt`` took 34 more (docs/aed.md).
 
     Attributes:
         out_dir: everything goes here.
