@@ -422,6 +422,10 @@ def write_report(out_dir: str | Path, reports: Mapping[str, dict], runs: Sequenc
             start = f"`{stats['init_from']}`"
         elif stats_path.stem == "base" and config.get("backbone", "fastconformer") != "fastconformer":
             start = f"pretrained ({config['backbone']})"
+        elif stats_path.stem.startswith("aed"):  # encoder and decoder from Whisper (the FastConformer: random)
+            backbone = config.get("backbone", "fastconformer")
+            start = f"pretrained ({backbone}), decoder Whisper tiny.en's" if backbone != "fastconformer" else (
+                "random weights, decoder Whisper tiny.en's")  # fmt: skip
         else:
             start = "random weights"
         per_step = f"{stats['seconds'] / max(1, stats['steps']):.2f}"
