@@ -274,7 +274,7 @@ class EncDecAEDPCModel(PCModelMixin, EncDecMultiTaskModel):
         for mode in modes:
             out[mode] = []
             for hyp, texts in zip(hyps, parsed, strict=True):
-                copy = dataclasses.replace(hyp) if dataclasses.is_dataclass(hyp) else hyp
+                copy = dataclasses.replace(hyp)
                 copy.text = texts[0] if mode == NORMALIZED_ID else texts[1]
                 out[mode].append(copy)
         return out
