@@ -126,8 +126,9 @@ def claims_block(results: dict) -> str:
         + (f"; cascade formatter: `{config['formatter_dir']}`" if config.get("formatter_dir") else "")
         + f") by `{results['command']}`; all benchmarks of "
         f"that run in "
-        f"`{results['markdown']}`. p: paired bootstrap over test utterances (documents for C5), MAPSSWE for "
-        "error rates."
+        f"`{results['markdown']}`. p: paired bootstrap over test utterances (documents for C5), the "
+        "claim's test; MAPSSWE (SCTK's matched pairs) next to it for word error rates only, not for PER, whose "
+        "denominator counts insertions."
     )
     return source + "\n\n" + claims_markdown(results["claims"])
 

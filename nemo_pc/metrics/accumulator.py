@@ -107,8 +107,12 @@ class Metric:
     source: str = ""
 
 
-def _rate(name: str, err: Callable, den: Callable, source: str) -> Metric:
-    return Metric(name, lambda t: _ratio(err(t), den(t)), den, errors=err, source=source)
+def _rate(name: str, err: Callable, den: Callable, source: str, matched_pairs: bool = True) -> Metric:
+    """An error rate ``err / den``. ``matched_pairs=False`` for a rate whose denominator depends on the hypothesis
+    (PER counts insertions in it): a test on raw error counts would test another quantity, so only the bootstrap,
+    which recomputes the rate on each resample, gives its p-value."""
+    errors = err if matched_pairs else None
+    return Metric(name, lambda t: _ratio(err(t), den(t)), den, errors=errors, source=source)
 
 
 def _f1_family(name: str, keys: Callable[[str], list[str]], source: str) -> list[Metric]:
@@ -137,7 +141,7 @@ def build_metrics(marks: str = DEFAULT_MARKS) -> list[Metric]:
         _rate("wer", lambda t: t["E_np_nc"], lambda t: t["N_np_nc"], "002 §6.2, 000 eq. 8"),
         _rate("wer_c", lambda t: t["E_np_c"], lambda t: t["N_np_c"], "002 §6.2"),
         _rate("wer_pc", lambda t: t["E_p_c"], lambda t: t["N_p_c"], "002 §6.2"),
-        _rate("per", lambda t: per_errors(t, marks), lambda t: per_total(t, marks), "002 eq. 2"),
+        _rate("per", lambda t: per_errors(t, marks), lambda t: per_total(t, marks), "002 eq. 2", False),
         _rate("punc_er", lambda t: t["E_p_nc"] - t["E_np_nc"], lambda t: t["N_p"], "000 eq. 8"),
         _rate("case_er", lambda t: t["E_np_c"] - t["E_np_nc"], lambda t: t["N_c"], "000 eq. 8"),
         _rate("pc_wer", lambda t: t["E_p_c"], lambda t: t["N_p_c"], "000 eq. 8"),
@@ -147,7 +151,9 @@ def build_metrics(marks: str = DEFAULT_MARKS) -> list[Metric]:
         _rate("ter", lambda t: t["ter_E"], lambda t: t["ter_N"], "001 §3.1"),
     ]
     for m in marks:
-        metrics.append(_rate(f"per[{m}]", lambda t, m=m: per_errors(t, m), lambda t, m=m: per_total(t, m), "002 T4"))
+        metrics.append(
+            _rate(f"per[{m}]", lambda t, m=m: per_errors(t, m), lambda t, m=m: per_total(t, m), "002 T4", False)
+        )
     metrics += _f1_family("punct_micro", lambda k: [f"f1|{m}|{k}" for m in marks], "004 §5.3")
     for m in marks:
         metrics += _f1_family(f"punct[{m}]", lambda k, m=m: [f"f1|{m}|{k}"], "004 §5.3")

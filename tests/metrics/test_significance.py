@@ -34,12 +34,13 @@ def _systems(n=60, seed=0):
 def test_clearly_different_systems_get_small_p_and_identical_ones_p_one():
     good, bad = _systems()
     result = compare_systems(good, bad, num_resamples=500, seed=1)
-    assert result["per"]["p"] < 0.01 and result["per"]["p_mapsswe"] < 0.01
+    assert result["per"]["p"] < 0.01 and result["wer_pc"]["p_mapsswe"] < 0.01
+    assert "p_mapsswe" not in result["per"]  # PER's denominator counts insertions: only the bootstrap fits it
     assert result["per"]["delta"] < 0 and result["per"]["ci95"][1] < 0
     assert result["punct_micro_f1"]["delta"] > 0 and result["punct_micro_f1"]["p"] < 0.01
     assert "p_mapsswe" not in result["punct_micro_f1"]
     same = compare_systems(good, good, num_resamples=200)
-    assert same["per"]["p"] == 1.0 and same["per"]["p_mapsswe"] == 1.0 and same["per"]["delta"] == 0.0
+    assert same["per"]["p"] == 1.0 and same["wer_pc"]["p_mapsswe"] == 1.0 and same["per"]["delta"] == 0.0
 
 
 def test_bootstrap_is_deterministic_for_a_seed():
