@@ -20,6 +20,7 @@ SOURCES = ("kjv", "wiki")
 def main(argv: list[str] | None = None) -> dict:
     from nemo_pc.data.recipes.books import read_chapters_txt
     from nemo_pc.data.recipes.lm_text import write_lm_text
+    from nemo_pc.data.recipes.synth import SEEN_TEST_SPLIT
     from nemo_pc.parts.manifest import read_manifest
     from nemo_pc.parts.ngram_lm import build_token_lm
     from nemo_pc.pipelines.inference import load_asr_model
@@ -42,8 +43,10 @@ def main(argv: list[str] | None = None) -> dict:
     kept = [s for s in sources if s != args.leave_out]
     specs = [s if s != "wiki" else _wiki_spec() for s in kept]
     held = [demo / "manifests" / "dev.json", demo / "manifests" / "test.json"]
+    seen = demo / "manifests" / f"{SEEN_TEST_SPLIT}.json"
     text = lm_dir / f"text_without_{args.leave_out}.json"
-    write_lm_text(specs, text, held, progress=False)
+    # the chapters that dev, test and test_seen read are left out whole (demo/corpus/CHAPTERS.TXT names them)
+    write_lm_text(specs, text, held + ([seen] if seen.is_file() else []), progress=False, corpus=demo / "corpus")
     tokenizer = next((demo / "tokenizers").glob("tokenizer_spe_bpe_v*[0-9]"))
     partial = build_token_lm(text, tokenizer, lm_dir / f"normalized_order{args.order}_without_{args.leave_out}.nemo",
                              args.order, field_name="text_normalized", progress=False)  # fmt: skip

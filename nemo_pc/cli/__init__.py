@@ -22,13 +22,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "synth": ("nemo_pc.cli.synth", "synthesize a LibriSpeech-layout corpus with offline TTS voices"),
     "librispeech-pc": ("nemo_pc.cli.librispeech_pc", "build LibriSpeech-PC manifests from a corpus and books"),
     "build-tokenizer": ("nemo_pc.cli.build_tokenizer", "train the cased, punctuated SentencePiece tokenizer"),
-    "lm-text": ("nemo_pc.cli.lm_text", "write LM training text from the source books, dev and test left out"),
+    "lm-text": ("nemo_pc.cli.lm_text", "write LM training text from the source books, held-out chapters left out"),
     "build-lm": ("nemo_pc.cli.build_lm", "train a token-level n-gram LM (ARPA) for NeMo's n-gram LM fusion"),
     "export-shar": ("nemo_pc.cli.export_shar", "write a nemo_pc manifest as lhotse shar for NeMo's lhotse loader"),
     "formatter-data": ("nemo_pc.cli.formatter_data", "build text-formatter training data from written text"),
     "format": ("nemo_pc.cli.format", "punctuate, truecase and inverse-normalize text or manifests"),
     "adapt": ("nemo_pc.cli.adapt", "a P&C model from a stock NeMo RNN-T, TDT, hybrid or CTC checkpoint"),
-    "transcribe": ("nemo_pc.cli.transcribe", "long recordings to timed sentences: SRT, WebVTT, JSON lines"),
+    "transcribe": ("nemo_pc.cli.transcribe", "long recordings to timed subtitle cues: SRT, WebVTT, JSON lines"),
 }
 
 

@@ -347,3 +347,34 @@ def test_aed_systems_start_from_whisper_with_the_plain_tokenizer_as_their_ctc_vo
     demo.train_asr("aed_mixed")
     assert calls == [("aed_mixed", "aed", 7, None)]  # not from the base encoder
     assert "aed_prompt" not in demo.lm_systems()  # the token n-gram LMs are over the CTC/RNN-T vocabulary
+
+
+def test_the_lm_text_leaves_out_every_chapter_that_dev_test_and_test_seen_read(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from nemo_pc.testing.corpus import write_readings, write_text_sources
+
+    documents = {"dawn": "The sun rose. Birds sang.", "noon": "It was hot. Nobody walked.",
+                 "dusk": "The light faded. Lamps were lit.", "night": "Stars came out. The town slept."}  # fmt: skip
+    sources = write_text_sources(tmp_path / "sources", documents)
+    demo = Demo(DemoConfig(out_dir=str(tmp_path / "out"), backbone="fastconformer", sources=tuple(sources)))
+    write_readings(demo.path("corpus"), demo.path("manifests"),
+                   {"dev": [("dawn", "Birds sang.")], "test": [("noon", "It was hot.")],
+                    "test_seen": [("dusk", "Lamps were lit.")]})  # fmt: skip
+    built = []
+    monkeypatch.setattr(demo, "tokenizers", lambda: {"plain": tmp_path / "tokenizer"})
+    monkeypatch.setattr("nemo_pc.parts.ngram_lm.build_token_lm",
+                        lambda text, *args, **kwargs: built.append(text) or SimpleNamespace(as_dict=dict))  # fmt: skip
+    demo.language_models()
+    kept = [row["text"] for row in read_manifest(demo.path("lm", "text.json"))]
+    assert kept == ["Stars came out.", "The town slept."]
+    report = json.loads(demo.path("lm", "text.report.json").read_text())
+    assert report["held_out_documents"]["left_out_titles"] == ["dawn, Chapter 1", "noon, Chapter 1", "dusk, Chapter 1"]
+    assert report["dropped"]["by_reason"] == {"in a document a held-out utterance reads": 6}
+    assert built == [demo.path("lm", "text.json")] * 2
+    # a corpus without test_seen: dev and test only
+    for path in (demo.manifest("test_seen"), *demo.path("lm").iterdir()):
+        path.unlink()
+    demo.language_models()
+    kept = [row["text"] for row in read_manifest(demo.path("lm", "text.json"))]
+    assert kept == ["The light faded.", "Lamps were lit.", "Stars came out.", "The town slept."]
