@@ -1,17 +1,20 @@
-"""``nemo-pc transcribe``: long recordings to sentence segments with times, in both modes.
+"""``nemo-pc transcribe``: long recordings to timed subtitle cues, in both modes.
 
 nemo-pc transcribe MODEL.nemo talk.wav --out out/ --formats srt,vtt,json
-nemo-pc transcribe MODEL.nemo a.flac b.wav --out out/ --chunk-seconds 20 --context-seconds 4 --max-segment-seconds 7
+nemo-pc transcribe MODEL.nemo a.flac b.wav --out out/ --chunk-seconds 20 --context-seconds 4 --max-cue-seconds 6
 
 Writes ``out/<audio name>.srt`` / ``.vtt`` (the punctuated text, or ``--subtitles normalized``) and ``.jsonl`` (one
-sentence per line with both modes and word times), and prints each written path on stdout. Every file and argument
-is checked before the model loads.
+cue per line with both modes and word times), and prints each written path on stdout. A cue ends at a sentence
+mark, at a pause, and before the word that would pass its line or duration cap
+(:class:`nemo_pc.parts.longform.CueRules`). Every file and argument is checked before the model loads.
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+
+from nemo_pc.parts.longform import CueRules
 
 MODEL_CLASSES = ("EncDecRNNTPCBPEModel", "EncDecCTCPCBPEModel", "EncDecAEDPCModel")
 
@@ -25,8 +28,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--context-seconds", type=float, default=4.0, help="audio the encoder also reads on each side (default 4)"
     )
+    cues = CueRules()
     parser.add_argument(
-        "--max-segment-seconds", type=float, default=None, help="cut longer sentences (default: only at marks)"
+        "--cue-pause-seconds",
+        type=float,
+        default=cues.pause_seconds,
+        help=f"a longer gap between two words ends a cue (default {cues.pause_seconds:g}; inf: pauses end none)",
+    )
+    parser.add_argument(
+        "--max-cue-seconds",
+        "--max-segment-seconds",
+        type=float,
+        default=cues.max_seconds,
+        help=f"the longest cue; a single longer word is a cue alone (default {cues.max_seconds:g}; inf: no limit)",
+    )
+    parser.add_argument(
+        "--max-cue-lines", type=int, default=cues.max_lines, help=f"lines a cue holds (default {cues.max_lines})"
+    )
+    parser.add_argument(
+        "--max-line-chars",
+        type=int,
+        default=cues.line_width,
+        help=f"characters a cue line holds; a longer word is a cue alone (default {cues.line_width})",
     )
     parser.add_argument(
         "--subtitles", choices=("punctuated", "normalized"), default="punctuated", help="the mode SRT/VTT show"
@@ -48,8 +71,13 @@ def check_arguments(args: argparse.Namespace) -> list[str]:
         raise ValueError(f"--chunk-seconds must be positive, got {args.chunk_seconds}")
     if args.context_seconds < 0:
         raise ValueError(f"--context-seconds must not be negative, got {args.context_seconds}")
-    if args.max_segment_seconds is not None and args.max_segment_seconds <= 0:
-        raise ValueError(f"--max-segment-seconds must be positive, got {args.max_segment_seconds}")
+    if not args.cue_pause_seconds >= 0:
+        raise ValueError(f"--cue-pause-seconds must not be negative, got {args.cue_pause_seconds}")
+    if not args.max_cue_seconds > 0:
+        raise ValueError(f"--max-cue-seconds must be positive, got {args.max_cue_seconds}")
+    for option, value in (("--max-cue-lines", args.max_cue_lines), ("--max-line-chars", args.max_line_chars)):
+        if value < 1:
+            raise ValueError(f"{option} must be at least 1, got {value}")
     if Path(args.out).exists() and not Path(args.out).is_dir():
         raise ValueError(f"--out {args.out}: a file, not a folder")
     target = nemo_target(args.model, "model")
@@ -64,6 +92,11 @@ def check_arguments(args: argparse.Namespace) -> list[str]:
             raise ValueError(f"{path}: same output name as {stems[stem]}; transcribe them into different folders")
         stems[stem] = path
     return formats
+
+
+def cue_rules(args: argparse.Namespace) -> CueRules:
+    """The cue rules of the ``--cue-*``, ``--max-cue-*`` and ``--max-line-chars`` options."""
+    return CueRules(args.cue_pause_seconds, args.max_cue_seconds, args.max_cue_lines, args.max_line_chars)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -81,9 +114,9 @@ def run(args: argparse.Namespace) -> int:
             path,
             chunk_seconds=args.chunk_seconds,
             context_seconds=args.context_seconds,
-            max_segment_seconds=args.max_segment_seconds,
+            cue_rules=cue_rules(args),
             progress=not args.no_progress,
         )
-        for written in write_outputs(result, args.out, Path(path).stem, formats, args.subtitles):
+        for written in write_outputs(result, args.out, Path(path).stem, formats, args.subtitles, args.max_line_chars):
             print(written, flush=True)
     return 0

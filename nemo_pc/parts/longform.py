@@ -1,4 +1,4 @@
-"""Long recordings in chunks: which encoder frames each chunk owns, timed tokens to words, words to sentences.
+"""Long recordings in chunks: which encoder frames each chunk owns, timed tokens to words, words to subtitle cues.
 
 A recording is cut into chunks that tile it without gaps or overlap; the encoder of each chunk also reads some
 context on both sides, and only the frames of the owned span are decoded. Every encoder frame of the recording is
@@ -11,6 +11,10 @@ The chunk bounds are multiples of the encoder's frame step (``samples_per_frame`
 encoder's subsampling), so that encoder frame ``k`` of a chunk that reads from sample ``read_start`` is frame
 ``read_start / samples_per_frame + k`` of the recording.
 
+The words become subtitle cues by :class:`CueRules`: a cue ends at a sentence mark, at a pause, and before the word
+that would pass two lines of 42 characters or seven seconds, so a model that writes few marks still gets short
+cues. Both modes of a cue hold the same span: each normalized word belongs to the punctuated word nearest it.
+
 Torch-free; :mod:`nemo_pc.pipelines.longform` runs the models.
 """
 
@@ -20,6 +24,7 @@ import bisect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from nemo_pc.parts.subtitles import LINE_WIDTH, wrap_lines
 from nemo_pc.parts.text import SEGMENT_MARKS, normalize
 
 WORD_START = "\u2581"
@@ -172,7 +177,7 @@ def ends_sentence(word: str, marks: str = SEGMENT_MARKS) -> bool:
 
 @dataclass
 class Segment:
-    """A sentence (or a part of a long one) with its time, in both modes.
+    """A subtitle cue (a sentence, or a part of one that the cue rules cut) with its time, in both modes.
 
     Attributes:
         start, end: seconds.
@@ -204,24 +209,69 @@ class Segment:
         }
 
 
-def split_sentences(
-    words: Sequence[TimedWord], max_seconds: float | None = None, marks: str = SEGMENT_MARKS
-) -> list[list[TimedWord]]:
-    """Cuts punctuated words after each sentence mark, and before a word that would make a piece longer than
-    ``max_seconds`` (``None``: no limit). Every word lands in exactly one piece, in order."""
-    pieces: list[list[TimedWord]] = []
-    current: list[TimedWord] = []
-    for word in words:
-        if current and max_seconds is not None and word.end - current[0].start > max_seconds:
-            pieces.append(current)
-            current = []
-        current.append(word)
-        if ends_sentence(word.text, marks):
-            pieces.append(current)
-            current = []
-    if current:
-        pieces.append(current)
-    return pieces
+@dataclass(frozen=True)
+class CueRules:
+    """Where a subtitle cue ends, whatever marks the model writes: after a word that ends a sentence, at a pause,
+    and before the word that would pass a cap. A cue that would pass a cap with its first word alone (a word longer
+    than a line, or than ``max_seconds``) is that word alone. ``math.inf`` turns the pause or duration rule off.
+
+    Attributes:
+        pause_seconds: a gap longer than this between two words ends a cue.
+        max_seconds: the longest cue, from its first word's start to its last word's end.
+        max_lines: the most lines a cue holds, in either mode's text.
+        line_width: the most characters a line holds (lines are wrapped by
+            :func:`nemo_pc.parts.subtitles.wrap_lines`, as the subtitle writers wrap them).
+        marks: the sentence marks that end a cue (:func:`ends_sentence`).
+    """
+
+    pause_seconds: float = 0.6
+    max_seconds: float = 7.0
+    max_lines: int = 2
+    line_width: int = LINE_WIDTH
+    marks: str = SEGMENT_MARKS
+
+    def fits(self, text: str) -> bool:
+        """Whether ``text`` wraps into at most ``max_lines`` lines of at most ``line_width`` characters."""
+        lines = wrap_lines(text, self.line_width)
+        return len(lines) <= self.max_lines and all(len(line) <= self.line_width for line in lines)
+
+    def continues(self, cue: Segment, slot: Segment) -> bool:
+        """Whether the next word's ``slot`` (see :func:`word_slots`) may join ``cue``: no sentence mark ends the
+        cue, no pause lies between them, and the joined cue keeps within the duration and, in both modes, the
+        line caps."""
+        if cue.words and ends_sentence(cue.words[-1].text, self.marks):
+            return False
+        if slot.start - cue.end > self.pause_seconds or slot.end - cue.start > self.max_seconds:
+            return False
+        return self.fits(f"{cue.text} {slot.text}") and self.fits(f"{cue.text_normalized} {slot.text_normalized}")
+
+
+def word_slots(punctuated: Sequence[TimedWord], normalized: Sequence[TimedWord] | None) -> list[Segment]:
+    """One segment for each punctuated word, with the normalized words nearest it (:func:`assign_to_spans` over the
+    words' spans), so that a cue of consecutive slots holds both modes of the same span and every word of both
+    modes lands in exactly one slot. ``normalized=None`` gives each punctuated word its normalized words by the
+    text rules (:func:`normalized_words`). Without punctuated words, each normalized word is a slot of its own."""
+    if not punctuated:
+        return [Segment(word.start, word.end, [], [word]) for word in normalized or []]
+    if normalized is None:
+        return [Segment(word.start, word.end, [word], normalized_words([word])) for word in punctuated]
+    assigned = assign_to_spans(normalized, [(word.start, word.end) for word in punctuated])
+    return [Segment(word.start, word.end, [word], near) for word, near in zip(punctuated, assigned, strict=True)]
+
+
+def split_cues(slots: Sequence[Segment], rules: CueRules) -> list[Segment]:
+    """Joins consecutive word slots into cues while :meth:`CueRules.continues` allows; every slot lands in exactly
+    one cue, in order, and a cue always takes its first slot, so a word that passes a cap alone is a cue alone."""
+    cues: list[Segment] = []
+    for slot in slots:
+        if cues and rules.continues(cues[-1], slot):
+            cue = cues[-1]
+            cue.end = max(cue.end, slot.end)
+            cue.words += slot.words
+            cue.normalized += slot.normalized
+        else:
+            cues.append(Segment(slot.start, slot.end, list(slot.words), list(slot.normalized)))
+    return cues
 
 
 def assign_to_spans(words: Sequence[TimedWord], spans: Sequence[tuple[float, float]]) -> list[list[TimedWord]]:
@@ -234,33 +284,36 @@ def assign_to_spans(words: Sequence[TimedWord], spans: Sequence[tuple[float, flo
     return assigned
 
 
+def clip_times(cues: Sequence[Segment], duration: float) -> list[Segment]:
+    """The cues with their times clipped to ``[0, duration]`` and each end to the next cue's start, so that they are
+    in order and do not overlap; a cue's time only shrinks."""
+    clipped: list[Segment] = []
+    for index, cue in enumerate(cues):
+        start = min(max(cue.start, 0.0), duration)
+        following = cues[index + 1].start if index + 1 < len(cues) else duration
+        end = max(min(cue.end, following, duration), start)
+        if clipped:
+            start = max(start, clipped[-1].end)
+            end = max(end, start)
+        clipped.append(Segment(start, end, cue.words, cue.normalized))
+    return clipped
+
+
 def build_segments(
     punctuated: Sequence[TimedWord],
-    normalized: Sequence[TimedWord],
+    normalized: Sequence[TimedWord] | None,
     duration: float,
-    max_seconds: float | None = None,
+    rules: CueRules | None = None,
 ) -> list[Segment]:
-    """Sentence segments from the punctuated words, with the normalized words of the same span.
+    """Subtitle cues from the punctuated words, with the normalized words of the same span: the words' slots
+    (:func:`word_slots`) joined by the cue ``rules`` (:class:`CueRules`, its defaults for ``None``), with times
+    clipped to the audio (:func:`clip_times`).
 
-    Times are clipped to ``[0, duration]``, and a segment's end to the next one's start, so that the segments are
-    in order and do not overlap. Normalized words without any punctuated word make one segment of their own.
+    Args:
+        punctuated: the punctuated mode's words, in order; a cue's time is the span of its punctuated words.
+        normalized: the normalized mode's words, in order, or ``None`` to take each punctuated word's by the text
+            rules. Without punctuated words the cues are cut from the normalized words alone.
+        duration: the audio's length in seconds.
+        rules: where cues end.
     """
-    pieces = split_sentences(punctuated, max_seconds)
-    if not pieces:
-        if not normalized:
-            return []
-        pieces = [[]]
-        spans = [(normalized[0].start, normalized[-1].end)]
-    else:
-        spans = [(piece[0].start, piece[-1].end) for piece in pieces]
-    assigned = assign_to_spans(normalized, spans)
-    segments = []
-    for index, (piece, words, (start, end)) in enumerate(zip(pieces, assigned, spans, strict=True)):
-        start = min(max(start, 0.0), duration)
-        following = spans[index + 1][0] if index + 1 < len(spans) else duration
-        end = max(min(end, following, duration), start)
-        if segments:
-            start = max(start, segments[-1].end)
-            end = max(end, start)
-        segments.append(Segment(start, end, list(piece), words))
-    return segments
+    return clip_times(split_cues(word_slots(punctuated, normalized), rules or CueRules()), duration)

@@ -2,8 +2,9 @@
 
 A cue's text is one segment's text, wrapped at ``line_width`` characters (42 by default, the common subtitle line
 length); a cue never holds an empty line, which would end it early in both formats, nor the ``-->`` of a timing
-line. WebVTT escapes ``&``, ``<``
-and ``>``; SRT has no escapes. Torch-free.
+line. WebVTT escapes ``&``, ``<`` and ``>``; SRT has no escapes. Where a cue ends (sentence marks, pauses, at most
+two lines and seven seconds) is decided when the segments are built (:class:`nemo_pc.parts.longform.CueRules`).
+Torch-free.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ FORMATS = {"srt": ".srt", "vtt": ".vtt", "json": ".jsonl"}
 """Output format names and the file suffix each one writes."""
 
 LINE_WIDTH = 42
+"""Characters a subtitle line holds at most (the common subtitle line length)."""
 
 
 class TimedText(Protocol):
@@ -45,11 +47,16 @@ def _cue_text(segment: TimedText, mode: str) -> str:
     return segment.text_normalized if mode == "normalized" else segment.text
 
 
-def _cue_lines(text: str, line_width: int) -> str:
-    """One line of words (every kind of line break or space read as one space, ``-->`` as ``->``), wrapped between
-    words (a word longer than a line keeps its own line)."""
+def wrap_lines(text: str, line_width: int = LINE_WIDTH) -> list[str]:
+    """A cue's lines: its words (every kind of line break or space read as one space, ``-->`` as ``->``) wrapped
+    between words at ``line_width`` characters; a word longer than a line keeps its own line. The cue rules
+    (:class:`nemo_pc.parts.longform.CueRules`) count lines with this function too."""
     words = " ".join(text.split()).replace("-->", "->")
-    return "\n".join(textwrap.wrap(words, line_width, break_long_words=False, break_on_hyphens=False)) or "..."
+    return textwrap.wrap(words, line_width, break_long_words=False, break_on_hyphens=False)
+
+
+def _cue_lines(text: str, line_width: int) -> str:
+    return "\n".join(wrap_lines(text, line_width)) or "..."
 
 
 def to_srt(segments: Sequence[TimedText], mode: str = "punctuated", line_width: int = LINE_WIDTH) -> str:
@@ -79,16 +86,17 @@ def to_jsonl(segments: Sequence[TimedText]) -> str:
     return "".join(json.dumps(segment.as_dict(), ensure_ascii=False) + "\n" for segment in segments)
 
 
-def render(segments: Sequence[TimedText], name: str, mode: str = "punctuated") -> str:
-    """The segments in one of :data:`FORMATS`; subtitles show the text of ``mode`` (JSON lines hold both).
+def render(segments: Sequence[TimedText], name: str, mode: str = "punctuated", line_width: int = LINE_WIDTH) -> str:
+    """The segments in one of :data:`FORMATS`; subtitles show the text of ``mode`` (JSON lines hold both), wrapped
+    at ``line_width`` characters.
 
     Raises:
         ValueError: an unknown format name.
     """
     if name == "srt":
-        return to_srt(segments, mode)
+        return to_srt(segments, mode, line_width)
     if name == "vtt":
-        return to_vtt(segments, mode)
+        return to_vtt(segments, mode, line_width)
     if name == "json":
         return to_jsonl(segments)
     raise ValueError(f"unknown output format {name!r}; known: {', '.join(FORMATS)}")

@@ -1,4 +1,4 @@
-"""Long recordings through the P&C ASR families: both modes from one encoder pass per chunk, sentence segments.
+"""Long recordings through the P&C ASR families: both modes from one encoder pass per chunk, subtitle cues.
 
 The audio is read chunk by chunk (:func:`nemo_pc.parts.longform.plan_chunks`), so memory does not grow with the
 recording: the encoder sees one chunk and its context at a time, and only the decoded tokens (and, for CTC, one
@@ -26,6 +26,7 @@ import numpy as np
 from nemo_pc.parts.longform import (
     WORD_START,
     Chunk,
+    CueRules,
     Segment,
     TimedToken,
     TimedWord,
@@ -37,7 +38,7 @@ from nemo_pc.parts.longform import (
     words_from_tokens,
 )
 from nemo_pc.parts.modes import MODES
-from nemo_pc.parts.subtitles import FORMATS, render
+from nemo_pc.parts.subtitles import FORMATS, LINE_WIDTH, render
 
 GREEDY = ("greedy", "greedy_batch")
 
@@ -133,7 +134,7 @@ class _RNNTChunks:
             raise ValueError(f"decoding.strategy={strategy}: long-form transcription continues greedy decoding "
                              f"across chunks; use one of {', '.join(GREEDY)}")  # fmt: skip
         if 1 not in model.head_modes:
-            raise ValueError("this model writes no punctuated text, which the sentence segments need")
+            raise ValueError("this model writes no punctuated text, which the subtitle cues need")
         self.model = model
         self.modes = [mode for mode in (0, 1) if mode in model.head_modes]
         self.carriers: dict[int, object | None] = dict.fromkeys(self.modes)
@@ -213,7 +214,7 @@ class _CTCChunks:
 class _AEDChunks:
     """The attention encoder-decoder: each chunk's owned audio alone (no context: a decoder that reads context would
     write its words twice), both modes decoded from one encoder pass. An AED emits no frame per token, so each
-    token is timed by its place in the chunk's token sequence, spread evenly over the chunk's frames: sentence
+    token is timed by its place in the chunk's token sequence, spread evenly over the chunk's frames: cue
     times are as fine as the chunks, not as the words."""
 
     def __init__(self, model) -> None:
@@ -263,7 +264,7 @@ class LongformResult:
         seconds: the recording's length.
         chunks: how many chunks the encoder ran on.
         words: each mode's timed words (``"normalized"``, ``"punctuated"``).
-        segments: the sentence segments.
+        segments: the subtitle cues (:class:`nemo_pc.parts.longform.CueRules`).
     """
 
     seconds: float
@@ -280,17 +281,18 @@ def transcribe_long(
     audio: str | Path | AudioReader,
     chunk_seconds: float = 16.0,
     context_seconds: float = 4.0,
-    max_segment_seconds: float | None = None,
+    cue_rules: CueRules | None = None,
     progress: bool = False,
 ) -> LongformResult:
-    """Both modes of a long recording, chunk by chunk, and its sentence segments.
+    """Both modes of a long recording, chunk by chunk, and its subtitle cues.
 
     Args:
         model: a nemo_pc RNN-T, CTC or AED model (put in eval mode here).
         audio: an audio file, or an :class:`AudioReader` on one (closed here).
         chunk_seconds: the span each chunk owns.
         context_seconds: what the encoder also reads on each side of it.
-        max_segment_seconds: cut a sentence longer than this (``None``: cut only at sentence marks).
+        cue_rules: where a cue ends (marks, pauses, lines, duration; ``None``: the defaults of
+            :class:`nemo_pc.parts.longform.CueRules`).
         progress: show a tqdm bar of the chunks on stderr.
     """
     import torch
@@ -321,7 +323,7 @@ def transcribe_long(
     finally:
         bar.close()
         reader.close()
-    return _result(model, reader.seconds, len(chunks), tokens, frame_seconds, max_segment_seconds)
+    return _result(model, reader.seconds, len(chunks), tokens, frame_seconds, cue_rules)
 
 
 def _encoded_frames(chunk: Chunk, samples_per_frame: int) -> int:
@@ -330,29 +332,38 @@ def _encoded_frames(chunk: Chunk, samples_per_frame: int) -> int:
     return (chunk.read_end - chunk.read_start) // samples_per_frame + 1
 
 
-def _result(model, seconds, chunks, tokens, frame_seconds, max_segment_seconds) -> LongformResult:
+def _result(model, seconds, chunks, tokens, frame_seconds, cue_rules) -> LongformResult:
     tokenizer = model.tokenizer
     words = {}
     for mode, found in tokens.items():
         pieces = tokenizer.ids_to_tokens([token.id for token in found]) if found else []
         word_start = getattr(tokenizer, "word_start", WORD_START)
         words[MODES[mode]] = words_from_tokens(found, pieces, tokenizer.ids_to_text, frame_seconds, word_start)
-    if "normalized" not in words:
+    derived = "normalized" not in words  # the model writes one mode; the other comes by the text rules
+    if derived:
         words["normalized"] = normalized_words(words["punctuated"])
     for mode in MODES:
         words[mode] = [TimedWord(w.text, min(w.start, seconds), min(w.end, seconds)) for w in words[mode]]
-    segments = build_segments(words["punctuated"], words["normalized"], seconds, max_segment_seconds)
+    segments = build_segments(words["punctuated"], None if derived else words["normalized"], seconds, cue_rules)
     return LongformResult(seconds, chunks, words, segments)
 
 
 def write_outputs(
-    result: LongformResult, folder: str | Path, stem: str, formats: list[str], subtitles: str = "punctuated"
+    result: LongformResult,
+    folder: str | Path,
+    stem: str,
+    formats: list[str],
+    subtitles: str = "punctuated",
+    line_width: int = LINE_WIDTH,
 ) -> list[Path]:
     """Writes the segments in each format as ``folder/stem.<suffix>``, each file atomically; returns the paths.
-    Subtitles show the text of the ``subtitles`` mode."""
+    Subtitles show the text of the ``subtitles`` mode, wrapped at ``line_width`` characters (the cue rules'
+    ``line_width``, so that a cue has the lines they counted)."""
     from nemo_pc.parts.manifest import write_text_atomic
 
     return [
-        write_text_atomic(Path(folder) / f"{stem}{FORMATS[name]}", render(result.segments, name, subtitles))
+        write_text_atomic(
+            Path(folder) / f"{stem}{FORMATS[name]}", render(result.segments, name, subtitles, line_width)
+        )
         for name in formats
     ]

@@ -1,6 +1,8 @@
 """The pure parts of long-form transcription: chunk planning and frame ownership, the frame-level merge of CTC
-labels and transducer tokens across seams (property tests over chunk and context sizes), word grouping, sentence
-segments and the alignment of the normalized mode to them."""
+labels and transducer tokens across seams (property tests over chunk and context sizes), word grouping, subtitle
+cues (a property test of the cue rules over random timed words) and the alignment of the normalized mode to them."""
+
+import math
 
 import numpy as np
 import pytest
@@ -8,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nemo_pc.parts.longform import (
+    CueRules,
     TimedToken,
     TimedWord,
     assign_to_spans,
@@ -17,9 +20,12 @@ from nemo_pc.parts.longform import (
     ends_sentence,
     normalized_words,
     plan_chunks,
-    split_sentences,
+    split_cues,
+    word_slots,
     words_from_tokens,
 )
+from nemo_pc.parts.subtitles import to_srt
+from nemo_pc.testing.longform import parse_srt
 
 SPF = 4  # samples per encoder frame of the simulated encoder
 PIECES = ["▁Yes", ",", "▁go", "▁ho", "me", ".", "▁Who", "▁is", "▁the", "re", "?", "▁an", "na"]
@@ -145,22 +151,79 @@ def _words(*spec):
     return [TimedWord(text, start, end) for text, start, end in spec]
 
 
-def test_sentences_end_at_marks_and_at_the_length_limit():
-    words = _words(("Yes,", 0, 1), ("go", 1, 2), ("home.", 2, 3), ('"Who', 4, 5), ('there?"', 5, 6), ("anna", 6, 9))
-    assert [[w.text for w in piece] for piece in split_sentences(words)] == [
-        ["Yes,", "go", "home."],
-        ['"Who', 'there?"'],
-        ["anna"],
-    ]
-    assert [[w.text for w in piece] for piece in split_sentences(words, max_seconds=1.5)] == [
-        ["Yes,"],
-        ["go"],
-        ["home."],
-        ['"Who'],
-        ['there?"'],
-        ["anna"],
-    ]
+def _cue_texts(words, rules):
+    return [cue.text for cue in split_cues(word_slots(words, None), rules)]
+
+
+def test_cues_end_at_marks_and_at_the_length_limit():
+    words = _words(("Yes,", 0, 1), ("go", 1, 2), ("home.", 2, 3), ('"Who', 3, 4), ('there?"', 4, 5), ("anna", 5, 8))
+    assert _cue_texts(words, CueRules()) == ["Yes, go home.", '"Who there?"', "anna"]
+    assert _cue_texts(words, CueRules(max_seconds=1.5)) == ["Yes,", "go", "home.", '"Who', 'there?"', "anna"]
     assert ends_sentence("home.)") and not ends_sentence("home,") and not ends_sentence(")")
+
+
+def test_a_pause_ends_a_cue_below_the_caps():
+    """Four short words without marks, far below two lines and seven seconds, with a 0.7 s gap in the middle."""
+    words = _words(("so", 0.0, 0.2), ("we", 0.3, 0.5), ("went", 1.2, 1.5), ("on", 1.6, 1.8))
+    segments = build_segments(words, None, duration=2.0)
+    assert [(s.text, s.start, s.end) for s in segments] == [("so we", 0.0, 0.5), ("went on", 1.2, 1.8)]
+    assert _cue_texts(words, CueRules(pause_seconds=0.8)) == ["so we went on"]
+    assert _cue_texts(words, CueRules(pause_seconds=math.inf)) == ["so we went on"]
+
+
+SHORT_WORDS = st.text("abcXé-'", min_size=1, max_size=10)
+LONG_WORDS = st.text("xy", min_size=40, max_size=50)  # some longer than a line
+TIMED_WORDS = st.tuples(
+    st.one_of(SHORT_WORDS, SHORT_WORDS, SHORT_WORDS, LONG_WORDS),
+    st.sampled_from(["", "", "", ",", ".", "?", '!"', ";"]),  # the mark after the word
+    st.floats(0.0, 1.5),  # the gap before the word
+    st.one_of(st.floats(0.01, 1.0), st.floats(0.01, 1.0), st.floats(6.5, 9.0)),  # its length, some over 7 s
+)
+
+
+def _timed_words(spec, with_marks: bool) -> list[TimedWord]:
+    words, clock = [], 0.0
+    for stem, mark, gap, length in spec:
+        words.append(TimedWord(stem + mark if with_marks else stem, clock + gap, clock + gap + length))
+        clock += gap + length
+    return words
+
+
+def _decoded_normalized(words: list[TimedWord]) -> list[TimedWord]:
+    """A normalized decoding of its own that writes longer words than the punctuated one, at the same times."""
+    return [TimedWord(word.text * 2, word.start, word.end) for word in normalized_words(words)]
+
+
+@given(spec=st.lists(TIMED_WORDS, max_size=80), with_marks=st.booleans(), derived=st.booleans())
+def test_cues_keep_the_caps_and_every_word_in_order(spec, with_marks, derived):
+    """Whatever marks the model writes: at most two lines of 42 characters in both modes (a word longer than a line
+    alone), at most 7 s (a longer word alone), no pause or sentence mark inside a cue, cues in order without
+    overlap, and every word of both modes in exactly one cue, the normalized ones with their punctuated word.
+    The normalized mode comes by the text rules (``derived``) or from a decoding of its own."""
+    words = _timed_words(spec, with_marks)
+    normalize = normalized_words if derived else _decoded_normalized
+    rules = CueRules()
+    cues = build_segments(words, None if derived else normalize(words), duration=words[-1].end if words else 0.0)
+    assert [w for cue in cues for w in cue.words] == words
+    assert [w for cue in cues for w in cue.normalized] == normalize(words)
+    assert all(cue.normalized == normalize(cue.words) for cue in cues)
+    assert all(0.0 <= a.start <= a.end <= b.start <= b.end for a, b in zip(cues, cues[1:], strict=False))
+    for mode in ("punctuated", "normalized"):
+        shown = [text.split("\n") for _, _, text in parse_srt(to_srt(cues, mode))] if cues else []
+        for cue, lines in zip(cues, shown, strict=True):
+            assert len(cue.words) == 1 or (len(lines) <= 2 and all(len(line) <= 42 for line in lines)), lines
+    for cue in cues:
+        assert len(cue.words) == 1 or cue.end - cue.start <= rules.max_seconds
+        assert not any(ends_sentence(w.text) for w in cue.words[:-1])
+        assert all(b.start - a.end <= rules.pause_seconds for a, b in zip(cue.words, cue.words[1:], strict=False))
+
+
+def test_cues_end_before_a_third_line_and_a_long_word_is_alone():
+    words = [TimedWord(f"word{i:02d}", i * 0.1, i * 0.1 + 0.05) for i in range(20)]  # 6 characters and a space each
+    assert [len(text.split()) for text in _cue_texts(words, CueRules())] == [12, 8]  # 6 words on each of two lines
+    assert _cue_texts(words[:3], CueRules(max_lines=1, line_width=13)) == ["word00 word01", "word02"]
+    long = TimedWord("x" * 50, 0.4, 0.5)
+    assert _cue_texts([*words[:2], long, *words[6:8]], CueRules()) == ["word00 word01", "x" * 50, "word06 word07"]
 
 
 def test_normalized_words_go_to_the_nearest_span_once():

@@ -13,9 +13,12 @@ from omegaconf import OmegaConf
 
 from nemo_pc.cli import main
 from nemo_pc.models import EncDecCTCPCBPEModel, EncDecRNNTPCBPEModel
+from nemo_pc.parts.longform import CueRules
+from nemo_pc.parts.subtitles import to_srt
+from nemo_pc.parts.text import DEFAULT_MARKS, SEGMENT_MARKS, normalize
 from nemo_pc.pipelines.longform import AudioReader, frame_geometry, transcribe_long
 from nemo_pc.testing import ctc as ctc_fixtures
-from nemo_pc.testing.asr import tiny_model_config, train_tokenizer, write_pc_manifest, write_wav
+from nemo_pc.testing.asr import UTTERANCES, tiny_model_config, train_tokenizer, write_pc_manifest, write_wav
 from nemo_pc.testing.longform import parse_srt, parse_vtt, windowed, write_recording
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -203,7 +206,13 @@ def test_bad_input_gets_one_line_and_exit_2(data, saved_model, tmp_path, capsys)
     for path, (model, message) in cases.items():
         code, line = _bad(path, tmp_path, capsys, model)
         assert code == 2 and line.startswith("nemo-pc transcribe: error: ") and message in line, line
-    for extra, message in [(["--formats", "srt,doc"], "unknown format 'doc'"), (["--chunk-seconds", "0"], "posit")]:
+    for extra, message in [
+        (["--formats", "srt,doc"], "unknown format 'doc'"),
+        (["--chunk-seconds", "0"], "posit"),
+        (["--max-cue-seconds", "0"], "--max-cue-seconds must be positive"),
+        (["--cue-pause-seconds", "-1"], "--cue-pause-seconds must not be negative"),
+        (["--max-cue-lines", "0"], "--max-cue-lines must be at least 1"),
+    ]:
         code, line = _bad(data["recording"], tmp_path, capsys, saved_model, *extra)
         assert code == 2 and message in line, line
     assert not (tmp_path / "out").exists()  # nothing written for bad input
@@ -242,3 +251,57 @@ def test_a_cache_aware_streaming_encoder_runs_in_chunks(data, tmp_path):
     result = transcribe_long(model, data["recording"], chunk_seconds=1.2, context_seconds=0.8)
     assert result.chunks == 4
     _check_segments(result)
+
+
+@pytest.fixture(scope="module")
+def no_marks(data):
+    """A tiny RNN-T that cannot write a mark (its tokenizer learned none: it was trained on mark-free text) and a
+    recording of 37.8 s: 24 tone utterances of 1 s with 0.6 s pauses."""
+    utterances = [(normalize(text), "none") for text, _ in UTTERANCES]
+    manifest = write_pc_manifest(data["folder"] / "no_marks", utterances=utterances)
+    tokenizer = train_tokenizer(manifest, data["folder"] / "no_marks_tokenizer")
+    torch.manual_seed(2)  # a seed whose untrained model writes many short words
+    config = tiny_model_config(tokenizer, hidden=32)
+    config["decoding"]["greedy"]["max_symbols"] = 2
+    model = EncDecRNNTPCBPEModel(cfg=OmegaConf.create(config)).eval()
+    recording = write_recording(data["folder"] / "no_marks.wav", utterances=24, utterance_seconds=1.0)
+    return model, recording
+
+
+def _check_cue_caps(segments, rules: CueRules) -> None:
+    """Every cue of more than one word within the caps, as the SRT shows it in both modes."""
+    for mode in ("punctuated", "normalized"):
+        for segment, (_, _, text) in zip(segments, parse_srt(to_srt(segments, mode, rules.line_width)), strict=True):
+            lines = text.split("\n")
+            assert len(segment.words) == 1 or len(lines) <= rules.max_lines, (mode, lines)
+            assert len(segment.words) == 1 or all(len(line) <= rules.line_width for line in lines), (mode, lines)
+    assert all(len(s.words) == 1 or s.end - s.start <= rules.max_seconds for s in segments)
+
+
+def test_a_model_that_writes_no_marks_gets_cues_within_the_caps(no_marks):
+    """Before the cue rules, a model without marks made one cue of the whole recording."""
+    model, recording = no_marks
+    result = transcribe_long(model, recording, chunk_seconds=16.0, context_seconds=2.0)
+    assert result.seconds > 30 and result.chunks == 3
+    punctuated = result.words["punctuated"]
+    assert not any(set(word.text) & set(DEFAULT_MARKS + SEGMENT_MARKS) for word in punctuated)
+    _check_segments(result)
+    _check_cue_caps(result.segments, CueRules())
+    assert len(result.segments) >= 10 and sum(len(s.words) > 1 for s in result.segments) >= 10
+    assert punctuated[-1].end - punctuated[0].start > 30  # the words span the recording, the cues cut them
+
+
+def test_the_command_takes_the_cue_caps(data, no_marks, tmp_path, capsys):
+    model, recording = no_marks
+    path = data["folder"] / "no_marks.nemo"
+    model.save_to(str(path))
+    caps = ["--max-cue-seconds", "3", "--max-cue-lines", "1", "--max-line-chars", "30", "--cue-pause-seconds", "inf"]
+    args = ["transcribe", str(path), str(recording), "--out", str(tmp_path), "--chunk-seconds", "16",
+            "--context-seconds", "2", "--formats", "srt", "--no-progress", *caps]  # fmt: skip
+    assert main(args) == 0 and capsys.readouterr().out.split() == [str(tmp_path / "no_marks.srt")]
+    rules = CueRules(pause_seconds=float("inf"), max_seconds=3.0, max_lines=1, line_width=30)
+    expected = transcribe_long(model, recording, chunk_seconds=16.0, context_seconds=2.0, cue_rules=rules)
+    _check_cue_caps(expected.segments, rules)
+    cues = parse_srt((tmp_path / "no_marks.srt").read_text())
+    assert [text.replace("\n", " ") for _, _, text in cues] == [s.text for s in expected.segments]
+    assert all(len(text.split()) == 1 or ("\n" not in text and len(text) <= 30) for _, _, text in cues)
