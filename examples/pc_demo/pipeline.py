@@ -52,10 +52,10 @@ ASR_SYSTEMS = {
     "aed_mixed": ("aed", ["variant=mixed"]),
 }
 DEMO_SYSTEMS = ("rnnt_conditioned", "rnnt_dual", "ctc_inter", "aed_prompt")
-# The shared starting encoder (``base_steps``): normalized CTC, trained for a fast start on little data (small
-# batches, no SpecAugment, cosine schedule, the config's encoder dropout of 0.1). Every ASR system then loads its
-# encoder (init_from_nemo_model). Without dropout the dev WER was lower over 1,000 steps
-# (benchmarks/quality_asr_recipe.py, vocab128_nodrop) but higher after the demo's 3,000 (60.0% against 58.2%;
+# The shared starting encoder (``base_steps``) of the FastConformer from random weights: normalized CTC, trained for a
+# fast start on little data (small batches, no SpecAugment, cosine schedule, the config's encoder dropout of 0.1).
+# Every ASR system then loads its encoder (init_from_nemo_model). Without dropout the dev WER was lower over 1,000
+# steps (benchmarks/quality_asr_recipe.py, vocab128_nodrop) but higher after the demo's 3,000 (60.0% against 58.2%;
 # docs/training_speed.md), so it stays.
 # The base also reads speed-perturbed audio (``base_speed_perturb``): NeMo's resampling perturbation moves tempo,
 # pitch and formants together, so each epoch hears other voices; it cost nothing over 750 steps
@@ -72,6 +72,19 @@ BASE_OVERRIDES = [
 # Fine-tuning a transducer on the base encoder (measured in docs/rnnt_pc.md): batches of ``rnnt_batch_size``, no
 # SpecAugment, lr 3e-3, and the encoder fixed for the first half of the ``rnnt_steps`` (NeMo's ``freeze_updates``).
 RNNT_FINETUNE_OVERRIDES = ["model.spec_augment=null", "model.optim.lr=0.003"]
+# On a pretrained encoder (Whisper tiny.en) there is no normalized base: each CTC system learns its own targets, marks
+# included, from the first step, under the base's schedule (cosine from a peak of 2e-3 on the heads, 100 warm-up
+# steps, no SpecAugment) with the encoder at 3e-4, batches of ``ctc_batch_size`` and speed perturbation
+# (``ctc_speed_perturb``). A normalized base plus a 200-step P&C fine-tune under the Noam schedule had left the encoder
+# nearly fixed and the marks unlearned (dev PER 99%); from the first step dev PER fell to 47% in 1,000 steps, and an
+# encoder rate of 1e-3 did worse (65%) (benchmarks/results/pc_stage.json, docs/pc_stage.md).
+PC_FROM_START = [
+    "model.spec_augment=null",
+    "model.optim.lr=0.002",
+    "model.optim.sched.name=CosineAnnealing",
+    "model.optim.sched.warmup_steps=100",
+    "~model.optim.sched.d_model",
+]
 CLAIM_SYSTEMS = tuple(name for name in ASR_SYSTEMS if name not in DEMO_SYSTEMS)
 # The AED (papers/001) starts from Whisper tiny.en's encoder and decoder, not from the base encoder: its decoder
 # already writes words, case and marks. Its data go through NeMo's lhotse loader (NeMo's AED reads no other), which
@@ -114,9 +127,10 @@ def speed_perturb_override(prob: float, low: float = 0.9, high: float = 1.1) -> 
 
 
 BACKBONES = ("fastconformer", "whisper_tiny")  # options of configs/{ctc,rnnt}/backbone
-# Base-encoder steps of each backbone when none are asked for: the pretrained encoder's 2,000 (989 s) beat the
-# random-weight FastConformer's 3,000 (1,522 s) on dev and test (docs/training_speed.md).
-DEFAULT_BASE_STEPS = {"whisper_tiny": 2000, "fastconformer": 3000}
+# Base-encoder steps of each backbone when none are asked for: none on the pretrained encoder, whose CTC systems learn
+# the P&C targets from the first step (PC_FROM_START), and 3,000 for the FastConformer from random weights
+# (docs/training_speed.md).
+DEFAULT_BASE_STEPS = {"whisper_tiny": 0, "fastconformer": 3000}
 # A pretrained encoder learns at 3e-4 in every model (NeMo's optim_param_groups), while the new heads keep the
 # recipe's rates: over 400 base steps it matched one rate of 5e-4 for all (dev WER 88.2% against 89.1%,
 # benchmarks/results/asr_whisper_lr.json) and it keeps the RNN-T fine-tunes' 3e-3 off the pretrained layers. Under
@@ -152,13 +166,18 @@ class DemoConfig:
         sources: synth text sources (``kjv``; ``wiki`` adds Wikipedia leads with numbers, dates and money).
         systems: ASR systems to train (names of :data:`ASR_SYSTEMS`).
         asr_steps: optimizer steps per CTC model; ``ctc_layers``/``rnnt_layers`` the encoder depths.
+        ctc_batch_size, ctc_speed_perturb: batch size and speed-perturbed share of a CTC model trained without a base
+            encoder (:data:`PC_FROM_START`).
+        rnnt_init: the CTC system whose encoder starts every RNN-T when there is no base encoder (trained first,
+            ``models/<rnnt_init>.nemo``); ``""``: the RNN-Ts start from the backbone's own weights.
         aed_steps, aed_batch_size: optimizer steps and batch size of each attention encoder-decoder (``aed_*``),
             which starts from Whisper tiny.en's encoder and decoder rather than from the base encoder.
-        rnnt_steps: optimizer steps per RNN-T model. Started from the base encoder, an RNN-T trains on batches of
-            ``rnnt_batch_size`` without SpecAugment at lr 3e-3 and keeps the encoder frozen for its first
-            ``rnnt_steps // 2`` steps.
-        base_steps: steps of the shared normalized-CTC encoder ``models/base.nemo`` that starts every ASR model
-            (0: each starts from random weights). It needs ``rnnt_layers == ctc_layers``.
+        rnnt_steps: optimizer steps per RNN-T model. Started from a trained encoder (the base, or ``rnnt_init``'s),
+            an RNN-T trains on batches of ``rnnt_batch_size`` without SpecAugment at lr 3e-3 and keeps the encoder
+            frozen for its first ``rnnt_steps // 2`` steps.
+        base_steps: steps of the shared normalized-CTC encoder ``models/base.nemo`` that starts every CTC and RNN-T
+            model (0: none; the default for a pretrained backbone, ``DEFAULT_BASE_STEPS``). It needs
+            ``rnnt_layers == ctc_layers``.
         base_batch_size: its batch size (small batches leave CTC's blank-only stage in fewer utterances seen).
         base_speed_perturb: the share of the base encoder's training utterances that NeMo's speed perturbation
             resamples at a rate drawn from 0.9-1.1 (0: none).
@@ -205,14 +224,17 @@ class DemoConfig:
     seen_test_share: float = 0.05
     sources: tuple[str, ...] = ("kjv", "wiki")
     systems: tuple[str, ...] = DEMO_SYSTEMS
-    asr_steps: int = 200
+    asr_steps: int = 1000
+    ctc_batch_size: int = 8
+    ctc_speed_perturb: float = 0.8
+    rnnt_init: str = "ctc_inter"
     rnnt_steps: int = 500
     rnnt_batch_size: int = 8
     aed_steps: int = 1000
     aed_batch_size: int = 8
     rnnt_layers: int = 6
     ctc_layers: int = 6
-    base_steps: int = 2000
+    base_steps: int = 0
     base_batch_size: int = 8
     base_speed_perturb: float = 0.8
     batch_size: int = 16
@@ -256,11 +278,18 @@ class Demo:
             raise ValueError(f"unknown system(s) {unknown}; choose from {sorted(ASR_SYSTEMS)}")
         if config.base_steps < 0:
             raise ValueError(f"base_steps must be 0 (no base encoder) or more, got {config.base_steps}")
-        for field_name in ("asr_steps", "rnnt_steps", "rnnt_batch_size", "aed_steps", "aed_batch_size"):
+        sizes = ("asr_steps", "ctc_batch_size", "rnnt_steps", "rnnt_batch_size", "aed_steps", "aed_batch_size")
+        for field_name in sizes:
             if getattr(config, field_name) < 1:  # Lightning reads max_steps=-1 as "no limit"
                 raise ValueError(f"{field_name} must be 1 or more, got {getattr(config, field_name)}")
         if not 0.0 <= config.seen_test_share <= 1.0:
             raise ValueError(f"seen_test_share is a share of the hours (0 to 1), got {config.seen_test_share}")
+        if config.rnnt_init and (config.rnnt_init not in ASR_SYSTEMS or ASR_SYSTEMS[config.rnnt_init][0] != "ctc"):
+            ctc = sorted(name for name, (family, _) in ASR_SYSTEMS.items() if family == "ctc")
+            raise ValueError(f"rnnt_init must be a CTC system ({', '.join(ctc)}) or empty, got {config.rnnt_init!r}")
+        if not 0.0 <= config.ctc_speed_perturb <= 1.0:
+            share = config.ctc_speed_perturb
+            raise ValueError(f"ctc_speed_perturb is a share of the utterances (0 to 1), got {share}")
         if not 0.0 <= config.base_speed_perturb <= 1.0:
             share = config.base_speed_perturb
             raise ValueError(f"base_speed_perturb is a share of the utterances (0 to 1), got {share}")
@@ -380,6 +409,7 @@ class Demo:
             *self._backbone(name, layers),
             *depth,
             *(self._base_data() if name == BASE_SYSTEM else []),
+            *self._pc_from_start(family, name),
             *self._rnnt_finetune(family, name),
             *self.cfg.extra.get(name, []),
         ]
@@ -417,11 +447,26 @@ class Demo:
             overrides.append(speed_perturb_override(self.cfg.base_speed_perturb))
         return overrides
 
+    def _pc_from_start(self, family: str, name: str) -> list[str]:
+        """A CTC system trained without a base encoder: :data:`PC_FROM_START` and its batches."""
+        if family != "ctc" or name == BASE_SYSTEM or self.cfg.base_steps:
+            return []
+        overrides = [*PC_FROM_START, f"model.train_ds.batch_size={self.cfg.ctc_batch_size}"]
+        if self.cfg.ctc_speed_perturb > 0:
+            overrides.append(speed_perturb_override(self.cfg.ctc_speed_perturb))
+        return overrides
+
+    def rnnt_start(self) -> Path | None:
+        """The ``.nemo`` whose encoder starts every RNN-T: the base encoder, else ``rnnt_init``'s model, else none."""
+        if self.cfg.base_steps:
+            return self.model_path(BASE_SYSTEM)
+        return self.model_path(self.cfg.rnnt_init) if self.cfg.rnnt_init else None
+
     def _rnnt_finetune(self, family: str, name: str) -> list[str]:
-        # A transducer's random predictor and joint would erase the base encoder: fine-tuned end to end, the
+        # A transducer's random predictor and joint would erase a trained encoder: fine-tuned end to end, the
         # conditioned RNN-T stayed at the blank stage for 300 steps (docs/rnnt_pc.md). With NeMo's dynamic freezing
         # the encoder stays fixed for the first half of the run. CTC heads start well on it without this.
-        if family != "rnnt" or name == BASE_SYSTEM or not self.cfg.base_steps:
+        if family != "rnnt" or name == BASE_SYSTEM or self.rnnt_start() is None:
             return []
         return [
             *RNNT_FINETUNE_OVERRIDES,
@@ -429,6 +474,13 @@ class Demo:
             "model.freeze_updates.enabled=true",
             f"model.freeze_updates.modules.encoder={self.cfg.rnnt_steps // 2}",
         ]
+
+    def training_order(self) -> list[str]:
+        """The systems in training order: ``rnnt_init`` first when an RNN-T starts from it (also when it is not one
+        of ``systems``: then it is trained, not transcribed)."""
+        rnnt = any(ASR_SYSTEMS[name][0] == "rnnt" for name in self.cfg.systems)
+        first = [self.cfg.rnnt_init] if rnnt and self.cfg.rnnt_init and not self.cfg.base_steps else []
+        return list(dict.fromkeys([*first, *self.cfg.systems]))
 
     def train_base(self) -> Path | None:
         """The shared starting encoder (``base_steps`` of normalized CTC); ``None`` when ``base_steps`` is 0."""
@@ -440,8 +492,13 @@ class Demo:
         family = ASR_SYSTEMS[name][0]
         if family == "aed":
             return self._train(name, family, self.cfg.aed_steps, None)
-        base = self.model_path(BASE_SYSTEM) if self.cfg.base_steps else None
-        return self._train(name, family, self.cfg.rnnt_steps if family == "rnnt" else self.cfg.asr_steps, base)
+        if family == "ctc":
+            base = self.model_path(BASE_SYSTEM) if self.cfg.base_steps else None
+            return self._train(name, family, self.cfg.asr_steps, base)
+        start = self.rnnt_start()
+        if start is not None and not self.cfg.base_steps:
+            self.train_asr(self.cfg.rnnt_init)  # kept when it is trained already
+        return self._train(name, family, self.cfg.rnnt_steps, start)
 
     def _train(self, name: str, family: str, steps: int, init_from: Path | None) -> Path:
         from nemo_pc.pipelines.train import train_model
@@ -677,7 +734,7 @@ class Demo:
         self._timed("tokenizers", self.tokenizers)
         if self.cfg.base_steps:
             self._timed("train base", self.train_base)
-        for name in self.cfg.systems:
+        for name in self.training_order():
             self._timed(f"train {name}", lambda name=name: self.train_asr(name))
         tagger, rewriter = self._timed("formatter", self.formatter)
         for name in self.cfg.systems:

@@ -1,5 +1,6 @@
 """A tiny version of ``make demo``: every step runs, writes what the report needs, and a rerun resumes."""
 
+import dataclasses
 import json
 
 import pytest
@@ -151,6 +152,40 @@ def test_every_asr_model_starts_from_the_base_encoder(demo):
         moved = [float((p.detach() - start[n].detach()).abs().max()) for n, p in model.encoder.named_parameters()]
         fresh = [float(p.detach().abs().max()) for p in start.values()]
         assert max(moved) < 0.1 < max(fresh), (name, max(moved), max(fresh))
+
+
+def test_without_a_base_ctc_learns_the_marks_from_the_start_and_starts_the_rnnts(demo, tmp_path):
+    """The pretrained backbone's recipe: no normalized base; ``rnnt_init`` trains first, under PC_FROM_START, and
+    every RNN-T starts from its encoder with the encoder frozen for half the steps."""
+    from pc_demo.pipeline import PC_FROM_START
+
+    from nemo_pc.models.ctc_pc import EncDecCTCPCBPEModel
+    from nemo_pc.models.rnnt_pc import EncDecRNNTPCBPEModel
+
+    runner, _ = demo
+    out = tmp_path / "out"
+    out.mkdir()
+    for name in ("manifests", "tokenizers"):
+        (out / name).symlink_to(runner.path(name))
+    config = dataclasses.replace(runner.cfg, out_dir=str(out), base_steps=0, systems=("rnnt_conditioned",))
+    second = Demo(config, log=lambda message: None)
+    assert second.training_order() == ["ctc_inter", "rnnt_conditioned"]
+    assert second.rnnt_start() == second.model_path("ctc_inter")
+    second.train_asr("rnnt_conditioned")
+    ctc = EncDecCTCPCBPEModel.restore_from(str(second.model_path("ctc_inter")), map_location="cpu")
+    assert json.loads(second.model_path("ctc_inter").with_suffix(".json").read_text())["init_from"] is None
+    assert ctc.cfg.pc.target != "normalized" and ctc.cfg.optim.sched.name == "CosineAnnealing"
+    assert ctc.cfg.train_ds.augmentor.speed.prob == 0.8 and ctc.cfg.spec_augment is None
+    assert set(PC_FROM_START[:-1]) <= set(second.asr_overrides("ctc_inter"))
+    stats = json.loads(second.model_path("rnnt_conditioned").with_suffix(".json").read_text())
+    assert stats["init_from"] == "ctc_inter.nemo"
+    rnnt = EncDecRNNTPCBPEModel.restore_from(str(second.model_path("rnnt_conditioned")), map_location="cpu")
+    assert (rnnt.cfg.freeze_updates.enabled, rnnt.cfg.freeze_updates.modules.encoder) == (True, 1)
+    with pytest.raises(ValueError, match="rnnt_init must be a CTC system"):
+        Demo(dataclasses.replace(config, rnnt_init="rnnt_dual"))
+    no_start = Demo(dataclasses.replace(config, rnnt_init=""), log=lambda message: None)
+    assert no_start.rnnt_start() is None and no_start.training_order() == ["rnnt_conditioned"]
+    assert not any("freeze_updates" in o for o in no_start.asr_overrides("rnnt_conditioned"))
 
 
 def test_base_needs_equal_encoder_depths():
@@ -317,7 +352,7 @@ def test_the_demo_command_passes_backbone_base_steps_and_anchor(monkeypatch):
     monkeypatch.setattr(demo_pc.Demo, "run", lambda self: seen.append(self.cfg) or "REPORT.md")
     demo_pc.main(["--out", "unused"])
     demo_pc.main(["--out", "unused", "--backbone", "fastconformer", "--no-anchor"])
-    assert [(c.backbone, c.base_steps, c.anchor) for c in seen] == [("whisper_tiny", 2000, True),
+    assert [(c.backbone, c.base_steps, c.anchor) for c in seen] == [("whisper_tiny", 0, True),
                                                                     ("fastconformer", 3000, False)]  # fmt: skip
 
 

@@ -1,0 +1,248 @@
+"""How fast the default systems learn the marks: dev PER, punctuation F1 and N-WER over CPU minutes, per recipe.
+
+Each variant trains one of the demo's systems (``ctc_inter``, ``rnnt_conditioned``, ``rnnt_dual``) on the corpus of
+an existing demo folder. The model is saved every ``--every`` optimizer steps; afterwards every snapshot transcribes
+the dev split (voices that no training utterance uses; every ``--dev-stride``-th line) in both modes and is scored
+with ``nemo-pc evaluate``. Minutes are training minutes only (snapshots and validation left out), plus the minutes of
+the model a variant starts from (the demo's base encoder, or another variant's model).
+
+    .venv/bin/python benchmarks/quality_pc_stage.py --demo-dir demo_out --variants ctc_direct,ctc_direct_enc1e-3 \
+        --steps 1000 --every 200 --jobs 2 --json benchmarks/results/pc_stage_ctc.json
+
+Variants (name: how the system starts and trains):
+    ctc_base            ``ctc_inter`` as the demo trained it before: the demo folder's normalized base encoder
+                        (``models/base.nemo``) and ``asr_steps`` of P&C CTC under the config's Noam schedule, which
+                        leaves the pretrained encoder nearly fixed (rate ~3e-6)
+    ctc_direct          ``ctc_inter`` from Whisper tiny.en's encoder with the P&C objective from the first step:
+                        cosine schedule, peak 2e-3 on the heads and 3e-4 on the encoder, 100 warm-up steps, no
+                        SpecAugment, speed perturbation on 80% of the utterances, batches of 8
+    ctc_direct_enc1e-3  ``ctc_direct`` with the encoder at 1e-3
+    rnnt_cond_base      ``rnnt_conditioned`` as the demo trained it before (base encoder, half the steps frozen)
+    rnnt_cond_direct    ``rnnt_conditioned`` from Whisper tiny.en's encoder, nothing frozen, encoder at 3e-4
+    rnnt_cond_ctc       ``rnnt_conditioned`` from ``ctc_direct``'s encoder (a P&C encoder), the demo's fine-tune
+    rnnt_dual_ctc       ``rnnt_dual`` from ``ctc_direct``'s encoder, the demo's fine-tune
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from suite import demo_module, write_results
+
+from nemo_pc.parts.manifest import iter_manifest, write_manifest, write_text_atomic
+
+DIRECT_CTC = [
+    "model.spec_augment=null",
+    "model.optim.lr=0.002",
+    "model.optim.sched.name=CosineAnnealing",
+    "model.optim.sched.warmup_steps=100",
+    "~model.optim.sched.d_model",
+    "model.train_ds.batch_size=8",
+]
+SPEED = {"speed_perturb": 0.8}
+VARIANTS: dict[str, dict] = {
+    "ctc_base": {"system": "ctc_inter", "start": "base", "steps": 200},
+    "ctc_direct": {"system": "ctc_inter", "start": None, "overrides": DIRECT_CTC, **SPEED},
+    "ctc_direct_enc1e-3": {
+        "system": "ctc_inter",
+        "start": None,
+        "overrides": [*DIRECT_CTC, "++model.optim_param_groups.encoder.lr=0.001"],
+        **SPEED,
+    },
+    "rnnt_cond_base": {"system": "rnnt_conditioned", "start": "base"},
+    "rnnt_cond_direct": {
+        "system": "rnnt_conditioned",
+        "start": None,
+        "overrides": ["model.spec_augment=null", "model.optim.lr=0.003", "model.train_ds.batch_size=8"],
+        **SPEED,
+    },
+    "rnnt_cond_ctc": {"system": "rnnt_conditioned", "start": "ctc_direct"},
+    "rnnt_dual_ctc": {"system": "rnnt_dual", "start": "ctc_direct"},
+}
+METRICS = ("per", "punct_micro_f1", "wer_normalized", "wer_pc")
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def snapshot_callback(folder: Path, every: int):
+    """A Lightning callback that saves the model every ``every`` optimizer steps as ``step<N>.nemo`` and records the
+    training seconds up to each (``train_seconds.json``); the saving and validation time is not counted."""
+    from lightning.pytorch.callbacks import Callback
+
+    class Snapshots(Callback):
+        def __init__(self) -> None:
+            self.seconds = 0.0
+            self.at: dict[int, float] = {}
+            self._start = None
+
+        def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+            self._start = time.perf_counter()
+
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+            self.seconds += time.perf_counter() - self._start
+            step = trainer.global_step
+            if step % every == 0 and step not in self.at:
+                self.at[step] = round(self.seconds, 1)
+                pl_module.save_to(str(folder / f"step{step}.nemo"))
+                write_text_atomic(folder / "train_seconds.json", json.dumps(self.at) + "\n")
+
+    return Snapshots()
+
+
+def dev_subset(demo_dir: Path, folder: Path, stride: int) -> Path:
+    """Every ``stride``-th line of the demo's dev manifest."""
+    entries = [entry for line, entry in iter_manifest(demo_dir / "manifests" / "dev.json") if (line - 1) % stride == 0]
+    return write_manifest(folder / "dev_subset.json", entries)
+
+
+def score(model_path: Path, manifest: Path, target: Path) -> dict:
+    """Both outputs of a snapshot on ``manifest``, scored: the report's PER, F1, WER-PC and the normalized WER."""
+    from nemo_pc.metrics.evaluate import EvalConfig, evaluate
+    from nemo_pc.pipelines.inference import load_asr_model, transcribe_both
+
+    outputs = transcribe_both(load_asr_model(model_path), manifest, batch_size=16, progress=False)
+    rows = [{**entry, "pred_text": outputs["punctuated"][k], "pred_text_normalized": outputs["normalized"][k]}
+            for k, (_, entry) in enumerate(iter_manifest(manifest))]  # fmt: skip
+    write_manifest(target, rows)
+    written = evaluate(target, EvalConfig(progress=False))["metrics"]
+    normalized = evaluate(target, EvalConfig(pred_field="pred_text_normalized", progress=False))["metrics"]
+    return {"per": written["per"], "punct_micro_f1": written["punct_micro_f1"], "wer_pc": written["wer_pc"],
+            "wer_normalized": normalized["wer"]}  # fmt: skip
+
+
+def run_one(variant: str, demo_dir: Path, work: Path, steps: int, every: int, stride: int) -> dict:
+    """Trains one variant in this process, scores its snapshots and returns its row."""
+    pipeline = demo_module("pipeline")
+    from nemo_pc.pipelines.train import train_model
+
+    spec = VARIANTS[variant]
+    steps = spec.get("steps", steps)
+    folder = work / variant
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in ("manifests", "tokenizers"):
+        link = folder / name
+        if not link.exists():
+            link.symlink_to((demo_dir / name).resolve())
+    config = json.loads((demo_dir / "config.json").read_text())
+    demo_cfg = pipeline.DemoConfig(
+        out_dir=str(folder),
+        vocab_size=config["vocab_size"],
+        backbone=config["backbone"],
+        base_steps=config["base_steps"] if spec["start"] == "base" else 0,
+        num_jobs=1,
+        rnnt_steps=steps,
+        extra={spec["system"]: list(spec.get("overrides", []))},
+    )
+    demo = pipeline.Demo(demo_cfg, log=_stderr)
+    overrides = demo.asr_overrides(spec["system"])
+    if spec.get("speed_perturb"):
+        overrides.append(pipeline.speed_perturb_override(spec["speed_perturb"]))
+    start_minutes, init_from = 0.0, None
+    if spec["start"] == "base":
+        init_from = demo_dir / "models" / "base.nemo"
+        start_minutes = json.loads(init_from.with_suffix(".json").read_text())["seconds"] / 60
+    elif spec["start"] is not None:  # another variant's model
+        row = json.loads((work / spec["start"] / "row.json").read_text())
+        init_from = work / spec["start"] / "final.nemo"
+        start_minutes = row["curve"][-1]["minutes"]
+        overrides += pipeline.RNNT_FINETUNE_OVERRIDES + [
+            "model.train_ds.batch_size=8",
+            "model.freeze_updates.enabled=true",
+            f"model.freeze_updates.modules.encoder={steps // 2}",
+        ]
+    snapshots = folder / "snapshots"
+    snapshots.mkdir(exist_ok=True)
+    final = folder / "final.nemo"
+    if not final.is_file():
+        stats = train_model(spec["system"].split("_")[0], overrides, final, steps, log_dir=folder / "logs",
+                            init_from=init_from, callbacks=[snapshot_callback(snapshots, every)])  # fmt: skip
+        write_text_atomic(folder / "stats.json", json.dumps(stats) + "\n")
+    seconds = json.loads((snapshots / "train_seconds.json").read_text())
+    manifest = dev_subset(demo_dir, folder, stride)
+    curve = []
+    for step in sorted(int(s) for s in seconds):
+        _stderr(f"{variant}: scoring step {step}")
+        metrics = score(snapshots / f"step{step}.nemo", manifest, folder / f"dev_step{step}.json")
+        curve.append({"step": step, "minutes": round(start_minutes + seconds[str(step)] / 60, 2), **metrics})
+    return {"variant": variant, "system": spec["system"], "start": spec["start"], "steps": steps,
+            "start_minutes": round(start_minutes, 2), "overrides": overrides, "curve": curve}  # fmt: skip
+
+
+def table(rows: list[dict]) -> list[str]:
+    lines = [
+        "| variant | start | step | minutes | dev PER | punct F1 | N-WER | WER-PC |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in rows:
+        for point in row["curve"]:
+            lines.append(
+                f"| {row['variant']} | {row['start'] or 'Whisper'} | {point['step']} | {point['minutes']:.1f} | "
+                f"{100 * point['per']:.1f} | {100 * point['punct_micro_f1']:.1f} | "
+                f"{100 * point['wer_normalized']:.1f} | {100 * point['wer_pc']:.1f} |"
+            )
+    return lines
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--demo-dir", default="demo_out", help="a finished demo folder (manifests, tokenizers, base)")
+    parser.add_argument("--work-dir", default=None, help="where the variants train (default: DEMO_DIR/.pc_stage)")
+    parser.add_argument("--variants", default="ctc_direct,ctc_direct_enc1e-3")
+    parser.add_argument("--steps", type=int, default=1000)
+    parser.add_argument("--every", type=int, default=200, help="snapshot every this many steps")
+    parser.add_argument("--dev-stride", type=int, default=2, help="score every N-th dev utterance")
+    parser.add_argument("--jobs", type=int, default=2, help="variants trained at once (one thread each)")
+    parser.add_argument("--threads", type=int, default=None, help="threads per variant (default: cores / jobs)")
+    parser.add_argument("--json", default=None)
+    parser.add_argument("--one", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    demo_dir = Path(args.demo_dir)
+    work = Path(args.work_dir) if args.work_dir else demo_dir / ".pc_stage"
+    if args.one:
+        row = run_one(args.one, demo_dir, work, args.steps, args.every, args.dev_stride)
+        write_text_atomic(work / args.one / "row.json", json.dumps(row) + "\n")
+        return
+    variants = args.variants.split(",")
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        parser.error(f"unknown variant(s) {unknown}; choose from {sorted(VARIANTS)}")
+    if args.steps < 2 or args.every < 1 or args.jobs < 1:
+        parser.error("--steps must be 2 or more, --every and --jobs 1 or more")
+    if not (demo_dir / "manifests" / "dev.json").is_file() or not (demo_dir / "config.json").is_file():
+        parser.error(f"{demo_dir}: no manifests/dev.json or config.json (run examples/demo_pc.py first)")
+    threads = str(args.threads or max(1, (os.cpu_count() or 1) // args.jobs))
+    env = {**os.environ, "OMP_NUM_THREADS": threads}
+    rows = []
+    for start in range(0, len(variants), args.jobs):
+        processes = []
+        for variant in variants[start : start + args.jobs]:
+            done = work / variant / "row.json"
+            if done.is_file():
+                processes.append((variant, None))
+                continue
+            command = [sys.executable, __file__, "--one", variant, "--demo-dir", str(demo_dir), "--work-dir",
+                       str(work), "--steps", str(args.steps), "--every", str(args.every), "--dev-stride",
+                       str(args.dev_stride)]  # fmt: skip
+            processes.append((variant, subprocess.Popen(command, env=env, stdout=sys.stderr)))
+        for variant, process in processes:
+            if process is not None and process.wait() != 0:
+                raise SystemExit(f"variant {variant} failed (exit code {process.returncode}); see above")
+            row = json.loads((work / variant / "row.json").read_text())
+            row["round"] = start // args.jobs
+            row["threads"] = int(threads)
+            rows.append(row)
+    print("\n".join(table(rows)))
+    if args.json:
+        write_results(args.json, {"demo_dir": str(demo_dir), "dev_stride": args.dev_stride, "rows": rows})
+
+
+if __name__ == "__main__":
+    main()
