@@ -555,7 +555,26 @@ def render_real_speech(source: Path) -> str:
     return "\n".join([head, "", *_table(["system", "WER:", "errors / words:"], rows)]) + "\n"
 
 
+def render_pc_stage(source: Path) -> str:
+    """``quality_pc_stage.py``: each recipe's dev PER, punctuation F1, N-WER and WER-PC at its snapshots, over
+    training minutes (the minutes of the model it starts from included)."""
+    r = _read_json(source)
+    rows = []
+    for row in r["rows"]:
+        for point in row["curve"]:
+            rows.append([f"`{row['variant']}`", row["start"] or "Whisper", point["step"], f"{point['minutes']:.1f}",
+                         pct(point["per"]), pct(point["punct_micro_f1"]), pct(point["wer_normalized"]),
+                         pct(point["wer_pc"])])  # fmt: skip
+    columns = ["recipe", "starts from", "step:", "minutes:", "dev PER:", "punct F1:", "N-WER:", "WER-PC:"]
+    head = (
+        f"Every {r['dev_stride']}th dev utterance (voices no training utterance uses), greedy, both outputs of one "
+        f"encoder pass; {', '.join(sorted({str(row.get('threads', '?')) for row in r['rows']}))} thread(s) per run:"
+    )
+    return "\n".join([head, "", *_table(columns, rows)]) + "\n"
+
+
 RENDERERS: dict[str, Callable[[Path], str]] = {
+    "pc_stage": render_pc_stage,
     "aed_minutes": render_aed_minutes,
     "real_speech": render_real_speech,
     "claims": render_claims,

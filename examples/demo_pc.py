@@ -57,7 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--base-steps",
         type=int,
         default=None,
-        help=f"steps of the shared normalized-CTC starting encoder, 0 for none (by backbone: {DEFAULT_BASE_STEPS})",
+        help=f"steps of a shared normalized-CTC starting encoder, 0 for none: then the CTC systems learn their "
+        f"targets from the first step and the RNN-Ts start from ctc_inter's encoder (by backbone: "
+        f"{DEFAULT_BASE_STEPS})",
     )
     parser.add_argument(
         "--base-speed-perturb",
