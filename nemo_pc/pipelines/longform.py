@@ -174,10 +174,14 @@ def _emission_frames(hyp):
 
 def _carrier(hyp):
     """The hypothesis with its tokens emptied: it carries only the predictor state (and last token) into the next
-    chunk, so that the next chunk's tokens and emission frames come back alone."""
+    chunk, so that the next chunk's tokens and emission frames come back alone. NeMo's batched (label-looping)
+    greedy decoding adds the frames a state has decoded (``decoded_length``) to its continuation's frames; that
+    count is set to 0, so that the frames stay the chunk's own and ``offset`` places them in the recording."""
     hyp.y_sequence = hyp.y_sequence[:0]
     hyp.timestamp = _emission_frames(hyp)[:0]
     hyp.score, hyp.length, hyp.alignments, hyp.frame_confidence, hyp.text = 0.0, 0, None, None, None
+    if getattr(hyp.dec_state, "decoded_length", None) is not None:
+        hyp.dec_state.decoded_length = hyp.dec_state.decoded_length.new_zeros(())
     return hyp
 
 

@@ -86,6 +86,9 @@ def test_rnnt_chunks_give_the_words_of_one_whole_pass(data, rnnt, chunk_seconds)
     assert _words(result) == whole
     assert whole["normalized"] != whole["punctuated"]  # two decodings, not one text twice
     _check_segments(result)
+    # and the times of one chunk: NeMo's batched greedy decoding adds the frames its partial hypothesis decoded
+    one_chunk = transcribe_long(rnnt, data["recording"], chunk_seconds=CHUNKS[0], context_seconds=CONTEXT)
+    assert result.words == one_chunk.words
 
 
 @pytest.mark.parametrize("strategy", ["greedy", "greedy_batch"])
@@ -99,6 +102,7 @@ def test_rnnt_decoding_options_carry_the_state_too(data, strategy):
     whole = _whole(model, data["recording"])
     result = transcribe_long(model, data["recording"], chunk_seconds=0.36, context_seconds=CONTEXT)
     assert _words(result) == whole
+    assert result.words == transcribe_long(model, data["recording"], chunk_seconds=CHUNKS[0]).words
     beam = OmegaConf.merge(model.cfg.decoding, {"strategy": "beam", "beam": {"beam_size": 2}})
     model.change_decoding_strategy(beam, verbose=False)
     with pytest.raises(ValueError, match="decoding.strategy=beam"):
