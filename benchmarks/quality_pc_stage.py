@@ -10,6 +10,7 @@ the model a variant starts from (the demo's base encoder, or another variant's m
         --steps 1000 --every 200 --jobs 2 --json benchmarks/results/pc_stage_ctc.json
 
 Variants (name: how the system starts and trains):
+    demo_<system>       the demo folder's own model of that system, scored as it is (one point)
     ctc_base            ``ctc_inter`` as the demo trained it before: the demo folder's normalized base encoder
                         (``models/base.nemo``) and ``asr_steps`` of P&C CTC under the config's Noam schedule, which
                         leaves the pretrained encoder nearly fixed (rate ~3e-6)
@@ -56,6 +57,10 @@ VARIANTS: dict[str, dict] = {
         **SPEED,
     },
     "rnnt_cond_base": {"system": "rnnt_conditioned", "start": "base"},
+    # the demo folder's own models, scored as they are (trained by the recipe before this benchmark)
+    "demo_ctc_inter": {"system": "ctc_inter", "start": "base", "existing": True},
+    "demo_rnnt_conditioned": {"system": "rnnt_conditioned", "start": "base", "existing": True},
+    "demo_rnnt_dual": {"system": "rnnt_dual", "start": "base", "existing": True},
     "rnnt_cond_direct": {
         "system": "rnnt_conditioned",
         "start": None,
@@ -118,14 +123,34 @@ def score(model_path: Path, manifest: Path, target: Path) -> dict:
             "wer_normalized": normalized["wer"]}  # fmt: skip
 
 
-def run_one(variant: str, demo_dir: Path, work: Path, steps: int, every: int, stride: int) -> dict:
-    """Trains one variant in this process, scores its snapshots and returns its row."""
+def score_existing(variant: str, system: str, demo_dir: Path, folder: Path, stride: int) -> dict:
+    """The row of a model of the demo folder as it is: one point, its minutes and those of the base it started
+    from."""
+    folder.mkdir(parents=True, exist_ok=True)
+    model = demo_dir / "models" / f"{system}.nemo"
+    stats = json.loads(model.with_suffix(".json").read_text())
+    minutes = stats["seconds"] / 60
+    if stats.get("init_from"):
+        minutes += (
+            json.loads((demo_dir / "models" / stats["init_from"]).with_suffix(".json").read_text())["seconds"] / 60
+        )
+    metrics = score(model, dev_subset(demo_dir, folder, stride), folder / "dev_final.json")
+    return {"variant": variant, "system": system, "start": stats.get("init_from"), "steps": stats["steps"],
+            "stopped_at_step": None, "start_minutes": None, "overrides": None,
+            "curve": [{"step": stats["steps"], "minutes": round(minutes, 2), **metrics}]}  # fmt: skip
+
+
+def run_one(variant: str, demo_dir: Path, work: Path, steps: int, every: int, stride: int, train: bool = True) -> dict:
+    """Trains one variant in this process, scores its snapshots and returns its row; ``train=False`` scores the
+    snapshots of a run that was stopped (the row then says at which step)."""
     pipeline = demo_module("pipeline")
     from nemo_pc.pipelines.train import train_model
 
     spec = VARIANTS[variant]
     steps = spec.get("steps", steps)
     folder = work / variant
+    if spec.get("existing"):
+        return score_existing(variant, spec["system"], demo_dir, folder, stride)
     folder.mkdir(parents=True, exist_ok=True)
     for name in ("manifests", "tokenizers"):
         link = folder / name
@@ -161,7 +186,7 @@ def run_one(variant: str, demo_dir: Path, work: Path, steps: int, every: int, st
     snapshots = folder / "snapshots"
     snapshots.mkdir(exist_ok=True)
     final = folder / "final.nemo"
-    if not final.is_file():
+    if not final.is_file() and train:
         stats = train_model(spec["system"].split("_")[0], overrides, final, steps, log_dir=folder / "logs",
                             init_from=init_from, callbacks=[snapshot_callback(snapshots, every)])  # fmt: skip
         write_text_atomic(folder / "stats.json", json.dumps(stats) + "\n")
@@ -172,13 +197,15 @@ def run_one(variant: str, demo_dir: Path, work: Path, steps: int, every: int, st
         _stderr(f"{variant}: scoring step {step}")
         metrics = score(snapshots / f"step{step}.nemo", manifest, folder / f"dev_step{step}.json")
         curve.append({"step": step, "minutes": round(start_minutes + seconds[str(step)] / 60, 2), **metrics})
+    stopped = None if final.is_file() else curve[-1]["step"]
     return {"variant": variant, "system": spec["system"], "start": spec["start"], "steps": steps,
-            "start_minutes": round(start_minutes, 2), "overrides": overrides, "curve": curve}  # fmt: skip
+            "stopped_at_step": stopped, "start_minutes": round(start_minutes, 2), "overrides": overrides,
+            "curve": curve}  # fmt: skip
 
 
 def table(rows: list[dict]) -> list[str]:
     lines = [
-        "| variant | start | step | minutes | dev PER | punct F1 | N-WER | WER-PC |",
+        "| variant | starts from | step | minutes | dev PER | punct F1 | N-WER | WER-PC |",
         "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
@@ -202,12 +229,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--jobs", type=int, default=2, help="variants trained at once (one thread each)")
     parser.add_argument("--threads", type=int, default=None, help="threads per variant (default: cores / jobs)")
     parser.add_argument("--json", default=None)
+    parser.add_argument(
+        "--stopped", action="store_true", help="train nothing: score the snapshots that stopped runs left"
+    )
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     demo_dir = Path(args.demo_dir)
     work = Path(args.work_dir) if args.work_dir else demo_dir / ".pc_stage"
     if args.one:
-        row = run_one(args.one, demo_dir, work, args.steps, args.every, args.dev_stride)
+        row = run_one(args.one, demo_dir, work, args.steps, args.every, args.dev_stride, train=not args.stopped)
         write_text_atomic(work / args.one / "row.json", json.dumps(row) + "\n")
         return
     variants = args.variants.split(",")
@@ -230,7 +260,7 @@ def main(argv: list[str] | None = None) -> None:
                 continue
             command = [sys.executable, __file__, "--one", variant, "--demo-dir", str(demo_dir), "--work-dir",
                        str(work), "--steps", str(args.steps), "--every", str(args.every), "--dev-stride",
-                       str(args.dev_stride)]  # fmt: skip
+                       str(args.dev_stride), *(["--stopped"] if args.stopped else [])]  # fmt: skip
             processes.append((variant, subprocess.Popen(command, env=env, stdout=sys.stderr)))
         for variant, process in processes:
             if process is not None and process.wait() != 0:

@@ -562,7 +562,8 @@ def render_pc_stage(source: Path) -> str:
     rows = []
     for row in r["rows"]:
         for point in row["curve"]:
-            rows.append([f"`{row['variant']}`", row["start"] or "Whisper", point["step"], f"{point['minutes']:.1f}",
+            name = f"`{row['variant']}`" + (f" (stopped, of {row['steps']})" if row.get("stopped_at_step") else "")
+            rows.append([name, row["start"] or "Whisper", point["step"], f"{point['minutes']:.1f}",
                          pct(point["per"]), pct(point["punct_micro_f1"]), pct(point["wer_normalized"]),
                          pct(point["wer_pc"])])  # fmt: skip
     columns = ["recipe", "starts from", "step:", "minutes:", "dev PER:", "punct F1:", "N-WER:", "WER-PC:"]
