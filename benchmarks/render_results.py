@@ -568,8 +568,8 @@ def render_pc_stage(source: Path) -> str:
                          pct(point["wer_pc"])])  # fmt: skip
     columns = ["recipe", "starts from", "step:", "minutes:", "dev PER:", "punct F1:", "N-WER:", "WER-PC:"]
     head = (
-        f"Every {r['dev_stride']}th dev utterance (voices no training utterance uses), greedy, both outputs of one "
-        f"encoder pass; {', '.join(sorted({str(row.get('threads', '?')) for row in r['rows']}))} thread(s) per run:"
+        f"One dev utterance in {r['dev_stride']} (voices no training utterance uses), greedy, both outputs of one "
+        "encoder pass. Minutes are training minutes, those of the model a run starts from included:"
     )
     return "\n".join([head, "", *_table(columns, rows)]) + "\n"
 
