@@ -73,9 +73,12 @@ def build_untrained(family: str, tokenizer: str, path: Path) -> Path:
     return path
 
 
-def write_recording(entries: list[dict], seconds: float, pause: float, rate: int, path: Path) -> list[list]:
-    """Cycles the manifest's utterances (with ``pause`` seconds between them) into one wav of at least ``seconds``;
-    returns each occurrence as ``[start, end, entry index]`` in seconds. Written block by block."""
+def write_recording(
+    entries: list[dict], seconds: float, pause: float, rate: int, path: Path, count: int | None = None
+) -> list[list]:
+    """Cycles the manifest's utterances (with ``pause`` seconds between them) into one wav of at least ``seconds``,
+    or of ``count`` utterances when that comes first; returns each occurrence as ``[start, end, entry index]`` in
+    seconds. Written block by block."""
     import numpy as np
     import soundfile
 
@@ -84,7 +87,7 @@ def write_recording(entries: list[dict], seconds: float, pause: float, rate: int
     spans, position, index = [], 0, 0
     silence = np.zeros(int(pause * rate), dtype=np.float32)
     with soundfile.SoundFile(str(path), "w", samplerate=rate, channels=1, subtype="PCM_16") as out:
-        while position < seconds * rate:
+        while position < seconds * rate and (count is None or index < count):
             entry_index = index % len(entries)
             reader = AudioReader(entries[entry_index]["audio_filepath"], rate)
             audio = reader.read(0, reader.samples)
@@ -109,9 +112,8 @@ def child(model_path: str, recording: str, args: argparse.Namespace) -> None:
     """Runs in a fresh process: loads the model, transcribes one recording, prints its figures as JSON."""
     import torch
 
-    from nemo_pc.parts.longform import plan_chunks
     from nemo_pc.pipelines.inference import load_asr_model
-    from nemo_pc.pipelines.longform import frame_geometry, model_sample_rate, transcribe_long
+    from nemo_pc.pipelines.longform import transcribe_long
 
     torch.set_num_threads(args.threads)
     model = load_asr_model(model_path)
@@ -119,46 +121,70 @@ def child(model_path: str, recording: str, args: argparse.Namespace) -> None:
     with Stopwatch() as watch:
         result = transcribe_long(model, recording, args.chunk_seconds, args.context_seconds)
     seconds, cpu_seconds = watch.seconds, watch.cpu_seconds
-    rate = model_sample_rate(model)
-    samples_per_frame, _ = frame_geometry(model)
-    chunks = plan_chunks(round(result.seconds * rate), round(args.chunk_seconds * rate),
-                         round(args.context_seconds * rate), samples_per_frame)  # fmt: skip
     print(json.dumps({
         "audio_seconds": result.seconds, "decode_seconds": seconds, "rtf": seconds / result.seconds,
         "cpu_seconds": cpu_seconds, "cpu_rtf": cpu_seconds / result.seconds, "load_average": os.getloadavg()[0],
         "loaded_rss_mb": loaded, "peak_rss_mb": rss_mb("VmHWM"), "chunks": result.chunks,
-        "segments": len(result.segments), "seams": [chunk.start / rate for chunk in chunks[1:]],
+        "segments": len(result.segments),
+        "seams": seam_times(model, result.seconds, args.chunk_seconds, args.context_seconds),
         "words": {mode: [[w.text, w.start, w.end] for w in words] for mode, words in result.words.items()},
     }))  # fmt: skip
 
 
-def per_utterance(model_path: str, entries: list[dict], used: set[int], threads: int) -> dict[int, dict[str, str]]:
-    """Both modes of each used utterance transcribed alone."""
-    import torch
+def seam_times(model, seconds: float, chunk_seconds: float, context_seconds: float) -> list[float]:
+    """Seconds at which :func:`transcribe_long`'s chunks of a ``seconds`` long recording meet (its seams)."""
+    from nemo_pc.parts.longform import plan_chunks
+    from nemo_pc.pipelines.longform import frame_geometry, model_sample_rate
 
-    from nemo_pc.pipelines.inference import load_asr_model
+    rate = model_sample_rate(model)
+    samples_per_frame, _ = frame_geometry(model)
+    chunks = plan_chunks(round(seconds * rate), round(chunk_seconds * rate), round(context_seconds * rate),
+                         samples_per_frame)  # fmt: skip
+    return [chunk.start / rate for chunk in chunks[1:]]
 
-    torch.set_num_threads(threads)
-    model = load_asr_model(model_path)
+
+def transcribe_each(model, entries: list[dict], used: set[int]) -> dict[int, dict[str, str]]:
+    """Both modes of each used utterance, transcribed alone (``model.transcribe``, batches of one)."""
     order = sorted(used)
     both = model.transcribe([entries[i]["audio_filepath"] for i in order], batch_size=1, verbose=False, mode="both")
     return {i: {mode: getattr(hyps[k], "text", hyps[k]) for mode, hyps in both.items()} for k, i in enumerate(order)}
 
 
+def per_utterance(model_path: str, entries: list[dict], used: set[int], threads: int) -> dict[int, dict[str, str]]:
+    """Both modes of each used utterance transcribed alone, by the model at ``model_path``."""
+    import torch
+
+    from nemo_pc.pipelines.inference import load_asr_model
+
+    torch.set_num_threads(threads)
+    return transcribe_each(load_asr_model(model_path), entries, used)
+
+
+def cut_by_seams(spans: list[list], seams: list[float]) -> list[bool]:
+    """Whether a seam falls inside each utterance span (``[start, end, entry index]``)."""
+    return [any(start < seam < end for seam in seams) for start, end, _ in spans]
+
+
+def utterance_texts(rows: list[list], spans: list[list]) -> list[str]:
+    """Long-form words (``[text, start, end]``) given to the utterance spans by their midpoints
+    (:func:`nemo_pc.parts.longform.assign_to_spans`): each span's words, joined with spaces."""
+    from nemo_pc.parts.longform import TimedWord, assign_to_spans
+
+    words = [TimedWord(text, start, end) for text, start, end in rows]
+    assigned = assign_to_spans(words, [(start, end) for start, end, _ in spans])
+    return [" ".join(word.text for word in got) for got in assigned]
+
+
 def seam_agreement(figures: dict, spans: list[list], references: dict[int, dict[str, str]]) -> dict:
     """Per mode, word disagreement with per-utterance transcription for cut (``seam``) and whole utterances."""
     from nemo_pc.metrics.wer import ter_counts
-    from nemo_pc.parts.longform import TimedWord, assign_to_spans
 
-    seams = figures["seams"]
-    cut = [any(start < seam < end for seam in seams) for start, end, _ in spans]
+    cut = cut_by_seams(spans, figures["seams"])
     table = {}
     for mode, rows in figures["words"].items():
-        words = [TimedWord(text, start, end) for text, start, end in rows]
-        assigned = assign_to_spans(words, [(start, end) for start, end, _ in spans])
         totals = {"seam": [0, 0, 0], "inside": [0, 0, 0]}  # errors, reference words, utterances
-        for (_, _, index), got, is_cut in zip(spans, assigned, cut, strict=True):
-            counts = ter_counts(references[index][mode], " ".join(w.text for w in got))
+        for (_, _, index), got, is_cut in zip(spans, utterance_texts(rows, spans), cut, strict=True):
+            counts = ter_counts(references[index][mode], got)
             bucket = totals["seam" if is_cut else "inside"]
             bucket[0] += counts["ter_E"]
             bucket[1] += counts["ter_N"]
