@@ -282,6 +282,22 @@ def test_lm_fusion_claim_needs_a_significantly_lower_wer_pc(with_lm, p, expected
     assert missing["reproduced"] is None and missing["note"].startswith("not measured")
 
 
+def test_lm_fusion_claim_reads_the_demo_lm_rows_without_a_report(tmp_path):
+    write_system(tmp_path, "rnnt_conditioned", written=no_marks)
+    write_system(tmp_path, "rnnt_conditioned_lm")
+    (tmp_path / "lm").mkdir()
+    summary = {"beam_size": 8, "modes": {"punctuated": {"alpha": 0.4}, "normalized": {"alpha": 0.8}}}
+    (tmp_path / "lm" / "rnnt_conditioned.json").write_text(json.dumps(summary))
+    claim = C.claim_lm_fusion(None, demo_dir=tmp_path, num_resamples=RESAMPLES)
+    assert claim["reproduced"] is True and claim["measured"]["a"] == 0.0 and claim["measured"]["b"] > 0.0
+    assert claim["p_value"] < 0.05 and "beam 8 decoding" in claim["note"] and "LM weight 0.4 (dev)" in claim["note"]
+    worse = tmp_path / "worse"
+    write_system(worse, "rnnt_conditioned")
+    write_system(worse, "rnnt_conditioned_lm", written=no_marks)
+    assert C.claim_lm_fusion(None, demo_dir=worse, num_resamples=RESAMPLES)["reproduced"] is False
+    assert C.claim_lm_fusion(None, demo_dir=tmp_path / "none")["note"].startswith("not measured")
+
+
 def test_run_all_refuses_an_lm_report_of_another_demo_folder(tmp_path):
     report = tmp_path / "lm.json"
     report.write_text(json.dumps(_lm_report({"rnnt_conditioned": (0.6, 0.65, 0.01)})))
