@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.nemo_pc-installed
 
-.PHONY: install sysdeps test lint format demo bench clean
+.PHONY: install sysdeps test lint format demo claims bench clean
 
 APT_PACKAGES := $(shell grep -v '^\#' apt-packages.txt)
 
@@ -49,6 +49,13 @@ format: install
 DEMO_ARGS ?=
 demo: install
 	$(PY) examples/demo_pc.py --out demo_out $(DEMO_ARGS)
+
+# README's claims table from one folder: make demo's run (resumed, or run first), the claims baselines trained beside
+# it with the same recipe, then every claim (benchmarks/run_all.py) rendered into README.md.
+claims: install
+	$(PY) examples/demo_pc.py --out demo_out --claims $(DEMO_ARGS)
+	$(PY) benchmarks/run_all.py --demo-dir demo_out --skip rtf,restore --json benchmarks/results/run_all_default.json \
+		--markdown benchmarks/results/run_all_default.md --readme README.md
 
 # The quick speed benchmarks (benchmarks/README.md); each writes benchmarks/results/<script name>.json.
 bench: install

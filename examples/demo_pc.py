@@ -3,7 +3,7 @@
 python examples/demo_pc.py                       # ~2 h on 2 cores: 3 h corpus, 4 ASR models, formatter
 python examples/demo_pc.py --full                # 5 h corpus, 5x the training steps, every claims baseline
 python examples/demo_pc.py --hours 3 --rnnt-steps 2000 --systems rnnt_conditioned,rnnt_dual
-python examples/demo_pc.py --claims              # also the baselines of the README's claims table
+python examples/demo_pc.py --claims              # also the baselines of the README's claims table (make claims)
 """
 
 import argparse
@@ -15,6 +15,7 @@ from pc_demo.pipeline import (
     CLAIM_SYSTEMS,
     DEFAULT_BASE_STEPS,
     DEMO_SYSTEMS,
+    OTHER_SYSTEMS,
     Demo,
     DemoConfig,
 )
@@ -83,7 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--tagger-steps", type=int, default=None)
     parser.add_argument("--rewriter-steps", type=int, default=None)
     parser.add_argument("--systems", default=None, help=f"comma-separated, from {', '.join(ASR_SYSTEMS)}")
-    parser.add_argument("--claims", action="store_true", help="also train the claims baselines")
+    parser.add_argument(
+        "--claims", action="store_true", help=f"also train the claims baselines ({', '.join(CLAIM_SYSTEMS)})"
+    )
     parser.add_argument("--full", action="store_true", help="5 h of audio, 5x the steps, every baseline (hours)")
     parser.add_argument("--formatter-dir", default=None, help="reuse tagger.nemo and rewriter.nemo from here")
     parser.add_argument("--num-jobs", type=int, default=defaults.num_jobs)
@@ -104,7 +107,7 @@ def main(argv: list[str] | None = None) -> None:
     scale = 5 if args.full else 1
     systems = tuple(args.systems.split(",")) if args.systems else DEMO_SYSTEMS
     if args.claims or args.full:
-        systems = tuple(dict.fromkeys(systems + CLAIM_SYSTEMS))
+        systems = tuple(dict.fromkeys(systems + CLAIM_SYSTEMS + (OTHER_SYSTEMS if args.full else ())))
     config = dataclasses.replace(
         defaults,
         out_dir=args.out,
