@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from run_all_rtf import rtf_markdown
-from suite import REPO, p_value, pct
+from suite import RENAMED, REPO, p_value, pct
 
 from nemo_pc.parts.manifest import write_text_atomic
 
@@ -395,7 +395,11 @@ def render_train_speed(source: Path) -> str:
     report = _read_json(source)
     lines = [f"{report['machine']}; {report['corpus']} (`{source_name(source)}`)."]
     for run in report["runs"]:
-        lines += ["", f"`{run['command']}`" + (f" ({run['corpus']})" if run.get("corpus") else "") + ":", ""]
+        lines += [
+            "",
+            command_as_named_now(run["command"]) + (f" ({run['corpus']})" if run.get("corpus") else "") + ":",
+            "",
+        ]
         first: dict[str, float] = {}
         rows = [[r["model"], r["variant"], f"{r['steps_per_s']:.3f}", f"{r['audio_s_per_s']:.1f}",
                  pct(r["padding_share"]), f"{r['mean_loss']:.1f}",
@@ -478,7 +482,7 @@ def render_builder_scale(source: Path) -> str:
     """``speed_builder.py``: time, throughput and peak memory of the builder per corpus size and jobs."""
     report = _read_json(source)
     lines = [
-        f"`{report['command']}`, {report['cpus']} CPUs (`{source_name(source)}`):",
+        f"{command_as_named_now(report['command'])}, {report['cpus']} CPUs (`{source_name(source)}`):",
         "",
     ]
     rows = [[f"{r['utterances']:,}", f"{r['chapters']:,}", r["num_jobs"], f"{r['seconds']:.1f}",
@@ -608,6 +612,21 @@ def source_name(path: str | Path) -> str:
     return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
 
 
+def command_as_named_now(command: str) -> str:
+    """A command that a results file records, in backticks, its benchmark script named by its present path from the
+    repository root, so that it runs as written: a script renamed since (``suite.RENAMED``) is followed by the name
+    it ran under, and one run from inside ``benchmarks/`` gets the folder."""
+    called = re.match(r"(\S*python3?) (\S+)\.py(?=\s|$)", command)
+    if called is None:
+        return f"`{command}`"
+    folder, _, former = called[2].rpartition("/")
+    present = RENAMED.get(former, former)
+    if folder not in ("", "benchmarks") or not (REPO / "benchmarks" / f"{present}.py").is_file():
+        return f"`{command}`"
+    note = f" (run under its former name `{former}.py`)" if present != former else ""
+    return f"`{called[1]} benchmarks/{present}.py{command[called.end() :]}`{note}"
+
+
 def render_block(kind: str, source: str) -> str:
     """The text of one block; ``source`` names one results file, or several (space-separated) for the kinds of
     :data:`MULTI_SOURCE`. Raises ValueError for an unknown kind or a missing or unreadable source."""
@@ -628,7 +647,9 @@ def _provenance_line(path: Path) -> str | None:
     made = _read_json(path).get("provenance")
     if not made:
         return None
-    return f"`{source_name(path)}`: `{made['command']}`, revision {made['revision'] or 'unknown'}, {made['date']}."
+    recorded = f" ({made['recorded']})" if made.get("recorded") else ""
+    command = command_as_named_now(made["command"])
+    return f"`{source_name(path)}`: {command}, revision {made['revision'] or 'unknown'}, {made['date']}{recorded}."
 
 
 def _check_markers(path: Path, text: str) -> None:

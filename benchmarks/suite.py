@@ -58,8 +58,8 @@ RENAMED = {
     "gpu_recipe": "run_gpu_recipe",
     "device_check": "render_device_check",
 }
-"""Former script names (``benchmarks/<old>.py``) by their present ones: the commands that results files record, and
-that the rendered blocks quote, name a script as it was called when it ran."""
+"""Former script names (``benchmarks/<old>.py``) by their present ones: the commands that results files record name
+a script as it was called when it ran; ``render_results.py`` quotes them by the present name."""
 
 
 # timing

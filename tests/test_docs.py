@@ -1,12 +1,15 @@
 """README.md and docs/ against the repository: rendered result blocks are current, every results file, page and
-script they name exists, and every flag they pass to a script or a ``nemo-pc`` command is one it accepts."""
+script they name exists, every command they give runs as written (its script, module, ``nemo-pc`` command or make
+target exists and takes each flag given), and every results file names the run that made it."""
 
 from __future__ import annotations
 
 import ast
 import functools
+import importlib.util
 import json
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +29,11 @@ SCRIPT = re.compile(r"(?<![\w/.])((?:examples|benchmarks|scripts)/[\w/]+\.py)\b(
 NEMO_PC = re.compile(r"(?<![\w-])nemo-pc ([a-z][\w-]*)([^|;&#\n]*)")
 DEMO_ARGS = re.compile(r"DEMO_ARGS=\"([^\"]*)\"")
 FLAG = re.compile(r"(?<![\w-])(--[A-Za-z][\w-]*)")
+COMMAND = re.compile(
+    r"(?:[A-Z][A-Z0-9_]*=\S*\s+)*(?P<program>\.venv/bin/python|python3?|make)(?=\s|$)(?P<args>[^|;&#<>]*)"
+)
+MAKE_TARGET = re.compile(r"^([\w.-]+(?:[ \t]+[\w.-]+)*)[ \t]*:(?!=)", re.M)
+NEMO_SAID = re.compile(r"`\$NEMO`[^.]*\b(?:checkout|clone)\b")
 
 
 def _name(path: Path) -> str:
@@ -141,25 +149,116 @@ def test_linked_pages_exist(doc):
     assert not missing, f"{_name(doc)} links pages that do not exist: {missing}"
 
 
-# scripts and flags
+# results files and their runs
+
+# Results files (and folders) from before `suite.write_results` recorded a `provenance` (command, revision, date),
+# whose command no doc gives in full, each with the script that makes it again (made again, it records its run and
+# leaves this list). A file that no script can make again is moved to benchmarks/results/archive/ (not checked).
+PREDATE_PROVENANCE = {
+    # demo output folders: the demo writes no provenance; `config.json` holds the settings of the run
+    "benchmarks/results/demo_default_whisper/": "examples/demo_pc.py",
+    "benchmarks/results/demo_default_aed/": "examples/demo_pc.py",
+    # `run_all.py` recorded its `command` only (revision and date missing); the claims blocks render these two
+    "benchmarks/results/run_all.json": "benchmarks/run_all.py",
+    "benchmarks/results/run_all_default.json": "benchmarks/run_all.py",
+    # the device check recorded the run's command, revision and date at the top level, with no `provenance`
+    "benchmarks/results/device_check/h200_run1.json": "scripts/device_check.sh",
+    "benchmarks/results/device_check/h200_run2.json": "scripts/device_check.sh",
+    # rounds of one benchmark gathered in one file: docs/training_speed.md gives each round's variants, not its command
+    "benchmarks/results/asr_recipe.json": "benchmarks/quality_asr_recipe.py",
+    # docs/training_speed.md gives these commands as changes to another ("--steps 4000 ...", "scored as above")
+    "benchmarks/results/asr_hours6_steps4000.json": "benchmarks/quality_asr_recipe.py",
+    "benchmarks/results/train_dev_gap_base3000_6h.json": "benchmarks/quality_train_dev_gap.py",
+    "benchmarks/results/train_dev_gap_base3000_6h_own.json": "benchmarks/quality_train_dev_gap.py",
+    "benchmarks/results/train_dev_gap_base4000_6h.json": "benchmarks/quality_train_dev_gap.py",
+    "benchmarks/results/train_dev_gap_base4000_6h_own.json": "benchmarks/quality_train_dev_gap.py",
+}
+
+
+def _results_files() -> list[str]:
+    """The results JSON files git holds, outside ``archive/``."""
+    tracked = _tracked()
+    names = tracked if tracked is not None else {_name(p) for p in (REPO / "benchmarks" / "results").rglob("*.json")}
+    return sorted(
+        name
+        for name in names
+        if name.startswith("benchmarks/results/")
+        and name.endswith(".json")
+        and not name.startswith("benchmarks/results/archive/")
+        and (REPO / name).is_file()
+    )
+
+
+def _listed_as(name: str, known: str) -> bool:
+    """Whether results file ``name`` is ``known``, a file or a folder (``.../``) of :data:`PREDATE_PROVENANCE`."""
+    return name == known or (known.endswith("/") and name.startswith(known))
+
+
+def test_results_files_name_their_run():
+    """Every results file records the command, revision and date that made it, or is one of the few known to predate
+    that record; a file that cannot be made again is archived."""
+    files, unnamed = _results_files(), []
+    for name in files:
+        made = json.loads((REPO / name).read_text(encoding="utf-8")).get("provenance") or {}
+        named = all(made.get(key) for key in ("command", "revision", "date"))
+        if not named and not any(_listed_as(name, known) for known in PREDATE_PROVENANCE):
+            unnamed.append(name)
+    assert not unnamed, f"results files without provenance (suite.write_results records it): {unnamed}"
+    gone = [known for known in PREDATE_PROVENANCE if not any(_listed_as(name, known) for name in files)]
+    assert not gone, f"PREDATE_PROVENANCE names files that are not results files any more: {gone}"
+    scriptless = {known: script for known, script in PREDATE_PROVENANCE.items() if not (REPO / script).is_file()}
+    assert not scriptless, f"no script makes these again: archive them (benchmarks/results/archive/): {scriptless}"
+
+
+# scripts, commands and flags
+
+
+def _python_program(args: list[str]) -> str | None:
+    """What ``python ARGS`` runs: the script path, or ``-m module``; None for ``-c`` and a bare interpreter."""
+    if not args or args[0] == "-c":
+        return None
+    return f"-m {args[1]}" if args[0] == "-m" and len(args) > 1 else args[0]
+
+
+def _split(args: str) -> list[str]:
+    try:
+        return shlex.split(args)
+    except ValueError:  # an unclosed quote or a trailing backslash: the words as written
+        return args.split()
 
 
 def _invocations() -> list[tuple[str, str, str]]:
-    """(document, program, flag) for every flag the docs (and the Makefile's DEMO_ARGS) pass to a program."""
+    """(document, program, word) for every program the docs (and the Makefile) name: ``word`` is each flag it is
+    given, each target of ``make``, each path given to ``-m pytest``, or ``""``. Programs: the scripts named anywhere
+    in code, ``nemo-pc <command>``, and what a command line (``python``, ``.venv/bin/python``, ``make``) runs."""
     found = []
     sources = [(_name(doc), _commands(doc.read_text(encoding="utf-8"))) for doc in DOCS]
     sources.append(("Makefile", (REPO / "Makefile").read_text(encoding="utf-8").splitlines()))
     for name, lines in sources:
         for line in lines:
-            for script, args in SCRIPT.findall(line):
-                found += [(name, script, flag) for flag in FLAG.findall(args)] or [(name, script, "")]
-            for command, args in NEMO_PC.findall(line):
-                found += [(name, f"nemo-pc {command}", flag) for flag in FLAG.findall(args)] or [
-                    (name, f"nemo-pc {command}", "")
+            named = [(script, args) for script, args in SCRIPT.findall(line)]
+            named += [(f"nemo-pc {command}", args) for command, args in NEMO_PC.findall(line)]
+            named += [("examples/demo_pc.py", args) for args in DEMO_ARGS.findall(line)]
+            command = COMMAND.match(line.strip())
+            if command and command["program"] == "make":
+                found += [
+                    (name, "make", word) for word in _split(command["args"]) if word[0] not in "-$" and "=" not in word
                 ]
-            for args in DEMO_ARGS.findall(line):
-                found += [(name, "examples/demo_pc.py", flag) for flag in FLAG.findall(args)]
+            elif command and _python_program(_split(command["args"])):
+                args = _split(command["args"])
+                named.append((_python_program(args), " ".join(args[2 if args[0] == "-m" else 1 :])))
+            for program, args in named:
+                words = FLAG.findall(args)
+                if program == "-m pytest":
+                    words += [word.split("::")[0] for word in _split(args) if not word.startswith("-")]
+                found += [(name, program, word) for word in words] or [(name, program, "")]
     return found
+
+
+@functools.cache
+def _make_targets() -> frozenset[str]:
+    text = (REPO / "Makefile").read_text(encoding="utf-8")
+    return frozenset(t for names in MAKE_TARGET.findall(text) for t in names.split())
 
 
 @functools.cache
@@ -197,11 +296,11 @@ def _static_options(script: str) -> frozenset[str]:
 
 
 @functools.cache
-def _help_options(script: str) -> frozenset[str]:
-    """Option strings of ``python script --help`` (one subprocess per script, only where the source does not show
+def _help_options(program: tuple[str, ...]) -> frozenset[str]:
+    """Option strings of ``python PROGRAM --help`` (one subprocess per program, only where the source does not show
     a flag: parsers built from helpers of other modules)."""
-    run = subprocess.run([sys.executable, script, "--help"], cwd=REPO, capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, f"{script} --help failed: {run.stderr.strip()[-500:]}"
+    run = subprocess.run([sys.executable, *program, "--help"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, f"{' '.join(program)} --help failed: {run.stderr.strip()[-500:]}"
     return frozenset(FLAG.findall(run.stdout))
 
 
@@ -209,33 +308,78 @@ def _is_hydra(script: str) -> bool:
     return "hydra_runner" in (REPO / script).read_text(encoding="utf-8")
 
 
-def _present_name(program: str) -> str:
-    """A benchmark script by its present name (a rendered block quotes the command of a past run, which may name
-    the script by a former one: ``suite.RENAMED``)."""
-    folder, _, name = program.rpartition("/")
-    renamed = load_benchmark("suite").RENAMED
-    return f"{folder}/{renamed[name[:-3]]}.py" if folder == "benchmarks" and name[:-3] in renamed else program
+def _module_file(module: str) -> str | None:
+    """The repository file of a module of this package (``nemo_pc.x.y``), None for another package's."""
+    if module.split(".")[0] != "nemo_pc":
+        return None
+    path = REPO.joinpath(*module.split("."))
+    return _name(path / "__main__.py" if path.is_dir() else path.with_suffix(".py"))
 
 
-def test_named_scripts_and_flags_exist():
-    problems = []
-    for doc, raw, flag in _invocations():
-        program = _present_name(raw)
-        if program.startswith("nemo-pc "):
-            found = _nemo_pc_has(program.split()[1], flag)
-            if found is None:
-                problems.append(f"{doc}: `{program}` is not a nemo-pc command")
-            elif not found:
-                problems.append(f"{doc}: `{program}` has no {flag}")
-            continue
-        if not (REPO / program).parent.is_dir():  # NeMo's scripts (examples/asr/, scripts/...): NeMo's repository
-            continue
-        if not (REPO / program).is_file():
-            problems.append(f"{doc}: {program} does not exist")
-        elif flag and not _is_hydra(program) and flag not in _static_options(program):
-            if flag not in _help_options(program):
-                problems.append(f"{doc}: {program} has no {flag}")
-    assert not problems, "\n".join(sorted(set(problems)))
+def _module_problem(module: str, word: str) -> str | None:
+    """What is wrong with ``python -m module`` given ``word``: this package's modules take their own flags, pytest
+    the test paths; another package's module has only to exist."""
+    script = _module_file(module)
+    if (script is None and importlib.util.find_spec(module) is None) or (script and not (REPO / script).is_file()):
+        return f"`python -m {module}`: no such module"
+    if script is None:
+        test_path = module == "pytest" and word and not word.startswith("-")
+        return f"`python -m pytest {word}`: no such test file" if test_path and not _exists(word) else None
+    has = not word or word in _static_options(script) or word in _help_options(("-m", module))
+    return None if has else f"`python -m {module}` has no {word}"
+
+
+def _problem(program: str, word: str) -> str | None:
+    """What is wrong with running ``program`` with ``word`` as the docs write it, or None."""
+    if program == "make":
+        return None if word in _make_targets() else f"`make {word}`: the Makefile has no such target"
+    if program.startswith("nemo-pc "):
+        found = _nemo_pc_has(program.split()[1], word)
+        return None if found else f"`{program}` " + ("is not a nemo-pc command" if found is None else f"has no {word}")
+    if program.startswith("$NEMO/"):  # a script of NeMo's repository: a NeMo checkout, its flags are NeMo's
+        return None
+    if program.startswith("-m "):
+        return _module_problem(program[3:], word)
+    if not (REPO / program).is_file():
+        return f"{program}: no such file here (NeMo's scripts are `$NEMO/<path>`; renamed benchmarks: suite.RENAMED)"
+    if word and not _is_hydra(program) and word not in _static_options(program):
+        return None if word in _help_options((program,)) else f"{program} has no {word}"
+    return None
+
+
+def test_commands_run_as_written():
+    """Every script, ``nemo-pc`` command, module and make target that README.md and docs/ name exists, and takes
+    each flag the docs give it (Hydra overrides ``key=value`` are not flags); NeMo's scripts are named by a NeMo
+    checkout, ``$NEMO/...``."""
+    problems = {f"{doc}: {problem}" for doc, program, word in _invocations() if (problem := _problem(program, word))}
+    assert not problems, "\n".join(sorted(problems))
+
+
+def test_hydra_commands_set_each_key_once():
+    """No key is given twice to a Hydra script: Hydra silently keeps the last value (and stops on ``+key`` twice), so
+    one of the two is a mistake."""
+    twice = []
+    for doc in DOCS:
+        for line in _commands(doc.read_text(encoding="utf-8")):
+            command = COMMAND.match(line.strip())
+            if command and command["program"] != "make":
+                keys = [m[1] for word in _split(command["args"]) if (m := re.match(r"[+~]*([\w.@/-]+)=", word))]
+                twice += [
+                    f"{_name(doc)}: {key} in `{line.strip()[:80]}...`"
+                    for key in sorted(set(keys))
+                    if keys.count(key) > 1
+                ]
+    assert not twice, "keys given twice:\n" + "\n".join(twice)
+
+
+def test_nemo_scripts_say_where_they_live():
+    """A doc that runs a script of NeMo's repository (``$NEMO/...``) says what ``$NEMO`` is."""
+    unsaid = [
+        _name(doc)
+        for doc in DOCS
+        if "$NEMO/" in (text := doc.read_text(encoding="utf-8")) and not NEMO_SAID.search(text)
+    ]
+    assert not unsaid, f"these docs run $NEMO/... without saying that $NEMO is a NeMo checkout: {unsaid}"
 
 
 # configs against the docs

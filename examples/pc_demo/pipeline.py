@@ -193,7 +193,7 @@ class DemoConfig:
         tagger_steps, rewriter_steps: text-formatter training steps.
         tagger_lr: the tagger's peak learning rate. 5e-4 gave PER 44.9% and I-WER 6.2% on 60 formatter test
             documents after 400 steps, where the packaged 1e-4 (tuned for 1,200 steps) gave 53.9% and 10.6%
-            (``benchmarks/results/formatter_tagger_lr.json``).
+            (``benchmarks/results/archive/formatter_tagger_lr.json``).
         seq2seq_steps: steps of the full seq2seq formatter baseline ``models/seq2seq.nemo`` (0: not trained), which
             starts from the trained span rewriter.
         formatter_documents, formatter_synthetic, formatter_numbers: formatter data size (documents per source,
