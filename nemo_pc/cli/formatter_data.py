@@ -15,6 +15,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "fortunes (Debian fortunes), synthetic (template entities), numbers (number-rich template sentences read "
         "by NeMo TN); default all",
     )
+    parser.add_argument(
+        "--text-file",
+        action="append",
+        default=[],
+        help="a plain UTF-8 text file of your own (paragraphs separated by blank lines), read besides --sources "
+        "(all of it, in documents of about 500 words); repeat for several; --sources '' reads only these",
+    )
     parser.add_argument("--max-documents", type=int, default=3000, help="documents per source (default 3000)")
     parser.add_argument("--synthetic", type=int, default=6000, help="synthetic entity sentences (default 6000)")
     parser.add_argument("--numbers", type=int, default=4000, help="number-rich template sentences (default 4000)")
@@ -44,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
         tokenizer_vocab=args.tokenizer_vocab,
         tn=args.tn,
         seed=args.seed,
+        text_files=tuple(args.text_file),
     )
     paths = build_formatter_data(args.output_dir, config, cache_dir=args.cache_dir, num_jobs=args.num_jobs)
     summary = json.loads(paths["summary"].read_text())

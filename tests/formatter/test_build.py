@@ -80,3 +80,26 @@ def test_bad_config_is_refused_before_any_work(changes):
     field = next(iter(changes))
     with pytest.raises(ValueError, match=f"FormatterDataConfig.{field}"):
         FormatterDataConfig(**changes)
+
+
+def test_formatter_data_command_reads_own_text_files(tmp_path, capsys):
+    from nemo_pc.cli import main
+
+    story = "The old house stood alone. Was anyone there? Nobody answered, so she left the town."
+    files = []
+    for name, count in (("stories.txt", 70), ("letters.txt", 40)):  # about 1,200 and 700 words
+        files.append(tmp_path / name)
+        files[-1].write_text("\n\n".join(f"{story} Day {k} passed." for k in range(count)) + "\n", encoding="utf-8")
+    out = tmp_path / "data"
+    args = ["formatter-data", str(out), "--sources", "", "--text-file", str(files[0]), "--text-file", str(files[1]),
+            "--tn", "none", "--tokenizer-vocab", "300", "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
+    assert main(args) == 0
+    assert json.loads(capsys.readouterr().out)["counts"]["train_tagger"] > 0
+    docs = [e for split in ("train", "dev", "test") for e in read_manifest(out / f"{split}_documents.json")]
+    assert {e["doc_id"].rsplit(":", 1)[0] for e in docs} == {f"text:{path}" for path in files}
+    assert all(e["source"] == "text" and e["written"].startswith("The old house stood alone.") for e in docs)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["documents"] == len(docs) and set(summary["text_files"]) == set(map(str, files))
+    files[1].write_text(f"{story}\n", encoding="utf-8")  # an edited file is read again
+    assert main(args) == 0
+    assert json.loads((out / "summary.json").read_text())["documents"] < summary["documents"]

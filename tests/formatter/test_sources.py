@@ -8,6 +8,7 @@ from nemo_pc.formatter.sources import (
     load_documents,
     number_documents,
     synthetic_documents,
+    text_documents,
     wiki_documents,
 )
 
@@ -49,3 +50,20 @@ def test_number_documents_are_written_text_for_tn(tmp_path):
     assert all(not d.pairs and d.source == "numbers" and any(ch.isdigit() for ch in d.text) for d in docs)
     loaded = load_documents(["numbers"], tmp_path, numbers=10, seed=1)
     assert [d.doc_id for d in loaded] == [d.doc_id for d in docs]
+
+
+def test_own_text_files_are_documents_of_consecutive_paragraphs(tmp_path):
+    first, second = tmp_path / "first.txt", tmp_path / "second.txt"
+    first.write_text("One two three.\n\nFour five six.\n\n\nSeven eight nine ten.\n", encoding="utf-8")
+    second.write_text("A short note,\nwrapped over lines.\n", encoding="utf-8")
+    docs = text_documents([first, second], document_words=6)
+    assert [(doc.doc_id, doc.source) for doc in docs] == [
+        (f"text:{first}:1", "text"), (f"text:{first}:2", "text"), (f"text:{second}:1", "text"),
+    ]  # fmt: skip
+    assert docs[0].text == "One two three.\n\nFour five six." and docs[2].text == "A short note, wrapped over lines."
+    assert load_documents([], tmp_path, text_files=[second]) == docs[2:]
+    latin1 = tmp_path / "latin1.txt"
+    latin1.write_bytes("caf\u00e9".encode("latin-1"))
+    for paths, message in (([latin1], "latin1.txt: not UTF-8"), ([first, first], "first.txt: text file given twice")):
+        with pytest.raises(ValueError, match=message):
+            text_documents(paths)

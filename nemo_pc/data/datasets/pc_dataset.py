@@ -22,6 +22,8 @@ The data config follows NeMo's ``train_ds`` / ``validation_ds`` keys::
                                       # batches (less padding); the batch order is still shuffled every epoch
     use_lhotse: false                 # true: NeMo's lhotse loader (shar, tarred audio, NeMo manifests) over
                                       # nemo_pc.data.datasets.pc_lhotse.LhotsePCDataset; see docs/scale.md
+    tn: nemo                          # a line without text_normalized gets it from its text: NeMo TN (nemo) or
+                                      # none, then normalize; cached by content (nemo_pc.data.normalized_text)
 
 A model whose main head learns a mixed-style transcript (papers/001 §2.3) passes ``mixed_format``: the P tokens are
 then those of ``compose_mixed(N, P, mixed_format)``, and batches keep the :class:`PCBatch` layout.
@@ -37,7 +39,8 @@ from pathlib import Path
 import torch
 
 from nemo_pc.data.datasets.pc_batch import PCBatch, collate_pc_batch, pc_token_ids, prepare_pc_text
-from nemo_pc.parts.manifest import DropCounter, ManifestError, audio_path, iter_manifest, require_text
+from nemo_pc.data.normalized_text import check_tn, iter_pc_manifest
+from nemo_pc.parts.manifest import DropCounter, ManifestError, audio_path, require_text
 from nemo_pc.parts.styles import check_format
 from nemo_pc.parts.text import DEFAULT_MARKS, parse_marks
 
@@ -65,19 +68,22 @@ def read_pc_manifest(
     min_duration: float | None = None,
     max_duration: float | None = None,
     drops: DropCounter | None = None,
+    tn: str = "nemo",
 ) -> list[PCUtterance]:
-    """Reads and checks a manifest of the nemo_pc schema.
+    """Reads and checks a manifest of the nemo_pc schema; a line without ``text_normalized`` gets it derived from its
+    punctuated ``text`` (:func:`~nemo_pc.data.normalized_text.iter_pc_manifest`, with TN mode ``tn``).
 
     Raises:
-        ManifestError: a line without ``audio_filepath``, ``duration`` or ``text_normalized``, an empty transcript,
-            an audio file that does not exist or an unknown ``pc_source`` (the message names the file and line).
+        ManifestError: a line without ``audio_filepath``, ``duration``, or both ``text_normalized`` and ``text``, an
+            empty transcript, an audio file that does not exist or an unknown ``pc_source`` (the message names the
+            file and line).
         ValueError: ``pc_fraction`` outside [0, 1].
     """
     if not 0.0 <= pc_fraction <= 1.0:
         raise ValueError(f"pc_fraction must be in [0, 1], got {pc_fraction}")
     manifest = Path(manifest)
     items = []
-    for number, entry in iter_manifest(manifest):
+    for number, entry in iter_pc_manifest(manifest, tn, drops=drops):
         where = f"{manifest}:{number}"
         item = check_pc_entry(entry, manifest, number, marks, pc_fraction, pc_seed)
         if (min_duration is not None and item.duration < min_duration) or (
@@ -124,6 +130,7 @@ class PCAudioTextDataset(torch.utils.data.Dataset):
         augmentor: a NeMo ``AudioAugmentor`` (``process_augmentations`` of an ``augmentor`` config) applied to
             every waveform it reads, e.g. speed perturbation; ``None`` reads the audio as it is.
         mixed_format: ``"m0"``, ``"m1"`` or ``"m2"``: the P tokens are those of the mixed-style transcript.
+        tn: how a line without ``text_normalized`` gets it from ``text`` (``"nemo"`` or ``"none"``).
     """
 
     def __init__(
@@ -138,6 +145,7 @@ class PCAudioTextDataset(torch.utils.data.Dataset):
         max_duration: float | None = None,
         augmentor=None,
         mixed_format: str | None = None,
+        tn: str = "nemo",
     ) -> None:
         from nemo.collections.asr.parts.preprocessing.features import WaveformFeaturizer
 
@@ -146,7 +154,9 @@ class PCAudioTextDataset(torch.utils.data.Dataset):
         self.drops = DropCounter()
         self.items: list[PCUtterance] = []
         for path in paths:
-            self.items += read_pc_manifest(path, marks, pc_fraction, pc_seed, min_duration, max_duration, self.drops)
+            self.items += read_pc_manifest(
+                path, marks, pc_fraction, pc_seed, min_duration, max_duration, self.drops, tn
+            )
         if self.drops.total:
             _LOG.warning("dropped %d utterances: %s", self.drops.total, self.drops.as_dict())
         if not self.items:
@@ -282,6 +292,7 @@ def pc_dataloader_from_config(
         max_duration=config.get("max_duration"),
         augmentor=_augmentor(config.get("augmentor")),
         mixed_format=mixed_format,
+        tn=check_tn(config.get("tn", "nemo")),
     )
     workers = int(config.get("num_workers", 0) or 0)
     # kept across epochs: a new worker per epoch re-imports and re-reads its state (seconds per epoch on 2 cores)

@@ -9,7 +9,9 @@ into ``cut.custom`` (``text_normalized``, ``pc_source``, ``utt_id``); ``nemo-pc 
 same way. The data keys are NeMo's (``manifest_filepath``, ``tarred_audio_filepaths``, ``shar_path``,
 ``cuts_path``, ``input_cfg``, ``batch_size``, ``batch_duration``, ``use_bucketing``, ``num_buckets``,
 ``bucket_duration_bins``, ``max_duration``, ``min_duration``, ``shuffle``, ``seed``, ``shard_seed``,
-``force_finite``, ...); ``marks``, ``pc_fraction`` and ``pc_seed`` are read here. See docs/scale.md.
+``force_finite``, ...); ``marks``, ``pc_fraction``, ``pc_seed`` and ``tn`` are read here. A manifest with lines
+without ``text_normalized`` is read through its derived copy
+(:func:`~nemo_pc.data.normalized_text.derived_manifest_paths`). See docs/scale.md.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from collections.abc import Mapping
 import torch
 
 from nemo_pc.data.datasets.pc_batch import PCBatch, collate_pc_batch, pc_token_ids, prepare_pc_text
+from nemo_pc.data.normalized_text import check_tn, derived_manifest_paths
 from nemo_pc.parts.manifest import ManifestError
 from nemo_pc.parts.styles import check_format
 from nemo_pc.parts.text import DEFAULT_MARKS, parse_marks
@@ -164,6 +167,10 @@ def lhotse_pc_dataloader(
         raise ValueError("data config: concatenate_samples is not supported: the fields of one utterance would "
                          "label several")  # fmt: skip
     _check_rank_split(config, world_size)
+    tn = check_tn(config.pop("tn", "nemo"))
+    if config.get("manifest_filepath"):
+        tarred = bool(config.get("tarred_audio_filepaths"))  # its audio_filepath values are tar member names
+        config["manifest_filepath"] = derived_manifest_paths(config["manifest_filepath"], tn, anchor_audio=not tarred)
     dataset = LhotsePCDataset(
         tokenizer,
         marks=parse_marks(config.pop("marks", DEFAULT_MARKS), "data config: marks"),

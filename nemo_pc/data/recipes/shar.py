@@ -17,7 +17,8 @@ import shutil
 from pathlib import Path
 
 from nemo_pc.data.datasets.pc_dataset import PCUtterance, check_pc_entry
-from nemo_pc.parts.manifest import ManifestError, iter_manifest
+from nemo_pc.data.normalized_text import iter_pc_manifest
+from nemo_pc.parts.manifest import ManifestError
 from nemo_pc.parts.text import DEFAULT_MARKS
 
 SHAR_FIELDS = {"recording": "flac"}
@@ -34,9 +35,10 @@ def export_shar(
 ) -> dict[str, list[str]]:
     """Writes a nemo_pc manifest as lhotse shar into ``output_dir``; returns the shard paths by field.
 
-    Every line is checked first (as the training dataset checks it), then the shards are written to a temporary
-    folder beside ``output_dir`` and renamed onto it, so ``output_dir`` is complete or absent. Running it again
-    reads what is there: a folder that holds this manifest's cuts at this shard size is kept as it is.
+    Every line is checked first (as the training dataset checks it; a line without ``text_normalized`` gets it
+    derived from ``text``, :func:`~nemo_pc.data.normalized_text.iter_pc_manifest`), then the shards are written to a
+    temporary folder beside ``output_dir`` and renamed onto it, so ``output_dir`` is complete or absent. Running it
+    again reads what is there: a folder that holds this manifest's cuts at this shard size is kept as it is.
 
     Raises:
         ManifestError: a bad line, or audio that cannot be read (naming the file and line).
@@ -49,7 +51,7 @@ def export_shar(
         raise ValueError(f"shard_size must be 1 or more, got {shard_size}")
     manifest, output_dir = Path(manifest), Path(output_dir)
     lines = [(number, entry, check_pc_entry(entry, manifest, number, DEFAULT_MARKS, 1.0, 0))
-             for number, entry in iter_manifest(manifest)]  # fmt: skip
+             for number, entry in iter_pc_manifest(manifest)]  # fmt: skip
     if not lines:
         raise ValueError(f"{manifest}: no utterance")
     expected = [_summary(_cut_id(entry, manifest, number), entry.get("text"), entry) for number, entry, _ in lines]

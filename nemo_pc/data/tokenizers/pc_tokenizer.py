@@ -4,8 +4,9 @@ It follows the conventions of NeMo's ``scripts/tokenizers/process_asr_text_token
 the tokenizer lands in ``<output_dir>/tokenizer_spe_<type>_v<vocab_size>/`` (``tokenizer.model``,
 ``tokenizer.vocab``, ``vocab.txt``), which is what a model config's ``tokenizer.dir`` points to. The training text
 is the manifest's ``text`` after :func:`nemo_pc.parts.text.preprocess_punctuated` (the mark set of the models), plus
-its ``text_normalized``, so that the lower-case spelling of every word is in the vocabulary too and normalized text
-is a subset of what the tokenizer can write.
+its ``text_normalized`` (derived from ``text`` where a line has none, :mod:`nemo_pc.data.normalized_text`), so that
+the lower-case spelling of every word is in the vocabulary too and normalized text is a subset of what the tokenizer
+can write.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from nemo_pc.parts.manifest import ManifestError, iter_manifest, require_text
+from nemo_pc.data.normalized_text import iter_pc_manifest
+from nemo_pc.parts.manifest import ManifestError, require_text
 from nemo_pc.parts.text import DEFAULT_MARKS, normalize, parse_marks, preprocess_punctuated
 
 _LOG = logging.getLogger(__name__)
@@ -37,12 +39,12 @@ def tokenizer_training_lines(
     """The lines a tokenizer is trained on: each utterance's punctuated text, then its normalized text.
 
     Raises:
-        ManifestError: a line without ``text`` or ``text_normalized`` (naming the file and line), or with both
-            empty.
+        ManifestError: a line without ``text`` (naming the file and line), or with ``text`` and ``text_normalized``
+            both empty.
     """
     lines: list[str] = []
     for manifest in manifests:
-        for number, entry in iter_manifest(manifest):
+        for number, entry in iter_pc_manifest(manifest):
             normalized = normalize(require_text(entry, "text_normalized", manifest, number))
             punctuated = preprocess_punctuated(require_text(entry, "text", manifest, number), marks, mark_map)
             if not punctuated and not normalized:
