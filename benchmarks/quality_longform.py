@@ -186,12 +186,14 @@ def main(argv: list[str] | None = None) -> int:
     minutes = math.inf if args.minutes is None else args.minutes
     count = len(entries) if args.minutes is None else None
     spans = write_recording(entries, minutes * 60, args.pause, 16000, recording, count)
-    models = [measure(path, entries, spans, recording, args) for path in args.model]
     report = {
         "manifest": args.manifest, "utterances": len(spans), "audio_seconds": spans[-1][1] + args.pause,
-        "pause_seconds": args.pause, "threads": args.threads, "models": models,
+        "pause_seconds": args.pause, "threads": args.threads, "models": [],
     }  # fmt: skip
-    write_results(args.json, report, [f"benchmarks/{Path(__file__).name}", *(sys.argv[1:] if argv is None else argv)])
+    command = [f"benchmarks/{Path(__file__).name}", *(sys.argv[1:] if argv is None else argv)]
+    for path in args.model:  # the file is written after each model, so a stopped run keeps the models it measured
+        report["models"].append(measure(path, entries, spans, recording, args))
+        write_results(args.json, report, command)
     return 0
 
 

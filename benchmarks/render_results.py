@@ -11,7 +11,8 @@ section b, section a); ``demo`` and ``demo_steps`` (a demo output folder kept in
 its seconds per step); ``formatter_loso``, ``formatter_loso_all``, ``train_dev_gap``, ``lm_fusion``, ``lm_loso``,
 ``asr_recipe``, ``streaming`` (the JSON of ``benchmarks/quality_<kind>.py``); ``train_speed``, ``lhotse_speed``,
 ``builder_scale``, ``rnnt_loss``, ``longform`` (the JSON of ``speed_train``, ``speed_lhotse``, ``speed_builder``,
-``speed_rnnt_loss``, ``speed_longform``); ``streaming_train`` (a training curve). A kind is named after the results
+``speed_rnnt_loss``, ``speed_longform``); ``longform_trained`` (the JSON of ``quality_longform``); ``streaming_train``
+(a training curve). A kind is named after the results
 files it reads, which keep the names they were written under.
 
 This script owns every table made from a results file, the README's claims table included: ``run_all.py`` stores
@@ -525,6 +526,51 @@ def render_longform(source: Path) -> str:
     return "\n".join(lines + _table(columns, rows)) + "\n"
 
 
+def _longform_mode_row(model: dict, window: dict, mode: str) -> list:
+    """One mode's error rates of one model and window (``quality_longform.py``)."""
+    scores, alone = window["modes"][mode], model["per_utterance_vs_reference"][mode]
+    longform, versus = scores["longform_vs_reference"], scores["longform_vs_per_utterance"]
+    seams = [pct(window["agreement"][mode][part]["word_disagreement"]) for part in ("seam", "inside")]
+    return [mode[0].upper(), pct(longform["wer"]), pct(alone["wer"]), pct(scores["joined_wer"]),
+            _marks_per(longform, mode), _marks_per(alone, mode), pct(versus["wer"]), _marks_per(versus, mode),
+            *seams]  # fmt: skip
+
+
+def _marks_per(scores: dict, mode: str) -> str:
+    """PER of the punctuated mode; ``-`` for the normalized mode and where neither side holds a mark."""
+    return pct(scores["per"] if mode == "punctuated" and scores["per_operations"] else None)
+
+
+def _longform_cue_row(window: dict) -> list:
+    """One window's chunks, CPU RTF, punctuated words written, and SRT cues (``quality_longform.py``)."""
+    cues, words = window["cues"], window["modes"]["punctuated"]["longform_vs_reference"]
+    ended = cues["ended_by"]
+    return [window["chunks"], f"{window['cpu_rtf']:.3f}", f"{words['hypothesis_words']} / {words['words']}",
+            cues["cues"], f"{cues['mean_seconds']:.1f} s", f"{cues['max_seconds']:.1f} s", cues["max_lines"],
+            cues["max_line_chars"], f"{ended['mark']} / {ended['pause']} / {ended['cap']}"]  # fmt: skip
+
+
+def render_longform_trained(source: Path) -> str:
+    """``quality_longform.py``: per model, chunk window and mode, long-form WER and PER against the references next
+    to per-utterance transcription's, the long-form transcript against the per-utterance one, and the seam/inside
+    word disagreement; then per model and window, the words written and the SRT cues."""
+    r = _read_json(source)
+    models = ", ".join(f"`{m['model']}` ({m['modified']})" for m in r["models"])
+    head = (f"{r['utterances']} utterances of `{r['manifest']}` in order with {r['pause_seconds']:g} s pauses, one "
+            f"recording of {r['audio_seconds'] / 60:.1f} min, {r['threads']} thread(s); models {models}:")  # fmt: skip
+    rows, cue_rows = [], []
+    for model in r["models"]:
+        for window in model["windows"]:
+            name = [f"`{Path(model['model']).stem}`", f"{window['chunk_seconds']:g} + {window['context_seconds']:g} s"]
+            rows += [[*name, *_longform_mode_row(model, window, mode)] for mode in ("punctuated", "normalized")]
+            cue_rows.append([*name, *_longform_cue_row(window)])
+    columns = ["model", "window", "mode", "WER:", "WER alone:", "WER joined:", "PER:", "PER alone:",
+               "WER vs alone:", "PER vs alone:", "seam:", "inside:"]  # fmt: skip
+    cue_columns = ["model", "window", "chunks:", "RTF CPU:", "words / reference:", "cues:", "mean:", "longest:",
+                   "most lines:", "longest line:", "ended by mark / pause / cap:"]  # fmt: skip
+    return "\n".join([head, "", *_table(columns, rows), "", *_table(cue_columns, cue_rows)]) + "\n"
+
+
 def render_aed_minutes(source: Path) -> str:
     """``quality_aed_minutes.py``: each system's training minutes and test / test_seen scores, then its dev curve
     over minutes."""
@@ -600,6 +646,7 @@ RENDERERS: dict[str, Callable[[Path], str]] = {
     "builder_scale": render_builder_scale,
     "rnnt_loss": render_rnnt_loss,
     "longform": render_longform,
+    "longform_trained": render_longform_trained,
 }
 
 

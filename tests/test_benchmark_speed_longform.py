@@ -29,3 +29,12 @@ def test_seam_and_inside_disagreement_are_counted_apart():
     assert table["punctuated"]["seam"] == {"utterances": 1, "words": 1, "word_disagreement": 1.0}
     assert table["punctuated"]["inside"] == {"utterances": 2, "words": 4, "word_disagreement": 0.0}
     assert table["normalized"]["seam"]["word_disagreement"] == 0.0
+
+
+def test_words_go_to_the_nearest_utterance_and_seams_mark_the_cut_ones():
+    bench = load_benchmark("speed_longform")
+    spans = [[0.0, 1.0, 0], [1.5, 2.0, 1]]
+    rows = [["a", 0.1, 0.2], ["b", 1.1, 1.2], ["c", 1.3, 1.4], ["d", 1.6, 1.7]]
+    # the gap between the utterances is cut at 1.25 s: "b" (midpoint 1.15 s) is the first's, "c" the second's
+    assert bench.utterance_texts(rows, spans) == ["a b", "c d"]
+    assert bench.cut_by_seams(spans, [1.25, 1.8]) == [False, True]
