@@ -116,20 +116,34 @@ def claims_markdown(claims: Sequence[Mapping]) -> str:
     return "\n".join(lines + notes) + "\n"
 
 
+def _recipe(config: dict) -> str:
+    """How a demo folder's ASR models were trained, from its ``config.json``."""
+    backbone = config.get("backbone", "fastconformer")
+    if config.get("base_steps"):
+        start = f"{config['base_steps']} steps of the shared base encoder, then"
+        rnnt_start = ""
+    else:
+        start = "Whisper tiny.en's encoder, then" if backbone == "whisper_tiny" else "random weights, then"
+        rnnt_start = f" from `{config['rnnt_init']}`'s encoder" if config.get("rnnt_init") else ""
+    text = (
+        f"{start} {config.get('asr_steps', '?')} steps per CTC model and "
+        f"{config.get('rnnt_steps', config.get('asr_steps', '?'))} per RNN-T model{rnnt_start}"
+    )
+    if any(name.startswith("aed") for name in config.get("systems", [])):
+        text += f", {config.get('aed_steps', '?')} per AED"
+    return text
+
+
 def claims_block(results: dict) -> str:
     """The README's claims block: the run a ``benchmarks/run_all.py`` JSON measured, then its claims table."""
     config = results.get("demo_config") or {}
     source = (
-        f"Measured on a demo output ({config.get('hours', '?')} h corpus, {config.get('base_steps', 0)} steps of the "
-        f"shared base encoder, then {config.get('asr_steps', '?')} steps per CTC model and "
-        f"{config.get('rnnt_steps', config.get('asr_steps', '?'))} per RNN-T model, seed {config.get('seed', '?')}"
-        f"; systems: {', '.join(config.get('systems', [])) or '?'}"
+        f"Measured on a demo output ({config.get('hours', '?')} h corpus, {_recipe(config)}, seed "
+        f"{config.get('seed', '?')}; systems: {', '.join(config.get('systems', [])) or '?'}"
         + (f"; cascade formatter: `{config['formatter_dir']}`" if config.get("formatter_dir") else "")
-        + f") by `{results['command']}`; all benchmarks of "
-        f"that run in "
-        f"`{results['markdown']}`. p: paired bootstrap over test utterances (documents for C5), the "
-        "claim's test; MAPSSWE (SCTK's matched pairs) next to it for word error rates only, not for PER, whose "
-        "denominator counts insertions."
+        + f") by `{results['command']}`; all benchmarks of that run in `{results['markdown']}`. p: paired bootstrap "
+        "over test utterances (documents for C5), the claim's test; MAPSSWE (SCTK's matched pairs) next to it for "
+        "word error rates only, not for PER, whose denominator counts insertions."
     )
     return source + "\n\n" + claims_markdown(results["claims"])
 
