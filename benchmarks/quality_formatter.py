@@ -48,11 +48,13 @@ def systems(args: argparse.Namespace) -> dict:
     from nemo_pc.formatter.pipeline import TextFormatter
     from nemo_pc.models.rewriter import SpanRewriterModel
 
-    formatter = TextFormatter.from_files(args.tagger, args.rewriter)
+    # papers/003's formatter, as the claims (C5) state it: the pure neural path, no WFST
+    formatter = TextFormatter.from_files(args.tagger, args.rewriter, span_itn="neural", detect_spans=False)
     out = {"formatter": formatter}
     if args.separate:
         paths = dict(zip(("punct", "case", "itn"), args.separate.split(","), strict=True))
-        out["separate taggers"] = TextFormatter(SeparateTaggers.from_files(paths), formatter.rewriter)
+        out["separate taggers"] = TextFormatter(SeparateTaggers.from_files(paths), formatter.rewriter,
+                                                span_itn="neural", detect_spans=False)  # fmt: skip
     if args.seq2seq:
         out["full seq2seq"] = Seq2SeqFormatter(SpanRewriterModel.restore_from(args.seq2seq, map_location="cpu"))
     if args.wfst:

@@ -74,9 +74,11 @@ def main(argv: list[str] | None = None) -> dict:
             overrides = demo.formatter_overrides(name, work / "formatter_data")  # the demo's recipe, tagger_lr too
             stats = train_model(name, overrides, target, steps, seed=cfg.seed)
             seconds[name] = stats["seconds"]
+    neural = {"span_itn": "neural", "detect_spans": False}  # the pure neural formatter; the hybrid: *_loso_all.py
+    without = TextFormatter.from_files(work / "tagger.nemo", work / "rewriter.nemo", **neural)
     systems = {
-        f"formatter without {args.leave_out}": TextFormatter.from_files(work / "tagger.nemo", work / "rewriter.nemo"),
-        "demo formatter (all sources)": TextFormatter.from_files(*demo.formatter()),
+        f"formatter without {args.leave_out}": without,
+        "demo formatter (all sources)": TextFormatter.from_files(*demo.formatter(), **neural),
     }
     if not args.no_wfst:
         from nemo_pc.formatter.baselines import WfstItn

@@ -199,7 +199,7 @@ def _formatter_job(normalized: list[str] | None, paths: dict) -> Callable[[int],
         return "no tagger.nemo / rewriter.nemo"
     from nemo_pc.formatter.pipeline import TextFormatter
 
-    formatter = TextFormatter.from_files(paths["tagger"], paths["rewriter"])
+    formatter = TextFormatter.from_files(paths["tagger"], paths["rewriter"], span_itn="neural", detect_spans=False)
     formatter.format(normalized[:2])  # first-call setup is not part of the timing
     return lambda i: formatter.format([normalized[i]])
 

@@ -710,7 +710,8 @@ class Demo:
             return cascade, hybrid
         from nemo_pc.formatter.pipeline import TextFormatter
 
-        formatter = TextFormatter.from_files(tagger, rewriter)
+        # papers/003's pure neural formatter, not the library's hybrid default (docs/formatter.md says why)
+        formatter = TextFormatter.from_files(tagger, rewriter, span_itn="neural", detect_spans=False)
         entries = [entry for _, entry in iter_manifest(self.path("predictions", f"{source}.json"))]
         normalized = [entry["pred_text_normalized"] for entry in entries]
         punctuated = [entry["pred_text"] for entry in entries]

@@ -13,12 +13,7 @@ import sys
 import tarfile
 from pathlib import Path
 
-from nemo_pc.formatter.hybrid import POLICIES
-
-DEFAULT_SPAN_ITN = "agreement"
-"""The span ITN policy of ``nemo-pc format`` (measured on sources the formatter never saw: docs/formatter.md)."""
-DEFAULT_DETECT_SPANS = True
-"""Whether ``nemo-pc format`` adds the spans WFST ITN finds to the tagger's."""
+from nemo_pc.formatter.hybrid import DEFAULT_DETECT_SPANS, DEFAULT_SPAN_ITN, POLICIES
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -13,7 +13,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from nemo_pc.formatter.hybrid import POLICIES, SpanCandidates, WfstSpans, chosen_text
+from nemo_pc.formatter.hybrid import (
+    DEFAULT_DETECT_SPANS,
+    DEFAULT_SPAN_ITN,
+    POLICIES,
+    SpanCandidates,
+    WfstSpans,
+    chosen_text,
+)
 from nemo_pc.formatter.labels import LabeledText, find_spans, span_input
 from nemo_pc.parts.manifest import iter_manifest, require_text, write_manifest
 from nemo_pc.parts.text import join_word_marks, normalize, word_marks
@@ -62,13 +69,16 @@ class TextFormatter:
         max_growth: a rewrite longer than ``max_growth`` times its span's spoken text (plus 8 characters) is
             treated as a hallucination and the span keeps its words.
         span_itn: whose written form each span takes, a policy of :mod:`nemo_pc.formatter.hybrid`: ``neural`` (the
-            rewriter's, always), or a hybrid with NeMo WFST ITN (``wfst``, ``confidence``, ``agreement``,
-            ``class``).
+            rewriter's, always: papers/003's formatter), or a hybrid with NeMo WFST ITN (``wfst``, ``confidence``,
+            ``agreement``, ``class``). The default, shared with ``nemo-pc format``, is
+            :data:`~nemo_pc.formatter.hybrid.DEFAULT_SPAN_ITN`.
         wfst: a :class:`~nemo_pc.formatter.hybrid.WfstSpans` for the hybrid policies (default: made at first use).
         threshold: the rewriter confidence the ``confidence`` policy needs to keep the rewriter's form.
         detect_spans: also treat as spans the words that WFST ITN over the whole text changes
             (:meth:`~nemo_pc.formatter.hybrid.WfstSpans.changed_spans`); a tagger span and a WFST span that overlap
-            become one span, and ``span_itn`` chooses the written form of every span.
+            become one span, and ``span_itn`` chooses the written form of every span (default
+            :data:`~nemo_pc.formatter.hybrid.DEFAULT_DETECT_SPANS`). ``span_itn="neural", detect_spans=False`` is
+            the pure neural formatter, which runs no WFST.
     """
 
     def __init__(
@@ -80,10 +90,10 @@ class TextFormatter:
         chunk_overlap: int = 32,
         batch_size: int = 32,
         max_growth: float = 2.0,
-        span_itn: str = "neural",
+        span_itn: str = DEFAULT_SPAN_ITN,
         wfst=None,
         threshold: float = 0.9,
-        detect_spans: bool = False,
+        detect_spans: bool = DEFAULT_DETECT_SPANS,
     ) -> None:
         chunk_windows(1, chunk_words, chunk_overlap)
         if span_itn not in POLICIES:

@@ -11,7 +11,7 @@ def _benchmark(name: str = "quality_formatter"):
 def test_compute_cost_counts_flops_encoder_passes_and_decoder_steps(tiny_formatter):
     bench = _benchmark()
     texts = [spoken for _, spoken in WRITTEN_SPOKEN[:2]]
-    formatter = TextFormatter(*tiny_formatter)
+    formatter = TextFormatter(*tiny_formatter, span_itn="neural", detect_spans=False)
     spans = sum(len(item.spans) for item in formatter.annotate(texts))
     assert spans >= 1
     cost = bench.compute_cost(formatter, texts)

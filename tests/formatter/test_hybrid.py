@@ -1,8 +1,13 @@
+import argparse
+import inspect
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from nemo_pc.formatter.hybrid import (
+    DEFAULT_DETECT_SPANS,
+    DEFAULT_SPAN_ITN,
     POLICIES,
     SpanCandidates,
     WfstSpans,
@@ -78,7 +83,7 @@ class MarkedWfst(WfstSpans):
 def test_pipeline_hybrid_on_a_tiny_formatter(tiny_formatter):
     tagger, rewriter = tiny_formatter
     spoken = [s for _, s in WRITTEN_SPOKEN]
-    neural = TextFormatter(tagger, rewriter)
+    neural = TextFormatter(tagger, rewriter, span_itn="neural", detect_spans=False)
     wfst = MarkedWfst()
     labeled, candidates = TextFormatter(tagger, rewriter, wfst=wfst).span_candidates(spoken)
     assert candidates and all(0.0 <= span.confidence <= 1.0 for _, span in candidates)
@@ -168,3 +173,15 @@ def test_nemo_pc_format_runs_the_hybrid_by_default(tiny_formatter, tmp_path, mon
     assert "$12.3 million" in capsys.readouterr().out and len(made) == 1
     monkeypatch.setattr("sys.stdin", io.StringIO("so we paid twelve point three million dollars for it\n"))
     assert main([*models, "--span-itn", "neural", "--no-detect-spans"]) == 0 and len(made) == 1  # no WFST
+
+
+def test_the_python_api_and_nemo_pc_format_share_one_default():
+    from nemo_pc.cli.format import add_arguments
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(["--tagger", "tagger.nemo"])
+    python = inspect.signature(TextFormatter).parameters
+    assert (python["span_itn"].default, python["detect_spans"].default) == (DEFAULT_SPAN_ITN, DEFAULT_DETECT_SPANS)
+    assert (args.span_itn, args.detect_spans) == (DEFAULT_SPAN_ITN, DEFAULT_DETECT_SPANS)
+    assert DEFAULT_SPAN_ITN != "neural" and DEFAULT_SPAN_ITN in POLICIES  # the hybrid (docs/formatter.md)

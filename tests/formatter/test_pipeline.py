@@ -15,11 +15,13 @@ from nemo_pc.testing.text import WRITTEN_SPOKEN
 NEURAL = ["--span-itn", "neural", "--no-detect-spans"]
 """The pure neural path: the memorized outputs below are the tiny models' own (the default hybrid needs WFST
 grammars; tests/formatter/test_hybrid.py covers it)."""
+PURE_NEURAL = {"span_itn": "neural", "detect_spans": False}
+"""The same path in Python."""
 
 
 @pytest.fixture(scope="module")
 def formatter(tiny_formatter):
-    return TextFormatter(*tiny_formatter)
+    return TextFormatter(*tiny_formatter, **PURE_NEURAL)
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +47,7 @@ def test_memorized_spoken_inputs_give_their_written_forms(formatter):
 
 def test_without_rewriter_spans_keep_their_spoken_words(tiny_formatter):
     tagger, _ = tiny_formatter
-    assert TextFormatter(tagger).format(["revenue reached twelve point three million dollars"]) == [
+    assert TextFormatter(tagger, **PURE_NEURAL).format(["revenue reached twelve point three million dollars"]) == [
         "Revenue reached twelve point three million dollars."
     ]
 
@@ -56,7 +58,7 @@ def test_hallucinated_rewrites_fall_back_to_the_spoken_words(tiny_formatter):
             return [("x" * 500, 1.0) for _ in inputs]
 
     tagger, _ = tiny_formatter
-    out = TextFormatter(tagger, Babbler()).format(["did you buy an iphone at mcdonald's"])
+    out = TextFormatter(tagger, Babbler(), **PURE_NEURAL).format(["did you buy an iphone at mcdonald's"])
     assert out == ["Did you buy an iphone at mcdonald's?"]
 
 
@@ -91,8 +93,8 @@ def test_empty_and_blank_texts(formatter):
 def test_100k_word_text_with_small_windows(formatter):
     sentence = " ".join(s for _, s in WRITTEN_SPOKEN)
     text = " ".join([sentence] * (100_000 // len(sentence.split()) + 1))
-    item = TextFormatter(formatter.tagger, formatter.rewriter, chunk_words=256, chunk_overlap=32,
-                         batch_size=64).annotate([text])[0]  # fmt: skip
+    item = TextFormatter(formatter.tagger, formatter.rewriter, chunk_words=256, chunk_overlap=32, batch_size=64,
+                         **PURE_NEURAL).annotate([text])[0]  # fmt: skip
     assert len(item.words) >= 100_000 and len(item.punct) == len(item.case) == len(item.itn) == len(item.words)
     assert _outside_spans_in_order(item, item.reference())
 
