@@ -1,6 +1,6 @@
 """The main job end to end on a CPU machine (what ``make demo`` runs); see examples/pc_demo/pipeline.py.
 
-python examples/demo_pc.py                       # ~2 h on 2 cores: 3 h corpus, 4 ASR models, formatter
+python examples/demo_pc.py                       # 3 h corpus, 4 ASR models, formatter, LMs (README: time)
 python examples/demo_pc.py --full                # 5 h corpus, 5x the training steps, every claims baseline
 python examples/demo_pc.py --hours 3 --rnnt-steps 2000 --systems rnnt_conditioned,rnnt_dual
 python examples/demo_pc.py --claims              # also the baselines of the README's claims table (make claims)

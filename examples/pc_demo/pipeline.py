@@ -155,8 +155,9 @@ SMALL_ENCODER = [
 
 @dataclass
 class DemoConfig:
-    """What the demo builds; the defaults took 81 minutes on 2 CPU cores before ``aed_prompt`` joined them (16 of them
-    the LMs and LM decoding, 10 the Whisper anchor; README.md); training ``aed_prompt`` took 34 more (docs/aed.md).
+    """What the demo builds. The defaults' own steps took 85 minutes on 2 CPU cores at one thread, with the corpus,
+    the LMs, one LM decoding and the Whisper anchor run in other processes beside them and the claims baselines
+    training on the second core (benchmarks/results/demo_default/, README.md); an idle run has not been timed.
 
     Attributes:
         out_dir: everything goes here.
