@@ -43,7 +43,7 @@ def build_variant(variant: str, tokenizer: Path):
 
 def time_decode(model, audio: torch.Tensor, lengths: torch.Tensor, style: str, repeats: int) -> float:
     """Seconds per decode of the batch in ``style`` (median of ``repeats`` runs, after one warm-up run)."""
-    from nemo_pc.parts.mixins.transcription import PCTranscribeConfig
+    from nemo_pc.models.mixins.transcription import PCTranscribeConfig
 
     trcfg = PCTranscribeConfig(mode=style)
 

@@ -3,7 +3,7 @@
 import subprocess
 import sys
 
-from nemo_pc.testing.layers import LAYERS, cycles, import_graph, layer_of, layer_violations
+from nemo_pc.testing.layers import LAYERS, cycles, folder_graph, import_graph, layer_of, layer_violations
 
 
 def test_every_folder_of_the_package_is_a_layer():
@@ -17,6 +17,18 @@ def test_no_import_goes_up_a_layer():
 
 def test_no_import_cycle_between_or_inside_folders():
     assert cycles(import_graph()) == []
+
+
+def test_no_cycle_between_top_level_folders():
+    graph = folder_graph(import_graph())
+    assert cycles(graph) == []
+    assert "data" in graph["models"] and "models" not in graph.get("data", set())
+
+
+def test_the_folder_graph_sees_a_cycle_through_subfolders():
+    graph = {"nemo_pc.parts.sub.a": {"nemo_pc.data.b"}, "nemo_pc.data.b": {"nemo_pc.parts.c"}}
+    assert folder_graph(graph) == {"parts": {"data"}, "data": {"parts"}}
+    assert cycles(folder_graph(graph)) == [["data", "parts"]]
 
 
 def test_the_checks_find_a_cycle_and_an_upward_import():

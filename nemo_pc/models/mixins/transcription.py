@@ -78,7 +78,7 @@ def transcribe_with_mode(parent: type) -> Callable:
     ]
     transcribe.__signature__ = signature.replace(parameters=[*positional, *keyword])
     transcribe.__doc__ = f"""NeMo's ``{parent.__name__}.transcribe`` (same positional arguments) with an output
-        ``mode``: ``normalized``, ``punctuated`` or ``both``; see :mod:`nemo_pc.parts.mixins.transcription`. With
+        ``mode``: ``normalized``, ``punctuated`` or ``both``; see :mod:`nemo_pc.models.mixins.transcription`. With
         ``both`` the result is ``{{"normalized": [...], "punctuated": [...]}}`` from one encoder pass per batch.
 
         Raises:

@@ -12,8 +12,8 @@
   ``log_every_n_steps``, the non-finite loss guard) around one family hook;
 * the validation and test epoch ends: WER and each mode's WER from errors and words summed over batches and
   processes, each head's or mode's loss averaged;
-* ``transcribe`` with an output ``mode`` (:mod:`nemo_pc.parts.mixins.transcription`) and the data setup
-  (:mod:`nemo_pc.parts.mixins.pc_data`).
+* ``transcribe`` with an output ``mode`` (:mod:`nemo_pc.models.mixins.transcription`) and the data setup
+  (:mod:`nemo_pc.models.mixins.pc_data`).
 
 A family implements :attr:`main_mode_id`, :meth:`mode_decoding`, :meth:`training_losses` and
 :meth:`training_batch_wer`.
@@ -31,8 +31,8 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from nemo_pc.parts.lm_fusion import DEFAULT_LM_MODE, decoding_cfg_for_mode, ngram_lm_mode
 from nemo_pc.parts.loss_guard import global_step, loss_is_finite, nonfinite_policy, norm_statistics
-from nemo_pc.parts.mixins.pc_data import PCDataMixin
-from nemo_pc.parts.mixins.transcription import PCTranscriptionMixin, resolve_mode
+from nemo_pc.models.mixins.pc_data import PCDataMixin
+from nemo_pc.models.mixins.transcription import PCTranscriptionMixin, resolve_mode
 from nemo_pc.parts.modes import MODES, NORMALIZED_ID, PUNCTUATED, PUNCTUATED_ID, mode_id, requested_ids
 from nemo_pc.parts.text import DEFAULT_MARKS
 
@@ -142,7 +142,7 @@ class PCModelMixin(PCTranscriptionMixin, PCDataMixin):
         return MODES[self.default_mode_id]
 
     def requested_mode(self, trcfg: Any) -> str:
-        """The mode a transcribe config asks for (:func:`~nemo_pc.parts.mixins.transcription.resolve_mode`).
+        """The mode a transcribe config asks for (:func:`~nemo_pc.models.mixins.transcription.resolve_mode`).
 
         Raises:
             ValueError: an unknown mode, or one the model does not write; the message names the argument.
