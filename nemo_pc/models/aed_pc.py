@@ -59,8 +59,8 @@ from nemo_pc.data.tokenizers.whisper_bpe import (
     packaged_tokenizer_file,
 )
 from nemo_pc.metrics.mode_wer import text_errors
-from nemo_pc.modules.mode_decoders import VARIANTS, ModeDecoders
 from nemo_pc.models.mixins.pc_model import PCConfig, PCModelMixin
+from nemo_pc.modules.mode_decoders import VARIANTS, ModeDecoders
 from nemo_pc.parts.modes import MODES, NORMALIZED_ID, PUNCTUATED_ID, mode_id, requested_ids
 from nemo_pc.parts.styles import check_format, parse_mixed
 from nemo_pc.parts.whisper_weights import WhisperWeightsError, load_decoder_state

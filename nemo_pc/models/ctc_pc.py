@@ -19,11 +19,11 @@ from omegaconf import DictConfig
 from nemo_pc.data.datasets.pc_batch import PCBatch
 from nemo_pc.data.datasets.style_dataset import check_style_tokenizer
 from nemo_pc.metrics.mode_wer import text_errors
+from nemo_pc.models.mixins.pc_model import PCConfig, PCModelMixin
+from nemo_pc.models.mixins.transcription import transcribe_with_mode
 from nemo_pc.models.vocabulary import carry_rows, pieces, row_sources
 from nemo_pc.modules.style_encoder import LayerTaps, StyleBranch, StyleEmbedding, to_decoder_input
 from nemo_pc.parts.lm_fusion import ngram_lm_mode
-from nemo_pc.models.mixins.pc_model import PCConfig, PCModelMixin
-from nemo_pc.models.mixins.transcription import transcribe_with_mode
 from nemo_pc.parts.modes import MODES, NORMALIZED, NORMALIZED_ID, PUNCTUATED, PUNCTUATED_ID, requested_ids
 from nemo_pc.parts.styles import check_format, parse_mixed
 from nemo_pc.parts.text import normalize

@@ -26,11 +26,11 @@ from nemo_pc.losses import ModeWeightedRNNTLoss
 from nemo_pc.losses.mode_weighted import AUTO, SCAN, TDT_SCAN, resolve_loss_name
 from nemo_pc.metrics.mode_wer import MultiModeWER
 from nemo_pc.models.aux_ctc import AuxCTCMixin
+from nemo_pc.models.mixins.pc_model import PCConfig, PCModelMixin
+from nemo_pc.models.mixins.transcription import PCTranscribeConfig, transcribe_with_mode
 from nemo_pc.models.rnnt_pc_parts import ModeRows, build_mode_rows
 from nemo_pc.models.vocabulary import carry_rows, pieces, row_sources
 from nemo_pc.modules import DualRNNTDecoder, DualRNNTJoint, ModeConditioningMixin, ModeDecoderJoint
-from nemo_pc.models.mixins.pc_model import PCConfig, PCModelMixin
-from nemo_pc.models.mixins.transcription import PCTranscribeConfig, transcribe_with_mode
 from nemo_pc.parts.modes import MODES, NORMALIZED_ID, PUNCTUATED_ID, mode_id, requested_ids
 from nemo_pc.parts.text import normalize
 

@@ -27,12 +27,8 @@ LAYERS: dict[str, frozenset[str]] = {
     "models": frozenset({"parts", "data", "metrics", "losses", "modules"}),
     "formatter": frozenset({"parts", "data", "metrics", "models"}),
     "pipelines": frozenset({"parts", "data", "metrics", "losses", "modules", "models", "formatter"}),
-    "cli": frozenset(
-        {"parts", "data", "metrics", "losses", "modules", "models", "formatter", "pipelines"}
-    ),
-    "testing": frozenset(
-        {"parts", "data", "metrics", "losses", "modules", "models", "formatter", "pipelines", "cli"}
-    ),
+    "cli": frozenset({"parts", "data", "metrics", "losses", "modules", "models", "formatter", "pipelines"}),
+    "testing": frozenset({"parts", "data", "metrics", "losses", "modules", "models", "formatter", "pipelines", "cli"}),
     # nemo_pc/__init__.py and nemo_pc/_registration.py: the allowlist hook and the model registry
     "": frozenset({"parts", "models"}),
 }

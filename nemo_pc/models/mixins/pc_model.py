@@ -29,10 +29,10 @@ import torch
 from nemo.core.classes.mixins import AccessMixin
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from nemo_pc.parts.lm_fusion import DEFAULT_LM_MODE, decoding_cfg_for_mode, ngram_lm_mode
-from nemo_pc.parts.loss_guard import global_step, loss_is_finite, nonfinite_policy, norm_statistics
 from nemo_pc.models.mixins.pc_data import PCDataMixin
 from nemo_pc.models.mixins.transcription import PCTranscriptionMixin, resolve_mode
+from nemo_pc.parts.lm_fusion import DEFAULT_LM_MODE, decoding_cfg_for_mode, ngram_lm_mode
+from nemo_pc.parts.loss_guard import global_step, loss_is_finite, nonfinite_policy, norm_statistics
 from nemo_pc.parts.modes import MODES, NORMALIZED_ID, PUNCTUATED, PUNCTUATED_ID, mode_id, requested_ids
 from nemo_pc.parts.text import DEFAULT_MARKS
 
