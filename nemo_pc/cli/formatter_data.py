@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from nemo_pc.cli.options import add_tn_option
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("output_dir", help="folder for the data files (rerunning with the same options is a no-op)")
@@ -30,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--example-words", type=int, default=64, help="words per tagger / seq2seq example")
     parser.add_argument("--context-words", type=int, default=2, help="context words each side of a span")
     parser.add_argument("--tokenizer-vocab", type=int, default=2000, help="rewriter BPE vocabulary size")
-    parser.add_argument("--tn", choices=("nemo", "none"), default="nemo", help="spoken forms from NeMo TN or as is")
+    add_tn_option(parser, "spoken forms from NeMo TN or as is")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--num-jobs", type=int, default=1, help="TN processes")
     parser.add_argument("--cache-dir", default=None, help="TN grammars, spoken-form cache and the wiki wheel")

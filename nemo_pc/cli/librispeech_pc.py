@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from nemo_pc.cli.options import add_tn_option
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("corpus_dir", help="LibriSpeech root (CHAPTERS.TXT and the split folders)")
@@ -33,12 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--separate-marks", action="store_true", help="with --marks: write 'done .' for 'done.'")
     parser.add_argument("--min-duration", type=float, default=1.0, help="drop utterances shorter than this (s)")
     parser.add_argument("--max-deviation", type=int, default=2, help="drop utterances with more word edits")
-    parser.add_argument(
-        "--tn",
-        choices=("nemo", "none"),
-        default="nemo",
-        help="spoken form of the books: nemo (NeMo TN, numbers as words) or none (as written)",
-    )
+    add_tn_option(parser, "spoken form of the books: nemo (NeMo TN, numbers as words) or none (as written)")
     parser.add_argument(
         "--durations",
         default=None,

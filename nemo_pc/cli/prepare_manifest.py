@@ -6,16 +6,13 @@ from __future__ import annotations
 import argparse
 import sys
 
+from nemo_pc.cli.options import add_tn_option
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("manifest", help="a NeMo manifest: audio_filepath, duration and punctuated, cased text")
     parser.add_argument("output", help="the manifest to write: every line with text_normalized (may be MANIFEST)")
-    parser.add_argument(
-        "--tn",
-        choices=("nemo", "none"),
-        default="nemo",
-        help="spoken form of digits, symbols and abbreviations: nemo (NeMo TN) or none (as written)",
-    )
+    add_tn_option(parser, "spoken form of digits, symbols and abbreviations: nemo (NeMo TN) or none (as written)")
     parser.add_argument("--cache-dir", default=None, help="derived-text, TN grammar and spoken-form cache")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from nemo_pc.cli.options import add_tn_option
+
 
 def _splits(value: str) -> dict[str, float]:
     try:
@@ -73,11 +75,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "reads (default 0.05; 0 for none)",
     )
     parser.add_argument("--engines", default="espeak-ng,flite,festival", help="TTS engines to draw voices from")
-    parser.add_argument(
-        "--tn",
-        choices=("nemo", "none"),
-        default=None,
-        help="spoken form: nemo (NeMo TN) or none (text without digits); default none for kjv only",
+    add_tn_option(
+        parser, "spoken form: nemo (NeMo TN) or none (text without digits); default none for kjv only", default=None
     )
     parser.add_argument(
         "--no-audio",

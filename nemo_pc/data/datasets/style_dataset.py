@@ -8,12 +8,12 @@ symbols, so that each tag is one token; :func:`check_style_tokenizer` checks tha
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from nemo_pc.data.tokenizers.pc_tokenizer import build_tokenizer
 from nemo_pc.parts.styles import STYLE_TAGS
-from nemo_pc.parts.text import DEFAULT_MARKS
 
 
 def check_style_tokenizer(tokenizer, tags: Iterable[str] = STYLE_TAGS) -> None:
@@ -28,25 +28,10 @@ def check_style_tokenizer(tokenizer, tags: Iterable[str] = STYLE_TAGS) -> None:
             )
 
 
-def build_style_tokenizer(
-    manifests: Iterable[str | Path],
-    output_dir: str | Path,
-    vocab_size: int = 256,
-    tokenizer_type: str = "bpe",
-    marks: str = DEFAULT_MARKS,
-    mark_map: Mapping[str, str] | None = None,
-) -> Path:
-    """The shared cased, punctuated tokenizer, trained with :data:`STYLE_TAGS` as user-defined symbols.
+def build_style_tokenizer(manifests: Iterable[str | Path], output_dir: str | Path, **options: Any) -> Path:
+    """The shared cased, punctuated tokenizer, trained with :data:`STYLE_TAGS` as user-defined symbols; ``options``
+    are those of :func:`~nemo_pc.data.tokenizers.pc_tokenizer.build_tokenizer` (``vocab_size``, ``marks``, ...).
 
     The folder is ``<output_dir>/tokenizer_spe_<type>_v<vocab_size>_styles``.
     """
-    return build_tokenizer(
-        manifests,
-        output_dir,
-        vocab_size,
-        tokenizer_type,
-        marks,
-        mark_map,
-        user_defined_symbols=STYLE_TAGS,
-        folder_suffix="_styles",
-    )
+    return build_tokenizer(manifests, output_dir, user_defined_symbols=STYLE_TAGS, folder_suffix="_styles", **options)
