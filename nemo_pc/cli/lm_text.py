@@ -5,17 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
+from nemo_pc.cli.options import add_source_option
+
 DEFAULT_WINDOW = 6  # nemo_pc.data.recipes.lm_text.DEFAULT_WINDOW; repeated so that --help imports nothing heavy
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("output", help="JSON-lines file to write (text, text_normalized), read by `nemo-pc build-lm`")
-    parser.add_argument(
-        "--source",
-        action="append",
-        required=True,
-        help="text source as for `nemo-pc synth`: kjv, wiki:<wheel or json>, text:<file>; repeat to mix",
-    )
+    add_source_option(parser, required=True)
     parser.add_argument(
         "--exclude",
         action="append",

