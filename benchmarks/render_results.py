@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from run_all_rtf import rtf_markdown
-from suite import RENAMED, REPO, p_value, pct
+from suite import REPO, p_value, pct
 
 from nemo_pc.parts.manifest import write_text_atomic
 
@@ -412,7 +412,7 @@ def render_train_speed(source: Path) -> str:
     for run in report["runs"]:
         lines += [
             "",
-            command_as_named_now(run["command"]) + (f" ({run['corpus']})" if run.get("corpus") else "") + ":",
+            runnable_command(run["command"]) + (f" ({run['corpus']})" if run.get("corpus") else "") + ":",
             "",
         ]
         first: dict[str, float] = {}
@@ -497,7 +497,7 @@ def render_builder_scale(source: Path) -> str:
     """``speed_builder.py``: time, throughput and peak memory of the builder per corpus size and jobs."""
     report = _read_json(source)
     lines = [
-        f"{command_as_named_now(report['command'])}, {report['cpus']} CPUs (`{source_name(source)}`):",
+        f"{runnable_command(report['command'])}, {report['cpus']} CPUs (`{source_name(source)}`):",
         "",
     ]
     rows = [[f"{r['utterances']:,}", f"{r['chapters']:,}", r["num_jobs"], f"{r['seconds']:.1f}",
@@ -673,19 +673,16 @@ def source_name(path: str | Path) -> str:
     return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
 
 
-def command_as_named_now(command: str) -> str:
-    """A command that a results file records, in backticks, its benchmark script named by its present path from the
-    repository root, so that it runs as written: a script renamed since (``suite.RENAMED``) is followed by the name
-    it ran under, and one run from inside ``benchmarks/`` gets the folder."""
+def runnable_command(command: str) -> str:
+    """A command that a results file records, in backticks, with its benchmark script named by its path from the
+    repository root, so that it runs as written there (a command run inside ``benchmarks/`` gets the folder)."""
     called = re.match(r"(\S*python3?) (\S+)\.py(?=\s|$)", command)
     if called is None:
         return f"`{command}`"
-    folder, _, former = called[2].rpartition("/")
-    present = RENAMED.get(former, former)
-    if folder not in ("", "benchmarks") or not (REPO / "benchmarks" / f"{present}.py").is_file():
+    folder, _, script = called[2].rpartition("/")
+    if folder not in ("", "benchmarks") or not (REPO / "benchmarks" / f"{script}.py").is_file():
         return f"`{command}`"
-    note = f" (run under its former name `{former}.py`)" if present != former else ""
-    return f"`{called[1]} benchmarks/{present}.py{command[called.end() :]}`{note}"
+    return f"`{called[1]} benchmarks/{script}.py{command[called.end() :]}`"
 
 
 def render_block(kind: str, source: str) -> str:
@@ -709,7 +706,7 @@ def _provenance_line(path: Path) -> str | None:
     if not made:
         return None
     recorded = f" ({made['recorded']})" if made.get("recorded") else ""
-    command = command_as_named_now(made["command"])
+    command = runnable_command(made["command"])
     return f"`{source_name(path)}`: {command}, revision {made['revision'] or 'unknown'}, {made['date']}{recorded}."
 
 

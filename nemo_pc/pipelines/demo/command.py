@@ -147,4 +147,3 @@ def main(argv: list[str] | None = None) -> None:
     except OutputFolderLocked as err:  # another run writes the same folder: one line and exit code 2
         parser.exit(2, f"{parser.prog}: error: {err}\n")
     print(f"report: {report}")
-

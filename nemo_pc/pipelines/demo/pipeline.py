@@ -34,6 +34,7 @@ from nemo_pc.parts.modes import MODES
 from nemo_pc.parts.output_lock import hold_output_folder
 from nemo_pc.parts.text import normalize
 from nemo_pc.pipelines.demo.claims import empty_share
+from nemo_pc.pipelines.demo.layout import split_system
 
 # Systems: name -> (family, Hydra overrides of the model config). ``make demo`` trains the DEMO_SYSTEMS; ``--claims``
 # adds the baselines of the README's claims table and the other multi-style CTC variants (papers/001 Table 3).
@@ -112,12 +113,6 @@ def score_predictions(predictions: str | Path) -> dict:
     report["normalized_output"] = {"wer": normalized["metrics"]["wer"], "support": normalized["support"]["wer"]}
     report["empty_share"] = empty_share(predictions)
     return report
-
-
-def split_system(system: str, split: str) -> str:
-    """The name of a system's predictions and evaluation on a test split: ``<system>`` on ``test`` (held-out voices),
-    ``<system>@<split>`` on another (``predictions/<system>@test_seen.json``, ``eval/<system>@test_seen.json``)."""
-    return system if split == "test" else f"{system}@{split}"
 
 
 def speed_perturb_override(prob: float, low: float = 0.9, high: float = 1.1) -> str:

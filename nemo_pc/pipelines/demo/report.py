@@ -10,7 +10,7 @@ from nemo_pc.data.recipes.synth import SEEN_TEST_SPLIT
 from nemo_pc.metrics.report import pct
 from nemo_pc.parts.manifest import atomic_open, read_manifest
 from nemo_pc.pipelines.anchor import INSTALL_HINT, WHISPER_SYSTEM, anchor_available
-from nemo_pc.pipelines.demo.pipeline import split_system
+from nemo_pc.pipelines.demo.layout import split_system
 
 COLUMNS = (
     # (metric key, header)
