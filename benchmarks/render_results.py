@@ -15,9 +15,10 @@ its seconds per step); ``formatter_loso``, ``formatter_loso_all``, ``train_dev_g
 (a training curve). A kind is named after the results
 files it reads, which keep the names they were written under.
 
-This script owns every table made from a results file, the README's claims table included: ``run_all.py`` stores
-the claims that ``pc_demo.claims`` computes in its JSON and writes its markdown with :func:`run_all_markdown`; the
-claims code of the demo renders nothing. Rewrite every block of the given files, or only check them::
+This script owns every table made from a results file, the README's claims table included: ``run_all.py`` stores the
+claims that ``nemo_pc.pipelines.demo.claims`` computes in its JSON and writes its markdown with
+:func:`run_all_markdown`; the claims code of the demo renders nothing. Rewrite every block of the given files, or only
+check them::
 
     .venv/bin/python benchmarks/render_results.py README.md docs/*.md
     .venv/bin/python benchmarks/render_results.py --check README.md docs/*.md   # exit 1 when a block is stale
@@ -80,7 +81,7 @@ def _verdict(value, note: str = "") -> str:
 
 
 def describe_measured(claim: Mapping) -> str:
-    """The measured numbers of a claim (``pc_demo.claims``) as one short line."""
+    """The measured numbers of a claim (``nemo_pc.pipelines.demo.claims``) as one short line."""
     m = claim.get("measured") or {}
     if not m:
         return "-"
@@ -103,8 +104,8 @@ def describe_measured(claim: Mapping) -> str:
 
 
 def claims_markdown(claims: Sequence[Mapping]) -> str:
-    """The claims of a ``benchmarks/run_all.py`` JSON (``pc_demo.claims.compute_claims``) as a markdown table:
-    paper, claim, rule, measured, p-values, reproduced, then each claim's note."""
+    """The claims of a ``benchmarks/run_all.py`` JSON (``nemo_pc.pipelines.demo.claims.compute_claims``) as a
+    markdown table: paper, claim, rule, measured, p-values, reproduced, then each claim's note."""
     header = ["id", "paper", "claim", "reproduced if", "measured", "p (bootstrap)", "p (MAPSSWE)", "reproduced"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for c in claims:

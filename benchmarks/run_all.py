@@ -9,7 +9,7 @@ a. RTF with ONNX Runtime on CPU, batch 1, on the test utterances (``benchmarks/r
 b. The text formatter against the full seq2seq formatter and NeMo WFST ITN (``benchmarks/quality_formatter.py``)
    on the test documents of the formatter data, with paired significance tests per document.
 c. LibriSpeech-PC manifest restoration throughput on a text-only synthetic KJV corpus, one process.
-d. The claims, computed by ``pc_demo.claims`` (examples/) from the demo folder, section b and
+d. The claims, computed by ``nemo_pc.pipelines.demo.claims`` from the demo folder, section b and
    ``--lm-fusion``'s report.
 
 Everything lands in the JSON; ``benchmarks/render_results.py`` makes every table of it (``run_all.md``, and the
