@@ -43,9 +43,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from suite import demo_module, write_results
+from suite import write_results
 
 from nemo_pc.parts.manifest import write_text_atomic
+from nemo_pc.pipelines.demo.pipeline import Demo, DemoConfig
 
 DROPOUT = ["model.encoder.dropout=0.1", "model.encoder.dropout_pre_encoder=0.1", "model.encoder.dropout_att=0.1"]
 VARIANTS = {
@@ -125,9 +126,6 @@ def shared_with_held_out(corpus: Path, other: Path) -> list[str]:
 
 def larger_corpus(demo_dir: Path, work: Path, hours: float, jobs: int) -> Path:
     """A demo-like folder whose train split comes from an ``hours`` corpus and whose dev/test are ``demo_dir``'s."""
-    pipeline = demo_module("pipeline")
-    Demo, DemoConfig = pipeline.Demo, pipeline.DemoConfig
-
     source = work / f"corpus_{hours:g}h"
     config = json.loads((demo_dir / "config.json").read_text())
     # only its train split is used: no test_seen (a share changes no other split of the same seed)
@@ -151,9 +149,6 @@ def _stderr(message: str) -> None:
 
 def run_one(variant: str, demo_dir: Path, work: Path, steps: int, jobs: int) -> dict:
     """Trains one variant in this process; returns its row."""
-    pipeline = demo_module("pipeline")
-    Demo, DemoConfig = pipeline.Demo, pipeline.DemoConfig
-
     spec = VARIANTS[variant]
     folder = work / variant
     folder.mkdir(parents=True, exist_ok=True)
@@ -184,7 +179,7 @@ def run_one(variant: str, demo_dir: Path, work: Path, steps: int, jobs: int) -> 
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--demo-dir", default="demo_out", help="a demo output with manifests/ (its corpus)")
     parser.add_argument("--work-dir", default=None, help="where the variants train (default: DEMO_DIR/.recipe)")
@@ -199,7 +194,7 @@ def main() -> None:
     )
     parser.add_argument("--hours", type=float, default=None, help="train on the train split of an H-hour corpus")
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     demo_dir = Path(args.demo_dir)
     work = Path(args.work_dir) if args.work_dir else demo_dir / ".recipe"
     if args.one:

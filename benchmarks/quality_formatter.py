@@ -25,7 +25,7 @@ from nemo_pc.parts.manifest import read_manifest
 METRICS = ("per", "cer", "m_wer", "i_wer")
 
 
-def parse_args() -> argparse.Namespace:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", required=True, help="output of nemo-pc formatter-data")
     parser.add_argument("--tagger", required=True)
@@ -40,7 +40,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--cost", action="store_true", help="also count FLOPs and decoder steps on the long text")
     parser.add_argument("--cache-dir", default=None, help="WFST grammar cache")
     parser.add_argument("--json", default=None)
-    return parser.parse_args()
+    return parser.parse_args(argv)
 
 
 def systems(args: argparse.Namespace) -> dict:
@@ -148,8 +148,8 @@ def timed(system, texts: list[str]) -> float:
     return watch.seconds
 
 
-def main() -> None:
-    args = parse_args()
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
     docs = read_manifest(Path(args.data_dir) / "test_documents.json")
     docs = [docs[int(k * len(docs) / args.max_docs)] for k in range(min(args.max_docs, len(docs)))]
     short = timing_texts(docs, args.short_words, args.short_texts)

@@ -23,9 +23,10 @@ import json
 from pathlib import Path
 
 import quality_formatter
-from suite import Stopwatch, demo_module, pct, write_results
+from suite import Stopwatch, pct, write_results
 
 from nemo_pc.parts.manifest import read_manifest
+from nemo_pc.pipelines.demo.pipeline import Demo, DemoConfig
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -37,9 +38,6 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--no-wfst", action="store_true")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
-
-    pipeline = demo_module("pipeline")
-    Demo, DemoConfig = pipeline.Demo, pipeline.DemoConfig
 
     from nemo_pc.formatter.build import build_formatter_data
     from nemo_pc.formatter.pipeline import TextFormatter

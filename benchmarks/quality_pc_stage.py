@@ -35,9 +35,10 @@ import sys
 import time
 from pathlib import Path
 
-from suite import demo_module, write_results
+from suite import write_results
 
 from nemo_pc.parts.manifest import iter_manifest, write_manifest, write_text_atomic
+from nemo_pc.pipelines.demo import pipeline
 
 DIRECT_CTC = [
     "model.spec_augment=null",
@@ -163,7 +164,6 @@ def score_existing(variant: str, system: str, demo_dir: Path, folder: Path, stri
 def run_one(variant: str, demo_dir: Path, work: Path, steps: int, every: int, stride: int, train: bool = True) -> dict:
     """Trains one variant in this process, scores its snapshots and returns its row; ``train=False`` scores the
     snapshots of a run that was stopped (the row then says at which step)."""
-    pipeline = demo_module("pipeline")
     from nemo_pc.pipelines.train import train_model
 
     spec = VARIANTS[variant]

@@ -14,13 +14,13 @@ import argparse
 from suite import write_results
 
 
-def parse_args() -> argparse.Namespace:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rewriter", required=True, help="SpanRewriterModel .nemo")
     parser.add_argument("--pairs", required=True, help="a <split>_rewriter.json of nemo-pc formatter-data")
     parser.add_argument("--show", type=int, default=10, help="wrong rewrites to print")
     parser.add_argument("--json", default=None)
-    return parser.parse_args()
+    return parser.parse_args(argv)
 
 
 def score(targets: list[str], outputs: list[str]) -> dict:
@@ -31,8 +31,8 @@ def score(targets: list[str], outputs: list[str]) -> dict:
             "digit_exact": sum(right[k] for k in digits)}  # fmt: skip
 
 
-def main() -> None:
-    args = parse_args()
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
     from nemo_pc.data.datasets.formatter_datasets import PairDataset
     from nemo_pc.models.rewriter import SpanRewriterModel
 

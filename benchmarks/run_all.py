@@ -9,7 +9,7 @@ a. RTF with ONNX Runtime on CPU, batch 1, on the test utterances (``benchmarks/r
 b. The text formatter against the full seq2seq formatter and NeMo WFST ITN (``benchmarks/quality_formatter.py``)
    on the test documents of the formatter data, with paired significance tests per document.
 c. LibriSpeech-PC manifest restoration throughput on a text-only synthetic KJV corpus, one process.
-d. The claims, computed by ``pc_demo.claims`` (examples/) from the demo folder, section b and
+d. The claims, computed by ``nemo_pc.pipelines.demo.claims`` from the demo folder, section b and
    ``--lm-fusion``'s report.
 
 Everything lands in the JSON; ``benchmarks/render_results.py`` makes every table of it (``run_all.md``, and the
@@ -31,9 +31,11 @@ from types import SimpleNamespace
 import quality_formatter
 import render_results
 import run_all_rtf
-from suite import Stopwatch, demo_module, results_path, write_results
+from suite import Stopwatch, results_path, write_results
 
 from nemo_pc.parts.manifest import read_manifest, write_text_atomic
+from nemo_pc.pipelines.demo.claims import compute_claims
+from nemo_pc.pipelines.demo.layout import model_path
 
 FORMATTER_METRICS = render_results.FORMATTER_METRICS
 
@@ -97,7 +99,7 @@ def formatter_paths(args: argparse.Namespace, demo_dir: Path) -> dict[str, Path 
 
 def rtf_section(demo_dir: Path, paths: dict, args: argparse.Namespace, work: Path) -> dict:
     """Section a (``benchmarks/run_all_rtf.py``)."""
-    return run_all_rtf.rtf_section(demo_dir, paths, args, work, demo_module("claims").model_path)
+    return run_all_rtf.rtf_section(demo_dir, paths, args, work, model_path)
 
 
 # b. formatter
@@ -256,7 +258,7 @@ def main(argv: list[str] | None = None) -> dict:
         results["formatter"] = _run("formatter", skip, lambda: formatter_section(paths, args))
         results["restoration"] = _run("restore", skip, lambda: restoration_section(work, args.restore_utterances))
         print("== claims", flush=True)
-        results["claims"] = demo_module("claims").compute_claims(
+        results["claims"] = compute_claims(
             demo_dir,
             results["formatter"],
             measure_one_pass="m2" not in skip,

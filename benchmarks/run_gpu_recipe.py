@@ -29,7 +29,9 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-from suite import Stopwatch, demo_module, write_results
+from suite import Stopwatch, write_results
+
+from nemo_pc.pipelines.demo.report import plot_curves
 
 PHASES = ("corpus", "train", "evaluate")
 SYSTEMS = {"rnnt_conditioned": "rnnt", "aed_prompt": "aed"}  # --system: its model family
@@ -348,7 +350,6 @@ def main(argv: list[str] | None = None) -> Path:
         _write_json(work / "seconds.json", seconds)
     if "evaluate" not in args.phases:
         return work
-    plot_curves = demo_module("report").plot_curves
     out.mkdir(parents=True, exist_ok=True)
     curve = plot_curves(work)
     if curve is not None:

@@ -139,7 +139,7 @@ def run_builder(corpus: Path, out: Path, num_jobs: int) -> dict:
             "dropped_utterances": dropped}  # fmt: skip
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--work", default="/tmp/builder_scale", help="corpora are cached here, by size")
     parser.add_argument("--utterances", type=int, default=LIBRISPEECH_UTTERANCES)
@@ -151,7 +151,7 @@ def main() -> None:
     parser.add_argument("--max-words", type=int, default=48)
     parser.add_argument("--synth-jobs", type=int, default=2, help="processes that write the corpora")
     parser.add_argument("--json", default=str(results_path(__file__)))
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     work = Path(args.work)
     rows = []
@@ -172,7 +172,7 @@ def main() -> None:
             print(json.dumps(row), flush=True)
     full = [row for row in rows if row["fraction"] == 1.0]
     results = {
-        "command": "python benchmarks/speed_builder.py " + " ".join(sys.argv[1:]),
+        "command": "python benchmarks/speed_builder.py " + " ".join(sys.argv[1:] if argv is None else argv),
         "cpus": os.cpu_count(),
         "settings": vars(args),
         "rows": rows,

@@ -21,9 +21,10 @@ import json
 from pathlib import Path
 
 import torch
-from suite import Stopwatch, demo_module, results_path, time_runs, write_results
+from suite import Stopwatch, results_path, time_runs, write_results
 
 from nemo_pc.parts.manifest import write_text_atomic
+from nemo_pc.pipelines.demo.claims import empty_share
 
 ROOT = Path(__file__).resolve().parents[1]
 STYLES = ("punctuated", "normalized", "both")
@@ -79,7 +80,6 @@ def cost_table(tokenizer: Path, clips: int, seconds: float, repeats: int) -> dic
 
 
 def accuracy_table(models: dict[str, Path], manifest: Path, out_dir: Path) -> dict:
-    empty_share = demo_module("claims").empty_share
     from nemo_pc.metrics.evaluate import EvalConfig, evaluate
     from nemo_pc.models.ctc_pc import EncDecCTCPCBPEModel
     from nemo_pc.parts.manifest import read_manifest, write_manifest
@@ -148,7 +148,7 @@ def accuracy_markdown(reports: dict) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tokenizer", type=Path, required=True, help="tokenizer folder with the style tags")
     parser.add_argument("--clips", type=int, default=16)
@@ -157,7 +157,7 @@ def main() -> None:
     parser.add_argument("--manifest", type=Path, help="test manifest for the accuracy table")
     parser.add_argument("--models", nargs="*", default=[], help="name=path.nemo; the first is the baseline")
     parser.add_argument("--json", "--out", type=Path, default=results_path(__file__), help="the results JSON")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
 

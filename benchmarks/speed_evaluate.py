@@ -70,11 +70,11 @@ def build_manifest(path: Path, count: int, seed: int = 0) -> Path:
     return write_manifest(path, rows)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--utterances", type=int, default=10_000)
     parser.add_argument("--json", "--out", default=str(results_path(__file__)), help="the results JSON")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         manifest = build_manifest(Path(tmp) / "predictions.json", args.utterances)
         with Stopwatch() as importing:

@@ -23,14 +23,14 @@ from nemo_pc.parts.manifest import read_manifest
 GOALS = {"utterances_per_second_per_core": 2000, "retention_pct": 95.0, "exact_pct": 99.5}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--work", default="/tmp/bench_librispeech_pc")
     parser.add_argument("--utterances", type=int, default=10000)
     parser.add_argument("--deviation-rate", type=float, default=0.01)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", default=str(results_path(__file__)))
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     work = Path(args.work)
     hours = args.utterances * 17 / 2.6 / 3600 * 1.1
     config = SynthConfig(hours=hours, audio=False, tn="none", deviation_rate=args.deviation_rate, seed=args.seed,

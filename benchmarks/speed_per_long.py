@@ -50,14 +50,14 @@ def _one(words: int, whole: bool) -> dict:
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--whole-sizes", default="1000,2000", help="sizes also scored as one piece ('' for none)")
     parser.add_argument("--json", default=None)
     parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--whole", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.one:
         print(json.dumps(_one(args.one, args.whole)))
         return

@@ -30,7 +30,7 @@ def _time(loss_fn, logits: torch.Tensor, repeats: int) -> tuple[float, torch.Ten
     return timing.median, value.detach()
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--frames", type=int, default=70)
@@ -38,7 +38,7 @@ def main() -> None:
     parser.add_argument("--vocab", type=int, default=257, help="including blank")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json", default=None)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     from nemo.collections.asr.losses.rnnt import RNNTLoss
 

@@ -70,7 +70,7 @@ def measure(runner, features: list[tuple[np.ndarray, np.ndarray]], repeats: int,
     return timings
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=150, help="training steps per model (0: untrained)")
     parser.add_argument("--hidden", type=int, default=64, help="encoder, predictor and joint width")
@@ -78,7 +78,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="timed runs; the fastest counts")
     parser.add_argument("--threads", type=int, default=1, help="onnxruntime and torch threads")
     parser.add_argument("--json", type=Path, default=results_path(__file__))
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
 
     from nemo_pc.data.datasets.pc_dataset import pc_dataloader_from_config

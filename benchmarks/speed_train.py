@@ -29,7 +29,9 @@ import multiprocessing
 from pathlib import Path
 from queue import Empty
 
-from suite import Stopwatch, demo_module, pct, write_results
+from suite import Stopwatch, pct, write_results
+
+from nemo_pc.pipelines.demo.pipeline import Demo, DemoConfig
 
 VARIANTS = {
     "fp32": [],
@@ -71,9 +73,6 @@ def _run(model: str, variant: str, demo_dir: str, steps: int, warmup: int, queue
     import torch
 
     from nemo_pc.pipelines import train
-
-    pipeline = demo_module("pipeline")
-    Demo, DemoConfig = pipeline.Demo, pipeline.DemoConfig
 
     if variant.endswith("threads1"):
         torch.set_num_threads(1)
@@ -118,7 +117,7 @@ def _run(model: str, variant: str, demo_dir: str, steps: int, warmup: int, queue
     })  # fmt: skip
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--demo-dir", default="demo_out", help="a demo output with corpus, manifests, tokenizers")
     parser.add_argument("--models", default="base,rnnt_conditioned")
@@ -126,7 +125,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=40, help="timed steps per variant")
     parser.add_argument("--warmup", type=int, default=5, help="untimed steps first")
     parser.add_argument("--json", default=None)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     unknown = [v for v in args.variants.split(",") if v not in VARIANTS]
     if unknown:
         parser.error(f"unknown variant(s) {unknown}; choose from {sorted(VARIANTS)}")

@@ -7,8 +7,9 @@
   checkout's revision and the UTC date); ``benchmarks/render_results.py`` prints the provenance under each block it
   renders. :func:`results_path` is a script's default results file, ``benchmarks/results/<script name>.json``.
 * Formats: :func:`num`, :func:`pct` and :func:`p_value`, the cells of every rendered table.
-* The demo application: :func:`demo_module` imports ``pc_demo.<name>`` from ``examples/`` (which the wheel does not
-  ship) for the scripts that train or score as the demo does.
+
+The scripts that train or score as the demo does import the demo application from the package
+(:mod:`nemo_pc.pipelines.demo`).
 
 A script of this folder imports it as ``suite``: ``python benchmarks/<script>.py`` puts the script's folder first
 on ``sys.path``, and pytest does the same (``pythonpath`` in ``pyproject.toml``).
@@ -16,8 +17,6 @@ on ``sys.path``, and pytest does the same (``pythonpath`` in ``pyproject.toml``)
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
 import math
 import os
@@ -28,38 +27,9 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS_DIR = REPO / "benchmarks" / "results"
-EXAMPLES_DIR = REPO / "examples"
-RENAMED = {
-    "bench_evaluate": "speed_evaluate",
-    "bench_librispeech_pc": "speed_librispeech_pc",
-    "builder_scale": "speed_builder",
-    "lhotse_speed": "speed_lhotse",
-    "train_speed": "speed_train",
-    "per_long": "speed_per_long",
-    "rnnt_loss": "speed_rnnt_loss",
-    "rtf_rnnt_pc": "speed_rnnt_onnx",
-    "longform": "speed_longform",
-    "ctc_pc": "speed_ctc_variants",
-    "rtf_demo": "run_all_rtf",
-    "asr_recipe": "quality_asr_recipe",
-    "formatter": "quality_formatter",
-    "formatter_loso": "quality_formatter_loso",
-    "formatter_loso_all": "quality_formatter_loso_all",
-    "lm_fusion": "quality_lm_fusion",
-    "lm_loso": "quality_lm_loso",
-    "train_dev_gap": "quality_train_dev_gap",
-    "whisper_anchor": "quality_whisper_anchor",
-    "rewriter_pairs": "quality_rewriter_pairs",
-    "streaming": "quality_streaming",
-    "gpu_recipe": "run_gpu_recipe",
-    "device_check": "render_device_check",
-}
-"""Former script names (``benchmarks/<old>.py``) by their present ones: the commands that results files record name
-a script as it was called when it ran; ``render_results.py`` quotes them by the present name."""
 
 
 # timing
@@ -222,20 +192,3 @@ def p_value(value) -> str:
     if value is None:
         return "-"
     return "<0.001" if value < 0.001 else f"{value:.3f}"
-
-
-# the demo application
-
-
-def demo_module(name: str) -> ModuleType:
-    """``pc_demo.<name>`` (``pipeline``, ``report``, ``claims``) of ``examples/``: the package is imported from its
-    folder when ``examples/`` is not on ``sys.path`` already."""
-    if "pc_demo" not in sys.modules and importlib.util.find_spec("pc_demo") is None:
-        folder = EXAMPLES_DIR / "pc_demo"
-        spec = importlib.util.spec_from_file_location(
-            "pc_demo", folder / "__init__.py", submodule_search_locations=[str(folder)]
-        )
-        package = importlib.util.module_from_spec(spec)
-        sys.modules["pc_demo"] = package
-        spec.loader.exec_module(package)
-    return importlib.import_module(f"pc_demo.{name}")

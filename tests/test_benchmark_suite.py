@@ -1,5 +1,5 @@
-"""benchmarks/suite.py: the timer, the results writer and paths, the number formats and the demo's modules that every
-benchmark script shares."""
+"""benchmarks/suite.py: the timer, the results writer and paths and the number formats that every benchmark script
+shares; and every script's ``main(argv)``."""
 
 import json
 import math
@@ -63,10 +63,15 @@ def test_number_formats():
     assert suite.p_value(0.0004) == "<0.001" and suite.p_value(0.04567) == "0.046"
 
 
-def test_every_renamed_script_exists_and_the_demo_modules_load():
-    assert all((BENCHMARKS_DIR / f"{new}.py").is_file() for new in suite.RENAMED.values())
-    assert not any((BENCHMARKS_DIR / f"{old}.py").exists() for old in suite.RENAMED)
-    assert callable(suite.demo_module("claims").compute_claims)
+SCRIPTS = sorted(path.stem for path in BENCHMARKS_DIR.glob("*.py") if "def main(" in path.read_text())
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_every_script_parses_the_arguments_it_is_given(name, capsys):
+    """``main(argv)`` parses ``argv``, not pytest's command line: ``--help`` prints the usage and exits 0."""
+    with pytest.raises(SystemExit) as stop:
+        load_benchmark(name).main(["--help"])
+    assert stop.value.code == 0 and capsys.readouterr().out.startswith("usage:")
 
 
 def test_the_revision_is_this_trees_own(monkeypatch, tmp_path):

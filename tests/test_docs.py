@@ -342,7 +342,7 @@ def _problem(program: str, word: str) -> str | None:
     if program.startswith("-m "):
         return _module_problem(program[3:], word)
     if not (REPO / program).is_file():
-        return f"{program}: no such file here (NeMo's scripts are `$NEMO/<path>`; renamed benchmarks: suite.RENAMED)"
+        return f"{program}: no such file here (NeMo's scripts are `$NEMO/<path>`)"
     if word and not _is_hydra(program) and word not in _static_options(program):
         return None if word in _help_options((program,)) else f"{program} has no {word}"
     return None

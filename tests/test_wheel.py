@@ -109,9 +109,9 @@ def test_wheel_holds_the_configs_and_trains_outside_the_checkout(tmp_path):
         assert f"nemo_pc/configs/{config}" in names, config
     # the startup hook that lets NeMo's own scripts restore nemo_pc models, at the top of site-packages
     assert "nemo_pc-allowlist.pth" in names
-    # the library only: the demo application (examples/pc_demo: recipe, report and claims rendering) is not shipped
+    # the package only, the demo application (what examples/demo_pc.py runs) included
     assert {name.split("/")[0] for name in names if name.endswith(".py")} == {"nemo_pc"}
-    assert not {"nemo_pc/pipelines/claims.py", "nemo_pc/pipelines/report.py", "nemo_pc/pipelines/demo.py"} & set(names)
+    assert {"nemo_pc/pipelines/demo/pipeline.py", "nemo_pc/pipelines/demo/command.py"} <= set(names)
     target = tmp_path / "site"
     subprocess.run([*pip, "install", "--no-deps", "--target", str(target), str(wheel)], check=True, cwd=tmp_path)
     work = tmp_path / "work"

@@ -1,6 +1,6 @@
 """Trains one model of a recipe from its packaged Hydra config (``nemo_pc/configs``) and saves it as a ``.nemo``.
 
-The demo recipe (``examples/pc_demo``) call these instead of the example scripts so that one process can
+The demo recipe (:mod:`nemo_pc.pipelines.demo`) calls these instead of the example scripts so that one process can
 train several models in a row; the configs, and therefore the models, are the same as the scripts'.
 """
 

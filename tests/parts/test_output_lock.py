@@ -92,11 +92,11 @@ def test_cli_commands_refuse_a_held_folder_in_one_line_with_exit_code_2(tmp_path
 
 
 def test_demo_refuses_a_held_folder_with_exit_code_2(tmp_path, holder, capsys):
-    import demo_pc
+    from nemo_pc.pipelines.demo import command
 
     pid = holder(tmp_path / "out")
     with pytest.raises(SystemExit) as stop:
-        demo_pc.main(["--out", str(tmp_path / "out"), "--backbone", "fastconformer", "--no-anchor"])
+        command.main(["--out", str(tmp_path / "out"), "--backbone", "fastconformer", "--no-anchor"])
     assert stop.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"pid {pid}" in err[0] and "another run writes here" in err[0]

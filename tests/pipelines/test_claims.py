@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from pc_demo import claims as C
 
 from nemo_pc.parts.manifest import write_manifest
+from nemo_pc.pipelines.demo import claims as C
 from nemo_pc.testing.benchmarks import load_benchmark
 
 RESAMPLES = 200

@@ -5,10 +5,10 @@ import json
 
 import pytest
 import torch
-from pc_demo.pipeline import Demo, DemoConfig
 
 from nemo_pc.parts.manifest import read_manifest
 from nemo_pc.parts.text import normalize
+from nemo_pc.pipelines.demo.pipeline import Demo, DemoConfig
 from nemo_pc.testing.text import TINY_REWRITER_OVERRIDES as TINY_REWRITER
 
 TINY_ASR = [
@@ -157,10 +157,9 @@ def test_every_asr_model_starts_from_the_base_encoder(demo):
 def test_without_a_base_ctc_learns_the_marks_from_the_start_and_starts_the_rnnts(demo, tmp_path):
     """The pretrained backbone's recipe: no normalized base; ``rnnt_init`` trains first, under PC_FROM_START, and
     every RNN-T starts from its encoder with the encoder frozen for half the steps."""
-    from pc_demo.pipeline import PC_FROM_START
-
     from nemo_pc.models.ctc_pc import EncDecCTCPCBPEModel
     from nemo_pc.models.rnnt_pc import EncDecRNNTPCBPEModel
+    from nemo_pc.pipelines.demo.pipeline import PC_FROM_START
 
     runner, _ = demo
     out = tmp_path / "out"
@@ -198,10 +197,10 @@ def test_base_needs_equal_encoder_depths():
 
 
 def test_demo_command_refuses_a_bad_setting_with_one_line_and_exit_2(capsys):
-    import demo_pc
+    from nemo_pc.pipelines.demo import command
 
     with pytest.raises(SystemExit) as exit_info:
-        demo_pc.main(["--base-speed-perturb", "1.5", "--out", "unused"])
+        command.main(["--base-speed-perturb", "1.5", "--out", "unused"])
     assert exit_info.value.code == 2
     assert "base_speed_perturb is a share of the utterances (0 to 1), got 1.5" in capsys.readouterr().err
 
@@ -263,12 +262,12 @@ def test_a_seen_test_share_outside_0_1_is_refused(share):
 
 
 def test_the_demo_command_passes_the_seen_test_share(monkeypatch):
-    import demo_pc
+    from nemo_pc.pipelines.demo import command
 
     seen = []
-    monkeypatch.setattr(demo_pc.Demo, "run", lambda self: seen.append(self.cfg.seen_test_share) or "REPORT.md")
-    demo_pc.main(["--seen-test-share", "0", "--out", "unused"])
-    demo_pc.main(["--out", "unused"])
+    monkeypatch.setattr(command.Demo, "run", lambda self: seen.append(self.cfg.seen_test_share) or "REPORT.md")
+    command.main(["--seen-test-share", "0", "--out", "unused"])
+    command.main(["--out", "unused"])
     assert seen == [0.0, DemoConfig().seen_test_share] and DemoConfig().seen_test_share > 0
 
 
@@ -346,18 +345,18 @@ def test_whisper_backbone_without_its_weights_package_names_the_install(monkeypa
 
 
 def test_the_demo_command_passes_backbone_base_steps_and_anchor(monkeypatch):
-    import demo_pc
+    from nemo_pc.pipelines.demo import command
 
     seen = []
-    monkeypatch.setattr(demo_pc.Demo, "run", lambda self: seen.append(self.cfg) or "REPORT.md")
-    demo_pc.main(["--out", "unused"])
-    demo_pc.main(["--out", "unused", "--backbone", "fastconformer", "--no-anchor"])
+    monkeypatch.setattr(command.Demo, "run", lambda self: seen.append(self.cfg) or "REPORT.md")
+    command.main(["--out", "unused"])
+    command.main(["--out", "unused", "--backbone", "fastconformer", "--no-anchor"])
     assert [(c.backbone, c.base_steps, c.anchor) for c in seen] == [("whisper_tiny", 0, True),
                                                                     ("fastconformer", 3000, False)]  # fmt: skip
 
 
 def test_a_model_whose_stats_a_kill_cut_off_is_trained_again(tmp_path):
-    from pc_demo.pipeline import _done
+    from nemo_pc.pipelines.demo.pipeline import _done
 
     model = tmp_path / "models" / "ctc_inter.nemo"
     model.parent.mkdir()

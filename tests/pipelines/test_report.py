@@ -2,7 +2,7 @@
 
 import json
 
-from pc_demo.report import write_report
+from nemo_pc.pipelines.demo.report import write_report
 
 REPORT = {
     "num_utterances": 2,
@@ -53,7 +53,7 @@ def _corpus_and_predictions(tmp_path):
 
 
 def test_voice_table_counts_voices_speakers_and_minutes_per_split_and_engine(tmp_path):
-    from pc_demo.report import voices_table
+    from nemo_pc.pipelines.demo.report import voices_table
 
     _corpus_and_predictions(tmp_path)
     lines = voices_table(tmp_path)
@@ -64,7 +64,7 @@ def test_voice_table_counts_voices_speakers_and_minutes_per_split_and_engine(tmp
 
 
 def test_engine_wer_scores_each_engine_s_test_utterances_apart(tmp_path):
-    from pc_demo.report import engine_wer_table
+    from nemo_pc.pipelines.demo.report import engine_wer_table
 
     _corpus_and_predictions(tmp_path)
     lines = engine_wer_table(tmp_path, ["rnnt_conditioned"])
@@ -73,7 +73,7 @@ def test_engine_wer_scores_each_engine_s_test_utterances_apart(tmp_path):
 
 
 def test_learning_curves_are_plotted_and_listed(tmp_path):
-    from pc_demo.report import curve_table, plot_curves
+    from nemo_pc.pipelines.demo.report import curve_table, plot_curves
 
     (tmp_path / "models").mkdir()
     curve = [{"step": 100, "val_wer": 0.9}, {"step": 200, "val_wer": 0.5}]
@@ -84,7 +84,7 @@ def test_learning_curves_are_plotted_and_listed(tmp_path):
 
 
 def test_targets_say_by_how_much_a_model_misses(tmp_path):
-    from pc_demo.report import targets_table
+    from nemo_pc.pipelines.demo.report import targets_table
 
     (tmp_path / "models").mkdir()
     curve = [{"step": 10, "val_wer_normalized": 0.30, "val_wer": 0.35}]
@@ -118,7 +118,7 @@ def test_without_a_seen_test_evaluation_there_is_no_seen_section(tmp_path):
 
 
 def test_engine_wer_is_tabled_for_each_test_split(tmp_path):
-    from pc_demo.report import seen_engine_wer
+    from nemo_pc.pipelines.demo.report import seen_engine_wer
 
     _corpus_and_predictions(tmp_path)
     synth = tmp_path / "corpus" / "SYNTH.jsonl"

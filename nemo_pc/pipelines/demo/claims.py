@@ -24,6 +24,7 @@ from pathlib import Path
 
 from nemo_pc.parts.manifest import ManifestError, iter_manifest, require_text
 from nemo_pc.parts.modes import MODES
+from nemo_pc.pipelines.demo.layout import model_path, predictions_path
 
 NOT_MEASURED = "not measured: run examples/demo_pc.py --claims"
 ALPHA = 0.05
@@ -47,16 +48,6 @@ def _claim(cid: str, paper: str, claim: str, rule: str) -> dict:
         "reproduced": None,
         "note": NOT_MEASURED,
     }
-
-
-def predictions_path(demo_dir: str | Path, system: str) -> Path:
-    """``demo_dir/predictions/<system>.json``."""
-    return Path(demo_dir) / "predictions" / f"{system}.json"
-
-
-def model_path(demo_dir: str | Path, name: str) -> Path:
-    """``demo_dir/models/<name>.nemo``."""
-    return Path(demo_dir) / "models" / f"{name}.nemo"
 
 
 def _missing(demo_dir: str | Path, systems: Sequence[str]) -> list[str]:

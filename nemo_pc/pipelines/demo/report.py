@@ -10,6 +10,7 @@ from nemo_pc.data.recipes.synth import SEEN_TEST_SPLIT
 from nemo_pc.metrics.report import pct
 from nemo_pc.parts.manifest import atomic_open, read_manifest
 from nemo_pc.pipelines.anchor import INSTALL_HINT, WHISPER_SYSTEM, anchor_available
+from nemo_pc.pipelines.demo.layout import split_system
 
 COLUMNS = (
     # (metric key, header)
@@ -94,8 +95,6 @@ def metrics_table(
 
 def seen_test_reports(out_dir: Path, systems: Sequence[str]) -> dict[str, dict]:
     """``{system: report}`` of the systems evaluated on ``test_seen`` (``eval/<system>@test_seen.json``)."""
-    from pc_demo.pipeline import split_system
-
     found = {system: out_dir / "eval" / f"{split_system(system, SEEN_TEST_SPLIT)}.json" for system in systems}
     return {system: json.loads(path.read_text()) for system, path in found.items() if path.is_file()}
 
@@ -103,8 +102,6 @@ def seen_test_reports(out_dir: Path, systems: Sequence[str]) -> dict[str, dict]:
 def seen_test_section(out_dir: Path, reports: Mapping[str, dict], source: str) -> list[str]:
     """The section of the seen-voice split: each system's N-output WER on both test splits side by side, then its
     metrics on ``test_seen``; nothing when no system was evaluated there."""
-    from pc_demo.pipeline import split_system
-
     seen = seen_test_reports(out_dir, list(reports))
     if not seen:
         return []
@@ -132,8 +129,6 @@ def seen_test_section(out_dir: Path, reports: Mapping[str, dict], source: str) -
 
 def seen_engine_wer(out_dir: Path, systems: Sequence[str]) -> list[str]:
     """The per-engine N-output WER table of the systems evaluated on ``test_seen``, with its caption."""
-    from pc_demo.pipeline import split_system
-
     named = [split_system(system, SEEN_TEST_SPLIT) for system in seen_test_reports(out_dir, systems)]
     table = engine_wer_table(out_dir, named) if named else []
     if len(table) <= 2:
@@ -382,8 +377,8 @@ def write_report(out_dir: str | Path, reports: Mapping[str, dict], runs: Sequenc
         "",
         "## Targets",
         "",
-        "The demo's targets on the held-out test voices (`pc_demo.report.TARGETS`); a miss says by how many "
-        "points. Whether more steps would close it: see the learning curves below; "
+        "The demo's targets on the held-out test voices (`nemo_pc.pipelines.demo.report.TARGETS`); a miss says by "
+        "how many points. Whether more steps would close it: see the learning curves below; "
         "`benchmarks/quality_asr_recipe.py` trains the base encoder longer (`--steps`) or on more audio (`--hours`) "
         "and `benchmarks/quality_train_dev_gap.py` tells under-fitting from a generalization gap "
         "(`docs/training_speed.md`).",

