@@ -5,17 +5,14 @@ allowlist (``nemo.core.classes.common.ALLOWED_TARGET_PREFIXES``) accepts ``nemo_
 when NeMo is already imported or, through a small import hook, the moment NeMo imports that module.
 
 The Hydra configs of every model family ship inside the package: ``CONFIG_DIR / "rnnt"``, ``"ctc"``,
-``"formatter"`` and ``"evaluate"`` (``hydra.initialize_config_dir(str(nemo_pc.CONFIG_DIR / "rnnt"))``).
+``"formatter"`` and ``"evaluate"``; :func:`nemo_pc.parts.configs.compose_config` composes a family's recipe.
 """
 
-from pathlib import Path
-
 from nemo_pc._registration import NEMO_PC_TARGET_PREFIX, register_target_prefix
+from nemo_pc.parts.configs import CONFIG_DIR
 
 __version__ = "0.1.0"
 
-CONFIG_DIR = Path(__file__).resolve().parent / "configs"
-"""The packaged Hydra configs (``rnnt/rnnt_pc.yaml``, ``ctc/ctc_pc.yaml``, ``formatter/*.yaml``, ...)."""
 
 __all__ = ["CONFIG_DIR", "NEMO_PC_TARGET_PREFIX", "register_target_prefix", "__version__"]
 

@@ -11,7 +11,9 @@ Stock families and what they become:
       after the last layer); ``decoders=conditioned``: one head, and a zero-initialised style embedding at the input
       of the last layer (``style_embedding``).
 
-The encoder and preprocessor are copied as they are. The tokenizer is the stock one when it already writes case and
+The RNN-T's decoder and joint are the packaged recipe's ``variant=<decoders>`` (``configs/rnnt/variant``, with the
+``predictor`` whose class the stock predictor is) around the stock settings. The encoder and preprocessor are copied
+as they are. The tokenizer is the stock one when it already writes case and
 the marks; otherwise it is extended (:mod:`nemo_pc.data.tokenizers.extension`): every stock piece keeps its id and its
 rows (embedding, output layer), and each appended piece's rows start as the mean of its related stock pieces' rows
 (the mean of all stock rows for a mark), its output bias
@@ -22,6 +24,7 @@ model's transcripts until the model is trained.
 
 from __future__ import annotations
 
+import importlib
 import os
 import tarfile
 import tempfile
@@ -33,16 +36,10 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from nemo_pc.data.tokenizers.extension import ExtendedTokenizer, extend_tokenizer, related_pieces
 from nemo_pc.models.vocabulary import RowSources, gather_rows
+from nemo_pc.parts.configs import compose_config, group_options
 from nemo_pc.parts.text import DEFAULT_MARKS
 
 DECODERS = ("conditioned", "dual")
-
-CONDITIONED_PREDICTORS = {
-    "nemo.collections.asr.modules.RNNTDecoder": "nemo_pc.modules.ModeConditionedRNNTDecoder",
-    "nemo.collections.asr.modules.rnnt.RNNTDecoder": "nemo_pc.modules.ModeConditionedRNNTDecoder",
-    "nemo.collections.asr.modules.StatelessTransducerDecoder": "nemo_pc.modules.ModeConditionedStatelessDecoder",
-    "nemo.collections.asr.modules.rnnt.StatelessTransducerDecoder": "nemo_pc.modules.ModeConditionedStatelessDecoder",
-}
 
 
 def stock_family(model) -> str:
@@ -154,8 +151,39 @@ def _common_config(stock_cfg: DictConfig, tokenizer_dir: Path) -> dict:
     return cfg
 
 
+def _same_class(path: str, other: str) -> bool:
+    """Whether two ``_target_`` paths name one class (``nemo.collections.asr.modules.RNNTDecoder`` and its module's
+    own path ``nemo.collections.asr.modules.rnnt.RNNTDecoder`` do)."""
+
+    def load(target: str):
+        module, _, name = target.rpartition(".")
+        try:
+            return getattr(importlib.import_module(module), name, None)
+        except (ImportError, ValueError):
+            return None
+
+    return path == other or (load(path) or path) is load(other)
+
+
+def packaged_predictor(stock_target: str) -> str | None:
+    """The ``predictor`` option of the packaged RNN-T recipe whose plain predictor (``variant=single``) is the class
+    ``stock_target``; None when none is."""
+    for predictor in group_options("rnnt", "predictor"):
+        plain = compose_config("rnnt", ["variant=single", f"predictor={predictor}"]).model.decoder
+        if _same_class(plain["_target_"], stock_target):
+            return predictor
+    return None
+
+
+def _per_mode(recipe: DictConfig, stock: dict, **shared) -> dict:
+    """A stock predictor or joint config as the head of the recipe's per-mode wrapper (``head_target``, ``head``),
+    with the wrapper's ``shared`` settings."""
+    return {"_target_": recipe["_target_"], "head_target": stock.pop("_target_"), **shared, "head": stock}
+
+
 def rnnt_config(stock_cfg: DictConfig, tokenizer_dir: Path, decoders: str) -> dict:
-    """The P&C RNN-T config of a stock RNN-T / TDT config."""
+    """The P&C RNN-T config of a stock RNN-T / TDT config: the packaged recipe's ``variant=<decoders>`` (with the
+    ``predictor`` of the stock class) around the stock predictor and joint, whose settings stay the stock ones."""
     cfg = _common_config(stock_cfg, tokenizer_dir)
     decoder, joint = cfg["decoder"], cfg["joint"]
     decoder.pop("vocab_size", None)
@@ -165,20 +193,20 @@ def rnnt_config(stock_cfg: DictConfig, tokenizer_dir: Path, decoders: str) -> di
     loss = cfg.setdefault("loss", {})
     if loss.get("loss_name", "default") in ("default", "tdt"):
         loss["loss_name"] = "auto"  # nemo_pc's exact losses on CPU, NeMo's numba ones on GPU (tdt_kwargs kept)
-    cfg["pc"] = {"decoders": decoders, "alpha": 0.5, "default_mode": "punctuated"}
-    if decoders == "conditioned":
-        target = decoder["_target_"]
-        if target not in CONDITIONED_PREDICTORS:
-            raise ValueError(f"decoder._target_: no mode-conditioned form of {target}; use --decoders dual")
-        decoder.update(_target_=CONDITIONED_PREDICTORS[target], mode_combine="add")
+    predictor = packaged_predictor(decoder["_target_"])
+    if predictor is None and decoders == "conditioned":
+        raise ValueError(f"decoder._target_: no mode-conditioned form of {decoder['_target_']}; use --decoders dual")
+    choices = [f"variant={decoders}", *([f"predictor={predictor}"] if predictor else [])]
+    recipe = compose_config("rnnt", choices).model
+    cfg["pc"] = {"decoders": recipe.pc.decoders, "alpha": recipe.pc.alpha, "default_mode": recipe.pc.default_mode}
+    if "head" not in recipe.decoder:
+        decoder.update(_target_=recipe.decoder["_target_"], mode_combine="add")
         return cfg
     jointnet = joint.pop("jointnet")
     jointnet.pop("encoder_hidden", None)
     jointnet.pop("pred_hidden", None)
-    cfg["decoder"] = {"_target_": "nemo_pc.modules.DualRNNTDecoder", "head_target": decoder.pop("_target_"),
-                      "head": decoder}  # fmt: skip
-    cfg["joint"] = {"_target_": "nemo_pc.modules.DualRNNTJoint", "head_target": joint.pop("_target_"),
-                    "jointnet": jointnet, "head": joint}  # fmt: skip
+    cfg["decoder"] = _per_mode(recipe.decoder, decoder)
+    cfg["joint"] = _per_mode(recipe.joint, joint, jointnet=jointnet)
     return cfg
 
 

@@ -13,31 +13,17 @@ from pathlib import Path
 
 from omegaconf import open_dict
 
-from nemo_pc import CONFIG_DIR as CONFIG_ROOT
+from nemo_pc.parts.configs import RECIPES, compose_config
 
-FAMILIES = {
-    # family: (config folder, config name, model class path)
-    "rnnt": ("rnnt", "rnnt_pc", "nemo_pc.models.rnnt_pc.EncDecRNNTPCBPEModel"),
-    "ctc": ("ctc", "ctc_pc", "nemo_pc.models.ctc_pc.EncDecCTCPCBPEModel"),
-    "aed": ("aed", "aed_pc", "nemo_pc.models.aed_pc.EncDecAEDPCModel"),
-    "tagger": ("formatter", "tagger", "nemo_pc.models.tagger.PCTaggerModel"),
-    "rewriter": ("formatter", "rewriter", "nemo_pc.models.rewriter.SpanRewriterModel"),
+MODEL_CLASSES = {
+    "rnnt": "nemo_pc.models.rnnt_pc.EncDecRNNTPCBPEModel",
+    "ctc": "nemo_pc.models.ctc_pc.EncDecCTCPCBPEModel",
+    "aed": "nemo_pc.models.aed_pc.EncDecAEDPCModel",
+    "tagger": "nemo_pc.models.tagger.PCTaggerModel",
+    "rewriter": "nemo_pc.models.rewriter.SpanRewriterModel",
 }
-
-
-def compose_config(family: str, overrides: Sequence[str] = ()):
-    """The Hydra config of a model family (``rnnt``, ``ctc``, ``aed``, ``tagger``, ``rewriter``) with
-    ``overrides``."""
-    from hydra import compose, initialize_config_dir
-
-    if family not in FAMILIES:
-        raise ValueError(f"unknown model family {family!r}; expected one of {sorted(FAMILIES)}")
-    folder, name, _ = FAMILIES[family]
-    config_dir = CONFIG_ROOT / folder
-    if not config_dir.is_dir():
-        raise FileNotFoundError(f"{config_dir}: the packaged configs are missing (a broken nemo_pc install)")
-    with initialize_config_dir(config_dir=str(config_dir), version_base=None):
-        return compose(config_name=name, overrides=list(overrides))
+# family: (config folder, config name, model class path)
+FAMILIES = {family: (*RECIPES[family], path) for family, path in MODEL_CLASSES.items()}
 
 
 def _model_class(family: str):
