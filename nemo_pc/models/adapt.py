@@ -181,7 +181,7 @@ def _per_mode(recipe: DictConfig, stock: dict, **shared) -> dict:
     return {"_target_": recipe["_target_"], "head_target": stock.pop("_target_"), **shared, "head": stock}
 
 
-def rnnt_config(stock_cfg: DictConfig, tokenizer_dir: Path, decoders: str) -> dict:
+def rnnt_config(stock_cfg: DictConfig, tokenizer_dir: Path, decoders: str, marks: str = DEFAULT_MARKS) -> dict:
     """The P&C RNN-T config of a stock RNN-T / TDT config: the packaged recipe's ``variant=<decoders>`` (with the
     ``predictor`` of the stock class) around the stock predictor and joint, whose settings stay the stock ones."""
     cfg = _common_config(stock_cfg, tokenizer_dir)
@@ -198,7 +198,12 @@ def rnnt_config(stock_cfg: DictConfig, tokenizer_dir: Path, decoders: str) -> di
         raise ValueError(f"decoder._target_: no mode-conditioned form of {decoder['_target_']}; use --decoders dual")
     choices = [f"variant={decoders}", *([f"predictor={predictor}"] if predictor else [])]
     recipe = compose_config("rnnt", choices).model
-    cfg["pc"] = {"decoders": recipe.pc.decoders, "alpha": recipe.pc.alpha, "default_mode": recipe.pc.default_mode}
+    cfg["pc"] = {
+        "decoders": recipe.pc.decoders,
+        "alpha": recipe.pc.alpha,
+        "default_mode": recipe.pc.default_mode,
+        "marks": marks,
+    }
     if "head" not in recipe.decoder:
         decoder.update(_target_=recipe.decoder["_target_"], mode_combine="add")
         return cfg
@@ -292,7 +297,7 @@ def adapt_model(
         destinations = _ctc_destinations(decoders)
         neutral = ("style_embedding.proj.weight",) if decoders == "conditioned" else ()
     else:
-        cfg = rnnt_config(stock.cfg, extended.directory, decoders)
+        cfg = rnnt_config(stock.cfg, extended.directory, decoders, marks)
         model = EncDecRNNTPCBPEModel(cfg=OmegaConf.create(cfg))
         destinations = _rnnt_destinations(decoders)
         neutral = ("decoder.mode_embed.weight",) if decoders == "conditioned" else ()

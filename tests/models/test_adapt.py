@@ -163,6 +163,16 @@ def test_adapt_with_a_tokenizer_folder_keeps_the_normalized_mode(corpus, tmp_pat
     assert _texts(model.transcribe(corpus["audio"], batch_size=4, verbose=False, mode="normalized")) == expected
 
 
+@pytest.mark.parametrize("family", ["rnnt", "ctc"])
+def test_adapt_keeps_the_requested_mark_set(corpus, tmp_path, family):
+    from nemo_pc.models.adapt import adapt_model
+
+    stock, _ = _stock(family, corpus, tmp_path)
+    model = adapt_model(stock, tmp_path / "work", "dual", marks=".,?!")
+    assert model.cfg.pc.marks == ".,?!"
+    assert "!" in model.tokenizer.tokenizer.id_to_piece(list(range(model.tokenizer.vocab_size)))
+
+
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
