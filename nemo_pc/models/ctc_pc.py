@@ -14,19 +14,20 @@ from nemo.collections.asr.models.ctc_bpe_models import EncDecCTCModelBPE
 from nemo.collections.asr.parts.mixins.transcription import TranscribeConfig
 from nemo.collections.asr.parts.submodules.ctc_decoding import CTCBPEDecoding
 from nemo.utils import logging
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
+from torch import nn
 
 from nemo_pc.data.datasets.pc_batch import PCBatch
 from nemo_pc.data.datasets.style_dataset import check_style_tokenizer
 from nemo_pc.metrics.mode_wer import text_errors
+from nemo_pc.models.ctc_heads import CTCHead, ctc_heads
 from nemo_pc.models.mixins.pc_model import PCConfig, PCModelMixin
 from nemo_pc.models.mixins.transcription import transcribe_with_mode
 from nemo_pc.models.vocabulary import carry_rows, pieces, row_sources
 from nemo_pc.modules.style_encoder import LayerTaps, StyleBranch, StyleEmbedding, to_decoder_input
-from nemo_pc.parts.lm_fusion import ngram_lm_mode
-from nemo_pc.parts.modes import MODES, NORMALIZED, NORMALIZED_ID, PUNCTUATED, PUNCTUATED_ID, requested_ids
+from nemo_pc.parts.lm_fusion import has_ngram_lm, without_ngram_lm
+from nemo_pc.parts.modes import MODES, NORMALIZED, NORMALIZED_ID, PUNCTUATED, requested_ids
 from nemo_pc.parts.styles import check_format, parse_mixed
-from nemo_pc.parts.text import normalize
 
 TARGETS = ("punctuated", "normalized", "mixed")
 
@@ -106,7 +107,10 @@ class EncDecCTCPCBPEModel(PCModelMixin, EncDecCTCModelBPE):
             conditioned one.
         style_embedding.weight: weight of the normalized-pass loss.
 
-    Utterances whose ``pc_source`` is ``"none"`` take no loss on a punctuated or mixed main target.
+    The heads are :class:`~nemo_pc.models.ctc_heads.CTCHead` descriptions (``self.heads``, built once by
+    :func:`~nemo_pc.models.ctc_heads.ctc_heads`): each has a name (its word in the logs), a mode (that of its targets
+    and its decoding), the encoder layer it reads and its own CTC loss (``self.ctc_losses[name]``). Utterances whose
+    ``pc_source`` is ``"none"`` take no loss on a punctuated or mixed main target.
 
     ``train_ds`` / ``validation_ds`` / ``test_ds`` are
     :func:`nemo_pc.data.datasets.pc_dataset.pc_dataloader_from_config`
@@ -125,30 +129,24 @@ class EncDecCTCPCBPEModel(PCModelMixin, EncDecCTCModelBPE):
         if pc.target == "mixed":
             check_style_tokenizer(self.tokenizer)
         layers = self.encoder.layers
-        self.inter_layer = int(pc.inter.layer or len(layers) // 2)
-        if pc.inter.weight > 0 and not 1 <= self.inter_layer < len(layers):
-            raise ValueError(f"pc.inter.layer must be in [1, {len(layers) - 1}], got {self.inter_layer}")
+        self.heads = ctc_heads(pc, len(layers))
         self.style_branch = self.normalized_decoder = self.inter_decoder = self.style_embedding = None
         if pc.style_layers.branch_layer is not None:
             self.style_branch = StyleBranch(layers, int(pc.style_layers.branch_layer), self.encoder.out_proj)
             self.normalized_decoder = self.from_config_dict(self.cfg.decoder)
-        if pc.inter.weight > 0:
+        if self.heads.inter is not None:
             self.inter_decoder = self.from_config_dict(self.cfg.decoder)
         if pc.style_embedding.layers:
             self.style_embedding = StyleEmbedding(
-                self.encoder.d_model, pc.style_embedding.layers, len(layers), encoder_style=self.main_style_id
+                self.encoder.d_model, pc.style_embedding.layers, len(layers), encoder_style=self.heads.main.mode
             )
             if self.cfg.encoder.get("conv_norm_type", "batch_norm") == "batch_norm":
                 logging.warning(
                     "pc.style_embedding with batch-norm convolutions: the running statistics mix both styles; "
                     "set encoder.conv_norm_type=layer_norm"
                 )
-        if self.style_branch is not None and self.style_embedding is not None:
-            raise ValueError("pc.style_layers and pc.style_embedding are alternatives; configure one of them")
-        self._taps = LayerTaps(layers, self._tapped_layers())
-        self.style_loss = CTCLoss(
-            num_classes=self.decoder.num_classes_with_blank - 1, zero_infinity=True, reduction="none"
-        )
+        self._taps = LayerTaps(layers, [head.layer for head in self.heads if head.layer is not None])
+        self.ctc_losses = self._build_ctc_losses()
         self.setup_mode_decodings()
 
     def maybe_init_from_pretrained_checkpoint(self, cfg: DictConfig, map_location: str = "cpu") -> None:
@@ -166,15 +164,12 @@ class EncDecCTCPCBPEModel(PCModelMixin, EncDecCTCModelBPE):
             branch.copy_from(self.encoder.layers, self.encoder.out_proj)
             logging.info("style layers initialized from the top layers of the initialized encoder")
 
-    def _tapped_layers(self) -> list[int]:
-        tapped = []
-        if self.inter_decoder is not None:
-            tapped.append(self.inter_layer)
-        if self.style_branch is not None and self.style_branch.branch_layer < len(self.encoder.layers):
-            tapped.append(self.style_branch.branch_layer)
-        if self.style_embedding is not None:
-            tapped.append(self.style_embedding.first_layer)
-        return tapped
+    def _build_ctc_losses(self) -> nn.ModuleDict:
+        """One CTC loss per head, by head name (per utterance: the model masks and averages)."""
+        blank = self.decoder.num_classes_with_blank - 1
+        return nn.ModuleDict(
+            {head.name: CTCLoss(num_classes=blank, zero_infinity=True, reduction="none") for head in self.heads}
+        )
 
     # Data (setup_training_data and its twins: PCDataMixin)
 
@@ -188,10 +183,11 @@ class EncDecCTCPCBPEModel(PCModelMixin, EncDecCTCModelBPE):
         self, input_signal=None, input_signal_length=None, processed_signal=None, processed_signal_length=None
     ):
         """NeMo's CTC forward on the main head: ``(log_probs, encoded_len, greedy_predictions)``."""
+        main = self.heads.main
         outputs, encoded_len = self.forward_heads(
-            input_signal, input_signal_length, processed_signal, processed_signal_length, heads=("main",)
+            input_signal, input_signal_length, processed_signal, processed_signal_length, heads=(main,)
         )
-        return outputs["main"], encoded_len, outputs["main"].argmax(dim=-1)
+        return outputs[main], encoded_len, outputs[main].argmax(dim=-1)
 
     def forward_heads(
         self,
@@ -199,13 +195,17 @@ class EncDecCTCPCBPEModel(PCModelMixin, EncDecCTCModelBPE):
         input_signal_length=None,
         processed_signal=None,
         processed_signal_length=None,
-        heads: tuple[str, ...] = ("main",),
-    ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
-        """Runs the shared encoder once and the requested heads: ``main``, ``inter`` and ``normalized``.
+        heads: Sequence[CTCHead] | None = None,
+    ) -> tuple[dict[CTCHead, torch.Tensor], torch.Tensor]:
+        """Runs the shared encoder once and the requested heads of :attr:`heads` (default: the main head).
 
         Returns:
-            Log-probabilities ``(B, T, V+1)`` per head, and the encoded lengths.
+            Log-probabilities ``(B, T, V+1)`` by head, and the encoded lengths.
         """
+        requested = (self.heads.main,) if heads is None else tuple(heads)
+        unknown = [head.name for head in requested if head not in tuple(self.heads)]
+        if unknown:
+            raise ValueError(f"heads: this model has no {unknown[0]} head")
         if processed_signal is None:
             processed_signal, processed_signal_length = self.preprocessor(
                 input_signal=input_signal, length=input_signal_length
@@ -214,57 +214,48 @@ class EncDecCTCPCBPEModel(PCModelMixin, EncDecCTCModelBPE):
             processed_signal = self.spec_augmentation(input_spec=processed_signal, length=processed_signal_length)
         with self._taps, self.conditioned_encoder():
             encoded, encoded_len = self.encoder(audio_signal=processed_signal, length=processed_signal_length)
-        outputs = {}
-        if "main" in heads:
-            outputs["main"] = self.decoder(encoder_output=encoded)
-        if "inter" in heads:
-            inter_state, _ = self._taps.state(self.inter_layer)
-            outputs["inter"] = self.inter_decoder(encoder_output=to_decoder_input(inter_state, self.encoder.out_proj))
-        if "normalized" in heads:
-            outputs["normalized"] = self._normalized_head(encoded)
+        outputs = {head: self._head_log_probs(head, encoded) for head in self.heads if head in requested}
         return outputs, encoded_len
+
+    def _head_log_probs(self, head: CTCHead, encoded: torch.Tensor) -> torch.Tensor:
+        """One head's log-probabilities from the encoder output and the layer inputs the taps recorded."""
+        if head == self.heads.main:
+            return self.decoder(encoder_output=encoded)
+        if head == self.heads.inter:
+            state, _ = self._taps.state(head.layer)
+            return self.inter_decoder(encoder_output=to_decoder_input(state, self.encoder.out_proj))
+        return self._normalized_log_probs(head, encoded)
 
     def conditioned_encoder(self) -> contextlib.AbstractContextManager:
         """The block inside which ``self.encoder`` is the main head's encoder: with ``pc.style_embedding`` it adds the
-        main style's vector to the conditioned layers (:meth:`StyleEmbedding.applied`); otherwise it does nothing.
-        Outside it ``self.encoder`` is NeMo's encoder, unchanged."""
+        main head's mode vector to the conditioned layers (:meth:`StyleEmbedding.applied`); otherwise it does
+        nothing. Outside it ``self.encoder`` is NeMo's encoder, unchanged."""
         if self.style_embedding is None:
             return contextlib.nullcontext()
         return self.style_embedding.applied(self.encoder.layers)
 
     def forward_for_export(self, *args, **kwargs):
-        """NeMo's export forward (encoder, then the main head) with the main style's conditioning applied."""
+        """NeMo's export forward (encoder, then the main head) with the main head's conditioning applied."""
         with self.conditioned_encoder():
             return super().forward_for_export(*args, **kwargs)
 
-    def _normalized_head(self, encoded: torch.Tensor) -> torch.Tensor:
-        """The normalized style from the style branch, or a re-run of the conditioned layers with style N."""
+    def _normalized_log_probs(self, head: CTCHead, encoded: torch.Tensor) -> torch.Tensor:
+        """The normalized head: the style branch on its layer's input, or a re-run of the conditioned layers from
+        its layer's input with the normalized mode's vector."""
         if self.style_branch is not None:
-            if self.style_branch.branch_layer == len(self.encoder.layers):
+            if head.layer is None:
                 return self.normalized_decoder(encoder_output=encoded)
-            state, kwargs = self._taps.state(self.style_branch.branch_layer)
+            state, kwargs = self._taps.state(head.layer)
             return self.normalized_decoder(encoder_output=self.style_branch(state, kwargs))
-        if self.style_embedding is None:
-            raise ValueError("this model has no normalized head: configure pc.style_layers or pc.style_embedding")
-        state, kwargs = self._taps.state(self.style_embedding.first_layer)
-        hidden = self.style_embedding.run(self.encoder.layers, state, kwargs, NORMALIZED_ID)
+        state, kwargs = self._taps.state(head.layer)
+        hidden = self.style_embedding.run(self.encoder.layers, state, kwargs, head.mode)
         return self.decoder(encoder_output=to_decoder_input(hidden, self.encoder.out_proj))
 
     @property
     def main_mode_id(self) -> int:
         """The mode of the main head: normalized for a normalized target, else punctuated (a mixed transcript
         holds both)."""
-        return NORMALIZED_ID if self.cfg.pc.target == NORMALIZED else PUNCTUATED_ID
-
-    @property
-    def main_style_id(self) -> int:
-        """:attr:`main_mode_id`, the encoder's own style of a style embedding (papers/001's word)."""
-        return self.main_mode_id
-
-    @property
-    def has_normalized_head(self) -> bool:
-        """Whether a style branch or a style embedding gives the normalized style its own pass."""
-        return self.style_branch is not None or self.style_embedding is not None
+        return self.heads.main.mode
 
     # Decoding
 
@@ -275,53 +266,60 @@ class EncDecCTCPCBPEModel(PCModelMixin, EncDecCTCModelBPE):
             return self.decoding
         return CTCBPEDecoding(decoding_cfg, tokenizer=self.tokenizer)
 
+    def setup_mode_decodings(self) -> None:
+        """Each mode's decoding (``self.decodings``, as in :class:`PCModelMixin`) and, for a mixed main head,
+        ``self.mixed_decoding``: a mixed transcript is in neither mode, so it decodes without the n-gram LM."""
+        super().setup_mode_decodings()
+        self.mixed_decoding = None
+        if self.heads.main.mixed_format is not None:
+            full = self.cfg.decoding
+            plain = without_ngram_lm(full) if has_ngram_lm(full) else full
+            self.mixed_decoding = self.mode_decoding(self.heads.main.mode, plain)
+
+    def head_decoding(self, head: CTCHead) -> CTCBPEDecoding:
+        """The decoding of a head's output: that of its mode, or :attr:`mixed_decoding` for a mixed transcript."""
+        if head.mixed_format is not None:
+            return self.mixed_decoding
+        return self.decodings[head.mode]
+
     def change_vocabulary(
         self, new_tokenizer_dir: str | DictConfig, new_tokenizer_type: str, decoding_cfg: DictConfig | None = None
     ) -> None:
         """NeMo's ``change_vocabulary`` (what ``speech_to_text_finetune.py`` calls for a new tokenizer), for every
         CTC head: each piece the old tokenizer has keeps its output rows, a new piece starts from its related pieces
-        (:mod:`nemo_pc.models.vocabulary`), and the style loss and every mode's decoding are rebuilt."""
+        (:mod:`nemo_pc.models.vocabulary`), and each head's loss and every mode's decoding are rebuilt."""
         old_tokenizer = self.tokenizer
-        old = {name: module.state_dict() for name, module in self._ctc_heads().items()}
+        old = {name: module.state_dict() for name, module in self._decoders().items()}
         super().change_vocabulary(new_tokenizer_dir, new_tokenizer_type, decoding_cfg)
         if self.cfg.pc.target == "mixed":
             check_style_tokenizer(self.tokenizer)
         for name in ("normalized_decoder", "inter_decoder"):
             if getattr(self, name) is not None:
                 setattr(self, name, self.from_config_dict(self.cfg.decoder))
-        self.style_loss = CTCLoss(
-            num_classes=self.decoder.num_classes_with_blank - 1, zero_infinity=True, reduction="none"
-        )
+        self.ctc_losses = self._build_ctc_losses()
         rows = row_sources(old_tokenizer, pieces(self.tokenizer), self.cfg.pc.marks)
-        for name, module in self._ctc_heads().items():
+        for name, module in self._decoders().items():
             carry_rows(module, old[name], rows)
         self.setup_mode_decodings()
 
-    def _ctc_heads(self) -> dict[str, torch.nn.Module]:
+    def _decoders(self) -> dict[str, torch.nn.Module]:
+        """The CTC decoder modules, by attribute name."""
         names = ("decoder", "normalized_decoder", "inter_decoder")
         return {name: getattr(self, name) for name in names if getattr(self, name) is not None}
 
-    def head_decoding(self, head: str):
-        """The decoding of a head's output: its mode's (``main`` writes the main target, ``inter`` and
-        ``normalized`` the normalized mode). A mixed transcript is in neither mode and decodes without the LM."""
-        if head != "main":
-            return self.decodings[NORMALIZED_ID]
-        if self.cfg.pc.target == "mixed":
-            return self.decodings[1 - ngram_lm_mode(self.cfg.pc)]  # the mode without the LM
-        return self.decodings[self.main_mode_id]
-
     # Training
 
-    def _training_heads(self) -> tuple[str, ...]:
-        heads = ["main"]
-        if self.inter_decoder is not None:
-            heads.append("inter")
-        if self.has_normalized_head:
-            heads.append("normalized")
-        return tuple(heads)
+    def _targets(self, batch: PCBatch, mode: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """The targets of a head of ``mode``, their lengths, and the mask of utterances that have them (None: all).
+        Punctuated targets (also mixed ones) exist only where the utterance has a P transcript."""
+        if mode == NORMALIZED_ID:
+            return batch.tokens_n, batch.tokens_n_len, None
+        return batch.tokens_p, batch.tokens_p_len, batch.p_mask
 
-    def _masked_ctc(self, log_probs, lengths, targets, target_lengths, mask=None) -> torch.Tensor:
-        per_utt = self.style_loss(
+    def _head_loss(self, head: CTCHead, log_probs: torch.Tensor, lengths: torch.Tensor, batch: PCBatch):
+        """A head's CTC loss on its mode's targets: the mean over the utterances that have them."""
+        targets, target_lengths, mask = self._targets(batch, head.mode)
+        per_utt = self.ctc_losses[head.name](
             log_probs=log_probs, targets=targets, input_lengths=lengths, target_lengths=target_lengths
         )
         if mask is None:
@@ -329,47 +327,34 @@ class EncDecCTCPCBPEModel(PCModelMixin, EncDecCTCModelBPE):
         mask = mask.to(per_utt.dtype)
         return (per_utt * mask).sum() / mask.sum().clamp(min=1.0)
 
-    def compute_losses(self, batch: PCBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    def compute_losses(self, batch: PCBatch) -> tuple[torch.Tensor, dict[CTCHead, torch.Tensor]]:
         """L = λ_CTC L_main + λ_inter L_inter + w L_normalized over one
-        :class:`~nemo_pc.data.datasets.pc_batch.PCBatch`."""
-        total, losses, _, _ = self._head_losses(batch)
+        :class:`~nemo_pc.data.datasets.pc_batch.PCBatch`, and each head's loss."""
+        total, losses, _, _ = self._losses(batch)
         return total, losses
 
-    def _main_targets(self, batch: PCBatch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-        """The main head's targets, their lengths, and the mask of utterances that have them (None: all)."""
-        if self.cfg.pc.target == NORMALIZED:
-            return batch.tokens_n, batch.tokens_n_len, None
-        return batch.tokens_p, batch.tokens_p_len, batch.p_mask
-
-    def _head_losses(self, batch: PCBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor], dict, torch.Tensor]:
-        """The losses of one encoder pass (the weighted total and each head's), and each head's log-probabilities
-        with the encoded lengths."""
+    def _losses(self, batch: PCBatch) -> tuple[torch.Tensor, dict[CTCHead, torch.Tensor], dict, torch.Tensor]:
+        """The losses of one encoder pass (the weighted total and each head's, each weighted by its ``pc`` key),
+        and each head's log-probabilities with the encoded lengths."""
         outputs, lengths = self.forward_heads(
-            input_signal=batch.audio, input_signal_length=batch.audio_len, heads=self._training_heads()
+            input_signal=batch.audio, input_signal_length=batch.audio_len, heads=tuple(self.heads)
         )
-        pc = self.cfg.pc
-        normalized, normalized_len = batch.tokens_n, batch.tokens_n_len
-        main, main_len, p_mask = self._main_targets(batch)
-        losses = {"main": self._masked_ctc(outputs["main"], lengths, main, main_len, p_mask)}
-        total = pc.ctc_weight * losses["main"]
-        if "inter" in outputs:
-            losses["inter"] = self._masked_ctc(outputs["inter"], lengths, normalized, normalized_len)
-            total = total + pc.inter.weight * losses["inter"]
-        if "normalized" in outputs:
-            losses["normalized"] = self._masked_ctc(outputs["normalized"], lengths, normalized, normalized_len)
-            weight = pc.style_layers.weight if self.style_branch is not None else pc.style_embedding.weight
-            total = total + weight * losses["normalized"]
+        total, losses = None, {}
+        for head in self.heads:
+            losses[head] = self._head_loss(head, outputs[head], lengths, batch)
+            term = OmegaConf.select(self.cfg.pc, head.weight) * losses[head]
+            total = term if total is None else total + term
         return total, losses, outputs, lengths
 
     def training_losses(self, batch: PCBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor], tuple]:
         """The weighted loss of the heads, each head's loss (``train_{head}_loss``), and the main head's output."""
-        total, losses, outputs, lengths = self._head_losses(batch)
-        logs = {f"train_{name}_loss": value for name, value in losses.items()}
-        return total, logs, (outputs["main"], lengths, batch)
+        total, losses, outputs, lengths = self._losses(batch)
+        logs = {f"train_{head.name}_loss": value for head, value in losses.items()}
+        return total, logs, (outputs[self.heads.main], lengths, batch)
 
     def _main_wer(self, log_probs: torch.Tensor, lengths: torch.Tensor, batch: PCBatch) -> tuple:
         """NeMo's WER of the main head on its own targets: ``(wer, errors, words)``."""
-        main, main_len, _ = self._main_targets(batch)
+        main, main_len, _ = self._targets(batch, self.heads.main.mode)
         self.wer.update(predictions=log_probs, targets=main, targets_lengths=main_len, predictions_lengths=lengths)
         result = self.wer.compute()
         self.wer.reset()
@@ -383,11 +368,11 @@ class EncDecCTCPCBPEModel(PCModelMixin, EncDecCTCModelBPE):
         """From one encoder pass: the loss and each head's (``val_loss_{head}``), the main head's WER
         (``val_wer``), and the errors and words of each mode the model writes, as ``transcribe`` writes it
         (``val_wer_num_{mode}``, ``val_wer_denom_{mode}``; punctuated on the utterances with a P transcript)."""
-        loss, losses, outputs, lengths = self._head_losses(batch)
-        wer, wer_num, wer_denom = self._main_wer(outputs["main"], lengths, batch)
+        loss, losses, outputs, lengths = self._losses(batch)
+        wer, wer_num, wer_denom = self._main_wer(outputs[self.heads.main], lengths, batch)
         logs = {"val_loss": loss, "val_wer_num": wer_num, "val_wer_denom": wer_denom, "val_wer": wer}
-        logs.update({f"val_loss_{name}": value.detach() for name, value in losses.items()})
-        hypotheses = self._decode_modes(outputs, lengths, self._mode_sources(self.mode_ids), False)
+        logs.update({f"val_loss_{head.name}": value.detach() for head, value in losses.items()})
+        hypotheses = self._decode_modes(outputs, lengths, self.mode_heads(self.mode_ids), False)
         references, has_punctuated = self._reference_texts(batch), batch.p_mask.tolist()
         for name, hyps in hypotheses.items():
             keep = [k for k in range(len(hyps)) if name == NORMALIZED or has_punctuated[k]]
@@ -404,72 +389,72 @@ class EncDecCTCPCBPEModel(PCModelMixin, EncDecCTCModelBPE):
             return [self.tokenizer.ids_to_text(row[:n].tolist()) for row, n in zip(tokens, lengths, strict=True)]
 
         punctuated = texts(batch.tokens_p, batch.tokens_p_len)
-        if self.cfg.pc.target == "mixed":
-            punctuated = [parse_mixed(text, self.cfg.pc.mixed_format)[1] for text in punctuated]
+        mixed_format = self.heads.main.mixed_format
+        if mixed_format is not None:
+            punctuated = [parse_mixed(text, mixed_format)[1] for text in punctuated]
         return {NORMALIZED: texts(batch.tokens_n, batch.tokens_n_len), PUNCTUATED: punctuated}
 
     # Transcription
 
-    def _mode_sources(self, modes: Sequence[int]) -> dict[str, str]:
-        """Which head gives each mode: ``main``, ``inter``, ``normalized``, ``parse`` or ``rules``."""
-        target = self.cfg.pc.target
-        sources = {}
-        for name in (MODES[mode] for mode in modes):
-            if target == "mixed":
-                sources[name] = "parse"
-            elif name == target:
-                sources[name] = "main"
-            elif self.has_normalized_head:
-                sources[name] = "normalized"
-            elif self.inter_decoder is not None and self.cfg.pc.inter.transcribe:
-                sources[name] = "inter"
-            else:
-                sources[name] = "rules"
-        return sources
+    def mode_head(self, mode: int) -> CTCHead:
+        """The head whose transcript gives ``mode`` (:meth:`CTCHead.mode_text` reads the mode's text from it): the
+        main head when it writes that mode (a mixed transcript holds both), else the normalized style head, else
+        the intermediate head when ``pc.inter.transcribe`` is set, else the main head (its punctuated text,
+        normalized by the text rules)."""
+        main = self.heads.main
+        if main.mixed_format is not None or main.mode == mode:
+            return main
+        if self.heads.normalized is not None:
+            return self.heads.normalized
+        if self.heads.inter is not None and self.cfg.pc.inter.transcribe:
+            return self.heads.inter
+        return main
+
+    def mode_heads(self, modes: Sequence[int]) -> dict[int, CTCHead]:
+        """:meth:`mode_head` of each mode, in the order given."""
+        return {mode: self.mode_head(mode) for mode in modes}
 
     @property
-    def normalized_source(self) -> str:
-        """Where ``transcribe``'s normalized mode comes from: ``main``, ``inter``, ``normalized`` (a style head),
-        ``parse`` (a mixed transcript) or ``rules`` (the punctuated output, normalized)."""
-        return self._mode_sources([NORMALIZED_ID])[NORMALIZED]
+    def normalized_by_rules(self) -> bool:
+        """Whether ``transcribe``'s normalized mode is the main head's punctuated text, normalized by the text rules
+        (papers/004's default), so that one decoding gives both modes."""
+        head = self.mode_head(NORMALIZED_ID)
+        return head.mode != NORMALIZED_ID and head.mixed_format is None
 
     def _transcribe_forward(self, batch, trcfg: TranscribeConfig):
-        sources = self._mode_sources(requested_ids(self.requested_mode(trcfg)))
-        heads = tuple({"main", *(s for s in sources.values() if s in ("inter", "normalized"))})
+        mode_heads = self.mode_heads(requested_ids(self.requested_mode(trcfg)))
+        heads = (self.heads.main, *mode_heads.values())
         outputs, lengths = self.forward_heads(input_signal=batch[0], input_signal_length=batch[1], heads=heads)
-        return {"outputs": outputs, "logits_len": lengths, "sources": sources}
+        return {"outputs": outputs, "logits_len": lengths, "mode_heads": mode_heads}
 
     def _transcribe_output_processing(self, outputs, trcfg: TranscribeConfig):
         results = self._decode_modes(
-            outputs["outputs"], outputs["logits_len"], outputs["sources"], trcfg.return_hypotheses
+            outputs["outputs"], outputs["logits_len"], outputs["mode_heads"], trcfg.return_hypotheses
         )
         if len(results) == 1:
             return next(iter(results.values()))
         return results
 
-    def _decode_modes(self, outputs: dict, lengths: torch.Tensor, sources: dict[str, str], hypotheses: bool) -> dict:
-        """Each mode's transcripts (``{mode: [...]}``) from the heads' log-probabilities; each head that a mode
+    def _decode_modes(
+        self, outputs: dict[CTCHead, torch.Tensor], lengths: torch.Tensor, mode_heads: dict[int, CTCHead],
+        hypotheses: bool,
+    ) -> dict[str, list]:  # fmt: skip
+        """Each mode's transcripts (``{mode name: [...]}``) from the heads' log-probabilities; each head that a mode
         reads is decoded once."""
-        heads = {"main" if source in ("parse", "rules") else source for source in sources.values()}
         decoded = {
             head: self.head_decoding(head).ctc_decoder_predictions_tensor(
                 outputs[head], decoder_lengths=lengths, return_hypotheses=hypotheses
             )
-            for head in heads
+            for head in dict.fromkeys(mode_heads.values())
         }
-        results = {}
-        for name, source in sources.items():
-            hyps = decoded["main" if source in ("parse", "rules") else source]
-            results[name] = [self._mode_hypothesis(hyp, name, source) for hyp in hyps]
-        return results
+        return {
+            MODES[mode]: [self._mode_hypothesis(hyp, mode, head) for hyp in decoded[head]]
+            for mode, head in mode_heads.items()
+        }
 
-    def _mode_hypothesis(self, hypothesis, mode: str, source: str):
-        text = hypothesis if isinstance(hypothesis, str) else hypothesis.text
-        if source == "parse":
-            normalized, punctuated = parse_mixed(text, self.cfg.pc.mixed_format)
-            text = normalized if mode == NORMALIZED else punctuated
-        elif source == "rules":
-            text = normalize(text)
+    @staticmethod
+    def _mode_hypothesis(hypothesis, mode: int, head: CTCHead):
+        text = head.mode_text(hypothesis if isinstance(hypothesis, str) else hypothesis.text, mode)
         if isinstance(hypothesis, str):
             return text
         hypothesis = copy.copy(hypothesis)  # one decoded hypothesis may serve both modes

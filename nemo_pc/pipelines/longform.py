@@ -37,7 +37,7 @@ from nemo_pc.parts.longform import (
     plan_chunks,
     words_from_tokens,
 )
-from nemo_pc.parts.modes import MODES
+from nemo_pc.parts.modes import MODES, NORMALIZED_ID, PUNCTUATED_ID
 from nemo_pc.parts.subtitles import FORMATS, LINE_WIDTH, render
 
 GREEDY = ("greedy", "greedy_batch")
@@ -190,18 +190,20 @@ class _CTCChunks:
     end over the whole recording."""
 
     def __init__(self, model) -> None:
-        target = model.cfg.pc.target
-        if target != "punctuated":
-            raise ValueError(f"pc.target={target}: long-form transcription needs a model whose main head writes "
-                             "punctuated text")  # fmt: skip
+        main = model.heads.main
+        if main.mode != PUNCTUATED_ID or main.mixed_format is not None:
+            raise ValueError(f"pc.target={model.cfg.pc.target}: long-form transcription needs a model whose main "
+                             "head writes punctuated text")  # fmt: skip
         self.model = model
-        source = model.normalized_source  # main, inter, normalized or rules
-        self.heads = {1: "main", 0: source if source in ("inter", "normalized") else None}
-        self.labels: dict[int, list[np.ndarray]] = {mode: [] for mode, head in self.heads.items() if head}
+        # the heads whose own text gives a mode; a normalized mode read from the main head comes by the text rules
+        self.heads = {
+            mode: head for mode, head in model.mode_heads((PUNCTUATED_ID, NORMALIZED_ID)).items() if head.mode == mode
+        }
+        self.labels: dict[int, list[np.ndarray]] = {mode: [] for mode in self.heads}
         self.blank = model.decoder.num_classes_with_blank - 1
 
     def step(self, audio, length, begin: int, end: int, offset: int) -> dict[int, list[TimedToken]]:
-        heads = tuple({head for head in self.heads.values() if head})
+        heads = tuple(dict.fromkeys(self.heads.values()))
         outputs, _ = self.model.forward_heads(input_signal=audio, input_signal_length=length, heads=heads)
         for mode in self.labels:
             log_probs = outputs[self.heads[mode]][0, begin:end]

@@ -7,6 +7,7 @@ import torch
 from omegaconf import OmegaConf
 
 import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
+from nemo_pc.parts.modes import NORMALIZED_ID, PUNCTUATED_ID
 from nemo_pc.parts.text import normalize
 from nemo_pc.testing.ctc import UTTERANCES, memorize, tiny_config, train_tokenizer, write_manifest
 
@@ -95,10 +96,12 @@ def test_nemo_round_trip_keeps_every_head(trained, data, variant, tmp_path):
     restored = EncDecCTCPCBPEModel.restore_from(str(path), map_location="cpu").eval()
     assert not any(module.training for module in model.modules()), "transcribe left part of the model in training"
     assert OmegaConf.to_container(restored.cfg.pc) == OmegaConf.to_container(model.cfg.pc)
+    assert restored.heads == model.heads
     batch = next(iter(model._train_dl))
-    for heads in (("main",), model._training_heads()):
+    for heads in ((model.heads.main,), tuple(model.heads)):
         want, _ = model.forward_heads(input_signal=batch.audio, input_signal_length=batch.audio_len, heads=heads)
         got, _ = restored.forward_heads(input_signal=batch.audio, input_signal_length=batch.audio_len, heads=heads)
+        assert list(got) == list(heads)
         for head in heads:
             torch.testing.assert_close(got[head], want[head])
     assert texts(restored.transcribe(audio_files(data), mode="both", verbose=False)) == EXPECTED
@@ -111,7 +114,8 @@ def test_inter_transcribe_picks_the_head_of_the_normalized_output(trained, data,
     trained["inter"][0].save_to(str(tmp_path / "inter.nemo"))
     model = EncDecCTCPCBPEModel.restore_from(str(tmp_path / "inter.nemo"), map_location="cpu").eval()
     model.cfg.pc.inter.transcribe = reads_inter
-    assert model.normalized_source == ("inter" if reads_inter else "rules")
+    assert model.mode_head(NORMALIZED_ID) == (model.heads.inter if reads_inter else model.heads.main)
+    assert model.normalized_by_rules is not reads_inter
     with torch.no_grad():
         for parameter in model.inter_decoder.parameters():
             parameter.zero_()
@@ -157,9 +161,20 @@ def test_untrained_heads_differ_between_styles(data):
     batch = next(iter(model._train_dl))
     with torch.no_grad():
         out, _ = model.forward_heads(
-            input_signal=batch.audio, input_signal_length=batch.audio_len, heads=("main", "normalized")
+            input_signal=batch.audio,
+            input_signal_length=batch.audio_len,
+            heads=(model.heads.main, model.heads.normalized),
         )
-    assert not torch.allclose(out["main"], out["normalized"])
+    assert not torch.allclose(out[model.heads.main], out[model.heads.normalized])
+
+
+def test_forward_heads_refuses_a_head_the_model_lacks(data):
+    model = build(data, TINY_VARIANTS["punctuated"]).eval()
+    batch = next(iter(model._train_dl))
+    assert (model.heads.main.mode, model.heads.inter, model.heads.normalized) == (PUNCTUATED_ID, None, None)
+    other = build(data, TINY_VARIANTS["inter"]).heads.inter
+    with pytest.raises(ValueError, match="no inter head"):
+        model.forward_heads(input_signal=batch.audio, input_signal_length=batch.audio_len, heads=(other,))
 
 
 def test_p_loss_is_masked_where_no_punctuated_transcript(tmp_path):
@@ -167,7 +182,7 @@ def test_p_loss_is_masked_where_no_punctuated_transcript(tmp_path):
     data = {"manifest": manifest, "tokenizer": train_tokenizer(tmp_path / "tok", manifest)}
     model = build(data, TINY_VARIANTS["inter"])
     _, losses = model.compute_losses(next(iter(model._train_dl)))
-    assert float(losses["main"]) == 0.0 and float(losses["inter"]) > 0.0
+    assert float(losses[model.heads.main]) == 0.0 and float(losses[model.heads.inter]) > 0.0
 
 
 @pytest.mark.parametrize(

@@ -197,7 +197,7 @@ def test_ctc_change_vocabulary_carries_every_head(corpus, tmp_path):
         assert getattr(model, name).num_classes_with_blank == len(new_pieces) + 1
         assert torch.equal(getattr(model, name).decoder_layers[0].weight[new_pieces.index(piece)],
                            weight[old_pieces.index(piece)])  # fmt: skip
-    assert model.style_loss.blank == len(new_pieces)
+    assert [loss.blank for loss in model.ctc_losses.values()] == [len(new_pieces)] * len(tuple(model.heads))
     both = model.transcribe(corpus["audio"], mode="both", verbose=False, batch_size=4)
     assert len(both["punctuated"]) == len(corpus["audio"])
 

@@ -138,9 +138,9 @@ def test_ctc_fusion_with_weight_0_equals_plain_decoding(ctc, strategy):
     model, arpa, _ = ctc
     log_probs = torch.randn(1, 20, model.tokenizer.vocab_size + 1, generator=torch.Generator().manual_seed(2))
     log_probs = log_probs.log_softmax(-1)
-    plain = ctc_text(model, "main", log_probs, strategy)
+    plain = ctc_text(model, model.heads.main, log_probs, strategy)
     assert plain
-    assert ctc_text(model, "main", log_probs, strategy, arpa, 0.0) == plain
+    assert ctc_text(model, model.heads.main, log_probs, strategy, arpa, 0.0) == plain
 
 
 @pytest.mark.parametrize("strategy", ["greedy_batch", "beam_batch"])
@@ -152,9 +152,28 @@ def test_ctc_fusion_picks_the_lm_preferred_piece_on_the_punctuated_head_only(ctc
     frames = tied_frames(vocab, (unlikely, likely), rest)
     unlikely_text, likely_text = processor.decode([unlikely, *rest]), processor.decode([likely, *rest])
     assert unlikely_text != likely_text
-    assert ctc_text(model, "main", frames, strategy, arpa, 0.0) == unlikely_text
-    assert ctc_text(model, "main", frames, strategy, arpa, 1.0) == likely_text
-    assert ctc_text(model, "inter", frames, strategy, arpa, 1.0) == unlikely_text  # normalized head: no LM
+    assert ctc_text(model, model.heads.main, frames, strategy, arpa, 0.0) == unlikely_text
+    assert ctc_text(model, model.heads.main, frames, strategy, arpa, 1.0) == likely_text
+    assert ctc_text(model, model.heads.inter, frames, strategy, arpa, 1.0) == unlikely_text  # normalized head: no LM
+
+
+@pytest.mark.parametrize("lm_mode", ["punctuated", "normalized"])
+def test_ctc_mixed_head_decodes_without_the_lm(ctc, lm_mode):
+    """A mixed transcript is in neither mode: whichever mode the LM belongs to, the mixed head decodes without it."""
+    from nemo_pc.models.ctc_pc import EncDecCTCPCBPEModel
+    from nemo_pc.testing.ctc import tiny_config
+
+    model, arpa, processor = ctc
+    pc = {"target": "mixed", "ngram_lm_mode": lm_mode}
+    mixed = EncDecCTCPCBPEModel(OmegaConf.create(tiny_config(model.cfg.tokenizer.dir, pc=pc))).eval()
+    likely, *rest = processor.encode("Yes, it is.", out_type=int)
+    unlikely = processor.encode("No.", out_type=int)[0]
+    frames = tied_frames(model.tokenizer.vocab_size, (unlikely, likely), rest)
+    assert ctc_text(mixed, mixed.heads.main, frames, "greedy_batch", arpa, 1.0) == processor.decode([unlikely, *rest])
+    fused = mixed.decodings[ngram_lm_mode(mixed.cfg.pc)].ctc_decoder_predictions_tensor(
+        frames, decoder_lengths=torch.tensor([frames.shape[1]]), return_hypotheses=True
+    )
+    assert fused[0].text == processor.decode([likely, *rest])  # the LM's own mode decodes with it
 
 
 def test_fusion_decoding_cfg_maps_the_strategy_per_family_and_refuses_bad_settings():

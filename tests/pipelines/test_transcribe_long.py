@@ -14,6 +14,7 @@ from omegaconf import OmegaConf
 from nemo_pc.cli import main
 from nemo_pc.models import EncDecCTCPCBPEModel, EncDecRNNTPCBPEModel
 from nemo_pc.parts.longform import CueRules
+from nemo_pc.parts.modes import NORMALIZED_ID
 from nemo_pc.parts.subtitles import to_srt
 from nemo_pc.parts.text import DEFAULT_MARKS, SEGMENT_MARKS, normalize
 from nemo_pc.pipelines.longform import AudioReader, frame_geometry, transcribe_long
@@ -111,11 +112,11 @@ def test_rnnt_decoding_options_carry_the_state_too(data, strategy):
 
 @pytest.mark.parametrize(
     ("variant", "pc"),
-    [("rules", {}), ("inter", {"ctc_weight": 0.5, "inter": {"weight": 0.5, "layer": 1, "transcribe": True}})],
+    [("main", {}), ("inter", {"ctc_weight": 0.5, "inter": {"weight": 0.5, "layer": 1, "transcribe": True}})],
 )
 def test_ctc_chunks_give_the_words_of_one_whole_pass(data, variant, pc):
     model = _ctc(data, pc)
-    assert model.normalized_source == variant
+    assert model.mode_head(NORMALIZED_ID) == getattr(model.heads, variant)
     whole = _whole(model, data["recording"])
     for chunk_seconds in CHUNKS[1:]:
         result = transcribe_long(model, data["recording"], chunk_seconds=chunk_seconds, context_seconds=CONTEXT)

@@ -671,7 +671,7 @@ class Demo:
         model = load_asr_model(self.model_path(name))
         beam, batch = self.cfg.lm_beam_size, self.cfg.batch_size
         # a CTC model whose normalized output is its punctuated output normalized (papers/004) decodes once
-        derived = getattr(model, "normalized_source", None) == "rules"
+        derived = getattr(model, "normalized_by_rules", False)
         modes = ("punctuated",) if derived else MODES
         choices = {mode: tune_lm_weight(model, mode, lms[mode], self.manifest("dev"), self.cfg.lm_alphas,
                                         beam_size=beam, batch_size=batch) for mode in modes}  # fmt: skip
