@@ -34,7 +34,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 from lightning.pytorch import Trainer
@@ -222,11 +222,17 @@ class EncDecAEDPCModel(PCModelMixin, EncDecMultiTaskModel):
                 trcfg.mode = pnc
         return super().requested_mode(trcfg)
 
+    def decoder_for(self, mode: int) -> tuple[Any, torch.nn.Module]:
+        """The decoder that writes ``mode`` (:meth:`ModeDecoders.decoder_for`) and the output head, the pair NeMo's
+        AED decoding runs on, as the RNN-T's ``decoder_for`` gives its predictor and joint."""
+        return self.mode_decoders.decoder_for(mode), self.log_softmax
+
     def mode_decoding(self, mode: int, decoding_cfg: DictConfig) -> MultiTaskDecoding:
+        decoder, head = self.decoder_for(mode)
         return MultiTaskDecoding(
             decoding_cfg=decoding_cfg,
-            transformer_decoder=self.mode_decoders.decoder_for(mode),
-            log_softmax_module=self.log_softmax,
+            transformer_decoder=decoder,
+            log_softmax_module=head,
             tokenizer=self.tokenizer,
         )
 
@@ -338,13 +344,14 @@ class EncDecAEDPCModel(PCModelMixin, EncDecMultiTaskModel):
         out = None
         for mode in rows.modes.unique().tolist():
             keep = torch.nonzero(rows.modes == mode).squeeze(1)
-            hidden = self.mode_decoders.decoder_for(mode)(
+            decoder, head = self.decoder_for(mode)
+            hidden = decoder(
                 input_ids=rows.input_ids.index_select(0, keep),
                 decoder_mask=dec_mask.index_select(0, keep),
                 encoder_embeddings=states.index_select(0, keep),
                 encoder_mask=mask.index_select(0, keep),
             )
-            log_probs = self.log_softmax(hidden_states=hidden)
+            log_probs = head(hidden_states=hidden)
             if out is None:
                 out = log_probs.new_zeros(len(rows.modes), *log_probs.shape[1:])
             out = out.index_copy(0, keep, log_probs)
@@ -442,39 +449,18 @@ class EncDecAEDPCModel(PCModelMixin, EncDecMultiTaskModel):
     def get_transcribe_config(cls) -> AEDPCTranscribeConfig:
         return AEDPCTranscribeConfig()
 
-    @torch.no_grad()
-    def transcribe(
+    def pc_transcribe_config(
         self,
-        audio,
-        batch_size: int = 4,
-        return_hypotheses: bool = False,
-        num_workers: int = 0,
-        channel_selector=None,
-        augmentor=None,
-        verbose: bool = True,
-        timestamps: bool | None = None,
-        override_config: AEDPCTranscribeConfig | None = None,
-        *,
-        mode: str | None = None,
-        **prompt,
-    ) -> list | dict[str, list]:
-        """NeMo's AED ``transcribe`` with an output ``mode``: ``normalized``, ``punctuated`` or ``both`` (a
-        ``{"normalized": [...], "punctuated": [...]}`` result from one encoder pass per batch). Without ``mode`` the
-        prompt decides (``mode=...``, or Canary's ``pnc=yes|no``), else ``pc.default_mode``.
-
-        Raises:
-            ValueError: an unknown mode (the message names it), before any audio is read.
-        """
+        override_config: AEDPCTranscribeConfig | None,
+        arguments: dict,
+        mode: str | None,
+        prompt: dict,
+    ) -> AEDPCTranscribeConfig:
+        """The config of one ``transcribe`` call; as in NeMo's AED, the keywords that are no argument of
+        ``transcribe`` are the prompt's slots (``mode=...`` through ``mode``, Canary's ``pnc=yes|no``)."""
         if override_config is None:
-            trcfg = AEDPCTranscribeConfig(batch_size=batch_size, return_hypotheses=return_hypotheses,
-                                          num_workers=num_workers, channel_selector=channel_selector,
-                                          augmentor=augmentor, verbose=verbose, prompt=prompt, mode=mode)  # fmt: skip
-        else:
-            trcfg = override_config
-            if mode is not None:
-                trcfg.mode = mode
-        self.requested_mode(trcfg)
-        return EncDecMultiTaskModel.transcribe(self, audio, override_config=trcfg, timestamps=timestamps)
+            override_config = AEDPCTranscribeConfig(**arguments, prompt=prompt)
+        return super().pc_transcribe_config(override_config, arguments, mode, {})
 
     def _transcribe_output_processing(self, outputs: dict, trcfg: AEDPCTranscribeConfig) -> list | dict:
         states, mask = outputs.pop("encoder_states"), outputs.pop("encoder_mask")

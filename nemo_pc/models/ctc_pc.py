@@ -22,7 +22,6 @@ from nemo_pc.data.datasets.style_dataset import check_style_tokenizer
 from nemo_pc.metrics.mode_wer import text_errors
 from nemo_pc.models.ctc_heads import CTCHead, ctc_heads
 from nemo_pc.models.mixins.pc_model import PCConfig, PCModelMixin
-from nemo_pc.models.mixins.transcription import transcribe_with_mode
 from nemo_pc.models.vocabulary import carry_rows, pieces, row_sources
 from nemo_pc.modules.style_encoder import LayerTaps, StyleBranch, StyleEmbedding, to_decoder_input
 from nemo_pc.parts.lm_fusion import has_ngram_lm, without_ngram_lm
@@ -121,7 +120,6 @@ class EncDecCTCPCBPEModel(PCModelMixin, EncDecCTCModelBPE):
     """
 
     pc_config_class = CTCPCConfig
-    transcribe = transcribe_with_mode(EncDecCTCModelBPE)
 
     def __init__(self, cfg: DictConfig, trainer: Trainer | None = None) -> None:
         super().__init__(cfg=cfg, trainer=trainer)

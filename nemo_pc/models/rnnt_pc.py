@@ -7,6 +7,10 @@ Variants (``configs/rnnt/variant/``, each with either predictor of ``configs/rnn
 
 Any variant is a TDT model with ``loss=tdt`` (``configs/rnnt/loss/tdt.yaml``: ``tdt_kwargs``, the joint's
 duration outputs and TDT decoding), as in NeMo.
+
+The variant is what the ``decoder`` and ``joint`` modules are, and every variant answers one interface: the
+predictor and joint take each row's mode (``modes=``) in training, and :meth:`EncDecRNNTPCBPEModel.decoder_for`
+gives NeMo's decoding the predictor and joint of one mode.
 """
 
 from __future__ import annotations
@@ -27,14 +31,13 @@ from nemo_pc.losses.mode_weighted import AUTO, SCAN, TDT_SCAN, resolve_loss_name
 from nemo_pc.metrics.mode_wer import MultiModeWER
 from nemo_pc.models.aux_ctc import AuxCTCMixin
 from nemo_pc.models.mixins.pc_model import PCConfig, PCModelMixin
-from nemo_pc.models.mixins.transcription import PCTranscribeConfig, transcribe_with_mode
-from nemo_pc.models.rnnt_pc_parts import ModeRows, build_mode_rows
+from nemo_pc.models.mixins.transcription import PCTranscribeConfig
+from nemo_pc.models.rnnt_pc_parts import VARIANTS, ModeRows, build_mode_rows, mode_weights
 from nemo_pc.models.vocabulary import carry_rows, pieces, row_sources
-from nemo_pc.modules import DualRNNTDecoder, DualRNNTJoint, ModeConditioningMixin, ModeDecoderJoint
+from nemo_pc.modules import ModeDecoderJoint
+from nemo_pc.modules.dual import per_mode
 from nemo_pc.parts.modes import MODES, NORMALIZED_ID, PUNCTUATED_ID, mode_id, requested_ids
 from nemo_pc.parts.text import normalize
-
-DECODER_KINDS = ("single", "dual", "conditioned")
 
 
 @dataclass
@@ -42,19 +45,20 @@ class RNNTPCConfig(PCConfig):
     """The RNN-T's ``model.pc`` keys: those of :class:`~nemo_pc.models.mixins.pc_model.PCConfig` and
 
     Attributes:
-        decoders: ``single`` | ``dual`` | ``conditioned``.
         alpha: α of the conditioned loss, L = (1 − α) L_N + α L_P.
+
+    A config may also name its variant in ``pc.decoders`` (``single`` | ``dual`` | ``conditioned``, what the
+    packaged configs and older checkpoints carry); the modules are the variant, and the name, when given, must match
+    them (:func:`~nemo_pc.models.rnnt_pc_parts.mode_weights`).
     """
 
-    decoders: str = "conditioned"
     alpha: float = 0.5
 
     @classmethod
     def check(cls, pc: DictConfig) -> None:
-        if pc.decoders not in DECODER_KINDS:
-            raise ValueError(f"pc.decoders must be one of {DECODER_KINDS}, got {pc.decoders!r}")
-        if pc.decoders == "single":
-            mode_id(pc.target, "pc.target")
+        if pc.get("decoders") is not None and pc.decoders not in VARIANTS:
+            raise ValueError(f"pc.decoders must be one of {VARIANTS}, got {pc.decoders!r}")
+        mode_id(pc.target, "pc.target")
         if not 0.0 <= float(pc.alpha) <= 1.0:
             raise ValueError(f"pc.alpha must be in [0, 1], got {pc.alpha}")
         super().check(pc)
@@ -64,9 +68,10 @@ class EncDecRNNTPCBPEModel(PCModelMixin, AuxCTCMixin, EncDecRNNTBPEModel):
     """RNN-T with normalized (mode 0) and punctuated (mode 1) output from one shared encoder.
 
     Config keys, besides those of :class:`EncDecRNNTBPEModel`:
-        pc.decoders: ``single`` | ``dual`` | ``conditioned``; must match ``decoder``/``joint`` (dual needs
-            :class:`~nemo_pc.modules.DualRNNTDecoder` + :class:`~nemo_pc.modules.DualRNNTJoint`, conditioned a
-            mode-conditioned predictor).
+        decoder / joint: the variant (``configs/rnnt/variant/``): :class:`~nemo_pc.modules.DualRNNTDecoder` +
+            :class:`~nemo_pc.modules.DualRNNTJoint` (2-Decoder), a mode-conditioned predictor with NeMo's joint, or
+            NeMo's predictor and joint (single).
+        pc.decoders: optional, the variant's name; must match ``decoder``/``joint`` when given.
         pc.target: the mode a ``single`` model is trained on (``normalized`` | ``punctuated``).
         pc.alpha: α of the conditioned loss (default 0.5).
         pc.marks: the mark set of the punctuated targets (default ``.,?``; ``marks`` in older checkpoints).
@@ -87,7 +92,6 @@ class EncDecRNNTPCBPEModel(PCModelMixin, AuxCTCMixin, EncDecRNNTBPEModel):
     """
 
     pc_config_class = RNNTPCConfig
-    transcribe = transcribe_with_mode(EncDecRNNTBPEModel)
 
     def __init__(self, cfg: DictConfig, trainer: Trainer | None = None) -> None:
         # NeMo's fused joint computes its own loss (joint.set_loss runs before this class sets the mode-weighted
@@ -98,7 +102,8 @@ class EncDecRNNTPCBPEModel(PCModelMixin, AuxCTCMixin, EncDecRNNTBPEModel):
             raise ValueError("joint.fuse_loss_wer: not supported by P&C RNN-T models (it bypasses the mode-weighted "
                              "loss); set model.joint.fuse_loss_wer=false")  # fmt: skip
         super().__init__(cfg=cfg, trainer=trainer)
-        self.pc_kind, self.head_modes, weights = self._read_pc_config()
+        weights = mode_weights(self.decoder, self.joint, self.cfg.pc)
+        self.head_modes = list(weights)
         self.loss = self._build_loss(weights, trainer)
         self.setup_aux_ctc()
         self.setup_mode_decodings()
@@ -126,22 +131,6 @@ class EncDecRNNTPCBPEModel(PCModelMixin, AuxCTCMixin, EncDecRNNTBPEModel):
         tokens = self.joint.num_classes_with_blank - 1 - extra
         return ModeWeightedRNNTLoss(tokens, weights, loss_name, loss_kwargs if loss_name != SCAN else None)
 
-    def _read_pc_config(self) -> tuple[str, list[int], dict[int, float]]:
-        pc = self.cfg.pc
-        kind = pc.decoders
-        dual = isinstance(self.decoder, DualRNNTDecoder) and isinstance(self.joint, DualRNNTJoint)
-        conditioned = isinstance(self.decoder, ModeConditioningMixin)
-        expected = {"single": not dual and not conditioned, "dual": dual, "conditioned": conditioned}
-        if not expected[kind]:
-            raise ValueError(f"pc.decoders={kind} does not match decoder {type(self.decoder).__name__}")
-        if kind == "single":
-            target = mode_id(pc.target, "pc.target")
-            return kind, [target], {target: 1.0}
-        if kind == "dual":
-            return kind, [0, 1], {0: 1.0, 1: 1.0}
-        alpha = float(pc.alpha)
-        return kind, [0, 1], {0: 1.0 - alpha, 1: alpha}
-
     @property
     def main_mode_id(self) -> int:
         """Punctuated, unless the model is trained on normalized text only."""
@@ -152,14 +141,11 @@ class EncDecRNNTPCBPEModel(PCModelMixin, AuxCTCMixin, EncDecRNNTBPEModel):
         model trained on punctuated text only."""
         return mode if mode in self.head_modes else PUNCTUATED_ID
 
-    def modules_for_mode(self, mode: int) -> tuple[torch.nn.Module, torch.nn.Module]:
+    def decoder_for(self, mode: int) -> tuple[Any, Any]:
         """The predictor and joint that decode ``mode``: a 2-Decoder model's pair of that mode, a conditioned
-        predictor's view bound to it, or a single model's own modules."""
-        if self.pc_kind == "dual":
-            return self.decoder.for_mode(mode), self.joint.for_mode(mode)
-        if self.pc_kind == "conditioned":
-            return self.decoder.for_mode(mode), self.joint
-        return self.decoder, self.joint
+        predictor bound to it (:class:`~nemo_pc.modules.mode_conditioning.ModeBoundPredictor`) with the shared
+        joint, or a single model's own modules."""
+        return per_mode(self.decoder).for_mode(mode), per_mode(self.joint).for_mode(mode)
 
     def decoded_mode_ids(self) -> tuple[int, ...]:
         """The modes with a head of their own."""
@@ -167,7 +153,7 @@ class EncDecRNNTPCBPEModel(PCModelMixin, AuxCTCMixin, EncDecRNNTBPEModel):
 
     def mode_decoding(self, mode: int, decoding_cfg: DictConfig) -> RNNTBPEDecoding:
         """NeMo's RNN-T decoding on the predictor and joint of ``mode``."""
-        decoder, joint = self.modules_for_mode(mode)
+        decoder, joint = self.decoder_for(mode)
         return RNNTBPEDecoding(decoding_cfg=decoding_cfg, decoder=decoder, joint=joint, tokenizer=self.tokenizer)
 
     def setup_mode_decodings(self) -> None:
@@ -214,13 +200,8 @@ class EncDecRNNTPCBPEModel(PCModelMixin, AuxCTCMixin, EncDecRNNTBPEModel):
 
     def joint_scores(self, encoded: torch.Tensor, rows: ModeRows) -> torch.Tensor:
         """The joint's scores ``(R, T, U + 1, V + 1)`` of every row through the predictor and joint of its mode."""
-        if self.pc_kind == "single":
-            g, _, _ = self.decoder(targets=rows.targets, target_length=rows.target_len)
-            return self.joint(encoder_outputs=encoded, decoder_outputs=g)
-        g, _, _ = self.decoder(targets=rows.targets, target_length=rows.target_len, modes=rows.modes)
-        if self.pc_kind == "dual":
-            return self.joint(encoder_outputs=encoded, decoder_outputs=g, modes=rows.modes)
-        return self.joint(encoder_outputs=encoded, decoder_outputs=g)
+        g, _, _ = per_mode(self.decoder)(targets=rows.targets, target_length=rows.target_len, modes=rows.modes)
+        return per_mode(self.joint)(encoder_outputs=encoded, decoder_outputs=g, modes=rows.modes)
 
     def rows_loss(self, encoded: torch.Tensor, encoded_len: torch.Tensor, rows: ModeRows) -> tuple:
         """The mode-weighted RNN-T loss of the rows and each mode's term."""

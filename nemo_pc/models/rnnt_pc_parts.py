@@ -1,5 +1,8 @@
-"""Batch duplication of :class:`~nemo_pc.models.rnnt_pc.EncDecRNNTPCBPEModel` (its per-mode WER is
-:class:`nemo_pc.metrics.mode_wer.MultiModeWER`).
+"""The variants' loss weights and the batch duplication of :class:`~nemo_pc.models.rnnt_pc.EncDecRNNTPCBPEModel` (its
+per-mode WER is :class:`nemo_pc.metrics.mode_wer.MultiModeWER`).
+
+The variant is what the model's ``decoder`` and ``joint`` are (``configs/rnnt/variant/``); :func:`mode_weights` is
+the one place that reads it, for the modes a model trains and the weight of each one's loss term.
 
 Batch duplication (the idea of the paper 000 implementation): a batch of B utterances becomes R = B × (number of
 trained modes) rows, one per (utterance, mode), each with the token ids of its mode. The encoder still runs once on
@@ -13,8 +16,42 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
+from omegaconf import DictConfig
 
 from nemo_pc.data.datasets.pc_batch import PCBatch
+from nemo_pc.modules import DualRNNTDecoder, DualRNNTJoint, ModeConditioningMixin
+from nemo_pc.parts.modes import NORMALIZED_ID, PUNCTUATED_ID, mode_id
+
+VARIANTS = ("single", "dual", "conditioned")
+"""The variant names of ``configs/rnnt/variant/`` (what ``pc.decoders`` of a config names)."""
+
+
+def mode_weights(decoder: torch.nn.Module, joint: torch.nn.Module, pc: DictConfig) -> dict[int, float]:
+    """The modes an RNN-T trains, in id order, and the weight of each one's loss term, from its modules:
+
+    * a predictor and joint per mode (``DualRNNTDecoder`` + ``DualRNNTJoint``, paper 000 §III-A): L = L_N + L_P;
+    * one mode-conditioned predictor (§III-C): L = (1 − α) L_N + α L_P, α = ``pc.alpha``;
+    * a stock predictor: ``pc.target`` alone.
+
+    ``pc.decoders``, when a config names the variant, must name this one.
+
+    Raises:
+        ValueError: per-mode heads on one of the two modules only, or a ``pc.decoders`` that names another variant.
+    """
+    if isinstance(decoder, DualRNNTDecoder) != isinstance(joint, DualRNNTJoint):
+        raise ValueError(f"a DualRNNTDecoder needs a DualRNNTJoint and the other way round; got decoder "
+                         f"{type(decoder).__name__} and joint {type(joint).__name__}")  # fmt: skip
+    if isinstance(decoder, DualRNNTDecoder):
+        variant, weights = "dual", {NORMALIZED_ID: 1.0, PUNCTUATED_ID: 1.0}
+    elif isinstance(decoder, ModeConditioningMixin):
+        alpha = float(pc.alpha)
+        variant, weights = "conditioned", {NORMALIZED_ID: 1.0 - alpha, PUNCTUATED_ID: alpha}
+    else:
+        variant, weights = "single", {mode_id(pc.target, "pc.target"): 1.0}
+    named = pc.get("decoders")
+    if named is not None and named != variant:
+        raise ValueError(f"pc.decoders={named} does not match decoder {type(decoder).__name__} (a {variant} model)")
+    return weights
 
 
 @dataclass
@@ -42,7 +79,7 @@ def build_mode_rows(batch: PCBatch, modes: Sequence[int]) -> ModeRows:
     device = batch.audio.device
     parts = []
     for mode in modes:
-        if mode == 0:
+        if mode == NORMALIZED_ID:
             parts.append((batch.tokens_n, batch.tokens_n_len, torch.ones_like(batch.p_mask)))
         else:
             parts.append((batch.tokens_p, batch.tokens_p_len, batch.p_mask))

@@ -6,6 +6,9 @@ mode (``modes``: one id per row, or one id for the batch). NeMo's decoding algor
 :meth:`head` (or ``for_mode``, the name the conditioned predictors share) gives. The few settings NeMo's model class
 reads from its ``decoder`` and ``joint`` are properties here, answered by head 0 (every head is built from the same
 config).
+
+The per-mode interface of a P&C RNN-T's predictor and joint is ``module(..., modes=...)`` and
+``module.for_mode(mode)``; :func:`per_mode` gives it to a stock NeMo module that every mode shares.
 """
 
 from __future__ import annotations
@@ -31,6 +34,29 @@ def route_rows(modes: torch.Tensor, run: Callable[[int, torch.Tensor], torch.Ten
             output = part.new_zeros((modes.shape[0], *part.shape[1:]))
         output = output.index_copy(0, rows, part)
     return output
+
+
+class SharedByModes:
+    """A stock NeMo predictor or joint that every mode shares, with the per-mode interface: a call, and ``predict``,
+    take ``modes`` and do not need it; ``for_mode`` gives the module itself. Not a module: it holds the model's."""
+
+    def __init__(self, module: torch.nn.Module) -> None:
+        self.module = module
+
+    def __call__(self, *args: Any, modes: ModeLike | None = None, **kwargs: Any) -> Any:
+        return self.module(*args, **kwargs)
+
+    def predict(self, *args: Any, modes: ModeLike | None = None, **kwargs: Any) -> Any:
+        return self.module.predict(*args, **kwargs)
+
+    def for_mode(self, mode: int) -> torch.nn.Module:
+        return self.module
+
+
+def per_mode(module: torch.nn.Module) -> Any:
+    """``module`` with the per-mode interface: itself when it has one (per-mode heads, a mode-conditioned
+    predictor), else :class:`SharedByModes`."""
+    return module if callable(getattr(module, "for_mode", None)) else SharedByModes(module)
 
 
 class _ModeHeads(NeuralModule):

@@ -4,10 +4,11 @@ Inputs: ``encoder_outputs`` (B, D, 1), ``targets`` (B, 1) (the last emitted toke
 ``target_length`` (B,), ``mode`` (B,) (0 = normalized, 1 = punctuated) and the predictor states
 ``input_states_1..k``. Outputs: the joint's scores (B, 1, 1, V + 1), ``prednet_lengths`` and the new states.
 
-A conditioned predictor reads the mode through its mode embedding; a single-decoder model ignores it. The 2-Decoder
-model runs both of its predictor + joint pairs and selects each row's scores by its mode, so its states are the
-states of both predictors, normalized head first; exported with ``modes=[m]`` it runs only the head of mode ``m``
-(what a single-output deployment of the 2-Decoder model needs).
+Every predictor is called with the mode (:func:`~nemo_pc.modules.dual.per_mode`): a conditioned predictor reads it
+through its mode embedding, a stock one shared by the modes does not need it. The 2-Decoder model runs both of its
+predictor + joint pairs and selects each row's scores by its mode, so its states are the states of both predictors,
+normalized head first; exported with ``modes=[m]`` it runs only the head of mode ``m`` (what a single-output
+deployment of the 2-Decoder model needs). A model with one predictor serves every mode with it, whatever ``modes``.
 """
 
 from __future__ import annotations
@@ -25,8 +26,7 @@ from nemo.core.neural_types import (
     NeuralType,
 )
 
-from nemo_pc.modules.dual import DualRNNTDecoder, DualRNNTJoint
-from nemo_pc.modules.mode_conditioning import ModeConditioningMixin
+from nemo_pc.modules.dual import DualRNNTDecoder, DualRNNTJoint, per_mode
 
 
 class ModeDecoderJoint(torch.nn.Module, Exportable):
@@ -102,8 +102,8 @@ class ModeDecoderJoint(torch.nn.Module, Exportable):
         for (decoder, joint), kinds in zip(self._pairs, self._state_kinds, strict=True):
             own = list(states[offset : offset + len(kinds)])
             offset += len(kinds)
-            extra = {"modes": mode} if isinstance(decoder, ModeConditioningMixin) else {}
-            g, state = decoder.predict(targets, state=own, add_sos=False, batch_size=targets.shape[0], **extra)
+            g, state = per_mode(decoder).predict(targets, state=own, add_sos=False, batch_size=targets.shape[0],
+                                                 modes=mode)  # fmt: skip
             scores.append(joint(encoder_outputs=encoder_outputs, decoder_outputs=g.transpose(1, 2)))
             new_states += list(state)
         output = scores[0]

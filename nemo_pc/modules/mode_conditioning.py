@@ -10,12 +10,15 @@ same width is added to it, so that before training every mode computes exactly w
 
 The mode is an argument: ``forward(targets, target_length, modes=...)`` and ``predict(..., modes=...)`` take one
 mode id per row (a ``(B,)`` tensor) or one id for the whole batch. NeMo's decoding algorithms call ``predict``
-without it, so each decoding gets a view bound to one mode from :meth:`ModeConditioningMixin.for_mode`.
+without it, so each mode's decoding gets :meth:`ModeConditioningMixin.for_mode` ``(mode)``, a
+:class:`ModeBoundPredictor`: not a module and not a copy of one, it passes its mode to every ``predict`` and answers
+everything else (weights, states, the ``training`` flag, ``train``/``eval``) with the predictor itself.
 """
 
 from __future__ import annotations
 
-import copy
+import inspect
+import types
 from typing import Any
 
 import torch
@@ -35,12 +38,77 @@ def mode_tensor(modes: ModeLike, batch: int, device: torch.device) -> torch.Tens
     return torch.full((batch,), int(modes), dtype=torch.long, device=device)
 
 
+class ModeBoundPredictor:
+    """A mode-conditioned predictor as NeMo's decoding of one mode sees it.
+
+    ``predict``, ``forward`` and a call pass the bound mode to the predictor. Every other attribute is the
+    predictor's: its weights, its ``training`` flag, ``train``/``eval``/``freeze`` (they act on the predictor), and an
+    assignment goes to the predictor too. A method of NeMo's predictor classes (or of this package's) is run with this
+    object as ``self``, so that a helper that calls ``self.predict`` (``score_hypothesis``,
+    ``batch_score_hypothesis``) predicts in the bound mode; ``torch.nn.Module``'s own methods stay the predictor's.
+    ``isinstance`` sees the predictor's class, as NeMo's beam search checks its decoder's type.
+    """
+
+    __slots__ = ("_predictor", "_mode")
+
+    def __init__(self, predictor: ModeConditioningMixin, mode: int) -> None:
+        if not 0 <= int(mode) < predictor.num_modes:
+            raise ValueError(f"mode must be in [0, {predictor.num_modes}), got {mode}")
+        object.__setattr__(self, "_predictor", predictor)
+        object.__setattr__(self, "_mode", int(mode))
+
+    @property
+    def mode(self) -> int:
+        """The bound mode."""
+        return self._mode
+
+    @property
+    def predictor(self) -> ModeConditioningMixin:
+        """The predictor (the module the model holds)."""
+        return self._predictor
+
+    @property
+    def __class__(self) -> type:  # noqa: D105  (isinstance reads it: NeMo's decoding checks the decoder's type)
+        return type(self._predictor)
+
+    def __reduce__(self) -> tuple:
+        return ModeBoundPredictor, (self._predictor, self._mode)
+
+    def predict(
+        self,
+        y: torch.Tensor | None = None,
+        state: Any = None,
+        add_sos: bool = True,
+        batch_size: int | None = None,
+    ) -> tuple:
+        """The predictor's ``predict`` in the bound mode."""
+        return self._predictor.predict(y, state=state, add_sos=add_sos, batch_size=batch_size, modes=self._mode)
+
+    def forward(self, targets: torch.Tensor, target_length: torch.Tensor, states: Any = None) -> tuple:
+        """The predictor's training-time pass (through its ``__call__``, hooks included) in the bound mode."""
+        return self._predictor(targets=targets, target_length=target_length, states=states, modes=self._mode)
+
+    __call__ = forward
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        value = getattr(self._predictor, name)
+        function = inspect.getattr_static(type(self._predictor), name, None)
+        if inspect.isfunction(function) and isinstance(value, types.MethodType) and not hasattr(torch.nn.Module, name):
+            return types.MethodType(function, self)
+        return value
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._predictor, name, value)
+
+
 class ModeConditioningMixin:
-    """The mode embedding shared by both conditioned predictors, the ``modes`` argument and mode-bound views."""
+    """The mode embedding shared by both conditioned predictors, the ``modes`` argument and the mode-bound form
+    NeMo's decoding runs on."""
 
     mode_dim: int
     num_modes: int
-    bound_mode: int | None
 
     def _init_mode(self, num_modes: int, mode_dim: int, pred_hidden: int, mode_combine: str = "concat") -> None:
         if mode_combine not in COMBINES:
@@ -55,57 +123,19 @@ class ModeConditioningMixin:
         self.mode_dim = mode_dim
         self.num_modes = num_modes
         self.token_dim = pred_hidden if mode_combine == "add" else pred_hidden - mode_dim
-        self.bound_mode = None
-        self._mode_family: dict[Any, torch.nn.Module] = {}
 
-    def for_mode(self, mode: int) -> ModeConditioningMixin:
-        """This predictor with ``mode`` bound: ``predict`` and ``forward`` without ``modes`` use it.
-
-        The view is a shallow copy: it shares the parameters, buffers and submodules of this module, and
-        ``train``/``eval`` on either one set the flag of both. It is not a submodule of anything, so a model that
-        holds views saves its weights once. A new view replaces the previous one of the same mode.
-        """
-        if not 0 <= int(mode) < self.num_modes:
-            raise ValueError(f"mode must be in [0, {self.num_modes}), got {mode}")
-        view = copy.copy(self)
-        view.bound_mode = int(mode)
-        self._mode_family["source"] = self
-        self._mode_family[int(mode)] = view
-        return view
-
-    def _mode_source(self):
-        """The module whose views this one is (``None`` for the source itself or a module without views)."""
-        family = self.__dict__.get("_mode_family")
-        source = family.get("source") if family else None
-        return source if source is not None and source is not self else None
-
-    @property
-    def training(self) -> bool:
-        """A view reads its source's flag: whoever sets it on the source (``train()``, or Lightning restoring each
-        module's flag after validation by assignment) sets it for the views too. A flag copied into a view went
-        stale there, and NeMo's decoders restore the decoder's flag from the view they hold, which left the shared
-        LSTM in eval mode during training (cuDNN refuses its backward; on CPU dropout silently stopped)."""
-        source = self._mode_source()
-        return source.training if source is not None else self.__dict__.get("_training", True)
-
-    @training.setter
-    def training(self, value: bool) -> None:
-        source = self._mode_source()
-        if source is not None:
-            source.training = value
-        else:
-            self.__dict__["_training"] = bool(value)
+    def for_mode(self, mode: int) -> ModeBoundPredictor:
+        """This predictor bound to ``mode``, for NeMo's decoding (see :class:`ModeBoundPredictor`)."""
+        return ModeBoundPredictor(self, mode)
 
     def mode_ids(self, modes: ModeLike | None, batch: int, device: torch.device) -> torch.Tensor:
-        """The ``(batch,)`` mode ids of a call: ``modes``, else the bound mode.
+        """The ``(batch,)`` mode ids of a call.
 
         Raises:
-            ValueError: neither is given, or an id is out of range.
+            ValueError: no ``modes``, or an id out of range.
         """
         if modes is None:
-            modes = self.bound_mode
-        if modes is None:
-            raise ValueError("modes: pass the mode of every row, or decode with a view from for_mode(mode)")
+            raise ValueError("modes: pass the mode of every row, or decode with for_mode(mode)")
         ids = mode_tensor(modes, batch, device)
         if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= self.num_modes):
             raise ValueError(f"modes must be in [0, {self.num_modes}), got {ids.tolist()}")
@@ -190,8 +220,7 @@ class ModeConditionedRNNTDecoder(ModeConditioningMixin, RNNTDecoder):
         batch_size: int | None = None,
         modes: ModeLike | None = None,
     ) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        """As :meth:`RNNTDecoder.predict`, with the embedding of each row's mode (``modes``, else the bound mode)
-        appended to every input position."""
+        """As :meth:`RNNTDecoder.predict`, with the embedding of each row's mode appended to every input position."""
         y, zeros = self._token_input(y, state, batch_size, batch_dim=1)
         g = self.prediction["embed"](y) if y is not None else zeros
         if add_sos:

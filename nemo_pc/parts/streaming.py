@@ -6,7 +6,7 @@ A model trained with ``encoder=streaming`` (``configs/rnnt/encoder/streaming.yam
 the model's default mode (``pc.default_mode``), so it returns that mode's text.
 
 :func:`stream_step` is the same step for any set of modes: the encoder runs once on the chunk with its caches, and
-each mode's decoding (built on ``model.modules_for_mode(mode)``) continues its own partial hypotheses from that one
+each mode's decoding (built on ``model.decoder_for(mode)``) continues its own partial hypotheses from that one
 encoder output. :func:`stream_buffer` runs it over a buffer; :func:`stream_transcribe` over audio files.
 
 With the same ``att_context_size``, streaming and offline decoding compute the same thing (``chunked_limited``

@@ -57,7 +57,7 @@ def export_for_onnxruntime(model: Any, folder: str | Path, modes: Sequence[int] 
         raise ValueError(f"modes: this model has heads for modes {list(model.head_modes)}, got {modes}")
     model.eval()
     # The two files NeMo's ``model.export`` writes, with the decoding step limited to the requested heads.
-    step = ModeDecoderJoint(model.decoder, model.joint, modes if _is_dual(model) else None)
+    step = ModeDecoderJoint(model.decoder, model.joint, modes)
     model.encoder.export(str(folder / "encoder-model.onnx"))
     step.export(str(folder / "decoder_joint-model.onnx"))
     states = []
@@ -75,12 +75,6 @@ def export_for_onnxruntime(model: Any, folder: str | Path, modes: Sequence[int] 
     (folder / RUNNER_CONFIG).write_text(json.dumps(config, indent=1), encoding="utf-8")
     (folder / "tokenizer.model").write_bytes(model.tokenizer.tokenizer.serialized_model_proto())
     return folder
-
-
-def _is_dual(model: Any) -> bool:
-    from nemo_pc.modules import DualRNNTDecoder
-
-    return isinstance(model.decoder, DualRNNTDecoder)
 
 
 class OnnxRNNTPCRunner:

@@ -223,7 +223,7 @@ def test_nemo_finetune_script_calls_fine_tune_an_adapted_model(stock, corpus, tm
     assert done.returncode == 0, done.stderr[-3000:]
     for name in ("same", "new"):
         model = ASRModel.restore_from(str(tmp_path / f"{name}.nemo"), map_location="cpu").eval()
-        assert type(model).__name__ == "EncDecRNNTPCBPEModel" and model.pc_kind == "dual"
+        assert type(model).__name__ == "EncDecRNNTPCBPEModel" and type(model.decoder).__name__ == "DualRNNTDecoder"
         assert (model.tokenizer.vocab_size == 48) == (name == "new")
         both = model.transcribe(corpus["audio"], mode="both", verbose=False, batch_size=4)
         normalized, punctuated = _texts(both["normalized"]), _texts(both["punctuated"])

@@ -1,5 +1,5 @@
-"""Both P&C ASR families share one transcription API (nemo_pc.models.mixins.transcription) and keep NeMo's
-signatures."""
+"""The P&C ASR families share one transcription API (nemo_pc.models.mixins.transcription): one written
+``transcribe`` that takes NeMo's arguments by name."""
 
 import dataclasses
 import inspect
@@ -13,10 +13,15 @@ from nemo_pc.testing import ctc as ctc_testing
 from nemo_pc.testing.asr import tiny_model_config, train_tokenizer, write_pc_manifest
 
 pytest.importorskip("nemo.collections.asr")
-from nemo.collections.asr.models import EncDecCTCModelBPE, EncDecRNNTBPEModel  # noqa: E402
+from nemo.collections.asr.models import EncDecCTCModelBPE, EncDecMultiTaskModel, EncDecRNNTBPEModel  # noqa: E402
 
 from nemo_pc.models import EncDecCTCPCBPEModel, EncDecRNNTPCBPEModel  # noqa: E402
-from nemo_pc.models.mixins.transcription import PCTranscribeConfig, resolve_mode  # noqa: E402
+from nemo_pc.models.aed_pc import EncDecAEDPCModel  # noqa: E402
+from nemo_pc.models.mixins.transcription import (  # noqa: E402
+    PCTranscribeConfig,
+    PCTranscriptionMixin,
+    resolve_mode,
+)
 
 
 @pytest.fixture(scope="module")
@@ -36,11 +41,27 @@ def _positional(function) -> list[str]:
 
 
 @pytest.mark.parametrize(("ours", "stock"), [(EncDecRNNTPCBPEModel, EncDecRNNTBPEModel),
-                                             (EncDecCTCPCBPEModel, EncDecCTCModelBPE)])  # fmt: skip
-def test_positional_arguments_are_nemos(ours, stock):
-    """``transcribe(files, True, 8)`` means for a P&C model what it means for its NeMo parent."""
-    assert _positional(ours.transcribe) == _positional(stock.transcribe)
-    assert inspect.signature(ours.transcribe).parameters["mode"].kind is inspect.Parameter.KEYWORD_ONLY
+                                             (EncDecCTCPCBPEModel, EncDecCTCModelBPE),
+                                             (EncDecAEDPCModel, EncDecMultiTaskModel)])  # fmt: skip
+def test_one_written_transcribe_takes_every_nemo_argument_by_name(ours, stock):
+    """Every family's ``transcribe`` is the mixin's; each argument of its NeMo parent is a keyword with NeMo's default.
+    Nothing after ``audio`` is positional: NeMo's parents disagree on the positions, so none is taken."""
+    assert ours.transcribe is PCTranscriptionMixin.transcribe
+    parameters = inspect.signature(ours.transcribe).parameters
+    for name, parameter in inspect.signature(stock.transcribe).parameters.items():
+        if parameter.kind is inspect.Parameter.VAR_KEYWORD:
+            assert any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+        elif name not in ("self", "audio"):
+            assert parameters[name].kind is inspect.Parameter.KEYWORD_ONLY, name
+            assert parameters[name].default == parameter.default, name
+    assert _positional(ours.transcribe) == ["self", "audio"]
+    assert parameters["mode"].kind is inspect.Parameter.KEYWORD_ONLY
+
+
+@pytest.mark.parametrize("family", ["rnnt", "ctc"])
+def test_a_second_positional_argument_is_refused(models, family):
+    with pytest.raises(TypeError, match="positional"):
+        models[family].transcribe(models["audio"], 2)
 
 
 @pytest.mark.parametrize("family", ["rnnt", "ctc"])

@@ -1,8 +1,13 @@
 """Mode-conditioned predictors, per-mode heads and the mode-taking export step, on tiny random modules."""
 
+import math
+
 import pytest
 import torch
 from nemo.collections.asr.modules import RNNTJoint
+from nemo.collections.asr.parts.submodules.rnnt_decoding import RNNTDecoding
+from nemo.collections.asr.parts.utils.rnnt_utils import Hypothesis
+from omegaconf import OmegaConf
 
 from nemo_pc.modules import (
     DualRNNTDecoder,
@@ -12,6 +17,7 @@ from nemo_pc.modules import (
     ModeDecoderJoint,
     route_rows,
 )
+from nemo_pc.modules.mode_conditioning import ModeBoundPredictor
 
 VOCAB = 11
 
@@ -30,6 +36,15 @@ def _joint():
     torch.manual_seed(1)
     jointnet = {"joint_hidden": 16, "activation": "relu", "dropout": 0.0, "encoder_hidden": 24, "pred_hidden": 32}
     return RNNTJoint(jointnet=jointnet, num_classes=VOCAB).eval()
+
+
+STRATEGIES = ("greedy", "greedy_batch", "beam", "alsd", "maes", "malsd_batch")
+"""NeMo's greedy searches (frame-looping, label-looping) first, then its beam searches (NeMo's stateless predictor
+has no batched beam search, ``malsd_batch``)."""
+
+
+def _strategies(make) -> tuple[str, ...]:
+    return STRATEGIES if make is _lstm else STRATEGIES[:-1]
 
 
 TARGETS = torch.tensor([[1, 2, 3], [4, 5, 0]])
@@ -55,51 +70,90 @@ def test_one_mode_per_row_equals_one_mode_per_batch(make):
 
 
 @pytest.mark.parametrize("make", [_lstm, _stateless])
-def test_a_call_without_a_mode_is_refused_and_a_view_binds_one(make):
+def test_a_call_without_a_mode_is_refused_and_for_mode_binds_one(make):
     decoder = make()
     with pytest.raises(ValueError, match="for_mode"):
         decoder.predict(TARGETS, add_sos=True)
-    view = decoder.for_mode(1)
-    assert type(view) is type(decoder) and view.bound_mode == 1 and decoder.bound_mode is None
-    assert torch.equal(view.predict(TARGETS)[0], decoder.predict(TARGETS, modes=1)[0])
-    # NeMo's scoring helpers call ``self.predict`` inside the module: the view's mode reaches them too.
-    assert not torch.equal(decoder.for_mode(0).predict(TARGETS)[0], view.predict(TARGETS)[0])
-
-
-def test_a_view_shares_weights_and_the_train_flag():
-    decoder = _lstm()
-    view = decoder.for_mode(0)
-    assert view.mode_embed is decoder.mode_embed and view.prediction is decoder.prediction
-    assert list(view.named_children())
-    assert dict(decoder.named_parameters()).keys() == dict(view.named_parameters()).keys()
-    with torch.no_grad():
-        decoder.mode_embed.weight.add_(1.0)
-    assert torch.equal(view.mode_embed.weight, decoder.mode_embed.weight)
-    decoder.train()
-    assert view.training and view.prediction.training
-    view.eval()  # what NeMo's greedy search does around a decode
-    assert not decoder.training and not decoder.prediction.training
-    view.train(True)
-    assert decoder.training
+    bound = decoder.for_mode(1)
+    assert type(bound) is ModeBoundPredictor and bound.mode == 1 and bound.predictor is decoder
+    assert isinstance(bound, type(decoder))  # NeMo's beam search checks its decoder's class
+    assert torch.equal(bound.predict(TARGETS)[0], decoder.predict(TARGETS, modes=1)[0])
+    assert torch.equal(bound(targets=TARGETS, target_length=LENGTHS)[0],
+                       decoder(targets=TARGETS, target_length=LENGTHS, modes=1)[0])  # fmt: skip
+    assert not torch.equal(decoder.for_mode(0).predict(TARGETS)[0], bound.predict(TARGETS)[0])
 
 
 @pytest.mark.parametrize("make", [_lstm, _stateless])
-def test_a_flag_assigned_on_the_source_reaches_its_views(make):
-    """Lightning restores each module's flag after validation by assignment, not through train(); NeMo's greedy
-    decoder then saves the flag of the view it holds and restores it after decoding. A stale view flag left the
-    shared LSTM in eval mode for the rest of training (on CUDA, cuDNN refuses that backward)."""
+def test_nemo_helpers_that_call_self_predict_get_the_bound_mode(make):
     decoder = make()
-    view = decoder.for_mode(1)
+    for mode in (0, 1):
+        hypothesis = Hypothesis(score=0.0, y_sequence=[3], dec_state=None)
+        scored = decoder.for_mode(mode).score_hypothesis(hypothesis, {})[0]
+        expected = decoder.predict(torch.tensor([[3]]), state=None, add_sos=False, batch_size=1, modes=mode)[0]
+        assert torch.equal(scored, expected)
+
+
+def test_a_bound_predictor_is_no_copy_and_has_the_predictors_flag():
+    decoder = _lstm()
+    bound = decoder.for_mode(0)
+    assert bound.mode_embed is decoder.mode_embed and bound.prediction is decoder.prediction
+    assert "training" not in dir(type(bound)) and not hasattr(bound, "__dict__")  # nothing of its own to go stale
+    assert list(bound.named_parameters()) == list(decoder.named_parameters())
+    decoder.train()
+    assert bound.training and bound.prediction.training
+    bound.eval()  # what NeMo's greedy search does around a decode
+    assert not decoder.training and not decoder.prediction.training
+    bound.train(True)
+    assert decoder.training
+    bound.training = False
+    assert not decoder.training and not decoder.for_mode(1).training
+
+
+@pytest.mark.parametrize(("make", "strategy"), [(make, strategy) for make in (_lstm, _stateless)
+                                                for strategy in _strategies(make)])  # fmt: skip
+def test_the_shared_lstm_stays_in_training_mode_after_a_decode_during_training(make, strategy):
+    """Lightning restores each module's flag after validation by assignment, not through ``train()``; NeMo's decoding
+    then saves the flag of the decoder it holds, sets eval mode and restores the saved flag. A mode-bound decoder
+    with a flag of its own left the shared LSTM in eval mode for the rest of training (on CUDA, cuDNN refuses that
+    backward)."""
+    decoder, joint = make(), _joint()
+    decoding = _decoding(decoder.for_mode(1), joint, strategy)
     decoder.eval()  # Lightning's validation loop: eval() before, each module's flag assigned back after
     for module in decoder.modules():
         module.training = True
-    assert view.training
-    state = view.training  # NeMo's decoding around a training-step WER
-    view.eval()
-    view.train(state)
+    decoding.rnnt_decoder_predictions_tensor(torch.randn(2, 24, 6), torch.tensor([6, 4]))
     assert all(module.training for module in decoder.modules())
-    view.training = False
-    assert not decoder.training and not decoder.for_mode(0).training
+
+
+def _decoding(decoder, joint, strategy: str) -> RNNTDecoding:
+    search = {"beam": "default", "alsd": "alsd", "maes": "maes", "malsd_batch": None}.get(strategy)
+    cfg = {"strategy": "beam" if search else strategy, "greedy": {"max_symbols": 3},
+           "beam": {"beam_size": 2, "search_type": search or "default", "return_best_hypothesis": True}}  # fmt: skip
+    vocabulary = [chr(ord("a") + index) for index in range(VOCAB)]
+    return RNNTDecoding(OmegaConf.create(cfg), decoder=decoder, joint=joint, vocabulary=vocabulary)
+
+
+@pytest.mark.parametrize("make", [_lstm, _stateless])
+def test_greedy_label_looping_and_beam_decoding_run_in_each_mode(make):
+    """Every search of NeMo's decodes with the bound mode (a ``predict`` call without one would be refused): the
+    frame-looping and label-looping greedy searches agree, and every beam search scores what the mode's predictor
+    gives."""
+    decoder, joint = make(), _joint()
+    torch.manual_seed(2)
+    encoded, lengths = torch.randn(2, 24, 6), torch.tensor([6, 4])
+    outputs = {}
+    for mode in (0, 1):
+        for strategy in _strategies(make):
+            hyps = _decoding(decoder.for_mode(mode), joint, strategy).rnnt_decoder_predictions_tensor(
+                encoded, lengths, return_hypotheses=True
+            )
+            outputs[mode, strategy] = [(hyp.y_sequence.tolist() if torch.is_tensor(hyp.y_sequence)
+                                        else list(hyp.y_sequence), float(hyp.score)) for hyp in hyps]  # fmt: skip
+        greedy = [sequence for sequence, _ in outputs[mode, "greedy"]]
+        assert greedy == [sequence for sequence, _ in outputs[mode, "greedy_batch"]]
+        for strategy in _strategies(make)[2:]:
+            assert all(math.isfinite(score) for _, score in outputs[mode, strategy])
+    assert any(outputs[0, strategy] != outputs[1, strategy] for strategy in _strategies(make))
 
 
 def test_the_token_embedding_leaves_room_for_the_mode():

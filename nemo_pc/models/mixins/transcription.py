@@ -5,21 +5,22 @@
 a mode, the config's ``prompt`` decides (NeMo's ``transcribe_speech.py`` passes ``+prompt.mode=...``), else the
 model's default mode (``pc.default_mode``).
 
-Each model keeps its NeMo parent's positional ``transcribe`` signature (the RNN-T one starts with ``use_lhotse``,
-the CTC one does not, as in NeMo): :func:`transcribe_with_mode` builds it from the parent's. ``mode`` is
-keyword-only, and a keyword that neither NeMo's ``TranscribeConfig`` nor :class:`PCTranscribeConfig` knows is
-refused with a ``TypeError``.
+:meth:`PCTranscriptionMixin.transcribe` is the one ``transcribe`` of the three families (RNN-T, CTC, AED): NeMo's
+arguments with NeMo's defaults, plus ``mode``, all by keyword after ``audio``. NeMo's parents disagree on the
+positions (the RNN-T one puts ``use_lhotse`` second, the CTC, AED and hybrid ones ``batch_size``; the RNN-T and
+hybrid ones place ``partial_hypothesis`` differently), so a call that means one thing to one parent cannot mean
+another here: it is refused. A keyword that no transcribe config field has is refused with a ``TypeError``, except
+for the AED, whose extra keywords are its prompt's slots, as in NeMo.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import inspect
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from nemo.collections.asr.parts.mixins import TranscribeConfig
+from nemo.collections.asr.parts.utils.rnnt_utils import Hypothesis
 
 from nemo_pc.parts.modes import parse_request, prompt_mode
 
@@ -50,52 +51,58 @@ def resolve_mode(trcfg: Any, default: str) -> str:
     return parse_request(mode, argument)  # names, their initials N/P, the ids 0/1, or both
 
 
-def transcribe_with_mode(parent: type) -> Callable:
-    """A ``transcribe`` method with the positional parameters (and defaults) of ``parent.transcribe``, a NeMo ASR
-    model's, plus a keyword-only ``mode`` and any :class:`PCTranscribeConfig` field as a keyword.
-
-    The method builds the transcribe config (:meth:`PCTranscriptionMixin.pc_transcribe_config`), refuses a mode
-    the model does not write before any audio is read (``model.requested_mode``) and calls ``parent.transcribe``
-    with it.
-    """
-    signature = inspect.signature(parent.transcribe)
-    positional = [p for p in signature.parameters.values() if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
-    names = [p.name for p in positional]
-
-    def transcribe(self, audio, *args, mode: str | None = None, **kwargs):
-        config_kwargs = {key: value for key, value in kwargs.items() if key not in names}
-        bound = signature.bind(self, audio, *args, **{key: kwargs[key] for key in kwargs if key in names})
-        bound.apply_defaults()
-        arguments = {name: bound.arguments[name] for name in names[2:] if name != "override_config"}
-        override_config = self.pc_transcribe_config(bound.arguments["override_config"], arguments, mode,
-                                                    config_kwargs)  # fmt: skip
-        self.requested_mode(override_config)
-        return parent.transcribe(self, audio=audio, override_config=override_config)
-
-    keyword = [
-        inspect.Parameter("mode", inspect.Parameter.KEYWORD_ONLY, default=None, annotation="str | None"),
-        inspect.Parameter("config_kwargs", inspect.Parameter.VAR_KEYWORD),
-    ]
-    transcribe.__signature__ = signature.replace(parameters=[*positional, *keyword])
-    transcribe.__doc__ = f"""NeMo's ``{parent.__name__}.transcribe`` (same positional arguments) with an output
-        ``mode``: ``normalized``, ``punctuated`` or ``both``; see :mod:`nemo_pc.models.mixins.transcription`. With
-        ``both`` the result is ``{{"normalized": [...], "punctuated": [...]}}`` from one encoder pass per batch.
-
-        Raises:
-            ValueError: an unknown mode, or one the model does not write (the message names the argument).
-            TypeError: a keyword argument that no transcribe config field has.
-        """
-    return transcribe
-
-
 class PCTranscriptionMixin:
-    """What both model classes share: the transcribe config, the mode checks and the default mode.
+    """What the model families share: ``transcribe`` with an output mode, the transcribe config, the mode checks.
 
-    A model sets :attr:`default_mode` and :meth:`requested_mode`, and its ``transcribe`` is
-    :func:`transcribe_with_mode` of its NeMo parent.
+    A model sets :attr:`default_mode` and :meth:`requested_mode`; this class comes before its NeMo parent in its
+    bases, whose ``transcribe`` runs the transcription.
     """
 
     default_mode: str
+
+    def transcribe(
+        self,
+        audio: Any,
+        *,
+        use_lhotse: bool = True,
+        batch_size: int = 4,
+        return_hypotheses: bool = False,
+        partial_hypothesis: list[Hypothesis] | None = None,
+        num_workers: int = 0,
+        channel_selector: Any = None,
+        augmentor: Any = None,
+        verbose: bool = True,
+        timestamps: bool | None = None,
+        override_config: TranscribeConfig | None = None,
+        mode: str | None = None,
+        **config_kwargs: Any,
+    ) -> list | dict[str, list]:
+        """NeMo's ``transcribe`` with an output ``mode``: ``normalized``, ``punctuated`` or ``both`` (a
+        ``{"normalized": [...], "punctuated": [...]}`` result from one encoder pass per batch). Without ``mode``, the
+        config's prompt decides, else ``pc.default_mode``.
+
+        Args:
+            audio: paths, a manifest, arrays or a DataLoader, as for NeMo's ``transcribe``.
+            use_lhotse, batch_size, return_hypotheses, partial_hypothesis, num_workers, channel_selector,
+                augmentor, verbose, timestamps: NeMo's (a family that has no use for one ignores it, as NeMo does).
+            override_config: a transcribe config of the model's class (:meth:`get_transcribe_config`); as in NeMo,
+                the other arguments are then ignored, except ``mode``.
+            mode: the output mode.
+            **config_kwargs: other fields of the transcribe config (e.g. ``prompt``); the AED's prompt slots.
+
+        Raises:
+            ValueError: an unknown mode, or one the model does not write (the message names the argument), before
+                any audio is read.
+            TypeError: a keyword argument that no transcribe config field has.
+        """
+        arguments = dict(use_lhotse=use_lhotse, batch_size=batch_size, return_hypotheses=return_hypotheses,
+                         partial_hypothesis=partial_hypothesis, num_workers=num_workers,
+                         channel_selector=channel_selector, augmentor=augmentor, verbose=verbose,
+                         timestamps=timestamps)  # fmt: skip
+        trcfg = self.pc_transcribe_config(override_config, arguments, mode, config_kwargs)
+        self.requested_mode(trcfg)
+        # the AED's NeMo transcribe sets the config's timestamps from this argument
+        return super().transcribe(audio=audio, timestamps=trcfg.timestamps, override_config=trcfg)
 
     @classmethod
     def get_transcribe_config(cls) -> PCTranscribeConfig:
@@ -110,7 +117,8 @@ class PCTranscriptionMixin:
         config_kwargs: dict[str, Any],
     ) -> PCTranscribeConfig:
         """The config of one ``transcribe`` call: ``override_config`` when given (as in NeMo, the other arguments
-        are then ignored, except ``mode``), else one built from ``arguments`` and ``config_kwargs``.
+        are then ignored, except ``mode``), else one built from ``arguments`` and ``config_kwargs``. A family whose
+        extra keywords mean something else (the AED's prompt slots) overrides this.
 
         Raises:
             TypeError: a keyword that no transcribe config field has.
