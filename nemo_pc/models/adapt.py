@@ -199,7 +199,6 @@ def rnnt_config(stock_cfg: DictConfig, tokenizer_dir: Path, decoders: str, marks
     choices = [f"variant={decoders}", *([f"predictor={predictor}"] if predictor else [])]
     recipe = compose_config("rnnt", choices).model
     cfg["pc"] = {
-        "decoders": recipe.pc.decoders,
         "alpha": recipe.pc.alpha,
         "default_mode": recipe.pc.default_mode,
         "marks": marks,

@@ -133,9 +133,11 @@ def _compose(overrides):
 def test_a_pair_composes_the_decoder_and_joint_of_the_former_config(former):
     overrides, text = FORMER[former]
     expected = yaml.safe_load(text)["model"]
+    assert expected.pop("pc") == {"decoders": former.removesuffix("_stateless")}  # the modules name the variant now
     for extra in ([], ["loss=tdt", "aux_ctc=normalized", "encoder=streaming"]):
         model = OmegaConf.to_container(_compose([*overrides, *extra]).model, resolve=False)
-        composed = {"pc": {"decoders": model["pc"]["decoders"]}, "decoder": model["decoder"], "joint": model["joint"]}
+        assert "decoders" not in model["pc"]
+        composed = {"decoder": model["decoder"], "joint": model["joint"]}
         if extra:  # loss=tdt adds the joint's duration outputs and nothing else to these sections
             assert composed["joint"].pop("num_extra_outputs") == 5
         assert composed == expected
@@ -166,4 +168,4 @@ def test_every_variant_and_predictor_pair_builds(tokenizer, variant, predictor):
     assert type(model.decoder).__name__ == decoder
     if head is not None:
         assert [type(model.decoder.head(mode)).__name__ for mode in (0, 1)] == [head, head]
-    assert cfg.model.pc.decoders == variant and cfg.name == f"RNNT-PC-{variant}"
+    assert "decoders" not in cfg.model.pc and cfg.name == f"RNNT-PC-{variant}"

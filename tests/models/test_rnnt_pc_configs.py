@@ -50,9 +50,9 @@ def test_variant_configs_build_the_model(tokenizer, overrides, decoder_type, mod
         assert type(model.decoder.head(1)).__name__ == "StatelessTransducerDecoder"
 
 
-def test_a_decoder_that_does_not_match_pc_decoders_is_refused(tokenizer):
+def test_an_older_config_whose_pc_decoders_names_another_variant_is_refused(tokenizer):
     with initialize_config_dir(config_dir=str(CONFIGS), version_base=None):
-        cfg = compose(config_name="rnnt_pc", overrides=["variant=single", "model.pc.decoders=dual"])
+        cfg = compose(config_name="rnnt_pc", overrides=["variant=single", "+model.pc.decoders=dual"])
     with open_dict(cfg):
         cfg.model.tokenizer.dir = str(tokenizer)
         cfg.model.train_ds.manifest_filepath = None
