@@ -67,12 +67,16 @@ class _ProseParser(HTMLParser):
                 self.flush()
             if reason and tag not in VOID:
                 self._skip_depth, self._reason = len(self._open), reason
+        else:
+            self._skipped.append(" ")  # words of a left-out element's parts stay apart in its text
         if tag not in VOID:
             self._open.append(tag)
 
     def handle_endtag(self, tag: str) -> None:
         if tag not in self._open:
             return
+        if self._skip_depth is not None:
+            self._skipped.append(" ")
         while self._open:
             closed = self._open.pop()
             if self._skip_depth is not None and len(self._open) == self._skip_depth:

@@ -172,15 +172,25 @@ def html_documents(pages: Iterable[Path], source: str, name: Callable[[Path], st
     return docs
 
 
-def handbook_documents(folder: str | Path = HANDBOOK_DIR) -> list[Document]:
-    """One document per section (HTML page) of Debian ``debian-handbook`` (needs the package installed)."""
-    folder = _installed(Path(folder), HANDBOOK_PACKAGE)
+def handbook_documents(folder: str | Path | None = None) -> list[Document]:
+    """One document per section (HTML page) of Debian ``debian-handbook`` in ``folder`` (default
+    :data:`HANDBOOK_DIR`, where the package installs it).
+
+    Raises:
+        FileNotFoundError: no such folder; the message names the package and the command that installs it.
+    """
+    folder = _installed(Path(folder or HANDBOOK_DIR), HANDBOOK_PACKAGE)
     return html_documents(sorted(folder.glob("*.html")), "handbook", lambda page: page.stem)
 
 
-def pydoc_documents(folder: str | Path = PYDOC_DIR) -> list[Document]:
-    """One document per page of the :data:`PYDOC_PARTS` of Debian ``python3.11-doc`` (needs it installed)."""
-    folder = _installed(Path(folder), PYDOC_PACKAGE)
+def pydoc_documents(folder: str | Path | None = None) -> list[Document]:
+    """One document per page of the :data:`PYDOC_PARTS` of Debian ``python3.11-doc`` in ``folder`` (default
+    :data:`PYDOC_DIR`, where the package installs it).
+
+    Raises:
+        FileNotFoundError: no such folder; the message names the package and the command that installs it.
+    """
+    folder = _installed(Path(folder or PYDOC_DIR), PYDOC_PACKAGE)
     pages = sorted(page for part in PYDOC_PARTS for page in (folder / part).glob("*.html"))
     return html_documents(pages, "pydoc", lambda page: f"{page.parent.name}/{page.stem}")
 
