@@ -9,7 +9,8 @@ A block names its kind and its source between two markers; everything between th
 Kinds: ``claims``, ``run_all_formatter``, ``run_all_rtf`` (``benchmarks/run_all.py``'s JSON: the claims table,
 section b, section a); ``demo`` and ``demo_steps`` (a demo output folder kept in benchmarks/results: its test table,
 its seconds per step); ``formatter_loso``, ``formatter_loso_all``, ``train_dev_gap``, ``lm_fusion``, ``lm_loso``,
-``asr_recipe``, ``streaming`` (the JSON of ``benchmarks/quality_<kind>.py``); ``train_speed``, ``lhotse_speed``,
+``asr_recipe``, ``streaming`` (the JSON of ``benchmarks/quality_<kind>.py``); ``formatter_sources`` (the JSON of
+``data_formatter_sources``); ``train_speed``, ``lhotse_speed``,
 ``builder_scale``, ``rnnt_loss``, ``longform`` (the JSON of ``speed_train``, ``speed_lhotse``, ``speed_builder``,
 ``speed_rnnt_loss``, ``speed_longform``); ``longform_trained`` (the JSON of ``quality_longform``); ``streaming_train``
 (a training curve). A kind is named after the results
@@ -305,6 +306,19 @@ def render_formatter_loso(source: Path) -> str:
         ),
     ]
     return "\n".join(lines) + "\n"
+
+
+def render_formatter_sources(source: Path) -> str:
+    """``data_formatter_sources.py``: what each extra formatter source yields after cleaning, and its top drops."""
+    report = _read_json(source)["sources"]
+    rows = []
+    for name, r in report.items():
+        top = sorted(r["drops"]["by_reason"].items(), key=lambda item: -item[1])[:3]
+        counts = [f"{r[key]:,}" for key in ("documents", "sentences", "words")]
+        dropped = ", ".join(f"{reason} {count:,}" for reason, count in top)
+        rows.append([f"`{name}`", *counts, pct(r["digit_share"]), f"{r['drops']['total']:,}", dropped])
+    columns = ["source", "documents:", "sentences:", "words:", "sentences with digits:", "dropped:", "most dropped"]
+    return "\n".join(_table(columns, rows)) + "\n"
 
 
 def render_formatter_loso_all(source: Path) -> str:
@@ -650,6 +664,7 @@ RENDERERS: dict[str, Callable[[Path], str]] = {
     "demo_steps": render_demo_steps,
     "formatter_loso": render_formatter_loso,
     "formatter_loso_all": render_formatter_loso_all,
+    "formatter_sources": render_formatter_sources,
     "train_dev_gap": render_train_dev_gap,
     "lm_fusion": render_lm_fusion,
     "lm_loso": render_lm_loso,

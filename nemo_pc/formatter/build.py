@@ -110,7 +110,7 @@ def build_formatter_data(
                                        config.numbers, config.text_files)  # fmt: skip
         docs = list(documents)
         drops = DropCounter()
-        sentences = {doc.doc_id: _sentences(doc, drops) for doc in tqdm(docs, desc="clean", unit="doc")}
+        sentences = {doc.doc_id: document_sentences(doc, drops) for doc in tqdm(docs, desc="clean", unit="doc")}
         spoken = _spoken_forms(docs, sentences, SpokenForm(config.tn, cache_dir), num_jobs)
         rows: dict[str, list] = {f"{split}_{kind}": [] for split in SPLITS for kind in KINDS}
         for doc in tqdm(docs, desc="label", unit="doc"):
@@ -148,21 +148,28 @@ def _text_digests(paths: Sequence[str]) -> dict[str, str]:
     return {path: hashlib.sha256(Path(path).read_bytes()).hexdigest() for path in paths}
 
 
-def _sentences(doc: Document, drops: DropCounter) -> list[str]:
-    """The document's sentences after coarse filtering, cleaning and fine filtering (synthetic ones as they are)."""
+def document_sentences(doc: Document, drops: DropCounter) -> list[str]:
+    """The document's sentences after coarse filtering, cleaning and fine filtering (synthetic ones as they are).
+
+    Every sentence left out, and every part the source's parser left out (``doc.dropped``), is counted in ``drops``
+    by reason. A document with ``paragraphs`` is split at blank lines first, so no sentence spans two paragraphs.
+    """
     if doc.pairs:
         return [written for written, _ in doc.pairs]
-    book = written_words(doc.text)
+    for reason, text in doc.dropped:
+        drops.add(reason, f"{doc.doc_id}: {text[:80]}")
     kept = []
-    for start, end in sentence_spans(book):
-        raw = book.text(start, end)
-        reason = coarse_reason(raw)
-        cleaned = clean_text(raw) if reason is None else ""
-        reason = reason or fine_reason(cleaned)
-        if reason:
-            drops.add(reason, f"{doc.doc_id}: {raw[:80]}")
-        else:
-            kept.append(cleaned)
+    for part in doc.text.split("\n\n") if doc.paragraphs else [doc.text]:
+        book = written_words(part)
+        for start, end in sentence_spans(book):
+            raw = book.text(start, end)
+            reason = coarse_reason(raw)
+            cleaned = clean_text(raw) if reason is None else ""
+            reason = reason or fine_reason(cleaned)
+            if reason:
+                drops.add(reason, f"{doc.doc_id}: {raw[:80]}")
+            else:
+                kept.append(cleaned)
     return kept
 
 

