@@ -7,7 +7,7 @@ import torch
 from omegaconf import OmegaConf
 
 import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
-from nemo_pc.testing.benchmarks import load_benchmark
+from benchmark_loader import load_benchmark
 
 
 def fake_demo(root: Path) -> Path:

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from nemo_pc.parts.longform import CueRules, TimedWord, build_segments
-from nemo_pc.testing.benchmarks import load_benchmark
+from benchmark_loader import load_benchmark
 
 
 def test_scores_sum_counts_over_utterances():

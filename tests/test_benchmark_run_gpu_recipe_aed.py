@@ -2,7 +2,7 @@
 tokenizer, and the RNN-T's keep composing its own."""
 
 from nemo_pc.pipelines.train import compose_config
-from nemo_pc.testing.benchmarks import load_benchmark
+from benchmark_loader import load_benchmark
 
 
 def test_both_systems_overrides_compose_their_configs(tmp_path):

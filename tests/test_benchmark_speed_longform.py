@@ -3,7 +3,7 @@
 import soundfile
 
 from nemo_pc.testing.asr import write_pc_manifest
-from nemo_pc.testing.benchmarks import load_benchmark
+from benchmark_loader import load_benchmark
 
 
 def test_the_recording_cycles_the_utterances_with_pauses(tmp_path):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from nemo_pc.testing.benchmarks import load_benchmark
+from benchmark_loader import load_benchmark
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]

@@ -10,7 +10,7 @@ import torch
 from pc_demo import claims as C
 
 from nemo_pc.parts.manifest import write_manifest
-from nemo_pc.testing.benchmarks import load_benchmark
+from benchmark_loader import load_benchmark
 
 RESAMPLES = 200
 SENTENCES = [
