@@ -4,7 +4,6 @@ counted for the systems that start from it, and its rendered table."""
 import json
 
 import pytest
-
 from benchmark_loader import load_benchmark
 
 

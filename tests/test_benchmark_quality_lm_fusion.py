@@ -4,10 +4,10 @@ import json
 from pathlib import Path
 
 import torch
+from benchmark_loader import load_benchmark
 from omegaconf import OmegaConf
 
 import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
-from benchmark_loader import load_benchmark
 
 
 def fake_demo(root: Path) -> Path:

@@ -8,7 +8,6 @@ import tarfile
 import numpy as np
 import pytest
 import soundfile
-
 from benchmark_loader import load_benchmark
 
 

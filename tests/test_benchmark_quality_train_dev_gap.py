@@ -3,7 +3,6 @@
 import json
 
 import pytest
-
 from benchmark_loader import load_benchmark
 
 

@@ -1,8 +1,9 @@
 """benchmarks/run_gpu_recipe.py --system aed_prompt: the overrides compose the AED config with the recipe's data and
 tokenizer, and the RNN-T's keep composing its own."""
 
-from nemo_pc.pipelines.train import compose_config
 from benchmark_loader import load_benchmark
+
+from nemo_pc.pipelines.train import compose_config
 
 
 def test_both_systems_overrides_compose_their_configs(tmp_path):

@@ -7,7 +7,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from benchmark_loader import BENCHMARKS_DIR, load_benchmark
 
 suite = load_benchmark("suite")

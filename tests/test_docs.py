@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from benchmark_loader import load_benchmark
 
 REPO = Path(__file__).resolve().parents[1]

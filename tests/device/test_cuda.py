@@ -13,8 +13,6 @@ import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
 from nemo_pc.parts.text import normalize
 from nemo_pc.testing.training import LossRecorder
 
-pytest.importorskip("nemo.collections.asr")
-
 STEPS = 150
 LM_TEXT = [("Yes, it is.", "book")] * 10 + [("Is it? No.", "book")]
 

@@ -7,11 +7,9 @@ import torch
 from omegaconf import OmegaConf
 
 import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
+from nemo_pc.models.ctc_pc import EncDecCTCPCBPEModel
 from nemo_pc.parts.text import normalize
 from nemo_pc.testing.ctc import UTTERANCES, memorize, tiny_config, train_tokenizer, write_manifest
-
-pytest.importorskip("nemo.collections.asr")
-from nemo_pc.models.ctc_pc import EncDecCTCPCBPEModel  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 VARIANT_DIR = ROOT / "configs" / "ctc" / "variant"

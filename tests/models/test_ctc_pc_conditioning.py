@@ -3,15 +3,12 @@ the conditioning happens only where the model calls it (its forward and its expo
 
 import pytest
 import torch
+from nemo.collections.asr.modules import ConformerEncoder
 from omegaconf import OmegaConf
 
 import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
+from nemo_pc.models.ctc_pc import EncDecCTCPCBPEModel
 from nemo_pc.testing.ctc import tiny_config, train_tokenizer, write_manifest
-
-pytest.importorskip("nemo.collections.asr")
-from nemo.collections.asr.modules import ConformerEncoder  # noqa: E402
-
-from nemo_pc.models.ctc_pc import EncDecCTCPCBPEModel  # noqa: E402
 
 
 @pytest.fixture(scope="module")

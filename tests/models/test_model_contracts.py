@@ -4,17 +4,14 @@ the device, one encoder pass per validation batch."""
 import lightning.pytorch as pl
 import pytest
 import torch
+from nemo.collections.asr.models import EncDecCTCModelBPE, EncDecRNNTBPEModel
 from omegaconf import OmegaConf
 
 import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
 from nemo_pc.losses.mode_weighted import SCAN, resolve_loss_name
+from nemo_pc.models import EncDecCTCPCBPEModel, EncDecRNNTPCBPEModel
 from nemo_pc.testing import ctc as ctc_testing
 from nemo_pc.testing.asr import tiny_model_config, train_tokenizer, write_pc_manifest
-
-pytest.importorskip("nemo.collections.asr")
-from nemo.collections.asr.models import EncDecCTCModelBPE, EncDecRNNTBPEModel  # noqa: E402
-
-from nemo_pc.models import EncDecCTCPCBPEModel, EncDecRNNTPCBPEModel  # noqa: E402
 
 
 @pytest.fixture(scope="module")

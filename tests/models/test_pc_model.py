@@ -5,20 +5,17 @@ import dataclasses
 
 import pytest
 import torch
+from nemo.core.classes.mixins import AccessMixin
 from omegaconf import OmegaConf, open_dict
 
 import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
+from nemo_pc.models import EncDecCTCPCBPEModel, EncDecRNNTPCBPEModel
+from nemo_pc.models.ctc_pc import CTCPCConfig
 from nemo_pc.models.mixins.pc_model import PCModelMixin
+from nemo_pc.models.rnnt_pc import RNNTPCConfig
 from nemo_pc.parts.modes import MODES, mode_id
 from nemo_pc.testing import ctc as ctc_testing
 from nemo_pc.testing.asr import tiny_model_config, train_tokenizer, write_pc_manifest
-
-pytest.importorskip("nemo.collections.asr")
-from nemo.core.classes.mixins import AccessMixin  # noqa: E402
-
-from nemo_pc.models import EncDecCTCPCBPEModel, EncDecRNNTPCBPEModel  # noqa: E402
-from nemo_pc.models.ctc_pc import CTCPCConfig  # noqa: E402
-from nemo_pc.models.rnnt_pc import RNNTPCConfig  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -6,17 +6,14 @@ import inspect
 from types import SimpleNamespace
 
 import pytest
+from nemo.collections.asr.models import EncDecCTCModelBPE, EncDecRNNTBPEModel
 from omegaconf import OmegaConf
 
 import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
+from nemo_pc.models import EncDecCTCPCBPEModel, EncDecRNNTPCBPEModel
+from nemo_pc.models.mixins.transcription import PCTranscribeConfig, resolve_mode
 from nemo_pc.testing import ctc as ctc_testing
 from nemo_pc.testing.asr import tiny_model_config, train_tokenizer, write_pc_manifest
-
-pytest.importorskip("nemo.collections.asr")
-from nemo.collections.asr.models import EncDecCTCModelBPE, EncDecRNNTBPEModel  # noqa: E402
-
-from nemo_pc.models import EncDecCTCPCBPEModel, EncDecRNNTPCBPEModel  # noqa: E402
-from nemo_pc.models.mixins.transcription import PCTranscribeConfig, resolve_mode  # noqa: E402
 
 
 @pytest.fixture(scope="module")

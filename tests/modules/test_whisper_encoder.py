@@ -11,12 +11,10 @@ import torch
 from omegaconf import OmegaConf
 
 import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
+from nemo_pc.modules.whisper_encoder import WhisperEncoder, WhisperLogMelPreprocessor
 from nemo_pc.parts.whisper_weights import WhisperWeightsError, load_encoder_state
 from nemo_pc.testing.asr import tone_audio
 from nemo_pc.testing.whisper import tiny_hf_whisper
-
-pytest.importorskip("nemo.collections.asr")
-from nemo_pc.modules.whisper_encoder import WhisperEncoder, WhisperLogMelPreprocessor  # noqa: E402
 
 TINY = {"feat_in": 16, "d_model": 32, "n_layers": 2, "n_heads": 2, "ff_dim": 64, "n_positions": 100}
 

@@ -10,8 +10,6 @@ import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
 from nemo_pc.parts.loss_guard import NonFiniteLossError, loss_is_finite, nonfinite_policy
 from nemo_pc.testing.training import tiny_trainer
 
-pytest.importorskip("nemo.collections.asr")
-
 NAN_AT = 2  # the training step whose loss is made NaN
 STEPS = 4
 

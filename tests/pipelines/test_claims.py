@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 import torch
+from benchmark_loader import load_benchmark
 from pc_demo import claims as C
 
 from nemo_pc.parts.manifest import write_manifest
-from benchmark_loader import load_benchmark
 
 RESAMPLES = 200
 SENTENCES = [
