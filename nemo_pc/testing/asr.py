@@ -107,11 +107,26 @@ def write_nemo_tarred(manifest: str | Path, folder: str | Path) -> tuple[Path, P
     return folder / "audio_0.tar", write_manifest(folder / "tarred_audio_manifest.json", entries)
 
 
-def train_tokenizer(manifest: str | Path, folder: str | Path, vocab_size: int = 40) -> Path:
-    """Trains the cased, punctuated BPE tokenizer on a manifest; returns its folder."""
+def train_tokenizer(manifest: str | Path, folder: str | Path, vocab_size: int = 40, style_tags: bool = False) -> Path:
+    """Trains the cased, punctuated BPE tokenizer on a manifest; returns its folder.
+
+    ``style_tags`` adds the style tags of the mixed-style CTC and AED variants
+    (:func:`nemo_pc.data.datasets.style_dataset.build_style_tokenizer`).
+    """
+    if style_tags:
+        from nemo_pc.data.datasets.style_dataset import build_style_tokenizer
+
+        return build_style_tokenizer([manifest], folder, vocab_size=vocab_size)
     from nemo_pc.data.tokenizers.pc_tokenizer import build_tokenizer
 
     return build_tokenizer([manifest], folder, vocab_size=vocab_size)
+
+
+def audio_paths(manifest: str | Path) -> list[str]:
+    """The ``audio_filepath`` of every entry of a manifest written by :func:`write_pc_manifest`, in order."""
+    from nemo_pc.parts.manifest import read_manifest
+
+    return [entry["audio_filepath"] for entry in read_manifest(manifest)]
 
 
 def _predictor(kind: str, pred_hidden: int, conditioned: bool) -> dict:

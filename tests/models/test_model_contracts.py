@@ -59,8 +59,7 @@ def test_auto_loss_builds_the_scan_loss_on_cpu(rnnt_corpus):
 
 @pytest.mark.parametrize("pc", [{}, {"ctc_weight": 0.5, "inter": {"weight": 0.5}}, {"target": "normalized"}])
 def test_ctc_validation_runs_the_encoder_once(tmp_path, pc):
-    manifest = ctc_testing.write_manifest(tmp_path / "audio")
-    tokenizer = ctc_testing.train_tokenizer(tmp_path / "tokenizer", manifest)
+    manifest, tokenizer = ctc_testing.memorized_corpus(tmp_path)
     model = EncDecCTCPCBPEModel(OmegaConf.create(ctc_testing.tiny_config(tokenizer, manifest, pc)))
     model.eval()
     calls = []

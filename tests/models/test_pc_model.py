@@ -22,10 +22,10 @@ from nemo_pc.testing.asr import tiny_model_config, train_tokenizer, write_pc_man
 def corpora(tmp_path_factory):
     folder = tmp_path_factory.mktemp("pc_model")
     rnnt_manifest = write_pc_manifest(folder / "rnnt")
-    ctc_manifest = ctc_testing.write_manifest(folder / "ctc")
+    ctc_manifest, ctc_tokenizer = ctc_testing.memorized_corpus(folder / "ctc")
     return {
         "rnnt": (rnnt_manifest, train_tokenizer(rnnt_manifest, folder / "rnnt_tok")),
-        "ctc": (ctc_manifest, ctc_testing.train_tokenizer(folder / "ctc_tok", ctc_manifest)),
+        "ctc": (ctc_manifest, ctc_tokenizer),
     }
 
 

@@ -120,11 +120,11 @@ def _ctc_config(data, encoder: dict) -> dict:
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
-    from nemo_pc.testing.ctc import train_tokenizer, write_manifest
+    from nemo_pc.testing.ctc import memorized_corpus
 
     root = tmp_path_factory.mktemp("whisper_ctc")
-    manifest = write_manifest(root / "audio")
-    return {"manifest": manifest, "tokenizer": train_tokenizer(root / "tokenizer", manifest)}
+    manifest, tokenizer = memorized_corpus(root)
+    return {"manifest": manifest, "tokenizer": tokenizer}
 
 
 def test_a_pc_ctc_model_on_it_learns_and_restores_without_the_weights(hf_whisper, data, tmp_path):
