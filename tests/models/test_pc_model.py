@@ -116,7 +116,7 @@ def test_old_rnnt_keys_are_read_as_fallbacks(corpora):
     config = OmegaConf.create(tiny_model_config(tokenizer, train_manifest=manifest))
     with open_dict(config):
         config.marks, config.pc_fraction = ".,?!", 0.0
-        del config.train_ds["pc_fraction"]
+        del config.pc["marks"], config.train_ds["pc_fraction"]
     model = EncDecRNNTPCBPEModel(config)
     assert model.cfg.pc.marks == ".,?!"
     assert not next(iter(model._train_dl)).p_mask.any()
