@@ -30,16 +30,16 @@ sysdeps:
 	fi
 
 test: install
-	$(VENV)/bin/ruff check nemo_pc tests examples benchmarks
-	$(VENV)/bin/ruff format --check nemo_pc tests examples benchmarks
+	$(VENV)/bin/ruff check nemo_pc tests examples benchmarks tools
+	$(VENV)/bin/ruff format --check nemo_pc tests examples benchmarks tools
 	$(PY) -m pytest tests
 
 lint: install
-	$(VENV)/bin/ruff check nemo_pc tests examples benchmarks
+	$(VENV)/bin/ruff check nemo_pc tests examples benchmarks tools
 
 format: install
-	$(VENV)/bin/ruff format nemo_pc tests examples benchmarks
-	$(VENV)/bin/ruff check --fix nemo_pc tests examples benchmarks
+	$(VENV)/bin/ruff format nemo_pc tests examples benchmarks tools
+	$(VENV)/bin/ruff check --fix nemo_pc tests examples benchmarks tools
 
 # The main job end to end on 2 cores (README.md gives the measured time): synthetic corpus, LibriSpeech-PC manifests,
 # tokenizer, joint RNN-T (conditioned and 2-decoder), punctuated CTC, text formatter, transcripts, cascade, hybrid,

@@ -4,8 +4,7 @@ counted for the systems that start from it, and its rendered table."""
 import json
 
 import pytest
-
-from nemo_pc.testing.benchmarks import load_benchmark
+from benchmark_loader import load_benchmark
 
 
 def _report(n_wer: float, per: float) -> dict:

@@ -4,10 +4,10 @@ read."""
 from pathlib import Path
 
 import pytest
+from benchmark_loader import load_benchmark
 
 from nemo_pc.data.recipes.books import ChapterInfo, write_chapters_txt
 from nemo_pc.parts.manifest import ManifestError, write_manifest
-from nemo_pc.testing.benchmarks import load_benchmark
 
 
 def fake_corpus(root: Path, readers: list[tuple[int, str, str, int, str]]) -> Path:

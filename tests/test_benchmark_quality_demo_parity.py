@@ -2,7 +2,7 @@
 
 import json
 
-from nemo_pc.testing.benchmarks import load_benchmark
+from benchmark_loader import load_benchmark
 
 
 def _demo(root, loss=2.5, wer=0.4, text="Yes, go.", steps=20):

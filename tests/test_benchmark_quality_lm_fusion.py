@@ -4,10 +4,10 @@ import json
 from pathlib import Path
 
 import torch
+from benchmark_loader import load_benchmark
 from omegaconf import OmegaConf
 
 import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
-from nemo_pc.testing.benchmarks import load_benchmark
 
 
 def fake_demo(root: Path) -> Path:
@@ -24,7 +24,7 @@ def fake_demo(root: Path) -> Path:
     torch.manual_seed(0)
     rnnt = EncDecRNNTPCBPEModel(OmegaConf.create(tiny_model_config(train_tokenizer(train, root / "tok"))))
     rnnt.save_to(str(root / "models" / "rnnt_conditioned.nemo"))
-    styles = ctc_fixtures.train_tokenizer(root / "tok_styles", train)
+    styles = train_tokenizer(train, root / "tok_styles", ctc_fixtures.VOCAB_SIZE, style_tags=True)
     ctc = EncDecCTCPCBPEModel(OmegaConf.create(ctc_fixtures.tiny_config(styles, pc={"inter": {"weight": 0.5}})))
     ctc.save_to(str(root / "models" / "ctc_inter.nemo"))
     return root

@@ -5,9 +5,9 @@ import argparse
 import json
 
 import pytest
+from benchmark_loader import load_benchmark
 
 from nemo_pc.parts.longform import CueRules, TimedWord, build_segments
-from nemo_pc.testing.benchmarks import load_benchmark
 
 
 def test_scores_sum_counts_over_utterances():

@@ -8,8 +8,7 @@ import tarfile
 import numpy as np
 import pytest
 import soundfile
-
-from nemo_pc.testing.benchmarks import load_benchmark
+from benchmark_loader import load_benchmark
 
 
 def _sdist(path, clips):

@@ -4,9 +4,9 @@ lookaheads."""
 import json
 
 import torch
+from benchmark_loader import load_benchmark
 
 import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
-from nemo_pc.testing.benchmarks import load_benchmark
 
 
 def test_streaming_benchmark_runs_end_to_end_on_a_fake_demo(tmp_path):

@@ -3,8 +3,7 @@
 import json
 
 import pytest
-
-from nemo_pc.testing.benchmarks import load_benchmark
+from benchmark_loader import load_benchmark
 
 
 def _manifests(root, splits):

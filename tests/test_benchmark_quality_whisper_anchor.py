@@ -2,11 +2,12 @@
 
 import json
 
+from benchmark_loader import load_benchmark
+
 import nemo_pc.pipelines.anchor as anchor_lib
 from nemo_pc.parts.manifest import read_manifest, write_manifest
 from nemo_pc.pipelines.inference import DecodeTiming
 from nemo_pc.testing.asr import write_pc_manifest
-from nemo_pc.testing.benchmarks import load_benchmark
 
 VOICES = {"utt0": ("flite:slt", "7"), "utt1": ("flite:slt", "7"), "utt2": ("espeak-ng:en+m1", "8")}
 

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from nemo_pc.testing.benchmarks import load_benchmark
+from benchmark_loader import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[1]
 device_check = load_benchmark("render_device_check")

@@ -1,8 +1,9 @@
 """benchmarks/run_gpu_recipe.py --system aed_prompt: the overrides compose the AED config with the recipe's data and
 tokenizer, and the RNN-T's keep composing its own."""
 
+from benchmark_loader import load_benchmark
+
 from nemo_pc.pipelines.train import compose_config
-from nemo_pc.testing.benchmarks import load_benchmark
 
 
 def test_both_systems_overrides_compose_their_configs(tmp_path):

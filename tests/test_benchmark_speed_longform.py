@@ -1,9 +1,9 @@
 """benchmarks/speed_longform.py: the synthetic recording it builds and its seam/inside word disagreement."""
 
 import soundfile
+from benchmark_loader import load_benchmark
 
 from nemo_pc.testing.asr import write_pc_manifest
-from nemo_pc.testing.benchmarks import load_benchmark
 
 
 def test_the_recording_cycles_the_utterances_with_pauses(tmp_path):

@@ -7,8 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
-
-from nemo_pc.testing.benchmarks import BENCHMARKS_DIR, load_benchmark
+from benchmark_loader import BENCHMARKS_DIR, load_benchmark
 
 suite = load_benchmark("suite")
 

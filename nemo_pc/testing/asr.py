@@ -107,31 +107,26 @@ def write_nemo_tarred(manifest: str | Path, folder: str | Path) -> tuple[Path, P
     return folder / "audio_0.tar", write_manifest(folder / "tarred_audio_manifest.json", entries)
 
 
-def train_tokenizer(manifest: str | Path, folder: str | Path, vocab_size: int = 40) -> Path:
-    """Trains the cased, punctuated BPE tokenizer on a manifest; returns its folder."""
+def train_tokenizer(manifest: str | Path, folder: str | Path, vocab_size: int = 40, style_tags: bool = False) -> Path:
+    """Trains the cased, punctuated BPE tokenizer on a manifest; returns its folder.
+
+    ``style_tags`` adds the style tags of the mixed-style CTC and AED variants
+    (:func:`nemo_pc.data.datasets.style_dataset.build_style_tokenizer`).
+    """
+    if style_tags:
+        from nemo_pc.data.datasets.style_dataset import build_style_tokenizer
+
+        return build_style_tokenizer([manifest], folder, vocab_size=vocab_size)
     from nemo_pc.data.tokenizers.pc_tokenizer import build_tokenizer
 
     return build_tokenizer([manifest], folder, vocab_size=vocab_size)
 
 
-def _predictor(kind: str, pred_hidden: int, conditioned: bool) -> dict:
-    if kind == "lstm":
-        target = (
-            "nemo_pc.modules.ModeConditionedRNNTDecoder" if conditioned else "nemo.collections.asr.modules.RNNTDecoder"
-        )
-        config = {"_target_": target, "prednet": {"pred_hidden": pred_hidden, "pred_rnn_layers": 1}}
-    elif kind == "stateless":
-        target = (
-            "nemo_pc.modules.ModeConditionedStatelessDecoder"
-            if conditioned
-            else "nemo.collections.asr.modules.StatelessTransducerDecoder"
-        )
-        config = {"_target_": target, "prednet": {"pred_hidden": pred_hidden}, "context_size": 2}
-    else:
-        raise ValueError(f"predictor must be 'lstm' or 'stateless', got {kind!r}")
-    if conditioned:
-        config["mode_dim"] = 12
-    return config
+def audio_paths(manifest: str | Path) -> list[str]:
+    """The ``audio_filepath`` of every entry of a manifest written by :func:`write_pc_manifest`, in order."""
+    from nemo_pc.parts.manifest import read_manifest
+
+    return [entry["audio_filepath"] for entry in read_manifest(manifest)]
 
 
 def tiny_model_config(
@@ -146,56 +141,43 @@ def tiny_model_config(
     hidden: int = 64,
     pc_fraction: float = 1.0,
 ) -> dict:
-    """A 2-layer d=64 Conformer RNN-T P&C model config of the given variant, as a dict."""
-    joint = {
-        "_target_": "nemo.collections.asr.modules.RNNTJoint",
-        "jointnet": {"joint_hidden": hidden, "activation": "relu", "dropout": 0.0},
-        "log_softmax": None,
-        "preserve_memory": False,
-        "fuse_loss_wer": False,
-    }
-    decoder = _predictor(predictor, hidden, conditioned=decoders == "conditioned")
-    if decoders == "dual":
-        decoder = {
-            "_target_": "nemo_pc.modules.DualRNNTDecoder",
-            "head_target": decoder.pop("_target_"),
-            "head": decoder,
-        }
-        joint = {
-            "_target_": "nemo_pc.modules.DualRNNTJoint",
-            "jointnet": joint.pop("jointnet"),
-            "head_target": joint.pop("_target_"),
-            "head": joint,
-        }
-    data = {"sample_rate": SAMPLE_RATE, "batch_size": batch_size, "num_workers": 0}
-    return {
-        "sample_rate": SAMPLE_RATE,
-        "pc": {"decoders": decoders, "target": target, "alpha": 0.5, "default_mode": "punctuated"},
-        "tokenizer": {"dir": str(tokenizer_dir), "type": "bpe"},
-        "model_defaults": {"enc_hidden": hidden, "pred_hidden": hidden},
-        "train_ds": {**data, "manifest_filepath": str(train_manifest) if train_manifest else None,
-                     "shuffle": True, "pc_fraction": pc_fraction},
-        "validation_ds": {**data, "manifest_filepath": str(validation_manifest) if validation_manifest else None,
-                          "shuffle": False},
-        "preprocessor": {
-            "_target_": "nemo.collections.asr.modules.AudioToMelSpectrogramPreprocessor",
-            "sample_rate": SAMPLE_RATE, "normalize": "per_feature", "window_size": 0.025, "window_stride": 0.01,
-            "features": 40, "n_fft": 512, "dither": 0.0, "pad_to": 0,
-        },
-        "encoder": {
-            "_target_": "nemo.collections.asr.modules.ConformerEncoder",
-            "feat_in": 40, "n_layers": 2, "d_model": hidden, "subsampling": "striding", "subsampling_factor": 4,
-            "subsampling_conv_channels": hidden, "ff_expansion_factor": 2, "self_attention_model": "rel_pos",
-            "n_heads": 2, "conv_kernel_size": 9, "conv_norm_type": "layer_norm", "dropout": 0.0,
-            "dropout_pre_encoder": 0.0, "dropout_emb": 0.0, "dropout_att": 0.0,
-        },
-        "decoder": decoder,
-        "joint": joint,
-        "decoding": {"strategy": "greedy_batch", "greedy": {"max_symbols": 10}},
-        "loss": {"loss_name": "scan"},
-        "optim": {"name": "adam", "lr": lr, "betas": [0.9, 0.98], "weight_decay": 0.0},
-        "log_prediction": False,
-    }  # fmt: skip
+    """The packaged RNN-T config of a variant (``variant=<decoders> predictor=<predictor> backbone=fastconformer``),
+    shrunk to a 2-layer d=``hidden`` Conformer over 40 features at 4x with ``hidden``-wide predictor and joint, as a
+    dict (the ``model`` section).
+
+    Dropout, dither and SpecAugment are off, the loss is nemo_pc's scan loss and the optimizer Adam at a constant
+    ``lr``, so that a few CPU steps on one batch lower the loss.
+    """
+    from omegaconf import OmegaConf
+
+    from nemo_pc.pipelines.train import compose_config
+
+    prednet = "model.decoder.head" if decoders == "dual" else "model.decoder"
+    stateless = [f"{prednet}.normalization_mode=null"] if predictor == "stateless" else []
+    manifests = {"train_ds": train_manifest, "validation_ds": validation_manifest}
+    overrides = [
+        f"variant={decoders}", f"predictor={predictor}", "backbone=fastconformer", f"model.pc.target={target}",
+        f"model.tokenizer.dir={tokenizer_dir}", *_tiny_encoder(hidden), f"model.model_defaults.pred_hidden={hidden}",
+        f"model.model_defaults.joint_hidden={hidden}", f"{prednet}.prednet.dropout=0.0", *stateless,
+        "model.joint.jointnet.dropout=0.0", "model.spec_augment=null", "model.loss.loss_name=scan",
+        "model.optim.name=adam", f"model.optim.lr={lr}", "model.optim.weight_decay=0.0", "~model.optim.sched",
+        "model.log_prediction=false", f"model.train_ds.pc_fraction={pc_fraction}",
+        *(f"model.{split}.{key}" for split, path in manifests.items()
+          for key in (f"manifest_filepath={path or 'null'}", f"batch_size={batch_size}", "num_workers=0")),
+    ]  # fmt: skip
+    return OmegaConf.to_container(compose_config("rnnt", overrides).model, resolve=True)
+
+
+def _tiny_encoder(hidden: int) -> list[str]:
+    """Overrides of the packaged FastConformer backbone: 2 layers of width ``hidden`` over 40 log-mel features at
+    4x striding subsampling, layer norm in the convolution module, no dropout or dither."""
+    return [
+        "model.preprocessor.features=40", "model.preprocessor.dither=0.0", "model.encoder.n_layers=2",
+        f"model.encoder.d_model={hidden}", "model.encoder.subsampling=striding", "model.encoder.subsampling_factor=4",
+        f"model.encoder.subsampling_conv_channels={hidden}", "model.encoder.ff_expansion_factor=2",
+        "model.encoder.n_heads=2", "model.encoder.conv_norm_type=layer_norm", "model.encoder.dropout=0.0",
+        "model.encoder.dropout_pre_encoder=0.0", "model.encoder.dropout_att=0.0",
+    ]  # fmt: skip
 
 
 TINY_ENCODER_OVERRIDES = [

@@ -107,37 +107,22 @@ def tiny_rewriter_config(tokenizer_file: str | Path, train_manifest: str | Path 
     return cfg
 
 
-def fit_steps(model, steps: int) -> None:
-    """Trains a model for a fixed number of steps on CPU without logging or checkpoints.
-
-    Tiny models gain nothing from intra-op threads, and on a busy two-core machine the threads only contend, so
-    this sets torch to one thread for the rest of the process.
-    """
-    import torch
-    from lightning.pytorch import Trainer
-
-    torch.set_num_threads(1)
-    trainer = Trainer(
-        max_steps=steps,
-        accelerator="cpu",
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-    )
-    trainer.fit(model)
-
-
 def train_tiny_formatter(folder: str | Path, pairs=WRITTEN_SPOKEN, steps: int = 200, context: int = 2):
     """A tiny tagger and rewriter that have memorized ``pairs`` (about 10 s on two CPU cores).
+
+    Tiny models gain nothing from intra-op threads, and on a busy two-core machine the threads only contend, so this
+    sets torch to one thread for the rest of the process.
 
     Returns:
         ``(tagger, rewriter)``, both in eval mode.
     """
+    import torch
+
     from nemo_pc.data.tokenizers.rewriter import train_rewriter_tokenizer
     from nemo_pc.formatter.labels import derive_labels
     from nemo_pc.models.rewriter import SpanRewriterModel
     from nemo_pc.models.tagger import PCTaggerModel
+    from nemo_pc.testing.training import fit_steps
 
     folder = Path(folder)
     labeled = [derive_labels(written, spoken) for written, spoken in pairs]
@@ -150,6 +135,7 @@ def train_tiny_formatter(folder: str | Path, pairs=WRITTEN_SPOKEN, steps: int = 
     tokenizer = train_rewriter_tokenizer(texts, folder / "tokenizer.json", vocab_size=300)
     tagger = PCTaggerModel(tiny_tagger_config(vocab, tagger_data))
     rewriter = SpanRewriterModel(tiny_rewriter_config(tokenizer, rewriter_data))
-    fit_steps(tagger, steps)
-    fit_steps(rewriter, steps)
-    return tagger.eval(), rewriter.eval()
+    torch.set_num_threads(1)
+    fit_steps(tagger, steps, gradient_clip_val=None)
+    fit_steps(rewriter, steps, gradient_clip_val=None)
+    return tagger, rewriter

@@ -1,4 +1,4 @@
-"""A CPU trainer for tiny models and a callback that records each step's loss, for tests that train a few steps."""
+"""The one training loop of the tests: a Lightning trainer for tiny models, a loss recorder, and both together."""
 
 from __future__ import annotations
 
@@ -15,11 +15,30 @@ class LossRecorder(pl.Callback):
         self.values.append(float(outputs["loss"]))
 
 
-def tiny_trainer(steps: int, *callbacks: pl.Callback) -> pl.Trainer:
-    """A CPU trainer for ``steps`` steps: no logger, checkpoints, progress bar or validation; gradients clipped at 1;
-    NeMo's training WER logged once, on the last step."""
+def tiny_trainer(
+    steps: int,
+    *callbacks: pl.Callback,
+    accelerator: str = "cpu",
+    precision: str = "32-true",
+    gradient_clip_val: float | None = 1.0,
+) -> pl.Trainer:
+    """A trainer for ``steps`` steps: no logger, checkpoints, progress bar or validation; gradients clipped at
+    ``gradient_clip_val``; NeMo's training WER logged once, on the last step."""
     return pl.Trainer(
-        max_steps=steps, gradient_clip_val=1.0, accelerator="cpu", logger=False, enable_checkpointing=False,
-        enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0, limit_val_batches=0,
-        log_every_n_steps=steps, callbacks=list(callbacks),
+        max_steps=steps, gradient_clip_val=gradient_clip_val, accelerator=accelerator, devices=1, precision=precision,
+        logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+        num_sanity_val_steps=0, limit_val_batches=0, log_every_n_steps=steps, callbacks=list(callbacks),
     )  # fmt: skip
+
+
+def fit_steps(model, steps: int, **trainer_options) -> list[float]:
+    """Trains ``model`` with its own optimizer config and training data for ``steps`` steps of :func:`tiny_trainer`
+    (``trainer_options`` are its keyword arguments) and returns each step's loss; the model is left in eval mode.
+
+    A model whose training data is one batch memorizes it: the overfit tests check that the loss drops and that the
+    memorized utterances decode.
+    """
+    losses = LossRecorder()
+    tiny_trainer(steps, losses, **trainer_options).fit(model)
+    model.eval()
+    return losses.values

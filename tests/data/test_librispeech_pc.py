@@ -352,7 +352,7 @@ def test_durations_cost_a_few_bytes_an_utterance_until_restored():
 
 def test_the_scale_benchmark_counts_each_utterance_once(text_corpus, tmp_path):
     """benchmarks/speed_builder.py times the CLI build; kept and dropped utterances add up to the corpus."""
-    from nemo_pc.testing.benchmarks import load_benchmark
+    from benchmark_loader import load_benchmark
 
     bench = load_benchmark("speed_builder")
     row = bench.run_builder(text_corpus, tmp_path / "out", num_jobs=1)

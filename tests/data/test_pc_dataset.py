@@ -1,6 +1,9 @@
 """The P&C ASR dataset: both token sequences, the P-available mask, pc_fraction, and clear errors on bad input."""
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 from hypothesis import given
@@ -52,7 +55,24 @@ def test_pc_fraction_keeps_a_fixed_share(corpus):
     keys = [f"utt{k}" for k in range(2000)]
     share = sum(keeps_p_label(key, 0.2, seed=3) for key in keys) / len(keys)
     assert 0.17 < share < 0.23
-    assert [keeps_p_label(key, 0.2, seed=3) for key in keys] == [keeps_p_label(key, 0.2, seed=3) for key in keys]
+
+
+KEPT = """
+import json
+from nemo_pc.data.datasets.pc_batch import keeps_p_label
+print(json.dumps([keeps_p_label(f"utt{k}", 0.2, seed=3) for k in range(500)]))
+"""
+
+
+def test_pc_fraction_keeps_the_same_utterances_in_every_process_and_others_under_another_seed():
+    """The kept share is a function of the utterance key and the seed only: two interpreters with different hash
+    seeds (as two training runs, or two data-loader workers, have) keep the same utterances as this one."""
+    here = [keeps_p_label(f"utt{k}", 0.2, seed=3) for k in range(500)]
+    for hash_seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        done = subprocess.run([sys.executable, "-c", KEPT], env=env, capture_output=True, text=True, check=True)
+        assert json.loads(done.stdout) == here
+    assert here != [keeps_p_label(f"utt{k}", 0.2, seed=4) for k in range(500)]
 
 
 @given(st.text(min_size=1, max_size=20), st.floats(0, 1), st.floats(0, 1))

@@ -174,7 +174,7 @@ def test_nemo_duration_bucketing_gives_batches_of_one_bucket_within_the_batch_du
 
 
 def test_the_speed_benchmark_runs_every_variant_on_a_tiny_corpus(corpus, tmp_path):
-    from nemo_pc.testing.benchmarks import load_benchmark
+    from benchmark_loader import load_benchmark
 
     bench = load_benchmark("speed_lhotse")
     out = tmp_path / "speed.json"

@@ -11,9 +11,7 @@ from omegaconf import OmegaConf
 
 import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
 from nemo_pc.parts.text import normalize
-from nemo_pc.testing.training import LossRecorder
-
-pytest.importorskip("nemo.collections.asr")
+from nemo_pc.testing.training import LossRecorder, tiny_trainer
 
 STEPS = 150
 LM_TEXT = [("Yes, it is.", "book")] * 10 + [("Is it? No.", "book")]
@@ -21,6 +19,13 @@ LM_TEXT = [("Yes, it is.", "book")] * 10 + [("Is it? No.", "book")]
 
 def _cuda(device) -> bool:
     return device.type == "cuda"
+
+
+def _trainer_options(device) -> dict:
+    """:func:`~nemo_pc.testing.training.tiny_trainer`'s device and precision: bf16 on CUDA."""
+    if _cuda(device):
+        return {"accelerator": "gpu", "precision": "bf16-mixed"}
+    return {"accelerator": "cpu", "precision": "32-true"}
 
 
 def _texts(hypotheses) -> list[str]:
@@ -60,7 +65,7 @@ def test_numba_and_scan_rnnt_losses_agree_on_the_device(device, seed):
 def rnnt(device, tmp_path_factory):
     """The conditioned P&C RNN-T, trained on the device (bf16 and NeMo's numba loss on CUDA) to memorize."""
     from nemo_pc.models import EncDecRNNTPCBPEModel
-    from nemo_pc.testing.asr import tiny_model_config, train_tokenizer, write_pc_manifest
+    from nemo_pc.testing.asr import audio_paths, tiny_model_config, train_tokenizer, write_pc_manifest
 
     folder = tmp_path_factory.mktemp("device_rnnt")
     manifest = write_pc_manifest(folder)
@@ -72,16 +77,11 @@ def rnnt(device, tmp_path_factory):
     config.decoding.greedy.use_cuda_graph_decoder = False
     pl.seed_everything(0)
     losses = LossRecorder()
-    trainer = pl.Trainer(
-        max_steps=STEPS, gradient_clip_val=1.0, accelerator="gpu" if _cuda(device) else "cpu", devices=1,
-        precision="bf16-mixed" if _cuda(device) else "32-true", logger=False, enable_checkpointing=False,
-        enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0, limit_val_batches=0,
-        log_every_n_steps=STEPS, callbacks=[losses],
-    )  # fmt: skip
+    trainer = tiny_trainer(STEPS, losses, **_trainer_options(device))
     model = EncDecRNNTPCBPEModel(cfg=config, trainer=trainer)
     trainer.fit(model)
     model = model.to(device).eval()
-    audio = [str(folder / "wav" / f"utt{index}.wav") for index in range(4)]
+    audio = audio_paths(manifest)
     return {"model": model, "losses": losses.values, "audio": audio, "folder": folder, "manifest": manifest,
             "tokenizer": tokenizer}  # fmt: skip
 
@@ -165,16 +165,17 @@ def test_rnnt_lm_fusion_on_the_device_equals_cpu(rnnt, device, strategy):
 
 def test_ctc_with_intermediate_normalized_head_learns_in_bf16_on_the_device(device, tmp_path):
     from nemo_pc.models.ctc_pc import EncDecCTCPCBPEModel
-    from nemo_pc.testing.ctc import UTTERANCES, memorize, tiny_config, train_tokenizer, write_manifest
+    from nemo_pc.testing.asr import audio_paths
+    from nemo_pc.testing.ctc import UTTERANCES, memorized_corpus, tiny_config
+    from nemo_pc.testing.training import fit_steps
 
-    manifest = write_manifest(tmp_path / "audio")
-    tokenizer = train_tokenizer(tmp_path / "tokenizer", manifest)
+    manifest, tokenizer = memorized_corpus(tmp_path)
     torch.manual_seed(0)
     config = tiny_config(tokenizer, manifest, {"ctc_weight": 0.5, "inter": {"weight": 0.5}})
     model = EncDecCTCPCBPEModel(OmegaConf.create(config)).to(device)
-    losses = memorize(model, 120, bf16=_cuda(device))
+    losses = fit_steps(model, 120, gradient_clip_val=None, **_trainer_options(device))
     assert losses[-1] < 0.1 * losses[0]
-    audio = [str(manifest.parent / f"utt{k}.wav") for k in range(len(UTTERANCES))]
+    audio = audio_paths(manifest)
     both = model.transcribe(audio, mode="both", verbose=False)
     assert _texts(both["punctuated"]) == [text for text, _ in UTTERANCES]
     assert _texts(both["normalized"]) == [normalize(text) for text, _ in UTTERANCES]

@@ -1,6 +1,7 @@
+from benchmark_loader import load_benchmark
+
 from nemo_pc.formatter.baselines import Seq2SeqFormatter, _word_chunks
 from nemo_pc.formatter.pipeline import TextFormatter
-from nemo_pc.testing.benchmarks import load_benchmark
 from nemo_pc.testing.text import TINY_REWRITER_OVERRIDES, WRITTEN_SPOKEN
 
 

@@ -1,12 +1,9 @@
 """MultiModeWER accumulates like a torchmetrics metric: compute and per_mode return everything since the last reset."""
 
-import pytest
 import torch
+from nemo.collections.asr.parts.submodules.ctc_decoding import CTCDecoding
 
-pytest.importorskip("nemo.collections.asr")
-from nemo.collections.asr.parts.submodules.ctc_decoding import CTCDecoding  # noqa: E402
-
-from nemo_pc.metrics.mode_wer import MultiModeWER, text_errors  # noqa: E402
+from nemo_pc.metrics.mode_wer import MultiModeWER, text_errors
 
 VOCABULARY = ["a", "b", "c", " "]
 

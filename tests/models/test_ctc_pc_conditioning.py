@@ -3,22 +3,19 @@ the conditioning happens only where the model calls it (its forward and its expo
 
 import pytest
 import torch
+from nemo.collections.asr.modules import ConformerEncoder
 from omegaconf import OmegaConf
 
 import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
-from nemo_pc.testing.ctc import tiny_config, train_tokenizer, write_manifest
-
-pytest.importorskip("nemo.collections.asr")
-from nemo.collections.asr.modules import ConformerEncoder  # noqa: E402
-
-from nemo_pc.models.ctc_pc import EncDecCTCPCBPEModel  # noqa: E402
+from nemo_pc.models.ctc_pc import EncDecCTCPCBPEModel
+from nemo_pc.testing.ctc import memorized_corpus, tiny_config
 
 
 @pytest.fixture(scope="module")
 def model(tmp_path_factory):
     root = tmp_path_factory.mktemp("ctc_conditioning")
-    manifest = write_manifest(root / "audio")
-    config = tiny_config(train_tokenizer(root / "tokenizer", manifest), manifest, {"style_embedding": {"layers": [3]}})
+    manifest, tokenizer = memorized_corpus(root)
+    config = tiny_config(tokenizer, manifest, {"style_embedding": {"layers": [3]}})
     config["encoder"].update(conv_norm_type="layer_norm")
     torch.manual_seed(0)
     built = EncDecCTCPCBPEModel(OmegaConf.create(config)).eval()

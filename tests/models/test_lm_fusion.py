@@ -101,12 +101,13 @@ def test_rnnt_fusion_moves_the_punctuated_output_towards_the_lm_only(rnnt):
 @pytest.fixture(scope="module")
 def ctc(tmp_path_factory):
     from nemo_pc.models.ctc_pc import EncDecCTCPCBPEModel
-    from nemo_pc.testing.ctc import tiny_config, train_tokenizer, write_manifest
+    from nemo_pc.testing.asr import write_pc_manifest
+    from nemo_pc.testing.ctc import DURATION, memorized_corpus, tiny_config
 
     folder = tmp_path_factory.mktemp("ctc_lm")
-    manifest = write_manifest(folder / "data")
-    tokenizer = train_tokenizer(folder / "tokenizer", manifest)
-    lm_manifest = write_manifest(folder / "lm", [("Yes, it is.", "book")] * 10 + [("Is it? No.", "book")])
+    manifest, tokenizer = memorized_corpus(folder)
+    lm_manifest = write_pc_manifest(folder / "lm", [("Yes, it is.", "book")] * 10 + [("Is it? No.", "book")],
+                                    duration=DURATION)  # fmt: skip
     arpa = build_token_lm(lm_manifest, tokenizer, folder / "lm.arpa", order=3, progress=False).output
     torch.manual_seed(0)
     model = EncDecCTCPCBPEModel(OmegaConf.create(tiny_config(tokenizer, pc={"inter": {"weight": 0.5}}))).eval()

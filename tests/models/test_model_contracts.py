@@ -4,17 +4,14 @@ the device, one encoder pass per validation batch."""
 import lightning.pytorch as pl
 import pytest
 import torch
+from nemo.collections.asr.models import EncDecCTCModelBPE, EncDecRNNTBPEModel
 from omegaconf import OmegaConf
 
 import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
 from nemo_pc.losses.mode_weighted import SCAN, resolve_loss_name
+from nemo_pc.models import EncDecCTCPCBPEModel, EncDecRNNTPCBPEModel
 from nemo_pc.testing import ctc as ctc_testing
 from nemo_pc.testing.asr import tiny_model_config, train_tokenizer, write_pc_manifest
-
-pytest.importorskip("nemo.collections.asr")
-from nemo.collections.asr.models import EncDecCTCModelBPE, EncDecRNNTBPEModel  # noqa: E402
-
-from nemo_pc.models import EncDecCTCPCBPEModel, EncDecRNNTPCBPEModel  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -62,8 +59,7 @@ def test_auto_loss_builds_the_scan_loss_on_cpu(rnnt_corpus):
 
 @pytest.mark.parametrize("pc", [{}, {"ctc_weight": 0.5, "inter": {"weight": 0.5}}, {"target": "normalized"}])
 def test_ctc_validation_runs_the_encoder_once(tmp_path, pc):
-    manifest = ctc_testing.write_manifest(tmp_path / "audio")
-    tokenizer = ctc_testing.train_tokenizer(tmp_path / "tokenizer", manifest)
+    manifest, tokenizer = ctc_testing.memorized_corpus(tmp_path)
     model = EncDecCTCPCBPEModel(OmegaConf.create(ctc_testing.tiny_config(tokenizer, manifest, pc)))
     model.eval()
     calls = []

@@ -2,33 +2,30 @@
 mode, the keys of older checkpoints, and NeMo's training step with auxiliary losses."""
 
 import dataclasses
+from types import SimpleNamespace
 
 import pytest
 import torch
+from nemo.core.classes.mixins import AccessMixin
 from omegaconf import OmegaConf, open_dict
 
 import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
-from nemo_pc.models.mixins.pc_model import PCModelMixin
+from nemo_pc.models import EncDecCTCPCBPEModel, EncDecRNNTPCBPEModel
+from nemo_pc.models.ctc_pc import CTCPCConfig
+from nemo_pc.models.rnnt_pc import RNNTPCConfig
 from nemo_pc.parts.modes import MODES, mode_id
 from nemo_pc.testing import ctc as ctc_testing
 from nemo_pc.testing.asr import tiny_model_config, train_tokenizer, write_pc_manifest
-
-pytest.importorskip("nemo.collections.asr")
-from nemo.core.classes.mixins import AccessMixin  # noqa: E402
-
-from nemo_pc.models import EncDecCTCPCBPEModel, EncDecRNNTPCBPEModel  # noqa: E402
-from nemo_pc.models.ctc_pc import CTCPCConfig  # noqa: E402
-from nemo_pc.models.rnnt_pc import RNNTPCConfig  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def corpora(tmp_path_factory):
     folder = tmp_path_factory.mktemp("pc_model")
     rnnt_manifest = write_pc_manifest(folder / "rnnt")
-    ctc_manifest = ctc_testing.write_manifest(folder / "ctc")
+    ctc_manifest, ctc_tokenizer = ctc_testing.memorized_corpus(folder / "ctc")
     return {
         "rnnt": (rnnt_manifest, train_tokenizer(rnnt_manifest, folder / "rnnt_tok")),
-        "ctc": (ctc_manifest, ctc_testing.train_tokenizer(folder / "ctc_tok", ctc_manifest)),
+        "ctc": (ctc_manifest, ctc_tokenizer),
     }
 
 
@@ -44,10 +41,21 @@ def _rnnt(corpora, **options) -> EncDecRNNTPCBPEModel:
     return EncDecRNNTPCBPEModel(config)
 
 
-def test_both_families_use_the_one_surface():
-    for family in (EncDecCTCPCBPEModel, EncDecRNNTPCBPEModel):
-        assert family.__mro__[1] is PCModelMixin
-        assert family.list_available_models() == []
+@pytest.mark.parametrize("family", ["rnnt", "ctc"])
+def test_both_families_answer_a_mode_request_alike(corpora, family):
+    """What the shared surface does for either family: no NeMo pretrained name resolves to it, a P&C model writes
+    both modes and defaults to punctuated, a request by name, initial, id or ``both`` resolves to the same mode
+    names, and a model with a normalized main output refuses a punctuated request by name."""
+    build = {"rnnt": lambda **pc: _rnnt(corpora, **pc), "ctc": lambda **pc: _ctc(corpora, pc or None)}[family]
+    model = build()
+    assert type(model).list_available_models() == []
+    assert model.mode_ids == (mode_id("normalized"), mode_id("punctuated")) and model.default_mode == "punctuated"
+    requests = {None: "punctuated", "N": "normalized", 1: "punctuated", "both": "both"}
+    assert {asked: model.requested_mode(SimpleNamespace(mode=asked)) for asked in requests} == requests
+    normalized_only = build(decoders="single", target="normalized") if family == "rnnt" else build(target="normalized")
+    assert normalized_only.default_mode == "normalized"
+    with pytest.raises(ValueError, match="mode: this model writes only normalized text, not punctuated"):
+        normalized_only.requested_mode(SimpleNamespace(mode="P"))
 
 
 @pytest.mark.parametrize("section", [CTCPCConfig, RNNTPCConfig])
@@ -108,7 +116,7 @@ def test_old_rnnt_keys_are_read_as_fallbacks(corpora):
     config = OmegaConf.create(tiny_model_config(tokenizer, train_manifest=manifest))
     with open_dict(config):
         config.marks, config.pc_fraction = ".,?!", 0.0
-        del config.train_ds["pc_fraction"]
+        del config.pc["marks"], config.train_ds["pc_fraction"]
     model = EncDecRNNTPCBPEModel(config)
     assert model.cfg.pc.marks == ".,?!"
     assert not next(iter(model._train_dl)).p_mask.any()

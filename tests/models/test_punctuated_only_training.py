@@ -11,7 +11,6 @@ from nemo_pc.parts.text import normalize
 from nemo_pc.testing import asr, ctc
 from nemo_pc.testing.training import LossRecorder, tiny_trainer
 
-pytest.importorskip("nemo.collections.asr")
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 STEPS = 2

@@ -14,7 +14,7 @@ from nemo_pc.data.datasets.pc_dataset import pc_dataloader_from_config
 from nemo_pc.models import EncDecRNNTPCBPEModel
 from nemo_pc.parts.text import normalize
 from nemo_pc.pipelines.onnx_rnnt import OnnxRNNTPCRunner, export_for_onnxruntime
-from nemo_pc.testing.asr import UTTERANCES, tiny_model_config, train_tokenizer, write_pc_manifest
+from nemo_pc.testing.asr import UTTERANCES, audio_paths, tiny_model_config, train_tokenizer, write_pc_manifest
 from nemo_pc.testing.training import LossRecorder, tiny_trainer
 
 VARIANTS = {
@@ -65,7 +65,7 @@ def trained(corpus):
 
 
 def _audio(corpus):
-    return [str(corpus["folder"] / "wav" / f"utt{index}.wav") for index in range(len(UTTERANCES))]
+    return audio_paths(corpus["manifest"])
 
 
 def _texts(hypotheses):

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from nemo_pc.models import EncDecRNNTPCBPEModel
-from nemo_pc.testing.asr import TINY_ENCODER_OVERRIDES, UTTERANCES, train_tokenizer, write_pc_manifest
+from nemo_pc.testing.asr import TINY_ENCODER_OVERRIDES, audio_paths, train_tokenizer, write_pc_manifest
 from nemo_pc.testing.training import LossRecorder, tiny_trainer
 
 VARIANTS = {
@@ -62,7 +62,7 @@ def trained(corpus):
 
 
 def _audio(corpus):
-    return [str(corpus["folder"] / "wav" / f"utt{index}.wav") for index in range(len(UTTERANCES))]
+    return audio_paths(corpus["manifest"])
 
 
 def _texts(hyps):

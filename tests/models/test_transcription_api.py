@@ -6,22 +6,15 @@ import inspect
 from types import SimpleNamespace
 
 import pytest
+from nemo.collections.asr.models import EncDecCTCModelBPE, EncDecMultiTaskModel, EncDecRNNTBPEModel
 from omegaconf import OmegaConf
 
 import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
+from nemo_pc.models import EncDecCTCPCBPEModel, EncDecRNNTPCBPEModel
+from nemo_pc.models.aed_pc import EncDecAEDPCModel
+from nemo_pc.models.mixins.transcription import PCTranscribeConfig, PCTranscriptionMixin, resolve_mode
 from nemo_pc.testing import ctc as ctc_testing
-from nemo_pc.testing.asr import tiny_model_config, train_tokenizer, write_pc_manifest
-
-pytest.importorskip("nemo.collections.asr")
-from nemo.collections.asr.models import EncDecCTCModelBPE, EncDecMultiTaskModel, EncDecRNNTBPEModel  # noqa: E402
-
-from nemo_pc.models import EncDecCTCPCBPEModel, EncDecRNNTPCBPEModel  # noqa: E402
-from nemo_pc.models.aed_pc import EncDecAEDPCModel  # noqa: E402
-from nemo_pc.models.mixins.transcription import (  # noqa: E402
-    PCTranscribeConfig,
-    PCTranscriptionMixin,
-    resolve_mode,
-)
+from nemo_pc.testing.asr import audio_paths, tiny_model_config, train_tokenizer, write_pc_manifest
 
 
 @pytest.fixture(scope="module")
@@ -29,10 +22,9 @@ def models(tmp_path_factory):
     folder = tmp_path_factory.mktemp("api")
     manifest = write_pc_manifest(folder / "rnnt")
     rnnt = EncDecRNNTPCBPEModel(OmegaConf.create(tiny_model_config(train_tokenizer(manifest, folder / "tok"))))
-    ctc_manifest = ctc_testing.write_manifest(folder / "ctc")
-    tokenizer = ctc_testing.train_tokenizer(folder / "ctc_tok", ctc_manifest)
+    ctc_manifest, tokenizer = ctc_testing.memorized_corpus(folder / "ctc")
     ctc = EncDecCTCPCBPEModel(OmegaConf.create(ctc_testing.tiny_config(tokenizer, ctc_manifest)))
-    return {"rnnt": rnnt.eval(), "ctc": ctc.eval(), "audio": [str(manifest.parent / "wav" / "utt0.wav")]}
+    return {"rnnt": rnnt.eval(), "ctc": ctc.eval(), "audio": audio_paths(manifest)[:1]}
 
 
 def _positional(function) -> list[str]:
@@ -110,10 +102,9 @@ def test_resolve_mode(config, expected):
 
 def test_ctc_default_mode_follows_a_normalized_main_head(tmp_path):
     """Without pc.default_mode, a CTC model trained on normalized text transcribes normalized text by default."""
-    manifest = ctc_testing.write_manifest(tmp_path / "audio")
-    tokenizer = ctc_testing.train_tokenizer(tmp_path / "tokenizer", manifest)
+    manifest, tokenizer = ctc_testing.memorized_corpus(tmp_path)
     model = EncDecCTCPCBPEModel(
         OmegaConf.create(ctc_testing.tiny_config(tokenizer, manifest, {"target": "normalized"}))
     )
     assert model.default_mode == "normalized"
-    assert isinstance(model.eval().transcribe([str(manifest.parent / "utt0.wav")], verbose=False), list)
+    assert isinstance(model.eval().transcribe(audio_paths(manifest)[:1], verbose=False), list)

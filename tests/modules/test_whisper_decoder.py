@@ -9,12 +9,10 @@ import pytest
 import torch
 
 import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
+from nemo_pc.modules.whisper_decoder import WhisperTransformerDecoderNM
+from nemo_pc.modules.whisper_encoder import WhisperEncoder, WhisperLogMelPreprocessor
 from nemo_pc.parts.whisper_weights import WhisperWeightsError, decoder_shape, load_decoder_state, resolve_source
 from nemo_pc.testing.whisper import EOT, WHISPER_PROMPT, ctranslate2_greedy, have_tts, padded_speech, tiny_hf_whisper
-
-pytest.importorskip("nemo.collections.asr")
-from nemo_pc.modules.whisper_decoder import WhisperTransformerDecoderNM  # noqa: E402
-from nemo_pc.modules.whisper_encoder import WhisperEncoder, WhisperLogMelPreprocessor  # noqa: E402
 
 PROMPT, MAX_NEW = WHISPER_PROMPT, 100
 TINY = {"vocab_size": 60, "hidden_size": 32, "num_layers": 2, "inner_size": 64, "num_attention_heads": 2,

@@ -11,12 +11,11 @@ import torch
 from omegaconf import OmegaConf
 
 import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
+from nemo_pc.modules.whisper_encoder import WhisperEncoder, WhisperLogMelPreprocessor
 from nemo_pc.parts.whisper_weights import WhisperWeightsError, load_encoder_state
-from nemo_pc.testing.asr import tone_audio
+from nemo_pc.testing.asr import audio_paths, tone_audio
+from nemo_pc.testing.training import fit_steps
 from nemo_pc.testing.whisper import tiny_hf_whisper
-
-pytest.importorskip("nemo.collections.asr")
-from nemo_pc.modules.whisper_encoder import WhisperEncoder, WhisperLogMelPreprocessor  # noqa: E402
 
 TINY = {"feat_in": 16, "d_model": 32, "n_layers": 2, "n_heads": 2, "ff_dim": 64, "n_positions": 100}
 
@@ -122,11 +121,11 @@ def _ctc_config(data, encoder: dict) -> dict:
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
-    from nemo_pc.testing.ctc import train_tokenizer, write_manifest
+    from nemo_pc.testing.ctc import memorized_corpus
 
     root = tmp_path_factory.mktemp("whisper_ctc")
-    manifest = write_manifest(root / "audio")
-    return {"manifest": manifest, "tokenizer": train_tokenizer(root / "tokenizer", manifest)}
+    manifest, tokenizer = memorized_corpus(root)
+    return {"manifest": manifest, "tokenizer": tokenizer}
 
 
 def test_a_pc_ctc_model_on_it_learns_and_restores_without_the_weights(hf_whisper, data, tmp_path):
@@ -138,16 +137,7 @@ def test_a_pc_ctc_model_on_it_learns_and_restores_without_the_weights(hf_whisper
     shutil.copytree(hf_whisper[0], weights)
     torch.manual_seed(0)
     model = EncDecCTCPCBPEModel(OmegaConf.create(_ctc_config(data, {"pretrained": str(weights), "stack": 2})))
-    batch = next(iter(model._train_dl))
-    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
-    model.train()
-    losses = []
-    for _ in range(40):
-        loss, _ = model.compute_losses(batch)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        losses.append(float(loss))
+    losses = fit_steps(model, 40, gradient_clip_val=None)
     assert losses[-1] < 0.5 * losses[0]
     path = tmp_path / "whisper_ctc.nemo"
     model.save_to(str(path))
@@ -155,8 +145,8 @@ def test_a_pc_ctc_model_on_it_learns_and_restores_without_the_weights(hf_whisper
     restored = EncDecCTCPCBPEModel.restore_from(str(path), map_location="cpu")
     for name, value in model.state_dict().items():
         torch.testing.assert_close(restored.state_dict()[name], value, msg=name)
-    audio = [str(line) for line in sorted((data["manifest"].parent).rglob("*.wav"))]
-    want = [hyp.text for hyp in model.eval().transcribe(audio, verbose=False)]
+    audio = audio_paths(data["manifest"])
+    want = [hyp.text for hyp in model.transcribe(audio, verbose=False)]
     assert [hyp.text for hyp in restored.transcribe(audio, verbose=False)] == want
 
 

@@ -10,8 +10,6 @@ import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
 from nemo_pc.parts.loss_guard import NonFiniteLossError, loss_is_finite, nonfinite_policy
 from nemo_pc.testing.training import tiny_trainer
 
-pytest.importorskip("nemo.collections.asr")
-
 NAN_AT = 2  # the training step whose loss is made NaN
 STEPS = 4
 
@@ -74,10 +72,10 @@ def _rnnt(tmp_path, policy):
 
 def _ctc(tmp_path, policy):
     from nemo_pc.models.ctc_pc import EncDecCTCPCBPEModel
-    from nemo_pc.testing.ctc import tiny_config, train_tokenizer, write_manifest
+    from nemo_pc.testing.ctc import memorized_corpus, tiny_config
 
-    manifest = write_manifest(tmp_path / "data")
-    config = OmegaConf.create(tiny_config(train_tokenizer(tmp_path / "tok", manifest), manifest, {}))
+    manifest, tokenizer = memorized_corpus(tmp_path)
+    config = OmegaConf.create(tiny_config(tokenizer, manifest, {}))
     config.nonfinite_loss = policy
     return lambda trainer: EncDecCTCPCBPEModel(cfg=config, trainer=trainer), manifest
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 import torch
+from benchmark_loader import load_benchmark
 
 from nemo_pc.parts.manifest import write_manifest
 from nemo_pc.pipelines.demo import claims as C
-from nemo_pc.testing.benchmarks import load_benchmark
 
 RESAMPLES = 200
 SENTENCES = [

@@ -37,7 +37,7 @@ def data(tmp_path_factory):
         "folder": folder,
         "recording": recording,
         "rnnt_tokenizer": train_tokenizer(manifest, folder / "tokenizer"),
-        "ctc_tokenizer": ctc_fixtures.train_tokenizer(folder / "ctc_tokenizer", manifest),
+        "ctc_tokenizer": train_tokenizer(manifest, folder / "ctc_tokenizer", ctc_fixtures.VOCAB_SIZE, style_tags=True),
     }
 
 

@@ -1,4 +1,4 @@
-"""A benchmark script of the source checkout (``benchmarks/<name>.py``) loaded as a module, for its tests."""
+"""A benchmark script of the checkout (``benchmarks/<name>.py``) loaded as a module, for its tests."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-BENCHMARKS_DIR = Path(__file__).resolve().parents[2] / "benchmarks"
+BENCHMARKS_DIR = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 def load_benchmark(name: str) -> ModuleType:

@@ -1,6 +1,6 @@
 """The package's layering, checked from the source: which folder may import which, and no import cycle.
 
-``python -m nemo_pc.testing.layers`` prints each layer's imports and every violation (exit 1 when there is one);
+``python tools/check_layers.py`` prints each layer's imports and every violation (exit 1 when there is one);
 ``tests/test_layers.py`` runs the same checks. Every import counts, at module level or inside a function (a
 deferred import is still a dependency), except those under ``if TYPE_CHECKING:``. docs/architecture.md explains
 the layers.
@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 PACKAGE = "nemo_pc"
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[1] / PACKAGE
 
 LAYERS: dict[str, frozenset[str]] = {
     # layer: the layers it may import (besides itself). Lower layers first.
