@@ -82,10 +82,7 @@ class _ModeHeads(NeuralModule):
         return self.head(mode)
 
     def _route(self, modes: ModeLike, batch: int, device: torch.device, run: Callable) -> torch.Tensor:
-        ids = mode_tensor(modes, batch, device)
-        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= self.num_modes):
-            raise ValueError(f"modes must be in [0, {self.num_modes}), got {ids.tolist()}")
-        return route_rows(ids, run)
+        return route_rows(mode_tensor(modes, batch, device, self.num_modes), run)
 
 
 class DualRNNTDecoder(_ModeHeads):

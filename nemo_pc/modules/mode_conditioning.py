@@ -30,12 +30,20 @@ ModeLike = int | torch.Tensor
 COMBINES = ("concat", "add")
 
 
-def mode_tensor(modes: ModeLike, batch: int, device: torch.device) -> torch.Tensor:
-    """``modes`` (one id, or one id per row) as a ``(batch,)`` long tensor on ``device``."""
+def mode_tensor(modes: ModeLike, batch: int, device: torch.device, num_modes: int | None = None) -> torch.Tensor:
+    """``modes`` (one id, or one id per row) as a ``(batch,)`` long tensor on ``device``.
+
+    Raises:
+        ValueError: with ``num_modes``, an id outside ``[0, num_modes)``.
+    """
     if isinstance(modes, torch.Tensor):
         modes = modes.to(device=device, dtype=torch.long).reshape(-1)
-        return modes.expand(batch) if modes.shape[0] == 1 and batch != 1 else modes
-    return torch.full((batch,), int(modes), dtype=torch.long, device=device)
+        ids = modes.expand(batch) if modes.shape[0] == 1 and batch != 1 else modes
+    else:
+        ids = torch.full((batch,), int(modes), dtype=torch.long, device=device)
+    if num_modes is not None and ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= num_modes):
+        raise ValueError(f"modes must be in [0, {num_modes}), got {ids.tolist()}")
+    return ids
 
 
 class ModeBoundPredictor:
@@ -136,10 +144,7 @@ class ModeConditioningMixin:
         """
         if modes is None:
             raise ValueError("modes: pass the mode of every row, or decode with for_mode(mode)")
-        ids = mode_tensor(modes, batch, device)
-        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= self.num_modes):
-            raise ValueError(f"modes must be in [0, {self.num_modes}), got {ids.tolist()}")
-        return ids
+        return mode_tensor(modes, batch, device, self.num_modes)
 
     def _make_mode_embedding(self) -> torch.nn.Embedding:
         embedding = torch.nn.Embedding(self.num_modes, self.mode_dim)

@@ -197,6 +197,8 @@ def test_dual_heads_route_rows_by_their_mode():
     assert sum(p.numel() for p in decoder.parameters()) == 2 * sum(p.numel() for p in decoder.head(0).parameters())
     with pytest.raises(TypeError):
         decoder(targets=TARGETS, target_length=LENGTHS)  # the rows' modes are a required argument
+    with pytest.raises(ValueError, match=r"modes must be in \[0, 2\), got \[0, 2\]"):
+        joint(encoder_outputs=encoded, decoder_outputs=g, modes=torch.tensor([0, 2]))
     with pytest.raises(AttributeError):
         decoder.predict  # noqa: B018  (no delegation: decoding runs on a head)
 
