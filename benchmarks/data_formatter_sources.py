@@ -59,8 +59,10 @@ def main(argv: list[str] | None = None) -> None:
         docs = sources.load_documents([source], cache_dir)
         sentences = {doc.doc_id: document_sentences(doc, drops) for doc in docs}
         results["sources"][source] = stats = source_stats(sentences, drops.as_dict())
-        print(f"{source}: {stats['documents']} documents, {stats['sentences']} sentences, {stats['words']} words, "
-              f"{stats['digit_share']:.1%} with digits, {drops.total} dropped")  # fmt: skip
+        print(
+            f"{source}: {stats['documents']} documents, {stats['sentences']} sentences, {stats['words']} words, "
+            f"{stats['digit_share']:.1%} with digits, {drops.total} dropped"
+        )
     if args.json:
         write_results(args.json, results)
 

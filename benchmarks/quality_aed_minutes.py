@@ -107,7 +107,7 @@ def compare(demo_dir: str | Path, systems: list[str]) -> dict:
                 "rnnt_batch_size",
                 "precision",
             )
-        },  # fmt: skip
+        },
         "base_minutes": round(base_seconds / 60.0, 2),
         "systems": [system_summary(demo_dir, name, base_seconds) for name in found],
         "anchor": {**system_summary(demo_dir, ANCHOR, 0.0), "note": "zero-shot, not trained on this corpus"},
@@ -127,8 +127,11 @@ def main(argv: list[str] | None = None) -> None:
     write_results(args.json, results, [Path(__file__).name, *(sys.argv[1:] if argv is None else argv)])
     for system in results["systems"]:
         test = system["scores"]["test"] or {}
-        print(f"{system['system']:<20} {system.get('train_minutes', '-'):>6} min  test N-WER {test.get('n_wer')}  "
-              f"PER {test.get('per')}  F1 {test.get('punct_f1')}", file=sys.stderr)  # fmt: skip
+        print(
+            f"{system['system']:<20} {system.get('train_minutes', '-'):>6} min  test N-WER {test.get('n_wer')}  "
+            f"PER {test.get('per')}  F1 {test.get('punct_f1')}",
+            file=sys.stderr,
+        )
 
 
 if __name__ == "__main__":

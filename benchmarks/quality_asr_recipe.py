@@ -94,7 +94,7 @@ VARIANTS.update(
         "whisper_groups": {
             **WHISPER,
             "overrides": ["model.optim.lr=0.002", "+model.optim_param_groups.encoder.lr=0.0003"],
-        },  # fmt: skip
+        },
         "whisper_stack2": {**WHISPER, "overrides": ["model.optim.lr=0.0005", "model.encoder.stack=2"]},
         "whisper_frozen2": {**WHISPER, "overrides": ["model.optim.lr=0.0005", "model.encoder.frozen_layers=2"]},
         "whisper_frozen": {**WHISPER, "overrides": ["model.optim.lr=0.002", "model.encoder.frozen_layers=-1"]},
@@ -111,8 +111,11 @@ def _held_out(corpus: Path, splits: tuple[str, ...]) -> tuple[set[str], set[tupl
     from nemo_pc.parts.manifest import iter_manifest, require_text
 
     synth = corpus / "SYNTH.jsonl"
-    voices = {require_text(entry, "voice", synth, line) for line, entry in iter_manifest(synth)
-              if require_text(entry, "split", synth, line) in splits}  # fmt: skip
+    voices = {
+        require_text(entry, "voice", synth, line)
+        for line, entry in iter_manifest(synth)
+        if require_text(entry, "split", synth, line) in splits
+    }
     chapters = read_chapters_txt(corpus / "CHAPTERS.TXT").values()
     return voices, {(info.book_id, info.chapter_title) for info in chapters if info.subset in splits}
 
@@ -230,8 +233,20 @@ def main(argv: list[str] | None = None) -> None:
         batch = variants[start : start + args.jobs]
         processes = []
         for variant in batch:
-            command = [sys.executable, __file__, "--one", variant, "--demo-dir", str(demo_dir), "--work-dir",
-                       str(work), "--steps", str(args.steps), "--jobs", str(args.jobs)]  # fmt: skip
+            command = [
+                sys.executable,
+                __file__,
+                "--one",
+                variant,
+                "--demo-dir",
+                str(demo_dir),
+                "--work-dir",
+                str(work),
+                "--steps",
+                str(args.steps),
+                "--jobs",
+                str(args.jobs),
+            ]
             # the children's output goes to stderr: a pipe that nobody reads would stall them once full
             processes.append((variant, subprocess.Popen(command, env=env, stdout=sys.stderr)))
         for variant, process in processes:
@@ -253,8 +268,14 @@ def collect(folder: Path, variant: str) -> dict | None:
     if stats_file.is_file():
         stats = json.loads(stats_file.read_text())
         curve = [{"step": p["step"], "dev_wer": p["val_wer"], "dev_loss": p["val_loss"]} for p in stats["curve"]]
-        return {"variant": variant, "steps": stats["steps"], "seconds": stats["seconds"], "curve": curve,
-                "dev_wer": curve[-1]["dev_wer"], "round": None}  # fmt: skip
+        return {
+            "variant": variant,
+            "steps": stats["steps"],
+            "seconds": stats["seconds"],
+            "curve": curve,
+            "dev_wer": curve[-1]["dev_wer"],
+            "round": None,
+        }
     logs = sorted(folder.glob("logs/base/*/events.out.tfevents.*"))
     if not logs:
         return None
@@ -265,11 +286,20 @@ def collect(folder: Path, variant: str) -> dict | None:
     if "val_wer" not in events.Tags()["scalars"]:
         return None
     losses = {e.step: e.value for e in events.Scalars("val_loss")}
-    curve = [{"step": e.step + 1, "dev_wer": round(e.value, 5), "dev_loss": round(losses.get(e.step, float("nan")), 5)}
-             for e in events.Scalars("val_wer")]  # fmt: skip
+    curve = [
+        {"step": e.step + 1, "dev_wer": round(e.value, 5), "dev_loss": round(losses.get(e.step, float("nan")), 5)}
+        for e in events.Scalars("val_wer")
+    ]
     last = events.Scalars("train_loss")[-1].step + 1
-    return {"variant": variant, "steps": None, "stopped_at_step": last, "seconds": None, "curve": curve,
-            "dev_wer": None, "round": None}  # fmt: skip
+    return {
+        "variant": variant,
+        "steps": None,
+        "stopped_at_step": last,
+        "seconds": None,
+        "curve": curve,
+        "dev_wer": None,
+        "round": None,
+    }
 
 
 def recipe_table(rows: list[dict]) -> list[str]:

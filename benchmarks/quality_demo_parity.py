@@ -81,8 +81,15 @@ def compare(old: Path, new: Path, tolerance: float = 0.0) -> dict:
                 figures += 1
                 theirs = curve_new.get(point["step"], {}).get(key)
                 if not _same(point[key], theirs, tolerance):
-                    differences.append({"file": f"models/{path.name}", "step": point["step"], "key": key,
-                                        "old": point[key], "new": theirs})  # fmt: skip
+                    differences.append(
+                        {
+                            "file": f"models/{path.name}",
+                            "step": point["step"],
+                            "key": key,
+                            "old": point[key],
+                            "new": theirs,
+                        }
+                    )
     for path in sorted((old / "eval").glob("*.json")):
         other = new / "eval" / path.name
         if not other.is_file():
@@ -110,8 +117,15 @@ def compare(old: Path, new: Path, tolerance: float = 0.0) -> dict:
             for key in sorted(k for k in a if k.startswith("pred_text")):
                 transcripts += 1
                 if a[key] != b.get(key):
-                    differences.append({"file": f"predictions/{path.name}", "line": line, "key": key,
-                                        "old": a[key], "new": b.get(key)})  # fmt: skip
+                    differences.append(
+                        {
+                            "file": f"predictions/{path.name}",
+                            "line": line,
+                            "key": key,
+                            "old": a[key],
+                            "new": b.get(key),
+                        }
+                    )
     return {"figures": figures, "transcripts": transcripts, "differences": differences}
 
 
@@ -133,8 +147,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"quality_demo_parity: error: {err}", file=sys.stderr)
         return 2
     result = {"old": str(args.old), "new": str(args.new), "settings": shared, "tolerance": args.tolerance, **result}
-    print(f"{result['figures']} figures and {result['transcripts']} transcripts compared: "
-          f"{len(result['differences'])} differences")  # fmt: skip
+    print(
+        f"{result['figures']} figures and {result['transcripts']} transcripts compared: "
+        f"{len(result['differences'])} differences"
+    )
     for difference in result["differences"][:20]:
         print(f"  {difference}")
     if args.json:

@@ -53,8 +53,9 @@ def systems(args: argparse.Namespace) -> dict:
     out = {"formatter": formatter}
     if args.separate:
         paths = dict(zip(("punct", "case", "itn"), args.separate.split(","), strict=True))
-        out["separate taggers"] = TextFormatter(SeparateTaggers.from_files(paths), formatter.rewriter,
-                                                span_itn="neural", detect_spans=False)  # fmt: skip
+        out["separate taggers"] = TextFormatter(
+            SeparateTaggers.from_files(paths), formatter.rewriter, span_itn="neural", detect_spans=False
+        )
     if args.seq2seq:
         out["full seq2seq"] = Seq2SeqFormatter(SpanRewriterModel.restore_from(args.seq2seq, map_location="cpu"))
     if args.wfst:
@@ -89,8 +90,10 @@ def print_cost(results: dict) -> None:
         cost = row["cost_long"]
         flops = cost["gflop"] / base["gflop"] if base["gflop"] else float("nan")
         steps = cost["decoder_steps"] / base["decoder_steps"] if base["decoder_steps"] else float("nan")
-        print(f"{name:<18} {cost['gflop']:9.1f} {flops:6.1f} {cost['encoder_passes']:15d} "
-              f"{cost['decoder_steps']:14d} {steps:6.1f}")  # fmt: skip
+        print(
+            f"{name:<18} {cost['gflop']:9.1f} {flops:6.1f} {cost['encoder_passes']:15d} "
+            f"{cost['decoder_steps']:14d} {steps:6.1f}"
+        )
 
 
 def print_itn_breakdown(results: dict) -> None:
@@ -171,8 +174,10 @@ def main(argv: list[str] | None = None) -> None:
     )
     print(f"{'system':<18} {'PER':>7} {'CER':>7} {'M-WER':>7} {'I-WER':>7} {'short s':>8} {'long s':>8} {'x long':>7}")
     for name, r in results.items():
-        print(f"{name:<18} {r['per']:7.1%} {r['cer']:7.1%} {r['m_wer']:7.1%} {r['i_wer']:7.1%} "
-              f"{r['time_short_s']:8.2f} {r['time_long_s']:8.2f} {r['long_time_vs_formatter']:7.1f}")  # fmt: skip
+        print(
+            f"{name:<18} {r['per']:7.1%} {r['cer']:7.1%} {r['m_wer']:7.1%} {r['i_wer']:7.1%} "
+            f"{r['time_short_s']:8.2f} {r['time_long_s']:8.2f} {r['long_time_vs_formatter']:7.1f}"
+        )
     print_itn_breakdown(results)
     if args.cost:
         print_cost(results)

@@ -41,8 +41,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--work", default=".bench/loso", help="data and models, one folder per left-out source")
     parser.add_argument("--sources", default=",".join(SOURCES), help="sources to leave out in turn (comma list)")
     parser.add_argument("--stage", choices=("data", "train", "score", "all"), default="all")
-    parser.add_argument("--models", default="tagger,rewriter", help="models the train stage trains (comma list); "
-                        "after --stage data, two processes can train taggers and rewriters side by side")  # fmt: skip
+    parser.add_argument(
+        "--models",
+        default="tagger,rewriter",
+        help="models the train stage trains (comma list); "
+        "after --stage data, two processes can train taggers and rewriters side by side",
+    )
     parser.add_argument("--max-documents", type=int, default=400, help="documents per source")
     parser.add_argument("--synthetic", type=int, default=1200, help="synthetic entity sentences")
     parser.add_argument("--numbers", type=int, default=1200, help="number-dense sentences")
@@ -68,8 +72,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def data_config(args: argparse.Namespace, sources: tuple[str, ...]):
     from nemo_pc.formatter.build import FormatterDataConfig
 
-    return FormatterDataConfig(sources=sources, max_documents=args.max_documents, synthetic=args.synthetic,
-                               numbers=args.numbers, example_words=48)  # fmt: skip
+    return FormatterDataConfig(
+        sources=sources,
+        max_documents=args.max_documents,
+        synthetic=args.synthetic,
+        numbers=args.numbers,
+        example_words=48,
+    )
 
 
 def train(args: argparse.Namespace, work: Path, source: str) -> dict:
@@ -135,14 +144,21 @@ def pooled(per_source: dict, baseline: str = "NeMo WFST ITN", num_resamples: int
 
     i_wer = [m for m in build_metrics() if m.name == "i_wer"]
     keys = ("iwer_E", "iwer_N")
-    stacked = {name: np.array([row for e in per_source.values() for row in e["iwer_documents"][name]], dtype=float)
-               for name in next(iter(per_source.values()))["iwer_documents"]}  # fmt: skip
+    stacked = {
+        name: np.array([row for e in per_source.values() for row in e["iwer_documents"][name]], dtype=float)
+        for name in next(iter(per_source.values()))["iwer_documents"]
+    }
     base = stacked[baseline]
     out = {}
     for name, counts in stacked.items():
         test = paired_bootstrap(keys, counts, base, i_wer, num_resamples=num_resamples)["i_wer"]
-        out[name] = {"i_wer": counts[:, 0].sum() / max(counts[:, 1].sum(), 1), "documents": len(counts),
-                     "delta_vs_wfst": test["delta"], "ci95": test["ci95"], "p": test["p"]}  # fmt: skip
+        out[name] = {
+            "i_wer": counts[:, 0].sum() / max(counts[:, 1].sum(), 1),
+            "documents": len(counts),
+            "delta_vs_wfst": test["delta"],
+            "ci95": test["ci95"],
+            "p": test["p"],
+        }
     return out
 
 
@@ -174,8 +190,9 @@ class Scorer:
 
         folder = self.work / f"without_{source}"
         docs = held_out(self.work, source, self.args.max_docs)
-        formatter = TextFormatter.from_files(folder / "tagger.nemo", folder / "rewriter.nemo", wfst=self.wfst_spans,
-                                             threshold=self.args.threshold)  # fmt: skip
+        formatter = TextFormatter.from_files(
+            folder / "tagger.nemo", folder / "rewriter.nemo", wfst=self.wfst_spans, threshold=self.args.threshold
+        )
         with Stopwatch() as watch:
             labeled, candidates = formatter.span_candidates([d["spoken"] for d in docs])
         seconds = {"candidates": round(watch.seconds, 1)}
@@ -200,8 +217,14 @@ class Scorer:
         seconds["wfst_text"] = round(watch.seconds, 1)
         rows["NeMo WFST ITN"] = self.bench.quality(_Fixed(wfst_outputs), docs)
         per_document["NeMo WFST ITN"] = iwer_counts(wfst_outputs, docs)
-        return {"documents": len(docs), "results": rows, "wfst_spans_chosen": picked,
-                "confidence_sweep_i_wer": sweep, "seconds": seconds, "iwer_documents": per_document}  # fmt: skip
+        return {
+            "documents": len(docs),
+            "results": rows,
+            "wfst_spans_chosen": picked,
+            "confidence_sweep_i_wer": sweep,
+            "seconds": seconds,
+            "iwer_documents": per_document,
+        }
 
 
 def print_source(source: str, entry: dict) -> None:
@@ -221,8 +244,11 @@ def summary(per_source: dict) -> dict:
     for name in systems:
         rows = [entry["results"][name] for entry in per_source.values()]
         mean = {m: sum(r[m] for r in rows) / len(rows) for m in METRICS}
-        ratios = [e["results"][name]["i_wer"] / e["results"]["NeMo WFST ITN"]["i_wer"]
-                  for e in per_source.values() if e["results"]["NeMo WFST ITN"]["i_wer"]]  # fmt: skip
+        ratios = [
+            e["results"][name]["i_wer"] / e["results"]["NeMo WFST ITN"]["i_wer"]
+            for e in per_source.values()
+            if e["results"]["NeMo WFST ITN"]["i_wer"]
+        ]
         mean["i_wer_vs_wfst"] = sum(ratios) / len(ratios) if ratios else None
         mean["sources_worse_than_wfst"] = sum(
             e["results"][name]["i_wer"] > e["results"]["NeMo WFST ITN"]["i_wer"] for e in per_source.values()
@@ -237,8 +263,11 @@ def main(argv: list[str] | None = None) -> dict:
     from nemo_pc.formatter.build import build_formatter_data
     from nemo_pc.formatter.sources import SOURCES
 
-    result: dict = {"config": {k: v for k, v in vars(args).items() if k not in ("json", "stage")},
-                    "train_seconds": {}, "sources": {}}  # fmt: skip
+    result: dict = {
+        "config": {k: v for k, v in vars(args).items() if k not in ("json", "stage")},
+        "train_seconds": {},
+        "sources": {},
+    }
     if not (work / "all" / "formatter_data" / "summary.json").is_file():  # built once: several processes read it
         build_formatter_data(work / "all" / "formatter_data", data_config(args, SOURCES), num_jobs=args.num_jobs)
     scorer = Scorer(args, work) if args.stage in ("score", "all") else None
@@ -246,10 +275,13 @@ def main(argv: list[str] | None = None) -> dict:
         if args.stage != "score":
             result["train_seconds"][source] = train(args, work, source)
         else:  # trained by earlier runs: their seconds and steps from the models' stats files
-            stats = {name: json.loads((work / f"without_{source}" / f"{name}.json").read_text())
-                     for name in ("tagger", "rewriter")}  # fmt: skip
-            result["train_seconds"][source] = {name: {k: row.get(k) for k in ("seconds", "steps", "curve")}
-                                               for name, row in stats.items()}  # fmt: skip
+            stats = {
+                name: json.loads((work / f"without_{source}" / f"{name}.json").read_text())
+                for name in ("tagger", "rewriter")
+            }
+            result["train_seconds"][source] = {
+                name: {k: row.get(k) for k in ("seconds", "steps", "curve")} for name, row in stats.items()
+            }
         if scorer is not None:
             result["sources"][source] = scorer(source)
             print_source(source, result["sources"][source])

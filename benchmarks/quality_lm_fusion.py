@@ -32,8 +32,9 @@ def transcribe_to_manifest(
 
     entries = [entry for _, entry in iter_manifest(manifest)]
     with Stopwatch() as watch:
-        hyps = model.transcribe([e["audio_filepath"] for e in entries], batch_size=batch_size, verbose=False,
-                                mode=mode)  # fmt: skip
+        hyps = model.transcribe(
+            [e["audio_filepath"] for e in entries], batch_size=batch_size, verbose=False, mode=mode
+        )
     seconds = watch.seconds
     texts = [getattr(hyp, "text", hyp) for hyp in hyps]
     return write_manifest(
@@ -65,8 +66,15 @@ def run_system(name: str, args: argparse.Namespace) -> dict:
     work = args.work / name
     field_name, tune_metric, reported, reference = MODE_SETTINGS[args.mode]
     lm_source = args.lm_text or manifests / "train.json"
-    built = build_token_lm(lm_source, model_path, work / f"{args.mode}_order{args.order}.nemo", args.order,
-                           field_name=field_name, marks=args.marks, progress=False)  # fmt: skip
+    built = build_token_lm(
+        lm_source,
+        model_path,
+        work / f"{args.mode}_order{args.order}.nemo",
+        args.order,
+        field_name=field_name,
+        marks=args.marks,
+        progress=False,
+    )
     model = load_asr_model(model_path)
     config = EvalConfig(progress=False, marks=args.marks, ref_field=reference)
 

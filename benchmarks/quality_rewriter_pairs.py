@@ -27,8 +27,12 @@ def score(targets: list[str], outputs: list[str]) -> dict:
     """Exactly right rewrites, all and those with digits in the target."""
     digits = [k for k, target in enumerate(targets) if any(ch.isdigit() for ch in target)]
     right = [output == target for output, target in zip(outputs, targets, strict=True)]
-    return {"pairs": len(targets), "exact": sum(right), "digit_pairs": len(digits),
-            "digit_exact": sum(right[k] for k in digits)}  # fmt: skip
+    return {
+        "pairs": len(targets),
+        "exact": sum(right),
+        "digit_pairs": len(digits),
+        "digit_exact": sum(right[k] for k in digits),
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -40,9 +44,11 @@ def main(argv: list[str] | None = None) -> None:
     model = SpanRewriterModel.restore_from(args.rewriter, map_location="cpu")
     outputs = model.rewrite([source for source, _ in pairs])
     result = score([target for _, target in pairs], outputs)
-    print(f"exactly right: {result['exact']}/{result['pairs']} ({result['exact'] / max(result['pairs'], 1):.1%}); "
-          f"with digits: {result['digit_exact']}/{result['digit_pairs']} "
-          f"({result['digit_exact'] / max(result['digit_pairs'], 1):.1%})")  # fmt: skip
+    print(
+        f"exactly right: {result['exact']}/{result['pairs']} ({result['exact'] / max(result['pairs'], 1):.1%}); "
+        f"with digits: {result['digit_exact']}/{result['digit_pairs']} "
+        f"({result['digit_exact'] / max(result['digit_pairs'], 1):.1%})"
+    )
     wrong = [(source, out, target) for (source, target), out in zip(pairs, outputs, strict=True) if out != target]
     for source, output, target in wrong[: args.show]:
         print(f"  {source!r} -> {output!r} (want {target!r})")

@@ -76,8 +76,9 @@ def decode_offline(model, entries: list[dict], args: argparse.Namespace) -> tupl
     """Both modes' texts of ``model.transcribe`` and their scores with the RTF of the whole pass."""
     audio_seconds = sum(float(entry["duration"]) for entry in entries)
     with Stopwatch() as watch:
-        texts = model.transcribe([e["audio_filepath"] for e in entries], batch_size=args.batch_size, verbose=False,
-                                 mode="both")  # fmt: skip
+        texts = model.transcribe(
+            [e["audio_filepath"] for e in entries], batch_size=args.batch_size, verbose=False, mode="both"
+        )
         texts = {name: [getattr(hyp, "text", hyp) for hyp in hyps] for name, hyps in texts.items()}
         scores = score(entries, texts, args.marks)
     return texts, {**scores, "rtf": watch.seconds / audio_seconds}
@@ -134,8 +135,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--demo-dir", type=Path, default=Path("demo_out"), help="a `make demo` output folder")
     parser.add_argument("--model", type=Path, required=True, help="a .nemo trained with encoder=streaming")
-    parser.add_argument("--reference", type=Path, default=None,
-                        help="an offline (full-context) .nemo scored the same way on the same split")  # fmt: skip
+    parser.add_argument(
+        "--reference",
+        type=Path,
+        default=None,
+        help="an offline (full-context) .nemo scored the same way on the same split",
+    )
     parser.add_argument("--split", default="test", help="manifests/<split>.json of the demo folder")
     parser.add_argument("--contexts", nargs="+", default=list(DEFAULT_CONTEXTS), help="att_context_size as left,right")
     parser.add_argument("--backends", default="torch,onnx", help=f"encoder steps, comma-separated: {BACKENDS}")
@@ -172,8 +177,13 @@ def main(argv: list[str] | None = None) -> dict:
     model = load_asr_model(args.model)
     supported = [list(map(int, context)) for context in model.encoder.att_context_size_all]
     settings = {key: str(value) if isinstance(value, Path) else value for key, value in vars(args).items()}
-    results = {"settings": settings, "trained_contexts": supported, "num_utterances": len(entries),
-               "audio_seconds": sum(float(entry["duration"]) for entry in entries), "contexts": []}  # fmt: skip
+    results = {
+        "settings": settings,
+        "trained_contexts": supported,
+        "num_utterances": len(entries),
+        "audio_seconds": sum(float(entry["duration"]) for entry in entries),
+        "contexts": [],
+    }
     for context in args.contexts:
         row = run_context(model, entries, context, args)
         row["trained"] = context in supported

@@ -79,8 +79,13 @@ def breakdown(predictions: Path, voice_of: dict[str, dict]) -> dict[str, dict]:
 def table_line(system: str, report: dict, timing: dict) -> str:
     metrics = report["metrics"]
     rates = [report["normalized_output"]["wer"], *(metrics.get(key) for key in ("wer", "wer_pc", "per"))]
-    cells = [f"`{system}`", str(report["num_utterances"]), *(pct(rate, unit="") for rate in rates),
-             f"{timing['rtf']:.3f}", str(timing["threads"])]  # fmt: skip
+    cells = [
+        f"`{system}`",
+        str(report["num_utterances"]),
+        *(pct(rate, unit="") for rate in rates),
+        f"{timing['rtf']:.3f}",
+        str(timing["threads"]),
+    ]
     return "| " + " | ".join(cells) + " |"
 
 

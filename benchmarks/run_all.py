@@ -119,8 +119,14 @@ def formatter_section(paths: dict, args: argparse.Namespace) -> dict:
     docs = [docs[int(k * len(docs) / args.formatter_docs)] for k in range(min(args.formatter_docs, len(docs)))]
     short = bench.timing_texts(docs, args.short_words, args.short_texts)
     long = bench.timing_texts(docs, args.long_words, 1)
-    options = SimpleNamespace(tagger=paths["tagger"], rewriter=paths["rewriter"], seq2seq=paths["seq2seq"],
-                              separate=None, wfst=not args.no_wfst, cache_dir=args.wfst_cache_dir)  # fmt: skip
+    options = SimpleNamespace(
+        tagger=paths["tagger"],
+        rewriter=paths["rewriter"],
+        seq2seq=paths["seq2seq"],
+        separate=None,
+        wfst=not args.no_wfst,
+        cache_dir=args.wfst_cache_dir,
+    )
     results, scored = {}, {}
     for name, system in bench.systems(options).items():
         outputs = system.format([doc["spoken"] for doc in docs])
@@ -168,8 +174,9 @@ def restoration_section(work: Path, utterances: int, seed: int = 0) -> dict:
     out = work / "restore_out"
     shutil.rmtree(out, ignore_errors=True)
     with Stopwatch() as watch:
-        manifests = prepare_librispeech_pc(corpus, None, out, num_jobs=1, options=RestoreOptions(tn="none"),
-                                           durations=corpus / "SYNTH.jsonl")  # fmt: skip
+        manifests = prepare_librispeech_pc(
+            corpus, None, out, num_jobs=1, options=RestoreOptions(tn="none"), durations=corpus / "SYNTH.jsonl"
+        )
     seconds = watch.seconds
     kept = [entry for path in manifests.values() for entry in read_manifest(path)]
     exact = sum(entry["text"] == reference[entry["utt_id"]]["text"] for entry in kept)
@@ -246,8 +253,12 @@ def main(argv: list[str] | None = None) -> dict:
     previous_rtf = _previous_rtf(args.rtf_previous)
     paths = formatter_paths(args, demo_dir)
     command = "python benchmarks/run_all.py " + " ".join(sys.argv[1:] if argv is None else argv)
-    results: dict = {"demo_dir": str(demo_dir), "command": command.strip(), "demo_config": _demo_config(demo_dir),
-                     "markdown": str(args.markdown)}  # fmt: skip
+    results: dict = {
+        "demo_dir": str(demo_dir),
+        "command": command.strip(),
+        "demo_config": _demo_config(demo_dir),
+        "markdown": str(args.markdown),
+    }
     with tempfile.TemporaryDirectory(prefix="run_all_") as tmp:
         work = Path(args.work) if args.work else Path(tmp)
         work.mkdir(parents=True, exist_ok=True)

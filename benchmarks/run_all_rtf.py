@@ -179,8 +179,11 @@ def rtf_section(demo_dir: Path, paths: dict, args, work: Path, model_path: Calla
     if ("cascade", "formatter") in figures:
         asr, text = figures[("rnnt_conditioned", "normalized")], figures[("cascade", "formatter")]
         rounds = [a + b for a, b in zip(asr["rounds"], text["rounds"], strict=True)]
-        figures[("cascade", "punctuated")] = {"rtf": statistics.median(rounds), "spread_pct": spread_pct(rounds),
-                                              "rounds": rounds}  # fmt: skip
+        figures[("cascade", "punctuated")] = {
+            "rtf": statistics.median(rounds),
+            "spread_pct": spread_pct(rounds),
+            "rounds": rounds,
+        }
     section["audio_seconds"] = audio_seconds
     section["systems"] = dict(missing)
     for (system, kind), figure in figures.items():
@@ -243,6 +246,9 @@ def rtf_markdown(section: dict) -> list[str]:
         check = section["agreement"]
         verdict = "agree" if check["agree"] else "do not agree"
         worst = check["max_abs_pct"]
-        lines += ["", f"Against the previous run (`{check['previous']}`): the largest difference of a figure or "
-                  f"ratio is {worst:.1f}%; the runs {verdict} within {AGREEMENT_PCT:.0f}%."]  # fmt: skip
+        lines += [
+            "",
+            f"Against the previous run (`{check['previous']}`): the largest difference of a figure or "
+            f"ratio is {worst:.1f}%; the runs {verdict} within {AGREEMENT_PCT:.0f}%.",
+        ]
     return lines

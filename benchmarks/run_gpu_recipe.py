@@ -40,9 +40,13 @@ SYSTEMS = {"rnnt_conditioned": "rnnt", "aed_prompt": "aed"}  # --system: its mod
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("phases", nargs="*", default=list(PHASES), help=f"some of {', '.join(PHASES)} (all)")
-    parser.add_argument("--system", default="rnnt_conditioned", choices=list(SYSTEMS),
-                        help="the conditioned RNN-T on a FastConformer, or the attention encoder-decoder from "
-                        "Whisper tiny.en's encoder and decoder (docs/aed.md)")  # fmt: skip
+    parser.add_argument(
+        "--system",
+        default="rnnt_conditioned",
+        choices=list(SYSTEMS),
+        help="the conditioned RNN-T on a FastConformer, or the attention encoder-decoder from "
+        "Whisper tiny.en's encoder and decoder (docs/aed.md)",
+    )
     parser.add_argument("--work", default="gpu_out", help="corpus, models and predictions; a rerun resumes here")
     parser.add_argument("--out", default=os.environ.get("OUT"), help="where the JSON and PNG go ($OUT, else --work)")
     parser.add_argument("--hours", type=float, default=30.0, help="planned audio (about 80%% of it is synthesized)")
@@ -159,8 +163,12 @@ def overrides(args: argparse.Namespace, work: Path, steps: int, loss: str) -> li
 
     tokenizer = work / "tokenizers" / tokenizer_dir_name(args.vocab_size)
     if SYSTEMS[args.system] == "aed":
-        return ["variant=prompt", f"model.aux_ctc.tokenizer.dir={tokenizer}", *_data_overrides(args, work, steps),
-                *args.override]  # fmt: skip
+        return [
+            "variant=prompt",
+            f"model.aux_ctc.tokenizer.dir={tokenizer}",
+            *_data_overrides(args, work, steps),
+            *args.override,
+        ]
     d = args.d_model
     return [
         "variant=conditioned",
@@ -231,18 +239,28 @@ def probe(args: argparse.Namespace, work: Path) -> dict:
     for loss in losses:
         meter = _meter()
         try:
-            train_model(family, overrides(args, work, args.probe_steps, loss), work / "probe" / "probe.nemo",
-                        args.probe_steps, seed=args.seed, callbacks=[meter])  # fmt: skip
+            train_model(
+                family,
+                overrides(args, work, args.probe_steps, loss),
+                work / "probe" / "probe.nemo",
+                args.probe_steps,
+                seed=args.seed,
+                callbacks=[meter],
+            )
         except Exception as err:  # noqa: BLE001 -- NeMo's CUDA loss may not compile on this machine: try the next
             if loss == losses[-1]:
                 raise
             failures[loss] = f"{type(err).__name__}: {err}"[:500]
             _log(f"probe with loss {loss} failed ({failures[loss]}); trying {losses[-1]}")
             continue
-        result = {"loss": loss, "failed_losses": failures, "steps": args.probe_steps,
-                  "step_seconds": round(meter.step_seconds(), 4),
-                  "audio_seconds_per_second": round(meter.audio_seconds_per_second(), 1),
-                  "validation_seconds": round(max(meter.validations, default=0.0), 2)}  # fmt: skip
+        result = {
+            "loss": loss,
+            "failed_losses": failures,
+            "steps": args.probe_steps,
+            "step_seconds": round(meter.step_seconds(), 4),
+            "audio_seconds_per_second": round(meter.audio_seconds_per_second(), 1),
+            "validation_seconds": round(max(meter.validations, default=0.0), 2),
+        }
         shutil.rmtree(work / "probe", ignore_errors=True)
         _write_json(work / "probe.json", result)
         return result
@@ -266,13 +284,26 @@ def train(args: argparse.Namespace, work: Path) -> None:
     meter = _meter()
     # the planned steps end the run (the schedule is fitted to them); the timer stops an underestimate
     timer = Timer(duration=timedelta(seconds=budget + 30.0), interval="step")
-    stats = train_model(SYSTEMS[args.system], overrides(args, work, steps, timing["loss"]), target, steps,
-                        seed=args.seed, log_dir=work / "logs", val_every=max(1, steps // max(1, args.curve_points)),
-                        callbacks=[meter, timer])  # fmt: skip
+    stats = train_model(
+        SYSTEMS[args.system],
+        overrides(args, work, steps, timing["loss"]),
+        target,
+        steps,
+        seed=args.seed,
+        log_dir=work / "logs",
+        val_every=max(1, steps // max(1, args.curve_points)),
+        callbacks=[meter, timer],
+    )
     # the loss that ran: "auto" is nemo_pc's scan loss on CPU and NeMo's numba loss ("default") on a GPU
     loss = resolve_loss_name(timing["loss"]) if SYSTEMS[args.system] == "rnnt" else "cross-entropy + 0.2 CTC"
-    stats.update(planned_steps=steps, steps=meter.steps, step_seconds=round(meter.step_seconds(), 4), loss=loss,
-                 audio_seconds_per_second=round(meter.audio_seconds_per_second(), 1), device=_device())  # fmt: skip
+    stats.update(
+        planned_steps=steps,
+        steps=meter.steps,
+        step_seconds=round(meter.step_seconds(), 4),
+        loss=loss,
+        audio_seconds_per_second=round(meter.audio_seconds_per_second(), 1),
+        device=_device(),
+    )
     _write_json(target.with_suffix(".json"), stats)
 
 
@@ -292,8 +323,10 @@ def evaluate(args: argparse.Namespace, work: Path) -> dict:
 
         model = load_asr_model(work / "models" / f"{args.system}.nemo").to(_device())
         outputs = transcribe_both(model, work / "manifests" / "test.json", batch_size=args.batch_size)
-        rows = [{**entry, "pred_text": outputs["punctuated"][k], "pred_text_normalized": outputs["normalized"][k]}
-                for k, (_, entry) in enumerate(iter_manifest(work / "manifests" / "test.json"))]  # fmt: skip
+        rows = [
+            {**entry, "pred_text": outputs["punctuated"][k], "pred_text_normalized": outputs["normalized"][k]}
+            for k, (_, entry) in enumerate(iter_manifest(work / "manifests" / "test.json"))
+        ]
         write_manifest(predictions, rows)
     reports = {}
     for output, field in (("punctuated_output", "pred_text"), ("normalized_output", "pred_text_normalized")):
@@ -308,14 +341,21 @@ def summary(args: argparse.Namespace, work: Path, reports: dict, seconds: dict) 
     """The one JSON of a run: data, model, training, seconds per phase and the test scores of both outputs."""
     stats = _read_json(work / "models" / f"{args.system}.json")
     keys = ("wer", "wer_c", "wer_pc", "pc_wer", "per", "cer", "punct_macro_f1")
-    scores = {output: {k: report["metrics"][k] for k in keys if k in report["metrics"]}
-              for output, report in reports.items()}  # fmt: skip
+    scores = {
+        output: {k: report["metrics"][k] for k in keys if k in report["metrics"]} for output, report in reports.items()
+    }
     if SYSTEMS[args.system] == "aed":
         shape = {"encoder": "Whisper tiny.en (pretrained)", "decoder": "Whisper tiny.en (pretrained)"}
     else:
         shape = {"layers": args.layers, "d_model": args.d_model, "heads": args.heads, "subsampling": 8}
-    model = {"system": args.system, **shape, "vocab_size": args.vocab_size, "parameters": stats.get("parameters"),
-             "loss": stats.get("loss"), "precision": args.precision}  # fmt: skip
+    model = {
+        "system": args.system,
+        **shape,
+        "vocab_size": args.vocab_size,
+        "parameters": stats.get("parameters"),
+        "loss": stats.get("loss"),
+        "precision": args.precision,
+    }
     return {
         "device": stats.get("device"),
         "splits": split_hours(work / "manifests"),

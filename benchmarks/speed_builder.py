@@ -57,8 +57,11 @@ def regroup(books: list, chapter_words: int, book_words: int, copies: int) -> li
         if sum(len(c.text.split()) for c in grouped[-1]) >= book_words:
             grouped.append([])
         grouped[-1].append(chapter)
-    return [Book(50001 + copy * len(grouped) + k, f"Book {copy * len(grouped) + k + 1}", group)
-            for copy in range(copies) for k, group in enumerate(grouped)]  # fmt: skip
+    return [
+        Book(50001 + copy * len(grouped) + k, f"Book {copy * len(grouped) + k + 1}", group)
+        for copy in range(copies)
+        for k, group in enumerate(grouped)
+    ]
 
 
 def make_corpus(folder: Path, utterances: int, args: argparse.Namespace) -> Path:
@@ -70,10 +73,18 @@ def make_corpus(folder: Path, utterances: int, args: argparse.Namespace) -> Path
     kjv = load_sources(["kjv"])
     kjv_words = sum(len(c.text.split()) for b in kjv for c in b.chapters)
     books = regroup(kjv, args.chapter_words, args.book_words, copies=int(words * 1.15 // kjv_words) + 1)
-    config = SynthConfig(hours=words / 2.6 / 3600, audio=False, tn="none", deviation_rate=0.01, seed=0,
-                         min_words=args.min_words, max_words=args.max_words,
-                         minutes_per_speaker=args.chapter_words / 2.6 / 60, splits=dict(SPLITS),
-                         seen_test_share=0)  # fmt: skip
+    config = SynthConfig(
+        hours=words / 2.6 / 3600,
+        audio=False,
+        tn="none",
+        deviation_rate=0.01,
+        seed=0,
+        min_words=args.min_words,
+        max_words=args.max_words,
+        minutes_per_speaker=args.chapter_words / 2.6 / 60,
+        splits=dict(SPLITS),
+        seen_test_share=0,
+    )
     synthesize_corpus(folder, books, config, num_jobs=args.synth_jobs)
     return folder
 
@@ -115,8 +126,20 @@ def run_builder(corpus: Path, out: Path, num_jobs: int) -> dict:
     import shutil
 
     shutil.rmtree(out, ignore_errors=True)
-    command = [sys.executable, "-m", "nemo_pc.cli", "librispeech-pc", str(corpus), str(out), "--tn", "none",
-               "--durations", str(corpus / "SYNTH.jsonl"), "--num-jobs", str(num_jobs)]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "nemo_pc.cli",
+        "librispeech-pc",
+        str(corpus),
+        str(out),
+        "--tn",
+        "none",
+        "--durations",
+        str(corpus / "SYNTH.jsonl"),
+        "--num-jobs",
+        str(num_jobs),
+    ]
     peak = [0]
     with Stopwatch() as watch:
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -135,8 +158,12 @@ def run_builder(corpus: Path, out: Path, num_jobs: int) -> dict:
         raise SystemExit(f"builder failed ({process.returncode}): {stderr[-2000:]}")
     kept = sum(1 for split in SPLITS if (out / f"{split}.json").is_file() for _ in (out / f"{split}.json").open())
     dropped = sum(1 for _ in (out / "drops.jsonl").open())
-    return {"seconds": round(seconds, 1), "peak_rss_mib": round(peak[0] / 2**20, 1), "kept_utterances": kept,
-            "dropped_utterances": dropped}  # fmt: skip
+    return {
+        "seconds": round(seconds, 1),
+        "peak_rss_mib": round(peak[0] / 2**20, 1),
+        "kept_utterances": kept,
+        "dropped_utterances": dropped,
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -162,11 +189,18 @@ def main(argv: list[str] | None = None) -> None:
         chapters = sum(1 for line in (corpus / "CHAPTERS.TXT").open() if not line.startswith(";"))
         for jobs in (int(j) for j in args.num_jobs.split(",")):
             print(f"building {made} utterances, {chapters} chapters, --num-jobs {jobs}", file=sys.stderr, flush=True)
-            row = {"fraction": fraction, "utterances": made, "chapters": chapters, "num_jobs": jobs,
-                   "load_before": os.getloadavg()[0]} | run_builder(corpus, work / "out", jobs)  # fmt: skip
+            row = {
+                "fraction": fraction,
+                "utterances": made,
+                "chapters": chapters,
+                "num_jobs": jobs,
+                "load_before": os.getloadavg()[0],
+            } | run_builder(corpus, work / "out", jobs)
             if row["kept_utterances"] + row["dropped_utterances"] != made:
-                raise SystemExit(f"the build accounts for {row['kept_utterances']} kept and "
-                                 f"{row['dropped_utterances']} dropped utterances of {made}")  # fmt: skip
+                raise SystemExit(
+                    f"the build accounts for {row['kept_utterances']} kept and "
+                    f"{row['dropped_utterances']} dropped utterances of {made}"
+                )
             row["utterances_per_second"] = round(made / row["seconds"], 1)
             rows.append(row)
             print(json.dumps(row), flush=True)

@@ -137,14 +137,25 @@ def main(argv: list[str] | None = None) -> dict:
         export_shar(manifest, shar)
     tokenizer = _tokenizer(demo_dir, args.tokenizer_dir)
     configs = variants(manifest, args.batch_size, sum(durations) / len(durations), args.num_buckets, shar)
-    results = {"manifest": str(manifest), "utterances": len(durations), "batch_size": args.batch_size,
-               "max_batches": args.max_batches, "warmup": args.warmup, "variants": {}}  # fmt: skip
+    results = {
+        "manifest": str(manifest),
+        "utterances": len(durations),
+        "batch_size": args.batch_size,
+        "max_batches": args.max_batches,
+        "warmup": args.warmup,
+        "variants": {},
+    }
     for name, config in configs.items():
-        results["variants"][name] = {**run_variant(name, config, tokenizer, args.max_batches, args.warmup),
-                                     "config": config}  # fmt: skip
+        results["variants"][name] = {
+            **run_variant(name, config, tokenizer, args.max_batches, args.warmup),
+            "config": config,
+        }
         row = results["variants"][name]
-        print(f"{name:16s} {row['batches']:5d} batches  {row['batches_per_s']} batches/s  "
-              f"{row['audio_s_per_s']} audio s/s  padding {row['padding_share']}", file=sys.stderr)  # fmt: skip
+        print(
+            f"{name:16s} {row['batches']:5d} batches  {row['batches_per_s']} batches/s  "
+            f"{row['audio_s_per_s']} audio s/s  padding {row['padding_share']}",
+            file=sys.stderr,
+        )
     if args.json:
         write_results(args.json, results)
     return results

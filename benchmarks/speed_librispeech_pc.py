@@ -33,8 +33,9 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     work = Path(args.work)
     hours = args.utterances * 17 / 2.6 / 3600 * 1.1
-    config = SynthConfig(hours=hours, audio=False, tn="none", deviation_rate=args.deviation_rate, seed=args.seed,
-                         seen_test_share=0)  # fmt: skip
+    config = SynthConfig(
+        hours=hours, audio=False, tn="none", deviation_rate=args.deviation_rate, seed=args.seed, seen_test_share=0
+    )
     synthesize_corpus(work / "corpus", load_sources(["kjv"]), config)
     reference = {line["utt_id"]: line for line in read_manifest(work / "corpus" / "SYNTH.jsonl")}
     shutil.rmtree(work / "out", ignore_errors=True)

@@ -121,14 +121,24 @@ def child(model_path: str, recording: str, args: argparse.Namespace) -> None:
     with Stopwatch() as watch:
         result = transcribe_long(model, recording, args.chunk_seconds, args.context_seconds)
     seconds, cpu_seconds = watch.seconds, watch.cpu_seconds
-    print(json.dumps({
-        "audio_seconds": result.seconds, "decode_seconds": seconds, "rtf": seconds / result.seconds,
-        "cpu_seconds": cpu_seconds, "cpu_rtf": cpu_seconds / result.seconds, "load_average": os.getloadavg()[0],
-        "loaded_rss_mb": loaded, "peak_rss_mb": rss_mb("VmHWM"), "chunks": result.chunks,
-        "segments": len(result.segments),
-        "seams": seam_times(model, result.seconds, args.chunk_seconds, args.context_seconds),
-        "words": {mode: [[w.text, w.start, w.end] for w in words] for mode, words in result.words.items()},
-    }))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "audio_seconds": result.seconds,
+                "decode_seconds": seconds,
+                "rtf": seconds / result.seconds,
+                "cpu_seconds": cpu_seconds,
+                "cpu_rtf": cpu_seconds / result.seconds,
+                "load_average": os.getloadavg()[0],
+                "loaded_rss_mb": loaded,
+                "peak_rss_mb": rss_mb("VmHWM"),
+                "chunks": result.chunks,
+                "segments": len(result.segments),
+                "seams": seam_times(model, result.seconds, args.chunk_seconds, args.context_seconds),
+                "words": {mode: [[w.text, w.start, w.end] for w in words] for mode, words in result.words.items()},
+            }
+        )
+    )
 
 
 def seam_times(model, seconds: float, chunk_seconds: float, context_seconds: float) -> list[float]:
@@ -138,8 +148,9 @@ def seam_times(model, seconds: float, chunk_seconds: float, context_seconds: flo
 
     rate = model_sample_rate(model)
     samples_per_frame, _ = frame_geometry(model)
-    chunks = plan_chunks(round(seconds * rate), round(chunk_seconds * rate), round(context_seconds * rate),
-                         samples_per_frame)  # fmt: skip
+    chunks = plan_chunks(
+        round(seconds * rate), round(chunk_seconds * rate), round(context_seconds * rate), samples_per_frame
+    )
     return [chunk.start / rate for chunk in chunks[1:]]
 
 
@@ -215,9 +226,23 @@ def main(argv: list[str] | None = None) -> int:
     for minutes in [float(m) for m in args.minutes.split(",")]:
         recording = work / f"recording_{minutes:g}min.wav"
         spans = write_recording(entries, minutes * 60, args.pause, 16000, recording)
-        command = [sys.executable, __file__, "--child", model_path, str(recording), "--manifest", args.manifest,
-                   "--chunk-seconds", str(args.chunk_seconds), "--context-seconds", str(args.context_seconds),
-                   "--threads", str(args.threads), "--model", model_path]  # fmt: skip
+        command = [
+            sys.executable,
+            __file__,
+            "--child",
+            model_path,
+            str(recording),
+            "--manifest",
+            args.manifest,
+            "--chunk-seconds",
+            str(args.chunk_seconds),
+            "--context-seconds",
+            str(args.context_seconds),
+            "--threads",
+            str(args.threads),
+            "--model",
+            model_path,
+        ]
         env = {**os.environ, "NEMO_REDIRECT_LOGS_TO_STDERR": "1"}
         output = subprocess.run(command, check=True, capture_output=True, text=True, env=env).stdout
         figures = json.loads(output.strip().splitlines()[-1])
@@ -229,9 +254,13 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(row), file=sys.stderr)
     report = {
         "model": args.model or f"untrained {args.untrained} (packaged default, backbone=fastconformer, seed 0)",
-        "manifest": args.manifest, "pause_seconds": args.pause, "chunk_seconds": args.chunk_seconds,
-        "context_seconds": args.context_seconds, "threads": args.threads, "rows": rows,
-    }  # fmt: skip
+        "manifest": args.manifest,
+        "pause_seconds": args.pause,
+        "chunk_seconds": args.chunk_seconds,
+        "context_seconds": args.context_seconds,
+        "threads": args.threads,
+        "rows": rows,
+    }
     if args.json:
         write_results(args.json, report)
     print(json.dumps(report, indent=2))

@@ -34,10 +34,17 @@ def _train(variant: str, folder: Path, manifest: Path, tokenizer: Path, args) ->
     config.loss.loss_name = "scan"
     pl.seed_everything(0)
     trainer = pl.Trainer(
-        max_steps=args.steps, gradient_clip_val=1.0, accelerator="cpu", logger=False, enable_checkpointing=False,
-        enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0, limit_val_batches=0,
+        max_steps=args.steps,
+        gradient_clip_val=1.0,
+        accelerator="cpu",
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+        limit_val_batches=0,
         log_every_n_steps=max(args.steps, 1),
-    )  # fmt: skip
+    )
     model = EncDecRNNTPCBPEModel(cfg=config, trainer=trainer)
     if args.steps:
         trainer.fit(model)

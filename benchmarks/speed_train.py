@@ -104,17 +104,19 @@ def _run(model: str, variant: str, demo_dir: str, steps: int, warmup: int, queue
     stats = train.train_model(family, overrides, target, steps + warmup, callbacks=[Meter()])
     Path(demo_dir, f".speed_{model}_{variant}.nemo").unlink(missing_ok=True)
     seconds = record["watch"].seconds
-    queue.put({
-        "model": model,
-        "variant": variant,
-        "steps": steps,
-        "seconds": round(seconds, 2),
-        "steps_per_s": round(steps / seconds, 4),
-        "audio_s_per_s": round(record["audio"] / seconds, 2),
-        "padding_share": round(1 - record["audio"] / record["padded"], 4),
-        "mean_loss": round(sum(record["losses"]) / len(record["losses"]), 3),
-        "parameters": stats["parameters"],
-    })  # fmt: skip
+    queue.put(
+        {
+            "model": model,
+            "variant": variant,
+            "steps": steps,
+            "seconds": round(seconds, 2),
+            "steps_per_s": round(steps / seconds, 4),
+            "audio_s_per_s": round(record["audio"] / seconds, 2),
+            "padding_share": round(1 - record["audio"] / record["padded"], 4),
+            "mean_loss": round(sum(record["losses"]) / len(record["losses"]), 3),
+            "parameters": stats["parameters"],
+        }
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -156,8 +158,10 @@ def main(argv: list[str] | None = None) -> None:
     for row in rows:
         base = next((r for r in rows if r["model"] == row["model"] and r["variant"] == "fp32"), row)
         ratio = row["steps_per_s"] / base["steps_per_s"]
-        print(f"| {row['model']} | {row['variant']} | {row['steps_per_s']:.3f} | {row['audio_s_per_s']:.1f} | "
-              f"{pct(row['padding_share'])} | {row['mean_loss']:.2f} | {ratio:.2f}x |")  # fmt: skip
+        print(
+            f"| {row['model']} | {row['variant']} | {row['steps_per_s']:.3f} | {row['audio_s_per_s']:.1f} | "
+            f"{pct(row['padding_share'])} | {row['mean_loss']:.2f} | {ratio:.2f}x |"
+        )
     if args.json:
         write_results(args.json, {"steps": args.steps, "warmup": args.warmup, "rows": rows})
 

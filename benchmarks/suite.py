@@ -141,8 +141,9 @@ def revision() -> str | None:
     if os.environ.get("NEMO_PC_REVISION"):
         return os.environ["NEMO_PC_REVISION"]
     try:
-        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=REPO, capture_output=True, text=True,
-                             check=True)  # fmt: skip
+        top = subprocess.run(
+            ["git", "rev-parse", "--show-toplevel"], cwd=REPO, capture_output=True, text=True, check=True
+        )
         if Path(top.stdout.strip()).resolve() != Path(REPO).resolve():
             return None
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True)

@@ -13,28 +13,44 @@ from nemo_pc.parts.manifest import ManifestError, write_manifest
 def fake_corpus(root: Path, readers: list[tuple[int, str, str, int, str]]) -> Path:
     """``readers``: (reader id, subset, voice, book id, chapter title), one chapter each."""
     root.mkdir(parents=True)
-    chapters = [ChapterInfo(1000 + i, reader, 0.5, subset, book, book, title, "Book")
-                for i, (reader, subset, _, book, title) in enumerate(readers)]  # fmt: skip
+    chapters = [
+        ChapterInfo(1000 + i, reader, 0.5, subset, book, book, title, "Book")
+        for i, (reader, subset, _, book, title) in enumerate(readers)
+    ]
     write_chapters_txt(root / "CHAPTERS.TXT", chapters)
-    lines = [{"utt_id": f"{reader}-{1000 + i}-0000", "split": subset, "speaker": str(reader), "voice": voice}
-             for i, (reader, subset, voice, _, _) in enumerate(readers)]  # fmt: skip
+    lines = [
+        {"utt_id": f"{reader}-{1000 + i}-0000", "split": subset, "speaker": str(reader), "voice": voice}
+        for i, (reader, subset, voice, _, _) in enumerate(readers)
+    ]
     write_manifest(root / "SYNTH.jsonl", lines)
     return root
 
 
 def test_shared_with_held_out_names_voices_and_chapters_of_dev_and_test_read_in_train(tmp_path):
     recipe = load_benchmark("quality_asr_recipe")
-    demo = fake_corpus(tmp_path / "demo", [(100, "dev", "flite:rms", 7, "Chapter 2"),
-                                           (101, "test", "espeak-ng:en-us+m1", 8, "Psalms 1"),
-                                           (102, "train", "flite:slt", 7, "Chapter 1"),
-                                           (105, "test_seen", "flite:slt", 8, "Chapter 3")])  # fmt: skip
+    demo = fake_corpus(
+        tmp_path / "demo",
+        [
+            (100, "dev", "flite:rms", 7, "Chapter 2"),
+            (101, "test", "espeak-ng:en-us+m1", 8, "Psalms 1"),
+            (102, "train", "flite:slt", 7, "Chapter 1"),
+            (105, "test_seen", "flite:slt", 8, "Chapter 3"),
+        ],
+    )
     # test_seen reads with a training voice (flite:slt, trained on by clean too): not a held-out voice
-    clean = fake_corpus(tmp_path / "clean", [(100, "dev", "flite:rms", 7, "Chapter 2"),
-                                             (103, "train", "flite:slt", 7, "Chapter 1"),
-                                             (104, "train", "flite:kal16", 9, "Chapter 2")])  # fmt: skip
+    clean = fake_corpus(
+        tmp_path / "clean",
+        [
+            (100, "dev", "flite:rms", 7, "Chapter 2"),
+            (103, "train", "flite:slt", 7, "Chapter 1"),
+            (104, "train", "flite:kal16", 9, "Chapter 2"),
+        ],
+    )
     assert recipe.shared_with_held_out(demo, clean) == []  # same title in another book is another chapter
-    leaky = fake_corpus(tmp_path / "leaky", [(103, "train", "espeak-ng:en-us+m1", 9, "Chapter 5"),
-                                             (104, "train", "flite:slt", 7, "Chapter 2")])  # fmt: skip
+    leaky = fake_corpus(
+        tmp_path / "leaky",
+        [(103, "train", "espeak-ng:en-us+m1", 9, "Chapter 5"), (104, "train", "flite:slt", 7, "Chapter 2")],
+    )
     assert recipe.shared_with_held_out(demo, leaky) == ["espeak-ng:en-us+m1", "7 Chapter 2"]
 
 

@@ -54,8 +54,24 @@ def test_lm_fusion_benchmark_fuses_the_normalized_mode_with_an_lm_text(tmp_path)
     lm_text = tmp_path / "lm_text.json"
     lm_text.write_text((demo / "manifests" / "train.json").read_text())
     out = tmp_path / "normalized.json"
-    args = ["--demo-dir", str(demo), "--systems", "rnnt_conditioned", "--mode", "normalized", "--lm-text",
-            str(lm_text), "--order", "3", "--alphas", "0.5", "--resamples", "20", "--json", str(out)]  # fmt: skip
+    args = [
+        "--demo-dir",
+        str(demo),
+        "--systems",
+        "rnnt_conditioned",
+        "--mode",
+        "normalized",
+        "--lm-text",
+        str(lm_text),
+        "--order",
+        "3",
+        "--alphas",
+        "0.5",
+        "--resamples",
+        "20",
+        "--json",
+        str(out),
+    ]
     load_benchmark("quality_lm_fusion").main(args)
     system = json.loads(out.read_text())["systems"]["rnnt_conditioned"]
     assert system["mode"] == "normalized" and system["lm_text"] == str(lm_text)

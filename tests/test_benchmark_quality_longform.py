@@ -23,8 +23,14 @@ def test_scores_sum_counts_over_utterances():
 
 def test_cue_figures_say_why_each_cue_ended():
     bench = load_benchmark("quality_longform")
-    words = [TimedWord("Hello,", 0.0, 0.5), TimedWord("world.", 0.6, 1.0), TimedWord("again", 1.2, 1.5),
-             TimedWord("more", 2.5, 2.9), TimedWord("and", 3.0, 3.3), TimedWord("more", 3.4, 3.8)]  # fmt: skip
+    words = [
+        TimedWord("Hello,", 0.0, 0.5),
+        TimedWord("world.", 0.6, 1.0),
+        TimedWord("again", 1.2, 1.5),
+        TimedWord("more", 2.5, 2.9),
+        TimedWord("and", 3.0, 3.3),
+        TimedWord("more", 3.4, 3.8),
+    ]
     rules = CueRules(max_seconds=1.0)
     figures = bench.cue_figures(build_segments(words, None, 4.0, rules), rules)
     # "Hello, world." ends at its mark, "again" at the 1 s pause, "more and" at the 1 s cap, "more" is the last
@@ -44,23 +50,55 @@ def test_windows_are_chunk_and_context_pairs():
 
 def test_the_table_renders_from_the_results_file(tmp_path):
     render = load_benchmark("render_results")
-    score = {"wer": 0.25, "wer_pc": 0.3, "per": 0.5, "utterances": 2, "words": 8, "hypothesis_words": 7,
-             "per_operations": 4}  # fmt: skip
+    score = {
+        "wer": 0.25,
+        "wer_pc": 0.3,
+        "per": 0.5,
+        "utterances": 2,
+        "words": 8,
+        "hypothesis_words": 7,
+        "per_operations": 4,
+    }
     no_marks = {**score, "per": 0.0, "per_operations": 0}
     split = {"seam": {"word_disagreement": 0.1}, "inside": {"word_disagreement": 0.0}}
     window = {
-        "chunk_seconds": 16.0, "context_seconds": 4.0, "chunks": 3, "cpu_rtf": 0.05,
-        "modes": {mode: {"longform_vs_reference": score, "longform_vs_per_utterance": no_marks, "joined_wer": 0.2}
-                  for mode in ("punctuated", "normalized")},
+        "chunk_seconds": 16.0,
+        "context_seconds": 4.0,
+        "chunks": 3,
+        "cpu_rtf": 0.05,
+        "modes": {
+            mode: {"longform_vs_reference": score, "longform_vs_per_utterance": no_marks, "joined_wer": 0.2}
+            for mode in ("punctuated", "normalized")
+        },
         "agreement": {"punctuated": split, "normalized": split},
-        "cues": {"cues": 5, "mean_seconds": 2.0, "max_seconds": 6.5, "max_lines": 2, "max_line_chars": 41,
-                 "ended_by": {"mark": 1, "pause": 2, "cap": 1}},
-    }  # fmt: skip
-    model = {"model": "rnnt_dual.nemo", "modified": "2026-11-27 11:42 UTC", "windows": [window],
-             "per_utterance_vs_reference": {"punctuated": score, "normalized": score}}  # fmt: skip
+        "cues": {
+            "cues": 5,
+            "mean_seconds": 2.0,
+            "max_seconds": 6.5,
+            "max_lines": 2,
+            "max_line_chars": 41,
+            "ended_by": {"mark": 1, "pause": 2, "cap": 1},
+        },
+    }
+    model = {
+        "model": "rnnt_dual.nemo",
+        "modified": "2026-11-27 11:42 UTC",
+        "windows": [window],
+        "per_utterance_vs_reference": {"punctuated": score, "normalized": score},
+    }
     path = tmp_path / "longform_trained.json"
-    path.write_text(json.dumps({"utterances": 2, "manifest": "test.json", "pause_seconds": 0.5,
-                                "audio_seconds": 600.0, "threads": 1, "models": [model]}))  # fmt: skip
+    path.write_text(
+        json.dumps(
+            {
+                "utterances": 2,
+                "manifest": "test.json",
+                "pause_seconds": 0.5,
+                "audio_seconds": 600.0,
+                "threads": 1,
+                "models": [model],
+            }
+        )
+    )
     text = render.render_longform_trained(path)
     assert "recording of 10.0 min" in text and "`rnnt_dual.nemo` (2026-11-27 11:42 UTC)" in text
     # PER against per-utterance text with no mark on either side is no figure; the normalized mode has no PER

@@ -22,8 +22,23 @@ def test_streaming_benchmark_runs_end_to_end_on_a_fake_demo(tmp_path):
     model.save_to(str(demo / "models" / "streaming.nemo"))
     out = tmp_path / "results" / "streaming.json"
     saved = str(demo / "models" / "streaming.nemo")
-    args = ["--demo-dir", str(demo), "--model", saved, "--contexts", "70,1", "70,6", "--limit", "3",
-            "--json", str(out), "--reference", saved, "--backends", "torch,onnx,torch_padded"]  # fmt: skip
+    args = [
+        "--demo-dir",
+        str(demo),
+        "--model",
+        saved,
+        "--contexts",
+        "70,1",
+        "70,6",
+        "--limit",
+        "3",
+        "--json",
+        str(out),
+        "--reference",
+        saved,
+        "--backends",
+        "torch,onnx,torch_padded",
+    ]
     load_benchmark("quality_streaming").main(args)
     report = json.loads(out.read_text())
     assert report["num_utterances"] == 3 and report["audio_seconds"] == 6.0

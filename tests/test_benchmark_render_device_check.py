@@ -29,16 +29,36 @@ def test_skipped():
 def _junit(tmp_path: Path) -> Path:
     (tmp_path / "test_cases.py").write_text(CASES)
     report = tmp_path / "report.xml"
-    done = subprocess.run([sys.executable, "-m", "pytest", str(tmp_path / "test_cases.py"), "-q", "-p",
-                           "no:cacheprovider", "--junitxml", str(report)], capture_output=True, text=True)  # fmt: skip
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            str(tmp_path / "test_cases.py"),
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--junitxml",
+            str(report),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 1 and report.is_file(), done.stdout[-2000:]
     return report
 
 
 def test_outcomes_and_throughput_of_a_check(tmp_path):
-    recipe = {"model": {"layers": 17, "d_model": 256}, "training": {
-        "steps": 900, "step_seconds": 0.25, "audio_seconds_per_second": 2200.0, "batch_duration": 600.0,
-        "probe": {"steps": 25, "step_seconds": 0.2, "audio_seconds_per_second": 2500.0}}}  # fmt: skip
+    recipe = {
+        "model": {"layers": 17, "d_model": 256},
+        "training": {
+            "steps": 900,
+            "step_seconds": 0.25,
+            "audio_seconds_per_second": 2200.0,
+            "batch_duration": 600.0,
+            "probe": {"steps": 25, "step_seconds": 0.2, "audio_seconds_per_second": 2500.0},
+        },
+    }
     (tmp_path / "gpu_recipe.json").write_text(json.dumps(recipe))
     arguments = ["--tests", str(_junit(tmp_path)), "--recipe", str(tmp_path / "gpu_recipe.json"), "--seconds", "12"]
     out = device_check.main([*arguments, "--revision", "abc1234", "--out", str(tmp_path / "check.json")])
@@ -55,8 +75,16 @@ def test_outcomes_and_throughput_of_a_check(tmp_path):
 
 
 def test_a_stage_that_left_no_file_is_recorded_as_missing(tmp_path):
-    out = device_check.main(["--tests", str(tmp_path / "none.xml"), "--recipe", str(tmp_path / "none.json"),
-                             "--out", str(tmp_path / "check.json")])  # fmt: skip
+    out = device_check.main(
+        [
+            "--tests",
+            str(tmp_path / "none.xml"),
+            "--recipe",
+            str(tmp_path / "none.json"),
+            "--out",
+            str(tmp_path / "check.json"),
+        ]
+    )
     result = json.loads(out.read_text())
     assert result["tests"] == {"missing": str(tmp_path / "none.xml")}
     assert result["throughput"] == {"missing": str(tmp_path / "none.json")} == result["recipe"]

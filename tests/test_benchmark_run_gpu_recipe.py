@@ -11,9 +11,34 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-TOY = ["--hours", "0.02", "--num-jobs", "2", "--vocab-size", "64", "--layers", "2", "--d-model", "32", "--heads",
-       "2", "--batch-duration", "20", "--train-minutes", "0.05", "--probe-steps", "2", "--curve-points", "2",
-       "--dev-utterances", "4", "--batch-size", "8", "--override", "model.encoder.ff_expansion_factor=2"]  # fmt: skip
+TOY = [
+    "--hours",
+    "0.02",
+    "--num-jobs",
+    "2",
+    "--vocab-size",
+    "64",
+    "--layers",
+    "2",
+    "--d-model",
+    "32",
+    "--heads",
+    "2",
+    "--batch-duration",
+    "20",
+    "--train-minutes",
+    "0.05",
+    "--probe-steps",
+    "2",
+    "--curve-points",
+    "2",
+    "--dev-utterances",
+    "4",
+    "--batch-size",
+    "8",
+    "--override",
+    "model.encoder.ff_expansion_factor=2",
+]
 
 pytestmark = pytest.mark.skipif(
     not all(shutil.which(tool) for tool in ("espeak-ng", "sox", "bible")),

@@ -14,8 +14,9 @@ suite = load_benchmark("suite")
 
 def test_time_runs_warms_up_then_times_each_run():
     calls, cleared = [], []
-    timing, last = suite.time_runs(lambda: calls.append(1) or len(calls), repeats=3, warmup=2,
-                                   before=lambda: cleared.append(1))  # fmt: skip
+    timing, last = suite.time_runs(
+        lambda: calls.append(1) or len(calls), repeats=3, warmup=2, before=lambda: cleared.append(1)
+    )
     assert len(calls) == len(cleared) == 5 and last == 5  # two warm-up runs, three timed
     assert len(timing.runs) == 3 and all(seconds >= 0 for seconds in timing.runs)
     assert len(suite.time_runs(lambda: None, repeats=0, warmup=0)[0].runs) == 1  # at least one timed run

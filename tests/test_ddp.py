@@ -183,10 +183,18 @@ def test_lhotse_ranks_see_different_cuts(tmp_path):
 def test_hydra_script_trains_on_two_cpu_processes_and_the_checkpoint_restores(tiny_script_data, script, tmp_path):
     """``trainer.devices=2 trainer.strategy=ddp`` on CPU (gloo), with duration-bucketed batches."""
     manifest, tokenizer = tiny_script_data
-    overrides = script_overrides(script, manifest, tokenizer, tmp_path / "exp", "ddp",
-                                 "model.train_ds.batch_size=1", "model.train_ds.bucketing_window=2",
-                                 "model.validation_ds.batch_size=1", f"trainer.devices={WORLD}",
-                                 "trainer.strategy=ddp")  # fmt: skip
+    overrides = script_overrides(
+        script,
+        manifest,
+        tokenizer,
+        tmp_path / "exp",
+        "ddp",
+        "model.train_ds.batch_size=1",
+        "model.train_ds.bucketing_window=2",
+        "model.validation_ds.batch_size=1",
+        f"trainer.devices={WORLD}",
+        "trainer.strategy=ddp",
+    )
     _run_on_two_processes(script, overrides, tmp_path)
     _restores_and_transcribes(tmp_path / "exp" / "ddp", manifest)
 
@@ -198,15 +206,29 @@ def test_hydra_script_trains_from_shar_with_lhotse_on_two_cpu_processes(tiny_scr
 
     manifest, tokenizer = tiny_script_data
     export_shar(manifest, tmp_path / "shar", shard_size=2)
-    overrides = script_overrides(script, manifest, tokenizer, tmp_path / "exp", "lhotse_ddp",
-                                 "model.train_ds.use_lhotse=true", "model.train_ds.manifest_filepath=null",
-                                 f"+model.train_ds.shar_path={tmp_path / 'shar'}", "model.train_ds.batch_size=2",
-                                 "model.train_ds.num_workers=0", "+model.train_ds.use_bucketing=true",
-                                 "+model.train_ds.num_buckets=2", "+model.train_ds.bucket_duration_bins=[0.5]",
-                                 "+model.train_ds.concurrent_bucketing=false", "+model.train_ds.bucket_buffer_size=16",
-                                 "+model.train_ds.shuffle_buffer_size=16", "model.validation_ds.batch_size=1",
-                                 "trainer.limit_train_batches=2", "trainer.use_distributed_sampler=false",
-                                 f"trainer.devices={WORLD}", "trainer.strategy=ddp")  # fmt: skip
+    overrides = script_overrides(
+        script,
+        manifest,
+        tokenizer,
+        tmp_path / "exp",
+        "lhotse_ddp",
+        "model.train_ds.use_lhotse=true",
+        "model.train_ds.manifest_filepath=null",
+        f"+model.train_ds.shar_path={tmp_path / 'shar'}",
+        "model.train_ds.batch_size=2",
+        "model.train_ds.num_workers=0",
+        "+model.train_ds.use_bucketing=true",
+        "+model.train_ds.num_buckets=2",
+        "+model.train_ds.bucket_duration_bins=[0.5]",
+        "+model.train_ds.concurrent_bucketing=false",
+        "+model.train_ds.bucket_buffer_size=16",
+        "+model.train_ds.shuffle_buffer_size=16",
+        "model.validation_ds.batch_size=1",
+        "trainer.limit_train_batches=2",
+        "trainer.use_distributed_sampler=false",
+        f"trainer.devices={WORLD}",
+        "trainer.strategy=ddp",
+    )
     output = _run_on_two_processes(script, overrides, tmp_path)
     assert "Lhotse DataLoader" in output  # NeMo's log line: the lhotse loader, not the map-style one
     _restores_and_transcribes(tmp_path / "exp" / "lhotse_ddp", manifest)

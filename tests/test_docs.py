@@ -112,8 +112,9 @@ def test_render_check_and_errors(tmp_path):
         render.stale_blocks(doc)
     assert render.main(["--check", str(doc)]) == 2
     script = "benchmarks/quality_train_dev_gap.py"
-    load_benchmark("suite").write_results(source, {"model": "m.nemo", "utterances": 5, "wer": {"dev": 0.5}},
-                                          argv=[script, "--json", "x.json"])  # fmt: skip
+    load_benchmark("suite").write_results(
+        source, {"model": "m.nemo", "utterances": 5, "wer": {"dev": 0.5}}, argv=[script, "--json", "x.json"]
+    )
     made = json.loads(source.read_text())["provenance"]
     assert made["command"] == f"python {script} --json x.json" and made["date"].endswith(" UTC")
     render.render_file(doc)

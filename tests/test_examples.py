@@ -44,9 +44,16 @@ def _train(script: str, overrides: list[str], folder: Path) -> subprocess.Comple
 def test_training_script_runs_two_steps_with_exp_manager(tiny_script_data, script, tmp_path):
     """The Hydra training scripts a NeMo user runs: 2 steps, a validation, exp_manager's logs and checkpoint."""
     manifest, tokenizer = tiny_script_data
-    overrides = script_overrides(script, manifest, tokenizer, tmp_path / "exp", "smoke",
-                                 "model.train_ds.batch_size=4", "model.validation_ds.batch_size=4",
-                                 "trainer.devices=1")  # fmt: skip
+    overrides = script_overrides(
+        script,
+        manifest,
+        tokenizer,
+        tmp_path / "exp",
+        "smoke",
+        "model.train_ds.batch_size=4",
+        "model.validation_ds.batch_size=4",
+        "trainer.devices=1",
+    )
     _train(script, overrides, tmp_path)
     runs = tmp_path / "exp" / "smoke"
     assert list(runs.rglob("events.out.tfevents.*")), "no TensorBoard log"
@@ -60,11 +67,20 @@ def test_training_script_trains_from_shar_with_lhotse(tiny_script_data, script, 
 
     manifest, tokenizer = tiny_script_data
     export_shar(manifest, tmp_path / "shar")
-    overrides = script_overrides(script, manifest, tokenizer, tmp_path / "exp", "lhotse",
-                                 "model.train_ds.use_lhotse=true", f"+model.train_ds.shar_path={tmp_path / 'shar'}",
-                                 "model.train_ds.batch_size=2", "model.train_ds.num_workers=0",
-                                 "trainer.limit_train_batches=2", "trainer.use_distributed_sampler=false",
-                                 "trainer.devices=1")  # fmt: skip
+    overrides = script_overrides(
+        script,
+        manifest,
+        tokenizer,
+        tmp_path / "exp",
+        "lhotse",
+        "model.train_ds.use_lhotse=true",
+        f"+model.train_ds.shar_path={tmp_path / 'shar'}",
+        "model.train_ds.batch_size=2",
+        "model.train_ds.num_workers=0",
+        "trainer.limit_train_batches=2",
+        "trainer.use_distributed_sampler=false",
+        "trainer.devices=1",
+    )
     done = _train(script, overrides, tmp_path)
     assert "Lhotse DataLoader" in done.stdout + done.stderr  # NeMo's log line
     assert list((tmp_path / "exp" / "lhotse").rglob("*.nemo")), "no checkpoint"
@@ -78,13 +94,22 @@ def test_aed_training_script_runs_two_steps_with_exp_manager(tiny_script_data, t
 
     manifest, tokenizer = tiny_script_data
     overrides = [
-        "backbone=fastconformer", *TINY_ENCODER_OVERRIDES, f"model.aux_ctc.tokenizer.dir={tokenizer}",
-        f"model.train_ds.manifest_filepath={manifest}", f"model.validation_ds.manifest_filepath={manifest}",
-        "model.train_ds.batch_size=4", "model.validation_ds.batch_size=4", "model.train_ds.num_workers=0",
-        "model.validation_ds.num_workers=0", "trainer.max_steps=2", "trainer.limit_train_batches=2",
-        "trainer.val_check_interval=2", "trainer.enable_progress_bar=false", f"exp_manager.exp_dir={tmp_path / 'exp'}",
+        "backbone=fastconformer",
+        *TINY_ENCODER_OVERRIDES,
+        f"model.aux_ctc.tokenizer.dir={tokenizer}",
+        f"model.train_ds.manifest_filepath={manifest}",
+        f"model.validation_ds.manifest_filepath={manifest}",
+        "model.train_ds.batch_size=4",
+        "model.validation_ds.batch_size=4",
+        "model.train_ds.num_workers=0",
+        "model.validation_ds.num_workers=0",
+        "trainer.max_steps=2",
+        "trainer.limit_train_batches=2",
+        "trainer.val_check_interval=2",
+        "trainer.enable_progress_bar=false",
+        f"exp_manager.exp_dir={tmp_path / 'exp'}",
         "name=smoke",
-    ]  # fmt: skip
+    ]
     _train("speech_to_text_aed_pc.py", overrides, tmp_path)
     runs = tmp_path / "exp" / "smoke"
     assert list(runs.rglob("events.out.tfevents.*")), "no TensorBoard log"

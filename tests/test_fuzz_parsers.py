@@ -21,8 +21,28 @@ from nemo_pc.parts.manifest import ManifestError, iter_manifest
 from nemo_pc.parts.styles import MIXED_FORMATS, compose_mixed, parse_mixed
 
 CASES = 10_000
-NASTY = [b"\x00", b"\xff", b"\xc3", b"\xe9", "é".encode(), "\u2028".encode(), b"\r", b"\n", b"|", b" ", b"{", b"}",
-         b'"', b"\\", b"-", b"<", b">", b"9" * 40, "ü".encode("latin-1"), b"\t"]  # fmt: skip
+NASTY = [
+    b"\x00",
+    b"\xff",
+    b"\xc3",
+    b"\xe9",
+    "é".encode(),
+    "\u2028".encode(),
+    b"\r",
+    b"\n",
+    b"|",
+    b" ",
+    b"{",
+    b"}",
+    b'"',
+    b"\\",
+    b"-",
+    b"<",
+    b">",
+    b"9" * 40,
+    "ü".encode("latin-1"),
+    b"\t",
+]
 
 
 def mutate(rng: random.Random, data: bytes) -> bytes:
@@ -56,13 +76,18 @@ def _cases(valid: bytes, seed: int):
 
 
 TRANS = b"7-70-0000 SHE CLIMBED THE PATH\n7-70-0001 AT DAWN OPENED THE GATE\n7-70-0002 AND WALKED IN\n"
-CHAPTERS = (b"; ID | READER | MINUTES | SUBSET | PROJ. | BOOK ID | CH. TITLE | PROJECT TITLE\n"
-            b"70 | 7 | 1.5 | test | 1 | 900 | Chapter 1 | A Book\n"
-            b"80 | 8 | 2.0 | train | 2 | 901 | Chapter 2 | Another Book\n")  # fmt: skip
+CHAPTERS = (
+    b"; ID | READER | MINUTES | SUBSET | PROJ. | BOOK ID | CH. TITLE | PROJECT TITLE\n"
+    b"70 | 7 | 1.5 | test | 1 | 900 | Chapter 1 | A Book\n"
+    b"80 | 8 | 2.0 | train | 2 | 901 | Chapter 2 | Another Book\n"
+)
 MANIFEST = b"".join(
-    json.dumps({"audio_filepath": f"a{k}.wav", "duration": 1.5, "text": "Hi, there.", "pred_text": "hi there"})
-    .encode() + b"\n" for k in range(3)
-)  # fmt: skip
+    json.dumps(
+        {"audio_filepath": f"a{k}.wav", "duration": 1.5, "text": "Hi, there.", "pred_text": "hi there"}
+    ).encode()
+    + b"\n"
+    for k in range(3)
+)
 
 
 def _transcripts_ok(pairs) -> bool:
@@ -73,10 +98,15 @@ def _transcripts_ok(pairs) -> bool:
     ("name", "reader", "valid", "seed", "parsed_ok"),
     [
         ("7-70.trans.txt", read_transcripts, TRANS, 1, _transcripts_ok),
-        ("CHAPTERS.TXT", read_chapters_txt, CHAPTERS, 2,
-         lambda chapters: all(isinstance(info.book_id, int) for info in chapters.values())),
+        (
+            "CHAPTERS.TXT",
+            read_chapters_txt,
+            CHAPTERS,
+            2,
+            lambda chapters: all(isinstance(info.book_id, int) for info in chapters.values()),
+        ),
     ],
-)  # fmt: skip
+)
 def test_corpus_text_readers(tmp_path, name, reader, valid, seed, parsed_ok):
     path = tmp_path / name
     for case, data in _cases(valid, seed):

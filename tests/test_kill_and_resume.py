@@ -65,9 +65,25 @@ def kill_and_resume(tmp_path: Path, command: list[str], points, locked: bool = T
 @needs_espeak
 def test_synth_killed_anywhere_resumes_to_the_same_bytes(tmp_path):
     (tmp_path / "story.txt").write_text("\n\n".join([PARAGRAPH] * 60))
-    command = ["nemo-pc", "synth", "{out}", "--source", f"text:{tmp_path / 'story.txt'}", "--tn", "none",
-               "--hours", "0.01", "--engines", "espeak-ng", "--held-out-voices", "1", "--seen-test-share", "0",
-               "--minutes-per-speaker", "0.2"]  # fmt: skip
+    command = [
+        "nemo-pc",
+        "synth",
+        "{out}",
+        "--source",
+        f"text:{tmp_path / 'story.txt'}",
+        "--tn",
+        "none",
+        "--hours",
+        "0.01",
+        "--engines",
+        "espeak-ng",
+        "--held-out-voices",
+        "1",
+        "--seen-test-share",
+        "0",
+        "--minutes-per-speaker",
+        "0.2",
+    ]
 
     def points(renamed):
         flac = [name.endswith(".flac") for name in renamed]
@@ -86,16 +102,38 @@ def test_librispeech_pc_killed_anywhere_resumes_to_the_same_bytes(tmp_path):
     corpus = tmp_path / "corpus"
     config = SynthConfig(hours=0.03, audio=False, tn="none", deviation_rate=0.05, seed=5, min_words=6)
     synthesize_corpus(corpus, [make_book(chapters=6)], config)
-    command = ["nemo-pc", "librispeech-pc", str(corpus), "{out}", "--tn", "none", "--durations",
-               str(corpus / "SYNTH.jsonl")]  # fmt: skip
+    command = [
+        "nemo-pc",
+        "librispeech-pc",
+        str(corpus),
+        "{out}",
+        "--tn",
+        "none",
+        "--durations",
+        str(corpus / "SYNTH.jsonl"),
+    ]
     renamed = kill_and_resume(tmp_path, command, lambda r: ["before:1", "after:2", f"before:{len(r) - 1}"])
     assert len(renamed) >= 5
 
 
 def test_formatter_data_killed_anywhere_resumes_to_the_same_bytes(tmp_path):
-    command = ["nemo-pc", "formatter-data", "{out}", "--sources", "synthetic,numbers", "--tn", "none",
-               "--synthetic", "60", "--numbers", "40", "--tokenizer-vocab", "300", "--cache-dir",
-               str(tmp_path / "cache")]  # fmt: skip
+    command = [
+        "nemo-pc",
+        "formatter-data",
+        "{out}",
+        "--sources",
+        "synthetic,numbers",
+        "--tn",
+        "none",
+        "--synthetic",
+        "60",
+        "--numbers",
+        "40",
+        "--tokenizer-vocab",
+        "300",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+    ]
     renamed = kill_and_resume(tmp_path, command, lambda r: [f"after:{len(r) // 2}", f"before:{len(r)}"], reuses=False)
     assert renamed[-1] == "summary.json"  # written last: the sign that the folder is done
 
@@ -108,10 +146,23 @@ def test_build_lm_killed_while_writing_resumes_to_the_same_bytes(tmp_path):
 
     manifest = write_pc_manifest(tmp_path / "data")
     (tmp_path / "text.txt").write_text("".join(entry["text"] + "\n" for entry in read_manifest(manifest)))
-    sentencepiece.SentencePieceTrainer.train(input=str(tmp_path / "text.txt"), model_prefix=str(tmp_path / "sp"),
-                                             vocab_size=40, model_type="bpe", minloglevel=2)  # fmt: skip
+    sentencepiece.SentencePieceTrainer.train(
+        input=str(tmp_path / "text.txt"),
+        model_prefix=str(tmp_path / "sp"),
+        vocab_size=40,
+        model_type="bpe",
+        minloglevel=2,
+    )
     tokenizer = tmp_path / "sp.model"
-    command = ["nemo-pc", "build-lm", str(manifest), str(tokenizer), "{out}/punct.arpa", "--order", "3",
-               "--no-progress"]  # fmt: skip
+    command = [
+        "nemo-pc",
+        "build-lm",
+        str(manifest),
+        str(tokenizer),
+        "{out}/punct.arpa",
+        "--order",
+        "3",
+        "--no-progress",
+    ]
     renamed = kill_and_resume(tmp_path, command, lambda r: ["before:1"], locked=False, reuses=False)
     assert renamed == ["punct.arpa"]

@@ -24,10 +24,19 @@ def test_training_killed_inside_a_checkpoint_write_resumes_from_the_last_whole_c
     import torch
 
     manifest, tokenizer = tiny_script_data  # 4 utterances: 2 steps an epoch, a validation and checkpoints each
-    overrides = script_overrides(SCRIPT, manifest, tokenizer, tmp_path / "exp", "resume",
-                                 "model.train_ds.batch_size=2", "model.validation_ds.batch_size=4",
-                                 "trainer.devices=1", "trainer.max_steps=6", "exp_manager.resume_if_exists=true",
-                                 "exp_manager.resume_ignore_no_checkpoint=true")  # fmt: skip
+    overrides = script_overrides(
+        SCRIPT,
+        manifest,
+        tokenizer,
+        tmp_path / "exp",
+        "resume",
+        "model.train_ds.batch_size=2",
+        "model.validation_ds.batch_size=4",
+        "trainer.devices=1",
+        "trainer.max_steps=6",
+        "exp_manager.resume_if_exists=true",
+        "exp_manager.resume_ignore_no_checkpoint=true",
+    )
     killed = _train("before:2:*-last.ckpt", overrides, tmp_path)  # the step-4 checkpoint written, not renamed
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
     checkpoints = tmp_path / "exp" / "resume" / "checkpoints"

@@ -82,16 +82,28 @@ def test_every_install_path_lets_nemo_restore_a_nemo_pc_model(tmp_path, tiny_nem
     source = _source_copy(tmp_path)
     python, site = _fresh_venv(tmp_path / "venv")
     # --ignore-installed: this environment's nemo_pc, visible through the path, is neither used nor uninstalled
-    install = [python, "-m", "pip", "--disable-pip-version-check", "-q", "install", "--no-deps",
-               "--no-build-isolation", "--ignore-installed", *(["-e"] if editable else []), str(source)]  # fmt: skip
+    install = [
+        python,
+        "-m",
+        "pip",
+        "--disable-pip-version-check",
+        "-q",
+        "install",
+        "--no-deps",
+        "--no-build-isolation",
+        "--ignore-installed",
+        *(["-e"] if editable else []),
+        str(source),
+    ]
     subprocess.run(install, check=True, cwd=tmp_path)
     assert (site / "nemo_pc-allowlist.pth").read_text() == (ROOT / "nemo_pc-allowlist.pth").read_text()
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"} | {"OMP_NUM_THREADS": "1"}
     probe = "import nemo_pc; print(nemo_pc.__file__)"
     where = subprocess.run([python, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True, check=True)
     assert Path(where.stdout.strip()).is_relative_to(source if editable else site)
-    done = subprocess.run([python, "-c", RESTORE, str(tiny_nemo)], cwd=tmp_path, env=env, capture_output=True,
-                          text=True)  # fmt: skip
+    done = subprocess.run(
+        [python, "-c", RESTORE, str(tiny_nemo)], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().splitlines()[-1] == "nemo_pc.models.rnnt_pc EncDecRNNTPCBPEModel"
 
@@ -99,13 +111,23 @@ def test_every_install_path_lets_nemo_restore_a_nemo_pc_model(tmp_path, tiny_nem
 def test_wheel_holds_the_configs_and_trains_outside_the_checkout(tmp_path):
     source = _source_copy(tmp_path)
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
-    subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "dist"), str(source)],
-                   check=True, cwd=tmp_path)  # fmt: skip
+    subprocess.run(
+        [*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "dist"), str(source)],
+        check=True,
+        cwd=tmp_path,
+    )
     wheel = next((tmp_path / "dist").glob("nemo_pc-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
-    for config in ("rnnt/rnnt_pc.yaml", "rnnt/variant/dual.yaml", "rnnt/predictor/stateless/dual.yaml",
-                   "ctc/ctc_pc.yaml", "ctc/variant/inter.yaml", "formatter/tagger.yaml", "formatter/rewriter.yaml",
-                   "evaluate/evaluate_pc.yaml"):  # fmt: skip
+    for config in (
+        "rnnt/rnnt_pc.yaml",
+        "rnnt/variant/dual.yaml",
+        "rnnt/predictor/stateless/dual.yaml",
+        "ctc/ctc_pc.yaml",
+        "ctc/variant/inter.yaml",
+        "formatter/tagger.yaml",
+        "formatter/rewriter.yaml",
+        "evaluate/evaluate_pc.yaml",
+    ):
         assert f"nemo_pc/configs/{config}" in names, config
     # the startup hook that lets NeMo's own scripts restore nemo_pc models, at the top of site-packages
     assert "nemo_pc-allowlist.pth" in names
@@ -117,8 +139,9 @@ def test_wheel_holds_the_configs_and_trains_outside_the_checkout(tmp_path):
     work = tmp_path / "work"
     work.mkdir()
     env = {**os.environ, "PYTHONPATH": str(target), "OMP_NUM_THREADS": "1"}  # the wheel's copy comes first
-    done = subprocess.run([sys.executable, "-c", TRAIN, str(target)], cwd=work, env=env, capture_output=True,
-                          text=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", TRAIN, str(target)], cwd=work, env=env, capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert Path(result["config_dir"]).is_relative_to(target) and result["steps"] == 2

@@ -41,11 +41,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"whose written form each ITN span takes: the rewriter's (neural) or NeMo WFST ITN's by a policy "
         f"(docs/formatter.md; default {DEFAULT_SPAN_ITN})",
     )
-    parser.add_argument("--detect-spans", action=argparse.BooleanOptionalAction, default=DEFAULT_DETECT_SPANS,
-                        help="also make spans of the words NeMo WFST ITN changes (docs/formatter.md; default "
-                        f"{'on' if DEFAULT_DETECT_SPANS else 'off'})")  # fmt: skip
-    parser.add_argument("--itn-threshold", type=float, default=0.9, help="rewriter confidence that keeps its form "
-                        "under --span-itn confidence (0 to 1)")  # fmt: skip
+    parser.add_argument(
+        "--detect-spans",
+        action=argparse.BooleanOptionalAction,
+        default=DEFAULT_DETECT_SPANS,
+        help="also make spans of the words NeMo WFST ITN changes (docs/formatter.md; default "
+        f"{'on' if DEFAULT_DETECT_SPANS else 'off'})",
+    )
+    parser.add_argument(
+        "--itn-threshold",
+        type=float,
+        default=0.9,
+        help="rewriter confidence that keeps its form under --span-itn confidence (0 to 1)",
+    )
 
 
 def nemo_target(path: str | Path, option: str) -> str:
@@ -83,8 +91,10 @@ def check_arguments(args: argparse.Namespace) -> None:
     for option, path in (("--input", args.input), ("--manifest", args.manifest)):
         if path is not None and not Path(path).is_file():
             raise ValueError(f"{option} {path}: no such file")
-    for option, path, expected in (("--tagger", args.tagger, "PCTaggerModel"),
-                                   ("--rewriter", args.rewriter, "SpanRewriterModel")):  # fmt: skip
+    for option, path, expected in (
+        ("--tagger", args.tagger, "PCTaggerModel"),
+        ("--rewriter", args.rewriter, "SpanRewriterModel"),
+    ):
         if path is None:
             continue
         target = nemo_target(path, option)

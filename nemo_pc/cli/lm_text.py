@@ -39,8 +39,9 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.exclude:
         print("nemo-pc lm-text: no --exclude manifest; the LM text may hold dev and test sentences", file=sys.stderr)
-    report = write_lm_text(args.source, args.output, args.exclude, args.window, progress=not args.no_progress,
-                           corpus=args.corpus)  # fmt: skip
+    report = write_lm_text(
+        args.source, args.output, args.exclude, args.window, progress=not args.no_progress, corpus=args.corpus
+    )
     dropped = report.dropped
     reasons = ", ".join(f"{count} {reason}" for reason, count in dropped.counts.items())
     documents = f"{len(report.documents_left_out)} held-out documents left out whole, " if args.corpus else ""
@@ -50,8 +51,11 @@ def run(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     if args.exclude and args.corpus is None:
-        print("nemo-pc lm-text: no --corpus; only sentences that overlap an --exclude utterance are left out, not "
-              "the rest of the chapters they read", file=sys.stderr)  # fmt: skip
+        print(
+            "nemo-pc lm-text: no --corpus; only sentences that overlap an --exclude utterance are left out, not "
+            "the rest of the chapters they read",
+            file=sys.stderr,
+        )
     for title in report.documents_not_in_sources:
         print(f"nemo-pc lm-text: held-out document not in the sources: {title}", file=sys.stderr)
     print(report.output)

@@ -26,7 +26,9 @@ def run(args: argparse.Namespace) -> int:
     if report.drops.total:
         reasons = ", ".join(f"{count} {reason}" for reason, count in report.drops.counts.items())
         first = ", ".join(report.drops.examples.values())
-        print(f"nemo-pc prepare-manifest: {report.drops.total} lines left out ({reasons}; first: {first})",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"nemo-pc prepare-manifest: {report.drops.total} lines left out ({reasons}; first: {first})",
+            file=sys.stderr,
+        )
     print(f"{report.path}: {report.lines} lines, {report.derived} with text_normalized derived from text")
     return 0

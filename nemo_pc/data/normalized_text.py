@@ -126,11 +126,18 @@ def derived_texts(
 def _derive(manifest: Path, spoken: SpokenForm, progress: bool | None) -> DerivedTexts:
     from tqdm import tqdm
 
-    todo = [(number, require_text(entry, "text", manifest, number))
-            for number, entry in iter_manifest(manifest) if "text_normalized" not in entry]  # fmt: skip
+    todo = [
+        (number, require_text(entry, "text", manifest, number))
+        for number, entry in iter_manifest(manifest)
+        if "text_normalized" not in entry
+    ]
     derived = DerivedTexts()
-    with tqdm(total=len(todo), desc=f"text_normalized of {manifest.name}", unit="line",
-              disable=None if progress is None else not progress) as bar:  # fmt: skip
+    with tqdm(
+        total=len(todo),
+        desc=f"text_normalized of {manifest.name}",
+        unit="line",
+        disable=None if progress is None else not progress,
+    ) as bar:
         for start in range(0, len(todo), CHUNK):
             chunk = todo[start : start + CHUNK]
             for (number, _), said in zip(chunk, spoken.convert([text for _, text in chunk]), strict=True):
@@ -182,8 +189,13 @@ def _log_derived(manifest: Path, derived: DerivedTexts) -> None:
     _LOG.info("%s: text_normalized derived from text for %d lines", manifest, len(derived.texts))
     if derived.left_out:
         first = min(derived.left_out)
-        _LOG.warning("%s: %d lines left out (%s; first: line %d)", manifest, len(derived.left_out),
-                     derived.left_out[first], first)  # fmt: skip
+        _LOG.warning(
+            "%s: %d lines left out (%s; first: line %d)",
+            manifest,
+            len(derived.left_out),
+            derived.left_out[first],
+            first,
+        )
 
 
 @dataclass

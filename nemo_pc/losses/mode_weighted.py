@@ -78,8 +78,11 @@ class ModeWeightedRNNTLoss(torch.nn.Module):
         self.tdt = None
         if loss_name == TDT_SCAN:
             kwargs = dict(loss_kwargs or {})
-            self.tdt = {"durations": list(kwargs["durations"]), "sigma": float(kwargs.get("sigma", 0.0)),
-                        "omega": float(kwargs.get("omega", 0.0))}  # fmt: skip
+            self.tdt = {
+                "durations": list(kwargs["durations"]),
+                "sigma": float(kwargs.get("sigma", 0.0)),
+                "omega": float(kwargs.get("omega", 0.0)),
+            }
         self.rnnt = (
             None
             if loss_name in (SCAN, TDT_SCAN)

@@ -60,8 +60,10 @@ def stock_family(model) -> str:
         return "rnnt"
     if isinstance(model, EncDecCTCModelBPE):
         return "ctc"
-    raise ValueError(f"{type(model).__name__}: adapt takes EncDecRNNTBPEModel (RNN-T, TDT), "
-                     "EncDecHybridRNNTCTCBPEModel or EncDecCTCModelBPE checkpoints")  # fmt: skip
+    raise ValueError(
+        f"{type(model).__name__}: adapt takes EncDecRNNTBPEModel (RNN-T, TDT), "
+        "EncDecHybridRNNTCTCBPEModel or EncDecCTCModelBPE checkpoints"
+    )
 
 
 # The tokenizer
@@ -113,8 +115,9 @@ def load_adapted_weights(
             if state[name].shape != value.shape:
                 grown = value.shape[0] + added == state[name].shape[0] and value.shape[1:] == state[name].shape[1:]
                 if not grown:
-                    raise ValueError(f"{key}: stock shape {tuple(value.shape)} does not fit {name} "
-                                     f"{tuple(state[name].shape)}")  # fmt: skip
+                    raise ValueError(
+                        f"{key}: stock shape {tuple(value.shape)} does not fit {name} {tuple(state[name].shape)}"
+                    )
                 value = gather_rows(value, rows, is_bias=key.endswith("bias"))
             state[name] = value.clone()
             unset.discard(name)
@@ -135,8 +138,13 @@ def _container(cfg: DictConfig) -> dict:
 
 def _data_shell(stock: dict | None, sample_rate: int, shuffle: bool) -> dict:
     stock = stock or {}
-    return {"manifest_filepath": None, "sample_rate": sample_rate, "batch_size": stock.get("batch_size", 16),
-            "shuffle": shuffle, "num_workers": stock.get("num_workers", 0)}  # fmt: skip
+    return {
+        "manifest_filepath": None,
+        "sample_rate": sample_rate,
+        "batch_size": stock.get("batch_size", 16),
+        "shuffle": shuffle,
+        "num_workers": stock.get("num_workers", 0),
+    }
 
 
 def _common_config(stock_cfg: DictConfig, tokenizer_dir: Path) -> dict:
@@ -302,8 +310,12 @@ def adapt_model(
         neutral = ("decoder.mode_embed.weight",) if decoders == "conditioned" else ()
     load_adapted_weights(model, _stock_state(stock), destinations, rows, neutral)
     with open_dict(model.cfg):
-        model.cfg.pc.adapted_from = {"family": family, "class": type(stock).__name__, "stock_vocab": stock_vocab,
-                                     "added_pieces": len(extended.added)}  # fmt: skip
+        model.cfg.pc.adapted_from = {
+            "family": family,
+            "class": type(stock).__name__,
+            "stock_vocab": stock_vocab,
+            "added_pieces": len(extended.added),
+        }
     return model.eval()
 
 

@@ -172,8 +172,11 @@ class EncDecAEDPCModel(PCModelMixin, EncDecMultiTaskModel):
             aux.decoder.vocabulary = list(self.ctc_tokenizer.vocab)
         self.ctc_decoder = self.from_config_dict(aux.decoder)
         self.ctc_loss_weight = float(aux.get("ctc_loss_weight", 0.2))
-        self.ctc_loss = CTCLoss(num_classes=self.ctc_tokenizer.vocab_size, zero_infinity=True,
-                                reduction=aux.get("ctc_reduction", "mean_volume"))  # fmt: skip
+        self.ctc_loss = CTCLoss(
+            num_classes=self.ctc_tokenizer.vocab_size,
+            zero_infinity=True,
+            reduction=aux.get("ctc_reduction", "mean_volume"),
+        )
 
     def load_pretrained_decoder(self, source: str) -> None:
         """Whisper's decoder weights over NeMo's initialisation: ids 0-50362 keep their rows, the mode tokens start
@@ -318,8 +321,10 @@ class EncDecAEDPCModel(PCModelMixin, EncDecMultiTaskModel):
                 rows.append((utt, NORMALIZED_ID, batch.tokens_n[utt, : batch.tokens_n_len[utt]].tolist()))
             if has_p:
                 rows.append((utt, PUNCTUATED_ID, batch.tokens_p[utt, : batch.tokens_p_len[utt]].tolist()))
-        sequences = [[self.tokenizer.bos, self.tokenizer.mode_token_id(mode), *tokens, self.tokenizer.eos]
-                     for _, mode, tokens in rows]  # fmt: skip
+        sequences = [
+            [self.tokenizer.bos, self.tokenizer.mode_token_id(mode), *tokens, self.tokenizer.eos]
+            for _, mode, tokens in rows
+        ]
         width = max(len(seq) for seq in sequences) - 1
         padded = torch.full((len(rows), width + 1), self.tokenizer.pad, dtype=torch.long)
         for row, seq in enumerate(sequences):
@@ -364,8 +369,11 @@ class EncDecAEDPCModel(PCModelMixin, EncDecMultiTaskModel):
         for mode in rows.modes.unique().tolist():
             keep = torch.nonzero(rows.modes == mode).squeeze(1)
             mode_mask = rows.loss_mask.index_select(0, keep)
-            terms[mode] = self.loss(log_probs=log_probs.index_select(0, keep),
-                                    labels=rows.labels.index_select(0, keep), output_mask=mode_mask)  # fmt: skip
+            terms[mode] = self.loss(
+                log_probs=log_probs.index_select(0, keep),
+                labels=rows.labels.index_select(0, keep),
+                output_mask=mode_mask,
+            )
             count = int(mode_mask.sum())
             total, tokens = total + terms[mode] * count, tokens + count
         return total / max(tokens, 1), terms
@@ -374,8 +382,10 @@ class EncDecAEDPCModel(PCModelMixin, EncDecMultiTaskModel):
         """The CTC loss of the normalized text (in the ``aux_ctc`` vocabulary) on the encoder; None without a head."""
         if self.ctc_decoder is None:
             return None
-        texts = [self.tokenizer.ids_to_text(batch.tokens_n[i, : batch.tokens_n_len[i]].tolist())
-                 for i in range(batch.audio.shape[0])]  # fmt: skip
+        texts = [
+            self.tokenizer.ids_to_text(batch.tokens_n[i, : batch.tokens_n_len[i]].tolist())
+            for i in range(batch.audio.shape[0])
+        ]
         targets = [self.ctc_tokenizer.text_to_ids(text) for text in texts]
         target_len = torch.tensor([len(t) for t in targets], device=encoded.device)
         padded = torch.zeros(len(targets), max(1, int(target_len.max())), dtype=torch.long, device=encoded.device)

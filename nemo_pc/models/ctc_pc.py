@@ -434,9 +434,12 @@ class EncDecCTCPCBPEModel(PCModelMixin, EncDecCTCModelBPE):
         return results
 
     def _decode_modes(
-        self, outputs: dict[CTCHead, torch.Tensor], lengths: torch.Tensor, mode_heads: dict[int, CTCHead],
+        self,
+        outputs: dict[CTCHead, torch.Tensor],
+        lengths: torch.Tensor,
+        mode_heads: dict[int, CTCHead],
         hypotheses: bool,
-    ) -> dict[str, list]:  # fmt: skip
+    ) -> dict[str, list]:
         """Each mode's transcripts (``{mode name: [...]}``) from the heads' log-probabilities; each head that a mode
         reads is decoded once."""
         decoded = {

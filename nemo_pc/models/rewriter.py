@@ -124,8 +124,13 @@ class SpanRewriterModel(ModelPT):
         outputs: list[tuple[str, float]] = [("", 0.0)] * len(inputs)
         for start in range(0, len(order), batch_size):
             chunk = order[start : start + batch_size]
-            encoded = self.tokenizer([inputs[k] for k in chunk], truncation=True, max_length=self.max_source_length,
-                                     padding=True, return_tensors="pt").to(self.device)  # fmt: skip
+            encoded = self.tokenizer(
+                [inputs[k] for k in chunk],
+                truncation=True,
+                max_length=self.max_source_length,
+                padding=True,
+                return_tensors="pt",
+            ).to(self.device)
             generated = self.bart.generate(
                 input_ids=encoded["input_ids"],
                 attention_mask=encoded["attention_mask"],

@@ -99,8 +99,10 @@ class EncDecRNNTPCBPEModel(PCModelMixin, AuxCTCMixin, EncDecRNNTBPEModel):
         if any(
             OmegaConf.select(cfg, key, default=False) for key in ("joint.fuse_loss_wer", "joint.head.fuse_loss_wer")
         ):
-            raise ValueError("joint.fuse_loss_wer: not supported by P&C RNN-T models (it bypasses the mode-weighted "
-                             "loss); set model.joint.fuse_loss_wer=false")  # fmt: skip
+            raise ValueError(
+                "joint.fuse_loss_wer: not supported by P&C RNN-T models (it bypasses the mode-weighted "
+                "loss); set model.joint.fuse_loss_wer=false"
+            )
         super().__init__(cfg=cfg, trainer=trainer)
         weights = mode_weights(self.decoder, self.joint, self.cfg.pc)
         self.head_modes = list(weights)
@@ -126,8 +128,10 @@ class EncDecRNNTPCBPEModel(PCModelMixin, AuxCTCMixin, EncDecRNNTBPEModel):
         if self.loss_name in (SCAN, TDT_SCAN):
             loss_name = self.loss_name
         if extra and self.loss_name not in ("tdt", TDT_SCAN):
-            raise ValueError(f"joint.num_extra_outputs={extra} (TDT durations) needs loss.loss_name=tdt, tdt_scan "
-                             f"or auto with loss.tdt_kwargs; got {self.loss_name}")  # fmt: skip
+            raise ValueError(
+                f"joint.num_extra_outputs={extra} (TDT durations) needs loss.loss_name=tdt, tdt_scan "
+                f"or auto with loss.tdt_kwargs; got {self.loss_name}"
+            )
         tokens = self.joint.num_classes_with_blank - 1 - extra
         return ModeWeightedRNNTLoss(tokens, weights, loss_name, loss_kwargs if loss_name != SCAN else None)
 

@@ -39,8 +39,10 @@ def mode_weights(decoder: torch.nn.Module, joint: torch.nn.Module, pc: DictConfi
         ValueError: per-mode heads on one of the two modules only, or a ``pc.decoders`` that names another variant.
     """
     if isinstance(decoder, DualRNNTDecoder) != isinstance(joint, DualRNNTJoint):
-        raise ValueError(f"a DualRNNTDecoder needs a DualRNNTJoint and the other way round; got decoder "
-                         f"{type(decoder).__name__} and joint {type(joint).__name__}")  # fmt: skip
+        raise ValueError(
+            f"a DualRNNTDecoder needs a DualRNNTJoint and the other way round; got decoder "
+            f"{type(decoder).__name__} and joint {type(joint).__name__}"
+        )
     if isinstance(decoder, DualRNNTDecoder):
         variant, weights = "dual", {NORMALIZED_ID: 1.0, PUNCTUATED_ID: 1.0}
     elif isinstance(decoder, ModeConditioningMixin):

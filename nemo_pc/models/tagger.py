@@ -86,8 +86,12 @@ class PCTaggerModel(ModelPT):
 
         if pretrained:
             layers = encoder_cfg.get("num_layers")
-            model = BertModel.from_pretrained(pretrained, add_pooling_layer=False, local_files_only=True,
-                                              **({"num_hidden_layers": int(layers)} if layers else {}))  # fmt: skip
+            model = BertModel.from_pretrained(
+                pretrained,
+                add_pooling_layer=False,
+                local_files_only=True,
+                **({"num_hidden_layers": int(layers)} if layers else {}),
+            )
             with open_dict(self._cfg):
                 self._cfg.encoder.config = json.loads(model.config.to_json_string(use_diff=False))
             return model
@@ -161,14 +165,16 @@ class PCTaggerModel(ModelPT):
         if not todo:
             return out
         encoding, firsts = encode_words(self.tokenizer, [chunk[b] for b in todo], max_length)
-        logits = self(input_ids=encoding["input_ids"].to(self.device),
-                      attention_mask=encoding["attention_mask"].to(self.device))  # fmt: skip
+        logits = self(
+            input_ids=encoding["input_ids"].to(self.device), attention_mask=encoding["attention_mask"].to(self.device)
+        )
         predictions = {task: value.argmax(-1).cpu() for task, value in logits.items()}
         for row, b in enumerate(todo):
             for task, predicted in predictions.items():
                 classes = TASK_LABELS[task]
-                out[b][task] = [DEFAULT_LABELS[task] if p is None else classes[int(predicted[row, p])]
-                                for p in firsts[row]]  # fmt: skip
+                out[b][task] = [
+                    DEFAULT_LABELS[task] if p is None else classes[int(predicted[row, p])] for p in firsts[row]
+                ]
         return out
 
 

@@ -102,7 +102,8 @@ def carry_rows(module: torch.nn.Module, old_state: dict[str, torch.Tensor], rows
         if name in token_indexed:
             value = gather_rows(value, rows, is_bias=name.endswith("bias"))
         if value.shape != state[name].shape:
-            raise ValueError(f"{type(module).__name__}.{name}: {tuple(value.shape)} does not fit "
-                             f"{tuple(state[name].shape)}")  # fmt: skip
+            raise ValueError(
+                f"{type(module).__name__}.{name}: {tuple(value.shape)} does not fit {tuple(state[name].shape)}"
+            )
         state[name] = value
     module.load_state_dict(state)

@@ -102,8 +102,9 @@ class ModeDecoderJoint(torch.nn.Module, Exportable):
         for (decoder, joint), kinds in zip(self._pairs, self._state_kinds, strict=True):
             own = list(states[offset : offset + len(kinds)])
             offset += len(kinds)
-            g, state = per_mode(decoder).predict(targets, state=own, add_sos=False, batch_size=targets.shape[0],
-                                                 modes=mode)  # fmt: skip
+            g, state = per_mode(decoder).predict(
+                targets, state=own, add_sos=False, batch_size=targets.shape[0], modes=mode
+            )
             scores.append(joint(encoder_outputs=encoder_outputs, decoder_outputs=g.transpose(1, 2)))
             new_states += list(state)
         output = scores[0]
@@ -113,8 +114,11 @@ class ModeDecoderJoint(torch.nn.Module, Exportable):
 
     def _prepare_for_export(self, **kwargs) -> None:
         if not self._saved:  # NeMo calls this twice; the first call sees the modules as they were before export
-            self._saved = [(module, getattr(module, "_rnnt_export", None), getattr(module, "log_softmax", None))
-                           for module in self.modules() if module is not self]  # fmt: skip
+            self._saved = [
+                (module, getattr(module, "_rnnt_export", None), getattr(module, "log_softmax", None))
+                for module in self.modules()
+                if module is not self
+            ]
         super()._prepare_for_export(**kwargs)
 
     def _export_teardown(self) -> None:

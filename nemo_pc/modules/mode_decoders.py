@@ -103,8 +103,9 @@ class ModeDecoders(nn.Module):
         self.branches = nn.ModuleDict()
         if variant == "style_layers":
             if not 1 <= self.style_layers <= depth:
-                raise ValueError(f"pc.style_layers must be between 1 and the decoder's {depth} blocks, got "
-                                 f"{style_layers}")  # fmt: skip
+                raise ValueError(
+                    f"pc.style_layers must be between 1 and the decoder's {depth} blocks, got {style_layers}"
+                )
             shared_depth = depth - self.style_layers
             for mode in MODES:
                 top = [copy.deepcopy(block) for block in transformer.decoder.layers[shared_depth:]]

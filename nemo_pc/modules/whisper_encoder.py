@@ -58,8 +58,10 @@ class WhisperLogMelPreprocessor(NeuralModule):
     ):
         super().__init__()
         if sample_rate != SAMPLE_RATE or round(window_size * sample_rate) != N_FFT:
-            raise ValueError(f"Whisper features need sample_rate {SAMPLE_RATE} and window_size 0.025, got "
-                             f"{sample_rate} and {window_size}")  # fmt: skip
+            raise ValueError(
+                f"Whisper features need sample_rate {SAMPLE_RATE} and window_size 0.025, got "
+                f"{sample_rate} and {window_size}"
+            )
         if round(window_stride * sample_rate) != HOP:
             raise ValueError(f"Whisper features need window_stride 0.01, got {window_stride}")
         import librosa
@@ -88,8 +90,9 @@ class WhisperLogMelPreprocessor(NeuralModule):
             audio = input_signal.float()
             frames = length // HOP
             audio = audio.masked_fill(_pad_mask(length, audio.shape[1]), 0.0)
-            spec = torch.stft(audio, N_FFT, HOP, window=self.window, center=True, pad_mode="constant",
-                              return_complex=True)  # fmt: skip
+            spec = torch.stft(
+                audio, N_FFT, HOP, window=self.window, center=True, pad_mode="constant", return_complex=True
+            )
             power = spec[..., :-1].abs() ** 2
             log_spec = torch.clamp(self.filters @ power, min=1e-10).log10()
             pad = _pad_mask(frames, log_spec.shape[-1])[:, None, :]
@@ -223,8 +226,13 @@ class WhisperEncoder(NeuralModule):
 
         state, heads = load_encoder_state(source)
         found = encoder_shape(state)
-        expected = {"n_layers": len(self.layers), "d_model": self.d_model, "feat_in": self.conv1.in_channels,
-                    "n_positions": self.n_positions, "ff_dim": self.layers[0].ff1.out_features}  # fmt: skip
+        expected = {
+            "n_layers": len(self.layers),
+            "d_model": self.d_model,
+            "feat_in": self.conv1.in_channels,
+            "n_positions": self.n_positions,
+            "ff_dim": self.layers[0].ff1.out_features,
+        }
         wrong = {key: (value, found[key]) for key, value in expected.items() if found[key] != value}
         if heads and heads != n_heads:
             wrong["n_heads"] = (n_heads, heads)
@@ -233,8 +241,10 @@ class WhisperEncoder(NeuralModule):
             raise WhisperWeightsError(
                 f"pretrained={source}: the encoder config does not match the weights ({details})"
             )
-        state = {("out_proj.ln." + key[len("ln_post.") :] if key.startswith("ln_post.") else key): value
-                 for key, value in state.items()}  # fmt: skip
+        state = {
+            ("out_proj.ln." + key[len("ln_post.") :] if key.startswith("ln_post.") else key): value
+            for key, value in state.items()
+        }
         missing, unexpected = self.load_state_dict(state, strict=False)
         missing = [key for key in missing if not key.startswith("out_proj.proj.")]
         if missing or unexpected:
@@ -261,8 +271,10 @@ class WhisperEncoder(NeuralModule):
         x = F.gelu(self.conv2(x.masked_fill(feature_pad, 0.0)))
         lengths = (length + 1) // 2
         if x.shape[-1] > self.n_positions:
-            raise ValueError(f"input of {x.shape[-1]} frames of 20 ms is longer than the encoder's {self.n_positions} "
-                             "positions (30 s for Whisper); cut long recordings into windows")  # fmt: skip
+            raise ValueError(
+                f"input of {x.shape[-1]} frames of 20 ms is longer than the encoder's {self.n_positions} "
+                "positions (30 s for Whisper); cut long recordings into windows"
+            )
         x = x.transpose(1, 2) + self.positions[: x.shape[-1]].to(x.dtype)
         pad_mask = _pad_mask(lengths, x.shape[1])
         x = x.masked_fill(pad_mask[..., None], 0.0)

@@ -57,8 +57,9 @@ def decoding_cfg_for_mode(decoding_cfg: DictConfig, mode: int, lm_mode: int) -> 
 STRATEGIES = ("greedy", "beam")
 
 
-def fusion_decoding_cfg(decoding_cfg: DictConfig, transducer: bool, strategy: str, lm, alpha: float,
-                        beam_size: int = 8) -> DictConfig:  # fmt: skip
+def fusion_decoding_cfg(
+    decoding_cfg: DictConfig, transducer: bool, strategy: str, lm, alpha: float, beam_size: int = 8
+) -> DictConfig:
     """A copy of a model's NeMo decoding config that fuses the n-gram LM ``lm`` (ARPA or NGPU-LM ``.nemo``) at
     weight ``alpha``: ``greedy`` is ``greedy_batch``; ``beam`` is RNN-T ``malsd_batch`` or CTC ``beam_batch`` of
     ``beam_size``. No ``lm`` or weight 0 gives the same strategy without the LM.

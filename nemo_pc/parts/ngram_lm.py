@@ -359,11 +359,16 @@ class LMBuildReport:
 
     def as_dict(self) -> dict:
         return {
-            "output": str(self.output), "order": self.order, "vocab_size": self.vocab_size,
-            "sentences": self.sentences, "tokens": self.tokens, "ngram_counts": self.ngram_counts,
-            "discounts": [list(d) for d in self.discounts], "fallback_orders": self.fallback_orders,
+            "output": str(self.output),
+            "order": self.order,
+            "vocab_size": self.vocab_size,
+            "sentences": self.sentences,
+            "tokens": self.tokens,
+            "ngram_counts": self.ngram_counts,
+            "discounts": [list(d) for d in self.discounts],
+            "fallback_orders": self.fallback_orders,
             "skipped": self.skipped.as_dict(),
-        }  # fmt: skip
+        }
 
 
 def write_nemo_lm(model: NGramModel, output: Path, vocab_size: int) -> Path:
@@ -449,6 +454,13 @@ def build_token_lm(
         with atomic_open(output) as handle:
             write_arpa(model, handle)
     return LMBuildReport(
-        output, order, vocab_size, totals["sentences"], totals["tokens"], model.counts(), model.discounts,
-        model.fallback_orders, skipped,
-    )  # fmt: skip
+        output,
+        order,
+        vocab_size,
+        totals["sentences"],
+        totals["tokens"],
+        model.counts(),
+        model.discounts,
+        model.fallback_orders,
+        skipped,
+    )

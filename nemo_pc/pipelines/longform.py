@@ -116,8 +116,10 @@ def check_window(model, seconds: float) -> None:
         return
     limit = positions * 2 * float(model.cfg.preprocessor.get("window_stride", 0.01))  # 2x convolution stride
     if seconds > limit + 1e-9:
-        raise ValueError(f"chunk windows of {seconds:g} s (chunk plus context on both sides) are longer than the "
-                         f"encoder's {limit:g} s; lower --chunk-seconds or --context-seconds")  # fmt: skip
+        raise ValueError(
+            f"chunk windows of {seconds:g} s (chunk plus context on both sides) are longer than the "
+            f"encoder's {limit:g} s; lower --chunk-seconds or --context-seconds"
+        )
 
 
 def model_sample_rate(model) -> int:
@@ -131,8 +133,10 @@ class _RNNTChunks:
     def __init__(self, model) -> None:
         strategy = model.cfg.decoding.get("strategy", "greedy_batch")
         if strategy not in GREEDY:
-            raise ValueError(f"decoding.strategy={strategy}: long-form transcription continues greedy decoding "
-                             f"across chunks; use one of {', '.join(GREEDY)}")  # fmt: skip
+            raise ValueError(
+                f"decoding.strategy={strategy}: long-form transcription continues greedy decoding "
+                f"across chunks; use one of {', '.join(GREEDY)}"
+            )
         if 1 not in model.head_modes:
             raise ValueError("this model writes no punctuated text, which the subtitle cues need")
         self.model = model
@@ -192,8 +196,10 @@ class _CTCChunks:
     def __init__(self, model) -> None:
         main = model.heads.main
         if main.mode != PUNCTUATED_ID or main.mixed_format is not None:
-            raise ValueError(f"pc.target={model.cfg.pc.target}: long-form transcription needs a model whose main "
-                             "head writes punctuated text")  # fmt: skip
+            raise ValueError(
+                f"pc.target={model.cfg.pc.target}: long-form transcription needs a model whose main "
+                "head writes punctuated text"
+            )
         self.model = model
         # the heads whose own text gives a mode; a normalized mode read from the main head comes by the text rules
         self.heads = {

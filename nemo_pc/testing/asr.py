@@ -65,10 +65,16 @@ def write_pc_manifest(
     for index, (text, source) in enumerate(utterances):
         wav = write_wav(folder / "wav" / f"utt{index}.wav", tone_audio(index, duration))
         normalized = normalize(text)
-        entries.append({
-            "audio_filepath": str(wav), "duration": duration, "text": text if source != "none" else normalized,
-            "text_normalized": normalized, "pc_source": source, "utt_id": f"utt{index}",
-        })  # fmt: skip
+        entries.append(
+            {
+                "audio_filepath": str(wav),
+                "duration": duration,
+                "text": text if source != "none" else normalized,
+                "text_normalized": normalized,
+                "pc_source": source,
+                "utt_id": f"utt{index}",
+            }
+        )
     return write_manifest(folder / name, entries)
 
 
@@ -156,15 +162,31 @@ def tiny_model_config(
     stateless = [f"{prednet}.normalization_mode=null"] if predictor == "stateless" else []
     manifests = {"train_ds": train_manifest, "validation_ds": validation_manifest}
     overrides = [
-        f"variant={decoders}", f"predictor={predictor}", "backbone=fastconformer", f"model.pc.target={target}",
-        f"model.tokenizer.dir={tokenizer_dir}", *_tiny_encoder(hidden), f"model.model_defaults.pred_hidden={hidden}",
-        f"model.model_defaults.joint_hidden={hidden}", f"{prednet}.prednet.dropout=0.0", *stateless,
-        "model.joint.jointnet.dropout=0.0", "model.spec_augment=null", "model.loss.loss_name=scan",
-        "model.optim.name=adam", f"model.optim.lr={lr}", "model.optim.weight_decay=0.0", "~model.optim.sched",
-        "model.log_prediction=false", f"model.train_ds.pc_fraction={pc_fraction}",
-        *(f"model.{split}.{key}" for split, path in manifests.items()
-          for key in (f"manifest_filepath={path or 'null'}", f"batch_size={batch_size}", "num_workers=0")),
-    ]  # fmt: skip
+        f"variant={decoders}",
+        f"predictor={predictor}",
+        "backbone=fastconformer",
+        f"model.pc.target={target}",
+        f"model.tokenizer.dir={tokenizer_dir}",
+        *_tiny_encoder(hidden),
+        f"model.model_defaults.pred_hidden={hidden}",
+        f"model.model_defaults.joint_hidden={hidden}",
+        f"{prednet}.prednet.dropout=0.0",
+        *stateless,
+        "model.joint.jointnet.dropout=0.0",
+        "model.spec_augment=null",
+        "model.loss.loss_name=scan",
+        "model.optim.name=adam",
+        f"model.optim.lr={lr}",
+        "model.optim.weight_decay=0.0",
+        "~model.optim.sched",
+        "model.log_prediction=false",
+        f"model.train_ds.pc_fraction={pc_fraction}",
+        *(
+            f"model.{split}.{key}"
+            for split, path in manifests.items()
+            for key in (f"manifest_filepath={path or 'null'}", f"batch_size={batch_size}", "num_workers=0")
+        ),
+    ]
     return OmegaConf.to_container(compose_config("rnnt", overrides).model, resolve=True)
 
 
@@ -172,34 +194,55 @@ def _tiny_encoder(hidden: int) -> list[str]:
     """Overrides of the packaged FastConformer backbone: 2 layers of width ``hidden`` over 40 log-mel features at
     4x striding subsampling, layer norm in the convolution module, no dropout or dither."""
     return [
-        "model.preprocessor.features=40", "model.preprocessor.dither=0.0", "model.encoder.n_layers=2",
-        f"model.encoder.d_model={hidden}", "model.encoder.subsampling=striding", "model.encoder.subsampling_factor=4",
-        f"model.encoder.subsampling_conv_channels={hidden}", "model.encoder.ff_expansion_factor=2",
-        "model.encoder.n_heads=2", "model.encoder.conv_norm_type=layer_norm", "model.encoder.dropout=0.0",
-        "model.encoder.dropout_pre_encoder=0.0", "model.encoder.dropout_att=0.0",
-    ]  # fmt: skip
+        "model.preprocessor.features=40",
+        "model.preprocessor.dither=0.0",
+        "model.encoder.n_layers=2",
+        f"model.encoder.d_model={hidden}",
+        "model.encoder.subsampling=striding",
+        "model.encoder.subsampling_factor=4",
+        f"model.encoder.subsampling_conv_channels={hidden}",
+        "model.encoder.ff_expansion_factor=2",
+        "model.encoder.n_heads=2",
+        "model.encoder.conv_norm_type=layer_norm",
+        "model.encoder.dropout=0.0",
+        "model.encoder.dropout_pre_encoder=0.0",
+        "model.encoder.dropout_att=0.0",
+    ]
 
 
 TINY_ENCODER_OVERRIDES = [
-    "model.encoder.d_model=32", "model.encoder.n_heads=2", "model.encoder.n_layers=2",
-    "model.encoder.subsampling_conv_channels=32", "model.encoder.ff_expansion_factor=2",
-]  # fmt: skip
+    "model.encoder.d_model=32",
+    "model.encoder.n_heads=2",
+    "model.encoder.n_layers=2",
+    "model.encoder.subsampling_conv_channels=32",
+    "model.encoder.ff_expansion_factor=2",
+]
 SCRIPT_VARIANTS = {
     "speech_to_text_rnnt_pc.py": ["variant=conditioned", "model.model_defaults.pred_hidden=32"],
     "speech_to_text_ctc_pc.py": ["variant=inter"],
 }
 
 
-def script_overrides(script: str, manifest: str | Path, tokenizer: str | Path, exp_dir: str | Path, name: str,
-                     *extra: str) -> list[str]:  # fmt: skip
+def script_overrides(
+    script: str, manifest: str | Path, tokenizer: str | Path, exp_dir: str | Path, name: str, *extra: str
+) -> list[str]:
     """Hydra overrides that train a tiny model with one of the example training scripts for 2 steps on CPU, with
     ``exp_manager`` writing to ``exp_dir/name``; ``extra`` overrides come last."""
     return [
-        *SCRIPT_VARIANTS[script], *TINY_ENCODER_OVERRIDES, f"model.tokenizer.dir={tokenizer}",
-        f"model.train_ds.manifest_filepath={manifest}", f"model.validation_ds.manifest_filepath={manifest}",
-        "trainer.max_steps=2", "trainer.max_epochs=-1", "trainer.val_check_interval=1.0", "trainer.accelerator=cpu",
-        "trainer.enable_progress_bar=false", f"exp_manager.exp_dir={exp_dir}", f"name={name}", *extra,
-    ]  # fmt: skip
+        *SCRIPT_VARIANTS[script],
+        *TINY_ENCODER_OVERRIDES,
+        f"model.tokenizer.dir={tokenizer}",
+        f"model.train_ds.manifest_filepath={manifest}",
+        f"model.validation_ds.manifest_filepath={manifest}",
+        "trainer.max_steps=2",
+        "trainer.max_epochs=-1",
+        "trainer.val_check_interval=1.0",
+        "trainer.accelerator=cpu",
+        "trainer.enable_progress_bar=false",
+        f"exp_manager.exp_dir={exp_dir}",
+        f"name={name}",
+        *extra,
+    ]
 
 
 STREAMING_VARIANT = ["encoder=streaming", "variant=conditioned", "predictor=stateless"]
@@ -217,10 +260,19 @@ def tiny_streaming_config(tokenizer_dir: str | Path, manifest: str | Path, *extr
 
     variant = [f"encoder={encoder}", *STREAMING_VARIANT[1:]]
     overrides = [
-        *variant, *TINY_ENCODER_OVERRIDES, "model.model_defaults.pred_hidden=32",
-        "model.model_defaults.joint_hidden=32", f"model.tokenizer.dir={tokenizer_dir}",
-        f"model.train_ds.manifest_filepath={manifest}", f"model.validation_ds.manifest_filepath={manifest}",
-        "model.train_ds.num_workers=0", "model.validation_ds.num_workers=0", "model.loss.loss_name=scan",
-        "model.spec_augment=null", "~model.optim.sched", "model.log_prediction=false", *extra,
-    ]  # fmt: skip
+        *variant,
+        *TINY_ENCODER_OVERRIDES,
+        "model.model_defaults.pred_hidden=32",
+        "model.model_defaults.joint_hidden=32",
+        f"model.tokenizer.dir={tokenizer_dir}",
+        f"model.train_ds.manifest_filepath={manifest}",
+        f"model.validation_ds.manifest_filepath={manifest}",
+        "model.train_ds.num_workers=0",
+        "model.validation_ds.num_workers=0",
+        "model.loss.loss_name=scan",
+        "model.spec_augment=null",
+        "~model.optim.sched",
+        "model.log_prediction=false",
+        *extra,
+    ]
     return compose_config("rnnt", overrides).model

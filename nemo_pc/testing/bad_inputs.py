@@ -67,8 +67,9 @@ def _tiny_tokenizer(folder: Path) -> Path:
     folder.mkdir(parents=True)
     text = folder / "text.txt"
     text.write_text("Hello there, how are you?\nHi there. Hello again, and goodbye.\n" * 20)
-    spm.SentencePieceTrainer.train(input=str(text), model_prefix=str(folder / "tokenizer"), vocab_size=24,
-                                   model_type="bpe", minloglevel=2)  # fmt: skip
+    spm.SentencePieceTrainer.train(
+        input=str(text), model_prefix=str(folder / "tokenizer"), vocab_size=24, model_type="bpe", minloglevel=2
+    )
     return folder
 
 
@@ -84,7 +85,7 @@ def probes(f: dict[str, Path], root: Path) -> list[tuple[str, list[str]]]:
         (
             "evaluate: --pred-field typo --on-bad skip",
             ["evaluate", str(f["good"]), "--pred-field", "typo", "--on-bad", "skip"],
-        ),  # fmt: skip
+        ),
         ("evaluate: --marks ''", ["evaluate", str(f["good"]), "--marks", ""]),
         ("evaluate: --marks .,a", ["evaluate", str(f["good"]), "--marks", ".,a"]),
         ("evaluate: --segment-marks '. '", ["evaluate", str(f["good"]), "--segment-marks", ". "]),
@@ -109,12 +110,12 @@ def probes(f: dict[str, Path], root: Path) -> list[tuple[str, list[str]]]:
         (
             "build-tokenizer: missing manifest",
             ["build-tokenizer", str(root / "missing.json"), "--output-dir", str(root / "t")],
-        ),  # fmt: skip
+        ),
         ("build-tokenizer: bad JSON line", ["build-tokenizer", str(f["bad_json"]), "--output-dir", str(root / "t")]),
         (
             "build-tokenizer: --marks .,x",
             ["build-tokenizer", str(f["good"]), "--output-dir", str(root / "t"), "--marks", ".,x"],
-        ),  # fmt: skip
+        ),
         ("export-shar: missing manifest", ["export-shar", str(root / "missing.json"), str(root / "shar")]),
         ("export-shar: line without audio_filepath", ["export-shar", str(f["good"]), str(root / "shar")]),
         ("export-shar: --shard-size 0", ["export-shar", str(f["good"]), str(root / "shar"), "--shard-size", "0"]),

@@ -30,10 +30,16 @@ PARAGRAPH = (
 def make_book(book_id: int = 30001, chapters: int = 2, title: str = "The House on the Hill") -> Book:
     """A book whose every chapter is :data:`PARAGRAPH` with the chapter number spelled in its first sentence."""
     numbers = ("first", "second", "third", "fourth", "fifth", "sixth")
-    return Book(book_id, title, [
-        Chapter(f"Chapter {numbers[k].title()}", PARAGRAPH.replace("In the beginning", f"In the {numbers[k]} year"))
-        for k in range(chapters)
-    ])  # fmt: skip
+    return Book(
+        book_id,
+        title,
+        [
+            Chapter(
+                f"Chapter {numbers[k].title()}", PARAGRAPH.replace("In the beginning", f"In the {numbers[k]} year")
+            )
+            for k in range(chapters)
+        ],
+    )
 
 
 def write_chapter(
@@ -95,8 +101,16 @@ def write_readings(
         for title, text in utterances:
             chapter = 10000 + len(chapters)
             chapters.append(ChapterInfo(chapter, 100, 0.1, split, 30001, 30001, "Chapter 1", title))
-            lines.append({"utt_id": f"100-{chapter}-0000", "speaker": "100", "chapter": str(chapter), "split": split,
-                          "text": text, "text_normalized": normalize(text)})  # fmt: skip
+            lines.append(
+                {
+                    "utt_id": f"100-{chapter}-0000",
+                    "speaker": "100",
+                    "chapter": str(chapter),
+                    "split": split,
+                    "text": text,
+                    "text_normalized": normalize(text),
+                }
+            )
         paths[split] = write_manifest(Path(manifests) / f"{split}.json", lines)
     write_chapters_txt(Path(corpus) / "CHAPTERS.TXT", chapters)
     return paths

@@ -22,8 +22,14 @@ def train_stock_tokenizer(texts: list[str], folder: str | Path, vocab_size: int 
     folder.mkdir(parents=True, exist_ok=True)
     corpus = folder / "text.txt"
     corpus.write_text("\n".join(texts * 4) + "\n", encoding="utf-8")
-    create_spt_model(str(corpus), vocab_size, sample_size=-1, do_lower_case=True, tokenizer_type="bpe",
-                     output_dir=str(folder / "tokenizer"))  # fmt: skip
+    create_spt_model(
+        str(corpus),
+        vocab_size,
+        sample_size=-1,
+        do_lower_case=True,
+        tokenizer_type="bpe",
+        output_dir=str(folder / "tokenizer"),
+    )
     return folder / "tokenizer"
 
 
@@ -31,8 +37,12 @@ def _without_pc(config: dict) -> dict:
     config = copy.deepcopy(config)
     config.pop("pc", None)
     config.pop("train_ds", None)
-    config["validation_ds"] = {"manifest_filepath": None, "sample_rate": asr.SAMPLE_RATE, "batch_size": 2,
-                               "shuffle": False}  # fmt: skip
+    config["validation_ds"] = {
+        "manifest_filepath": None,
+        "sample_rate": asr.SAMPLE_RATE,
+        "batch_size": 2,
+        "shuffle": False,
+    }
     return config
 
 
@@ -43,11 +53,14 @@ def stock_config(family: str, tokenizer_dir: str | Path, predictor: str = "lstm"
     config = _without_pc(asr.tiny_model_config(tokenizer_dir, decoders="single", predictor=predictor, hidden=32))
     config["loss"] = {"loss_name": "default"}
     if family == "tdt":
-        config["loss"] = {"loss_name": "tdt", "tdt_kwargs": {"durations": TDT_DURATIONS, "sigma": 0.05,
-                                                             "omega": 0.1}}  # fmt: skip
+        config["loss"] = {"loss_name": "tdt", "tdt_kwargs": {"durations": TDT_DURATIONS, "sigma": 0.05, "omega": 0.1}}
         config["joint"]["num_extra_outputs"] = len(TDT_DURATIONS)
-        config["decoding"] = {"strategy": "greedy_batch", "model_type": "tdt", "durations": TDT_DURATIONS,
-                              "greedy": {"max_symbols": 10}}  # fmt: skip
+        config["decoding"] = {
+            "strategy": "greedy_batch",
+            "model_type": "tdt",
+            "durations": TDT_DURATIONS,
+            "greedy": {"max_symbols": 10},
+        }
     elif family == "hybrid":
         config["aux_ctc"] = {
             "ctc_loss_weight": 0.3,
@@ -57,7 +70,7 @@ def stock_config(family: str, tokenizer_dir: str | Path, predictor: str = "lstm"
                 "feat_in": 32,
                 "num_classes": -1,
                 "vocabulary": [],
-            },  # fmt: skip
+            },
             "decoding": {"strategy": "greedy"},
         }
     elif family != "rnnt":
@@ -70,8 +83,12 @@ def stock_model(family: str, tokenizer_dir: str | Path, predictor: str = "lstm",
     from nemo.collections.asr.models import EncDecCTCModelBPE, EncDecHybridRNNTCTCBPEModel, EncDecRNNTBPEModel
     from omegaconf import OmegaConf
 
-    classes = {"rnnt": EncDecRNNTBPEModel, "tdt": EncDecRNNTBPEModel, "hybrid": EncDecHybridRNNTCTCBPEModel,
-               "ctc": EncDecCTCModelBPE}  # fmt: skip
+    classes = {
+        "rnnt": EncDecRNNTBPEModel,
+        "tdt": EncDecRNNTBPEModel,
+        "hybrid": EncDecHybridRNNTCTCBPEModel,
+        "ctc": EncDecCTCModelBPE,
+    }
     cfg = config if config is not None else OmegaConf.create(stock_config(family, tokenizer_dir, predictor))
     return classes[family](cfg=cfg, trainer=trainer).eval()
 
@@ -98,8 +115,13 @@ def train_stock_model(family: str, tokenizer_dir: str | Path, manifest: str | Pa
     from nemo_pc.testing.training import tiny_trainer
 
     config = stock_config(family, tokenizer_dir)
-    config["train_ds"] = {"manifest_filepath": str(manifest), "sample_rate": asr.SAMPLE_RATE, "batch_size": 4,
-                          "shuffle": True, "num_workers": 0}  # fmt: skip
+    config["train_ds"] = {
+        "manifest_filepath": str(manifest),
+        "sample_rate": asr.SAMPLE_RATE,
+        "batch_size": 4,
+        "shuffle": True,
+        "num_workers": 0,
+    }
     config["optim"]["lr"] = lr
     trainer = tiny_trainer(steps)
     model = stock_model(family, tokenizer_dir, config=OmegaConf.create(config), trainer=trainer)

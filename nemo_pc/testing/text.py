@@ -72,7 +72,7 @@ def tiny_tagger_config(vocab_file: str | Path, train_manifest: str | Path | None
                 "max_position_embeddings": 128,
                 "vocab_size": 16,
             },
-        },  # fmt: skip
+        },
         "tokenizer": {"vocab_file": str(vocab_file), "do_lower_case": True},
         "optim": {"name": "adamw", "lr": 3e-3, "weight_decay": 0.0},
     }
@@ -96,7 +96,7 @@ def tiny_rewriter_config(tokenizer_file: str | Path, train_manifest: str | Path 
             "decoder_ffn_dim": 128,
             "max_position_embeddings": 128,
             "dropout": 0.0,
-        },  # fmt: skip
+        },
         "max_source_length": 64,
         "max_target_length": 32,
         "optim": {"name": "adamw", "lr": 3e-3, "weight_decay": 0.0},
@@ -128,8 +128,11 @@ def train_tiny_formatter(folder: str | Path, pairs=WRITTEN_SPOKEN, steps: int = 
     labeled = [derive_labels(written, spoken) for written, spoken in pairs]
     vocab = write_wordpiece_vocab(folder / "vocab.txt", [spoken for _, spoken in pairs])
     tagger_data = write_jsonl(folder / "tagger.json", [item.to_dict() for item in labeled])
-    span_pairs = [{"input": span_input(item.words, start, end, context), "target": text}
-                  for item in labeled for start, end, text in item.spans]  # fmt: skip
+    span_pairs = [
+        {"input": span_input(item.words, start, end, context), "target": text}
+        for item in labeled
+        for start, end, text in item.spans
+    ]
     rewriter_data = write_jsonl(folder / "rewriter.json", span_pairs)
     texts = [p["input"] for p in span_pairs] + [p["target"] for p in span_pairs]
     tokenizer = train_rewriter_tokenizer(texts, folder / "tokenizer.json", vocab_size=300)

@@ -25,10 +25,20 @@ def tiny_trainer(
     """A trainer for ``steps`` steps: no logger, checkpoints, progress bar or validation; gradients clipped at
     ``gradient_clip_val``; NeMo's training WER logged once, on the last step."""
     return pl.Trainer(
-        max_steps=steps, gradient_clip_val=gradient_clip_val, accelerator=accelerator, devices=1, precision=precision,
-        logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-        num_sanity_val_steps=0, limit_val_batches=0, log_every_n_steps=steps, callbacks=list(callbacks),
-    )  # fmt: skip
+        max_steps=steps,
+        gradient_clip_val=gradient_clip_val,
+        accelerator=accelerator,
+        devices=1,
+        precision=precision,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+        limit_val_batches=0,
+        log_every_n_steps=steps,
+        callbacks=list(callbacks),
+    )
 
 
 def fit_steps(model, steps: int, **trainer_options) -> list[float]:

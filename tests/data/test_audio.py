@@ -129,8 +129,9 @@ def test_stereo_is_transcribed_as_the_average_of_its_channels(model, tmp_path):
     left, right = tone_audio(2), tone_audio(3)
     _write(tmp_path / "stereo.wav", np.stack([left, right], axis=1), subtype="FLOAT")
     _write(tmp_path / "mono.wav", (left + right) / 2, subtype="FLOAT")
-    outputs = transcribe_both(model, _manifest(tmp_path, [tmp_path / "stereo.wav", tmp_path / "mono.wav"]),
-                              progress=False)  # fmt: skip
+    outputs = transcribe_both(
+        model, _manifest(tmp_path, [tmp_path / "stereo.wav", tmp_path / "mono.wav"]), progress=False
+    )
     assert outputs["punctuated"][0] == outputs["punctuated"][1]
     assert outputs["normalized"][0] == outputs["normalized"][1]
 

@@ -23,8 +23,7 @@ def text_corpus(tmp_path_factory):
 
 
 def test_text_only_corpus_is_restored_exactly(text_corpus, tmp_path):
-    paths = prepare_librispeech_pc(text_corpus, None, tmp_path, durations=text_corpus / "SYNTH.jsonl",
-                                   options=OPTIONS)  # fmt: skip
+    paths = prepare_librispeech_pc(text_corpus, None, tmp_path, durations=text_corpus / "SYNTH.jsonl", options=OPTIONS)
     reference = {line["utt_id"]: line for line in read_manifest(text_corpus / "SYNTH.jsonl")}
     kept = [entry for path in paths.values() for entry in read_manifest(path)]
     drops = read_manifest(tmp_path / "drops.jsonl")
@@ -42,11 +41,13 @@ def test_the_seen_test_split_gets_a_manifest_and_its_own_drop_accounting(tmp_pat
     from nemo_pc.data.recipes.synth import SEEN_TEST_SPLIT
 
     book = Book(30001, "A Long Book", [Chapter(f"Chapter {k + 1}", " ".join([PARAGRAPH] * 4)) for k in range(6)])
-    config = SynthConfig(hours=0.02, audio=False, tn="none", deviation_rate=0.1, seed=6, min_words=6,
-                         seen_test_share=0.5)  # fmt: skip
+    config = SynthConfig(
+        hours=0.02, audio=False, tn="none", deviation_rate=0.1, seed=6, min_words=6, seen_test_share=0.5
+    )
     synthesize_corpus(tmp_path / "corpus", [book], config)
-    paths = prepare_librispeech_pc(tmp_path / "corpus", None, tmp_path / "out",
-                                   durations=tmp_path / "corpus" / "SYNTH.jsonl", options=OPTIONS)  # fmt: skip
+    paths = prepare_librispeech_pc(
+        tmp_path / "corpus", None, tmp_path / "out", durations=tmp_path / "corpus" / "SYNTH.jsonl", options=OPTIONS
+    )
     assert set(paths) == {"train", "dev", "test", SEEN_TEST_SPLIT}
     synth = read_manifest(tmp_path / "corpus" / "SYNTH.jsonl")
     reference = [line for line in synth if line["split"] == SEEN_TEST_SPLIT]
@@ -54,8 +55,9 @@ def test_the_seen_test_split_gets_a_manifest_and_its_own_drop_accounting(tmp_pat
     drops = [drop for drop in read_manifest(tmp_path / "out" / "drops.jsonl") if drop["split"] == SEEN_TEST_SPLIT]
     assert drops and len(kept) + len(drops) == len(reference)
     assert all(entry["split"] == SEEN_TEST_SPLIT and entry["pc_source"] == "book" for entry in kept)
-    row = next(row for row in json.loads((tmp_path / "out" / "retention.json").read_text())
-               if row["split"] == SEEN_TEST_SPLIT)  # fmt: skip
+    row = next(
+        row for row in json.loads((tmp_path / "out" / "retention.json").read_text()) if row["split"] == SEEN_TEST_SPLIT
+    )
     assert sum(row["dropped"].values()) == len(drops) and 0 < row["pc_hours"] < row["hours"]
     table = (tmp_path / "out" / "retention.txt").read_text().splitlines()
     assert any(line.startswith(SEEN_TEST_SPLIT) for line in table)
@@ -87,8 +89,13 @@ def test_every_drop_reason_is_reported(tmp_path):
     paths = prepare_librispeech_pc(tmp_path / "corpus", None, tmp_path / "out", durations=durations, options=OPTIONS)
     kept = {entry["utt_id"]: entry for entry in read_manifest(paths["test"])}
     reasons = {drop["utt_id"]: drop["reason"] for drop in read_manifest(tmp_path / "out" / "drops.jsonl")}
-    assert reasons == {ids[4]: "short", ids[6]: "deviation", ids[7]: "all_upper", ids[8]: "unicode_mismatch",
-                       ids[9]: "not_in_book"}  # fmt: skip
+    assert reasons == {
+        ids[4]: "short",
+        ids[6]: "deviation",
+        ids[7]: "all_upper",
+        ids[8]: "unicode_mismatch",
+        ids[9]: "not_in_book",
+    }
     assert kept[ids[2]]["text"] == '"Why should we?" asked the miller\'s wife;'
     assert kept[ids[3]]["text"] == "the well-known answer was always the same: fear."
     table = (tmp_path / "out" / "retention.txt").read_text()
@@ -121,8 +128,9 @@ def test_formatter_fallback_keeps_unrestored_lines_without_pc(tmp_path):
 def test_preprocessing_variants(tmp_path, marks, separate, mark_map, expected):
     ids = write_chapter(tmp_path / "corpus", PARAGRAPH, ["why should we asked the miller's wife"])
     options = RestoreOptions(tn="none", marks=marks, separate_marks=separate, mark_map=mark_map)
-    paths = prepare_librispeech_pc(tmp_path / "corpus", None, tmp_path / "out", durations={ids[0]: 2.0},
-                                   options=options)  # fmt: skip
+    paths = prepare_librispeech_pc(
+        tmp_path / "corpus", None, tmp_path / "out", durations={ids[0]: 2.0}, options=options
+    )
     assert read_manifest(paths["test"])[0]["text"] == expected
 
 
@@ -146,8 +154,9 @@ def test_ascii_book_layout_is_accepted(tmp_path):
     ascii_dir = tmp_path / "corpus" / "books" / "ascii" / "901"
     ascii_dir.mkdir(parents=True)
     shutil.move(utf8, ascii_dir / "901.txt")
-    paths = prepare_librispeech_pc(tmp_path / "corpus", None, tmp_path / "out", durations={ids[0]: 2.0},
-                                   options=OPTIONS)  # fmt: skip
+    paths = prepare_librispeech_pc(
+        tmp_path / "corpus", None, tmp_path / "out", durations={ids[0]: 2.0}, options=OPTIONS
+    )
     assert read_manifest(paths["test"])[0]["text"] == "But Julie was braver than the rest."
 
 
@@ -201,8 +210,11 @@ def _flac(path, seconds=2.0):
 
 def test_broken_audio_is_dropped_with_its_reason(tmp_path):
     root = tmp_path / "corpus"
-    ids = write_chapter(root, PARAGRAPH, ["in the beginning the old house", "stood alone upon the hill",
-                                          "and nobody in the village would go near it"])  # fmt: skip
+    ids = write_chapter(
+        root,
+        PARAGRAPH,
+        ["in the beginning the old house", "stood alone upon the hill", "and nobody in the village would go near it"],
+    )
     folder = root / "test" / "7" / "70"
     for utt_id in ids:
         _flac(folder / f"{utt_id}.flac")
@@ -227,8 +239,13 @@ def test_a_transcript_listed_twice_is_an_error_and_paths_are_absolute(tmp_path, 
     trans = root / "test" / "7" / "70" / "7-70.trans.txt"
     trans.write_text(trans.read_text() + trans.read_text().splitlines()[0] + "\n")
     with pytest.raises(CorpusError, match=r"7-70\.trans\.txt:3: utterance 7-70-0000 is listed twice"):
-        prepare_librispeech_pc("corpus", None, "out", durations=dict.fromkeys(ids, 2.0), options=RestoreOptions(
-            tn="none", fallback="formatter"))  # fmt: skip
+        prepare_librispeech_pc(
+            "corpus",
+            None,
+            "out",
+            durations=dict.fromkeys(ids, 2.0),
+            options=RestoreOptions(tn="none", fallback="formatter"),
+        )
 
 
 def test_a_utf8_book_with_a_stray_byte_stays_utf8(tmp_path, capsys):
@@ -259,9 +276,17 @@ def _chapter_results(folder, chapters: int, per_chapter: int = 20) -> list:
             utt_id = f"{c}-{c}-{u:04d}"
             reason = (None, None, "deviation", None, "short")[u % 5]
             detail = {"detail": "cut short"} if u % 7 == 6 else {}
-            entry = {"audio_filepath": f"/corpus/{utt_id}.flac", "duration": 1.5 + u % 9, "text": f"Word {u}, ok.",
-                     "text_normalized": f"word {u} ok", "pc_source": "book", "utt_id": utt_id, "speaker": str(c),
-                     "chapter": str(c), "split": split}  # fmt: skip
+            entry = {
+                "audio_filepath": f"/corpus/{utt_id}.flac",
+                "duration": 1.5 + u % 9,
+                "text": f"Word {u}, ok.",
+                "text_normalized": f"word {u} ok",
+                "pc_source": "book",
+                "utt_id": utt_id,
+                "speaker": str(c),
+                "chapter": str(c),
+                "split": split,
+            }
             records.append({"entry": entry, "reason": reason, "edits": u % 3, **detail})
         result = write_manifest(Path(folder) / split / f"{c}.jsonl", records)
         tasks.append(ChapterTask(split, Path(f"/corpus/{c}.trans.txt"), None, Path("book.txt"), result))
@@ -278,10 +303,19 @@ def _merged_in_memory(tasks, options) -> dict:
                 manifests.setdefault(task.split, []).append(entry)
                 continue
             kept = options.fallback == "formatter"
-            drops.append({"utt_id": entry["utt_id"], "split": task.split, "reason": reason, "edits": record["edits"],
-                          "kept_as_pc_source_none": kept, "text_normalized": entry["text_normalized"],
-                          "restored": entry["text"], "trans": str(task.trans),
-                          **({"detail": record["detail"]} if "detail" in record else {})})  # fmt: skip
+            drops.append(
+                {
+                    "utt_id": entry["utt_id"],
+                    "split": task.split,
+                    "reason": reason,
+                    "edits": record["edits"],
+                    "kept_as_pc_source_none": kept,
+                    "text_normalized": entry["text_normalized"],
+                    "restored": entry["text"],
+                    "trans": str(task.trans),
+                    **({"detail": record["detail"]} if "detail" in record else {}),
+                }
+            )
             if kept:
                 manifests.setdefault(task.split, []).append(
                     {**entry, "text": entry["text_normalized"], "pc_source": "none"}
@@ -338,8 +372,10 @@ def test_durations_cost_a_few_bytes_an_utterance_until_restored():
     from nemo_pc.data.recipes.librispeech_pc import ChapterTask, _attach_durations
 
     chapters, per_chapter = 200, 100
-    tasks = [ChapterTask("train", Path(f"/c/{c}/{c}/{c}-{c}.trans.txt"), None, Path("book.txt"), Path("r.jsonl"))
-             for c in range(chapters)]  # fmt: skip
+    tasks = [
+        ChapterTask("train", Path(f"/c/{c}/{c}/{c}-{c}.trans.txt"), None, Path("book.txt"), Path("r.jsonl"))
+        for c in range(chapters)
+    ]
     pairs = ((f"{c}-{c}-{u:04d}", 10.0 + u / 1000) for c in range(chapters) for u in range(per_chapter))
     tracemalloc.start()
     _attach_durations(tasks, pairs)

@@ -100,8 +100,14 @@ def test_a_document_a_held_out_utterance_reads_is_left_out_whole_and_counted(tmp
     out = tmp_path / "lm" / "text.json"
     report = write_lm_text(sources, out, [manifests["test"]], progress=False, corpus=tmp_path / "corpus")
     texts = [row["text"] for row in read_manifest(out)]
-    assert texts == ["A river runs past the mill.", "The river is cold.", "Stones lie still in the field.",
-                     "Nobody moves them.", "Clouds drift over the hills.", "Rain follows them."]  # fmt: skip
+    assert texts == [
+        "A river runs past the mill.",
+        "The river is cold.",
+        "Stones lie still in the field.",
+        "Nobody moves them.",
+        "Clouds drift over the hills.",
+        "Rain follows them.",
+    ]
     overlap = "shares 6 words with a held-out utterance"
     assert report.dropped.counts == {IN_DOCUMENT: 3, overlap: 1} and report.dropped.total == 3 + 1
     assert report.dropped.examples[IN_DOCUMENT] == "psalm, Chapter 1, paragraph 1"
@@ -145,9 +151,11 @@ def test_a_bad_chapters_file_or_chapter_id_names_the_file_and_line(tmp_path):
     with pytest.raises(CorpusError, match=r"CHAPTERS.TXT:5: bad number"):
         write_lm_text(sources, out, [manifests["test"]], progress=False, corpus=tmp_path / "corpus")
     write_corpus(tmp_path, readings)
-    for line, message in (({"chapter": "10007"}, "chapter 10007 is not listed in"),
-                          ({"chapter": "ten"}, "field 'chapter' must be a chapter id, got 'ten'"),
-                          ({}, "missing field 'chapter'")):  # fmt: skip
+    for line, message in (
+        ({"chapter": "10007"}, "chapter 10007 is not listed in"),
+        ({"chapter": "ten"}, "field 'chapter' must be a chapter id, got 'ten'"),
+        ({}, "missing field 'chapter'"),
+    ):
         manifests["test"].write_text(json.dumps({"text": "x", "text_normalized": "x", **line}) + "\n")
         with pytest.raises(ManifestError, match=f"test.json:1: {message}"):
             write_lm_text(sources, out, [manifests["test"]], progress=False, corpus=tmp_path / "corpus")
@@ -157,8 +165,16 @@ def test_a_bad_chapters_file_or_chapter_id_names_the_file_and_line(tmp_path):
 def test_lm_text_command_with_a_corpus(tmp_path, capsys):
     sources, manifests = write_corpus(tmp_path, {"test": [("psalm", "The second song answers it from the hills.")]})
     out = tmp_path / "text.json"
-    argv = ["lm-text", str(out), "--exclude", str(manifests["test"]), "--corpus", str(tmp_path / "corpus"),
-            "--no-progress", *(f"--source={spec}" for spec in sources)]  # fmt: skip
+    argv = [
+        "lm-text",
+        str(out),
+        "--exclude",
+        str(manifests["test"]),
+        "--corpus",
+        str(tmp_path / "corpus"),
+        "--no-progress",
+        *(f"--source={spec}" for spec in sources),
+    ]
     assert main(argv) == 0
     err = capsys.readouterr().err
     assert "6 sentences, " in err

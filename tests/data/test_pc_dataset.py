@@ -159,8 +159,16 @@ def test_dataloader_with_bucketing_window_batches_similar_durations(corpus, toke
 def test_nemo_augmentor_speed_perturbation_changes_the_audio_length(corpus, tokenizer):
     _, manifest, _ = corpus
     plain = pc_dataloader_from_config({"manifest_filepath": str(manifest), "batch_size": 1}, tokenizer)
-    augmentor = {"speed": {"prob": 1.0, "sr": 16000, "resample_type": "scipy", "min_speed_rate": 0.8,
-                           "max_speed_rate": 0.85, "num_rates": -1}}  # fmt: skip
+    augmentor = {
+        "speed": {
+            "prob": 1.0,
+            "sr": 16000,
+            "resample_type": "scipy",
+            "min_speed_rate": 0.8,
+            "max_speed_rate": 0.85,
+            "num_rates": -1,
+        }
+    }
     faster = pc_dataloader_from_config(
         {"manifest_filepath": str(manifest), "batch_size": 1, "augmentor": augmentor}, tokenizer
     )
@@ -185,8 +193,14 @@ def test_a_segment_reads_only_its_duration(corpus, tokenizer, tmp_path):
 )
 def test_loader_workers_persist_across_epochs_when_asked(corpus, tokenizer, workers, persistent, window):
     _, manifest, _ = corpus
-    config = {"manifest_filepath": str(manifest), "batch_size": 2, "shuffle": True, "num_workers": workers,
-              "persistent_workers": persistent, "bucketing_window": window}  # fmt: skip
+    config = {
+        "manifest_filepath": str(manifest),
+        "batch_size": 2,
+        "shuffle": True,
+        "num_workers": workers,
+        "persistent_workers": persistent,
+        "bucketing_window": window,
+    }
     loader = pc_dataloader_from_config(config, tokenizer)
     assert loader.persistent_workers is (persistent and workers > 0)
     assert loader.num_workers == workers

@@ -60,8 +60,13 @@ TARGETS = {"batch_size": 4, "shuffle": False, "pc_fraction": 0.5, "pc_seed": 4, 
 @pytest.mark.parametrize("source", ["manifest", "shar", "tarred"])
 @pytest.mark.parametrize("mixed_format", [None, "m2"])
 def test_lhotse_batch_equals_the_map_style_batch(corpus, tokenizer, source, mixed_format):
-    expected = next(iter(pc_dataloader_from_config({**TARGETS, "manifest_filepath": str(corpus["manifest"])},
-                                                   tokenizer, mixed_format)))  # fmt: skip
+    expected = next(
+        iter(
+            pc_dataloader_from_config(
+                {**TARGETS, "manifest_filepath": str(corpus["manifest"])}, tokenizer, mixed_format
+            )
+        )
+    )
     assert expected.p_mask.tolist() == [True, True, False, False]
     config = {**TARGETS, **_sources(corpus)[source], "use_lhotse": True, "force_finite": True}
     batch = next(iter(pc_dataloader_from_config(config, tokenizer, mixed_format)))
@@ -159,12 +164,29 @@ def test_nemo_duration_bucketing_gives_batches_of_one_bucket_within_the_batch_du
     for index, duration in enumerate(durations):
         text, source = UTTERANCES[index % len(UTTERANCES)]
         wav = write_wav(tmp_path / f"b{index}.wav", tone_audio(index, duration))
-        entries.append({"audio_filepath": str(wav), "duration": duration, "text": text,
-                        "text_normalized": normalize(text), "pc_source": source, "utt_id": f"b{index}"})  # fmt: skip
+        entries.append(
+            {
+                "audio_filepath": str(wav),
+                "duration": duration,
+                "text": text,
+                "text_normalized": normalize(text),
+                "pc_source": source,
+                "utt_id": f"b{index}",
+            }
+        )
     manifest = write_manifest(tmp_path / "durations.json", entries)
-    config = {"manifest_filepath": str(manifest), "use_lhotse": True, "use_bucketing": True, "num_buckets": 2,
-              "bucket_duration_bins": [0.8], "batch_duration": 2.5, "shuffle": True, "seed": 0, "shard_seed": 0,
-              "concurrent_bucketing": False}  # fmt: skip
+    config = {
+        "manifest_filepath": str(manifest),
+        "use_lhotse": True,
+        "use_bucketing": True,
+        "num_buckets": 2,
+        "bucket_duration_bins": [0.8],
+        "batch_duration": 2.5,
+        "shuffle": True,
+        "seed": 0,
+        "shard_seed": 0,
+        "concurrent_bucketing": False,
+    }
     batches = list(pc_dataloader_from_config(config, tokenizer))
     seconds = [(batch.audio_len.float() / 16000).tolist() for batch in batches]
     assert sorted(round(s, 2) for batch in seconds for s in batch) == sorted(durations)
@@ -178,9 +200,26 @@ def test_the_speed_benchmark_runs_every_variant_on_a_tiny_corpus(corpus, tmp_pat
 
     bench = load_benchmark("speed_lhotse")
     out = tmp_path / "speed.json"
-    bench.main(["--manifest", str(corpus["manifest"]), "--tokenizer-dir", str(corpus["tokenizer"]),
-                "--shar", str(tmp_path / "shar"), "--batch-size", "2", "--num-buckets", "2", "--max-batches", "3",
-                "--warmup", "0", "--json", str(out)])  # fmt: skip
+    bench.main(
+        [
+            "--manifest",
+            str(corpus["manifest"]),
+            "--tokenizer-dir",
+            str(corpus["tokenizer"]),
+            "--shar",
+            str(tmp_path / "shar"),
+            "--batch-size",
+            "2",
+            "--num-buckets",
+            "2",
+            "--max-batches",
+            "3",
+            "--warmup",
+            "0",
+            "--json",
+            str(out),
+        ]
+    )
     rows = json.loads(out.read_text())["variants"]
     assert sorted(rows) == ["lhotse", "lhotse_bucketed", "map_bucketed", "shar", "shar_bucketed"]
     assert all(row["batches"] >= 1 and 0.0 <= row["padding_share"] < 1.0 for row in rows.values()), rows

@@ -32,8 +32,12 @@ def test_restores_every_cut_exactly(seed):
 
 def test_known_text_of_mid_sentence_cuts():
     book = book_words(PARAGRAPH, NONE)
-    utterances = ["in the beginning the old house stood alone", "upon the hill and nobody in the village",
-                  "would go near it why should we asked", "the miller's wife the well known answer"]  # fmt: skip
+    utterances = [
+        "in the beginning the old house stood alone",
+        "upon the hill and nobody in the village",
+        "would go near it why should we asked",
+        "the miller's wife the well known answer",
+    ]
     restored = restore_chapter(BookIndex(book), [u.split() for u in utterances])
     assert [r.text for r in restored] == [
         "In the beginning the old house stood alone",

@@ -22,9 +22,18 @@ def manifest(tmp_path_factory):
     long_wav = write_wav(folder / "long.wav", tone_audio(9, duration=2.0))
     entries = read_manifest(path)
     for index, (offset, duration) in enumerate([(0.25, 0.5), (1.0, 0.75)]):
-        entries.append({"audio_filepath": str(long_wav), "offset": offset, "duration": duration, "text": "Go, Anna.",
-                        "text_normalized": "go anna", "pc_source": "book", "utt_id": f"seg{index}",
-                        "speaker": "9"})  # fmt: skip
+        entries.append(
+            {
+                "audio_filepath": str(long_wav),
+                "offset": offset,
+                "duration": duration,
+                "text": "Go, Anna.",
+                "text_normalized": "go anna",
+                "pc_source": "book",
+                "utt_id": f"seg{index}",
+                "speaker": "9",
+            }
+        )
     return write_manifest(path, entries)
 
 

@@ -178,8 +178,9 @@ def test_a_chapter_is_read_on_by_the_next_speaker():
 
 
 def _plan_rows(jobs):
-    return [(job.split, job.speaker, job.chapter, job.book_id, job.chapter_title, job.text, job.max_words)
-            for job in jobs]  # fmt: skip
+    return [
+        (job.split, job.speaker, job.chapter, job.book_id, job.chapter_title, job.text, job.max_words) for job in jobs
+    ]
 
 
 @pytest.mark.parametrize("seed", [0, 3])
@@ -189,8 +190,9 @@ def test_seen_test_split_reads_training_speakers_on_chapters_train_never_reads(s
     config = SynthConfig(hours=0.3, seed=seed, seen_test_share=0.1, audio=False)
     jobs = plan(books, config, voices)
     others = [job for job in jobs if job.split != SEEN_TEST_SPLIT]
-    assert _plan_rows(others) == _plan_rows(plan(books, SynthConfig(**{**config.__dict__, "seen_test_share": 0}),
-                                                 voices)), "train/dev/test must not depend on the share"  # fmt: skip
+    assert _plan_rows(others) == _plan_rows(
+        plan(books, SynthConfig(**{**config.__dict__, "seen_test_share": 0}), voices)
+    ), "train/dev/test must not depend on the share"
     seen = [job for job in jobs if job.split == SEEN_TEST_SPLIT]
     train = {job.speaker.speaker_id: job.speaker for job in others if job.split == "train"}
     assert sum(job.max_words for job in seen) == round(0.3 * 0.1 * 3600 * 2.6)
@@ -242,10 +244,12 @@ def test_seen_test_split_is_added_to_an_existing_corpus_and_rebuilt_for_another_
 
 @pytest.mark.parametrize(
     ("setting", "message"),
-    [({"seen_test_share": -0.1}, "seen_test_share must be from 0 to 1"),
-     ({"seen_test_share": float("nan")}, "seen_test_share must be from 0 to 1"),
-     ({"splits": {"train": 0.9, "test_seen": 0.1}}, "split 'test_seen' is made by seen_test_share")],
-)  # fmt: skip
+    [
+        ({"seen_test_share": -0.1}, "seen_test_share must be from 0 to 1"),
+        ({"seen_test_share": float("nan")}, "seen_test_share must be from 0 to 1"),
+        ({"splits": {"train": 0.9, "test_seen": 0.1}}, "split 'test_seen' is made by seen_test_share"),
+    ],
+)
 def test_seen_test_share_out_of_range_or_a_clashing_split_is_refused(setting, message):
     with pytest.raises(ValueError, match=message):
         SynthConfig(**setting)

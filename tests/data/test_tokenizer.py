@@ -21,10 +21,13 @@ def manifest(tmp_path):
 
 def test_training_lines_are_punctuated_then_normalized_with_the_mark_map(manifest):
     assert tokenizer_training_lines([manifest]) == [
-        "Hello, world. Is it me?", "hello world is it me",
-        "We met Anna. she said, go.", "we met anna she said go",
-        "no marks here", "no marks here",
-    ]  # fmt: skip
+        "Hello, world. Is it me?",
+        "hello world is it me",
+        "We met Anna. she said, go.",
+        "we met anna she said go",
+        "no marks here",
+        "no marks here",
+    ]
 
 
 def test_tokenizer_keeps_case_and_marks(manifest, tmp_path):

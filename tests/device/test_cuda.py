@@ -82,8 +82,14 @@ def rnnt(device, tmp_path_factory):
     trainer.fit(model)
     model = model.to(device).eval()
     audio = audio_paths(manifest)
-    return {"model": model, "losses": losses.values, "audio": audio, "folder": folder, "manifest": manifest,
-            "tokenizer": tokenizer}  # fmt: skip
+    return {
+        "model": model,
+        "losses": losses.values,
+        "audio": audio,
+        "folder": folder,
+        "manifest": manifest,
+        "tokenizer": tokenizer,
+    }
 
 
 def test_bf16_training_on_the_device_memorizes_both_modes(rnnt, device):

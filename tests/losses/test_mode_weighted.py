@@ -20,8 +20,14 @@ def _loss(weights):
 
 
 def _call(loss, values, modes, active):
-    total, _ = loss(log_probs=values, targets=None, input_lengths=None, target_lengths=None,
-                    modes=torch.tensor(modes), active=torch.tensor(active))  # fmt: skip
+    total, _ = loss(
+        log_probs=values,
+        targets=None,
+        input_lengths=None,
+        target_lengths=None,
+        modes=torch.tensor(modes),
+        active=torch.tensor(active),
+    )
     return total
 
 

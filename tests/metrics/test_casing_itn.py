@@ -71,9 +71,18 @@ def test_itn_outcomes_say_what_became_of_each_itn_word():
 
 @pytest.mark.parametrize(
     ("word", "kind"),
-    [("1972", "year"), ("2024", "year"), ("1990s", "year"), ("911", "number"), ("6,440,120", "number"),
-     ("3000", "number"), ("12.3", "number+text"), ("km2", "number+text"), ("jr", "word")],
-)  # fmt: skip
+    [
+        ("1972", "year"),
+        ("2024", "year"),
+        ("1990s", "year"),
+        ("911", "number"),
+        ("6,440,120", "number"),
+        ("3000", "number"),
+        ("12.3", "number+text"),
+        ("km2", "number+text"),
+        ("jr", "word"),
+    ],
+)
 def test_itn_kind(word, kind):
     assert kind in ITN_KINDS and itn_kind(word) == kind
 

@@ -124,8 +124,10 @@ def test_nothing_scored_is_an_error_not_a_perfect_score(tmp_path, capsys, rows, 
 
 
 def test_segmented_manifest_keys_utterances_by_file_and_offset(tmp_path):
-    rows = [{"audio_filepath": "long.wav", "offset": k * 5.0, "duration": 5.0, "text": "Hi.", "pred_text": "hi"}
-            for k in range(3)]  # fmt: skip
+    rows = [
+        {"audio_filepath": "long.wav", "offset": k * 5.0, "duration": 5.0, "text": "Hi.", "pred_text": "hi"}
+        for k in range(3)
+    ]
     report = evaluate(_write(tmp_path / "m.json", rows), QUIET)
     assert report["num_utterances"] == 3 and report["dropped"]["total"] == 0
     with pytest.raises(ManifestError, match="d.json:2: duplicate utterance 'long.wav@5.0'"):

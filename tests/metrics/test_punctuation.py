@@ -16,9 +16,17 @@ def test_per_table_rates_follow_paper_002_table_4_layout():
     metrics.update("One. Two. Three, four?", "One. Two, Three, four.")
     table = metrics.compute()["per_mark"]
     assert table["."] == (
-        {"correct": 0.5, "deletions": 0.0, "insertions": 0.0, "substitutions": 0.5,
-         "substitutions_to": {",": 0.5, "?": 0.0}, "per": 0.5, "operations": 2, "reference_count": 2}
-    )  # fmt: skip
+        {
+            "correct": 0.5,
+            "deletions": 0.0,
+            "insertions": 0.0,
+            "substitutions": 0.5,
+            "substitutions_to": {",": 0.5, "?": 0.0},
+            "per": 0.5,
+            "operations": 2,
+            "reference_count": 2,
+        }
+    )
     assert table["?"]["substitutions_to"]["."] == 1.0 and table["?"]["per"] == 1.0
     assert table[","]["correct"] == 1.0
 
@@ -70,8 +78,10 @@ def _marked_text(rng, words: int, marks: str = ",.?") -> str:
 
 
 def _per_totals(counts: dict, marks: str = ",.?") -> dict:
-    return {m: {op: counts[f"per|{m}|{op}"] for op in ("Correct", "Deletions", "Insertions", "Substitutions")}
-            for m in marks}  # fmt: skip
+    return {
+        m: {op: counts[f"per|{m}|{op}"] for op in ("Correct", "Deletions", "Insertions", "Substitutions")}
+        for m in marks
+    }
 
 
 @pytest.mark.parametrize("seed", range(5))

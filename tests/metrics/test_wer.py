@@ -33,9 +33,17 @@ def test_paper_000_metrics_by_hand():
     # Case errors on "The" and "left", a deleted comma, a period read as a question mark.
     counts = wer_counts("The cat sat, then left.", "the cat sat then Left?")
     assert counts == {
-        "E_np_nc": 0, "N_np_nc": 5, "E_np_c": 2, "N_np_c": 5, "E_p_nc": 2, "N_p_nc": 7,
-        "E_p_c": 4, "N_p_c": 7, "N_p": 2, "N_c": 1,
-    }  # fmt: skip
+        "E_np_nc": 0,
+        "N_np_nc": 5,
+        "E_np_c": 2,
+        "N_np_c": 5,
+        "E_p_nc": 2,
+        "N_p_nc": 7,
+        "E_p_c": 4,
+        "N_p_c": 7,
+        "N_p": 2,
+        "N_c": 1,
+    }
     report = _report([("The cat sat, then left.", "the cat sat then Left?")])
     assert report["punc_er"] == pytest.approx(2 / 2)
     assert report["case_er"] == pytest.approx(2 / 1)  # a false capital counts against the one reference capital

@@ -37,8 +37,12 @@ def _processor(folder):
 @pytest.mark.parametrize("source", [None, "pc_tokenizer"])
 def test_extended_tokenizer_keeps_stock_ids_and_lower_case_segmentation(corpus, tmp_path, source):
     stock = _processor(corpus["stock_tokenizer"])
-    extended = extend_tokenizer(corpus["stock_tokenizer"] / "tokenizer.model", tmp_path / "ext", DEFAULT_MARKS,
-                                corpus[source] if source else None)  # fmt: skip
+    extended = extend_tokenizer(
+        corpus["stock_tokenizer"] / "tokenizer.model",
+        tmp_path / "ext",
+        DEFAULT_MARKS,
+        corpus[source] if source else None,
+    )
     new = _processor(extended.directory)
     assert extended.stock_size == stock.get_piece_size() and extended.added
     assert [new.id_to_piece(i) for i in range(stock.get_piece_size())] == [
@@ -66,8 +70,13 @@ def test_extended_tokenizer_keeps_a_cased_punctuated_tokenizer(corpus, tmp_path)
 
 def test_related_pieces_are_the_lower_case_spelling(corpus):
     stock = _processor(corpus["stock_tokenizer"])
-    piece = next(stock.id_to_piece(i) for i in range(stock.get_piece_size()) if stock.id_to_piece(i)[1:].isalpha()
-                 and stock.id_to_piece(i).startswith("▁") and len(stock.id_to_piece(i)) > 2)  # fmt: skip
+    piece = next(
+        stock.id_to_piece(i)
+        for i in range(stock.get_piece_size())
+        if stock.id_to_piece(i)[1:].isalpha()
+        and stock.id_to_piece(i).startswith("▁")
+        and len(stock.id_to_piece(i)) > 2
+    )
     twin = "▁" + piece[1].upper() + piece[2:]
     assert related_pieces(twin, stock) == [stock.piece_to_id(piece)]
     assert related_pieces(twin + ",", stock) == [stock.piece_to_id(piece)]
@@ -213,8 +222,9 @@ def test_stock_transcribe_speech_calls_switch_the_adapted_model_mode(corpus, tmp
         override.num_workers = 0
         override.text_field = "text"
         override.prompt = parse_multitask_prompt(prompt)
-        results[prompt.get("mode", "default")] = _texts(model.eval().transcribe(audio=str(corpus["manifest"]),
-                                                                                override_config=override))  # fmt: skip
+        results[prompt.get("mode", "default")] = _texts(
+            model.eval().transcribe(audio=str(corpus["manifest"]), override_config=override)
+        )
     assert results["normalized"] == expected
     assert len(results["default"]) == len(expected) and model.default_mode == "punctuated"
 

@@ -129,8 +129,9 @@ def test_the_nemo_round_trip_needs_no_weights_package(trained, corpus, tmp_path,
     monkeypatch.setattr(weights, "resolve_source", no_package)
     restored = EncDecAEDPCModel.restore_from(str(path), map_location="cpu").eval()
     files = audio_paths(corpus["manifest"])[:2]
-    assert restored.transcribe(files, mode="both", verbose=False) == model.transcribe(files, mode="both",
-                                                                                       verbose=False)  # fmt: skip
+    assert restored.transcribe(files, mode="both", verbose=False) == model.transcribe(
+        files, mode="both", verbose=False
+    )
     assert Path(restored.cfg.tokenizer.file).name != ""  # read from the .nemo's artifacts
 
 

@@ -136,9 +136,15 @@ def test_validation_logs_the_loss_and_wer_of_each_mode(trained, data, variant, t
 
     model, _ = trained[variant]
     entries = read_manifest(data["manifest"])
-    shifted = [dict(entries[0], text=entries[1]["text"], text_normalized=entries[1]["text_normalized"]),
-               dict(entries[1], text=entries[0]["text_normalized"], text_normalized=entries[0]["text_normalized"],
-                    pc_source="none")]  # fmt: skip
+    shifted = [
+        dict(entries[0], text=entries[1]["text"], text_normalized=entries[1]["text_normalized"]),
+        dict(
+            entries[1],
+            text=entries[0]["text_normalized"],
+            text_normalized=entries[0]["text_normalized"],
+            pc_source="none",
+        ),
+    ]
     manifest = write_manifest(tmp_path / "shifted.json", shifted)
     config = {"manifest_filepath": str(manifest), "batch_size": 1, "sample_rate": 16000}
     loader = pc_dataloader_from_config(config, model.tokenizer, model.pc_mixed_format())

@@ -109,8 +109,13 @@ def _wer(hypotheses, corpus):
 
 
 def _finetune_config(corpus, nemo_path, exp_dir, new_tokenizer=None) -> dict:
-    data = {"manifest_filepath": str(corpus["manifest"]), "sample_rate": asr.SAMPLE_RATE, "batch_size": 4,
-            "num_workers": 0, "pin_memory": False}  # fmt: skip
+    data = {
+        "manifest_filepath": str(corpus["manifest"]),
+        "sample_rate": asr.SAMPLE_RATE,
+        "batch_size": 4,
+        "num_workers": 0,
+        "pin_memory": False,
+    }
     return {
         "name": "finetune",
         "init_from_nemo_model": str(nemo_path),
@@ -126,7 +131,7 @@ def _finetune_config(corpus, nemo_path, exp_dir, new_tokenizer=None) -> dict:
                 "shuffle_n": 2048,
                 "bucketing_strategy": "fully_randomized",
                 "bucketing_batch_size": None,
-            },  # fmt: skip
+            },
             "validation_ds": {**data, "shuffle": False, "use_start_end_token": False},
             "test_ds": {**data, "manifest_filepath": None, "shuffle": False},
             "char_labels": {"update_labels": False, "labels": None},
@@ -134,7 +139,7 @@ def _finetune_config(corpus, nemo_path, exp_dir, new_tokenizer=None) -> dict:
                 "update_tokenizer": new_tokenizer is not None,
                 "dir": str(new_tokenizer) if new_tokenizer else None,
                 "type": "bpe",
-            },  # fmt: skip
+            },
             "spec_augment": None,
             "optim": {"name": "adamw", "lr": 0.003, "betas": [0.9, 0.98], "weight_decay": 0.0},
         },
@@ -150,13 +155,13 @@ def _finetune_config(corpus, nemo_path, exp_dir, new_tokenizer=None) -> dict:
             "num_sanity_val_steps": 0,
             "enable_checkpointing": False,
             "logger": False,
-        },  # fmt: skip
+        },
         "exp_manager": {
             "exp_dir": str(exp_dir),
             "name": "finetune",
             "create_tensorboard_logger": False,
             "create_checkpoint_callback": False,
-        },  # fmt: skip
+        },
     }
 
 
@@ -193,15 +198,18 @@ def test_ctc_change_vocabulary_carries_every_head(corpus, tmp_path):
     torch.manual_seed(0)
     model = adapt_model(stock_model("ctc", corpus["stock_tokenizer"]), tmp_path / "work", "dual")
     old_pieces = pieces(model.tokenizer)
-    old = {name: getattr(model, name).decoder_layers[0].weight.detach().clone() for name in
-           ("decoder", "normalized_decoder")}  # fmt: skip
+    old = {
+        name: getattr(model, name).decoder_layers[0].weight.detach().clone()
+        for name in ("decoder", "normalized_decoder")
+    }
     model.change_vocabulary(str(corpus["pc_tokenizer"]), "bpe")
     new_pieces = pieces(model.tokenizer)
     piece = next(piece for piece in new_pieces if piece in old_pieces)
     for name, weight in old.items():
         assert getattr(model, name).num_classes_with_blank == len(new_pieces) + 1
-        assert torch.equal(getattr(model, name).decoder_layers[0].weight[new_pieces.index(piece)],
-                           weight[old_pieces.index(piece)])  # fmt: skip
+        assert torch.equal(
+            getattr(model, name).decoder_layers[0].weight[new_pieces.index(piece)], weight[old_pieces.index(piece)]
+        )
     assert [loss.blank for loss in model.ctc_losses.values()] == [len(new_pieces)] * len(tuple(model.heads))
     both = model.transcribe(corpus["audio"], mode="both", verbose=False, batch_size=4)
     assert len(both["punctuated"]) == len(corpus["audio"])
@@ -224,8 +232,14 @@ def test_nemo_finetune_script_calls_fine_tune_an_adapted_model(stock, corpus, tm
         OmegaConf.save(OmegaConf.create(_finetune_config(corpus, adapted, tmp_path / "exp", tokenizer)), config)
         arguments += [str(config), str(tmp_path / f"{name}.nemo")]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    done = subprocess.run([sys.executable, "-c", FINETUNE, *arguments], capture_output=True, text=True,
-                          timeout=FINETUNE_TIMEOUT_S, cwd=tmp_path, env=env)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", FINETUNE, *arguments],
+        capture_output=True,
+        text=True,
+        timeout=FINETUNE_TIMEOUT_S,
+        cwd=tmp_path,
+        env=env,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     for name in ("same", "new"):
         model = ASRModel.restore_from(str(tmp_path / f"{name}.nemo"), map_location="cpu").eval()

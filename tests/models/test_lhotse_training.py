@@ -59,12 +59,31 @@ def test_training_steps_from_lhotse_data_carry_both_targets(tiny_script_data, so
     seen = _Batches()
     # a lhotse loader has no length: max_steps, an int limit_train_batches and no distributed sampler
     trainer = pl.Trainer(
-        max_steps=STEPS, limit_train_batches=STEPS, use_distributed_sampler=False, accelerator="cpu",
-        logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-        num_sanity_val_steps=0, limit_val_batches=0, log_every_n_steps=STEPS, callbacks=[seen],
-    )  # fmt: skip
-    train_ds = {"use_lhotse": True, **sources[source], "batch_size": 2, "shuffle": True, "sample_rate": 16000,
-                "seed": 0, "shard_seed": 0, "num_workers": 0, "pc_fraction": 1.0, "marks": ".,?"}  # fmt: skip
+        max_steps=STEPS,
+        limit_train_batches=STEPS,
+        use_distributed_sampler=False,
+        accelerator="cpu",
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+        limit_val_batches=0,
+        log_every_n_steps=STEPS,
+        callbacks=[seen],
+    )
+    train_ds = {
+        "use_lhotse": True,
+        **sources[source],
+        "batch_size": 2,
+        "shuffle": True,
+        "sample_rate": 16000,
+        "seed": 0,
+        "shard_seed": 0,
+        "num_workers": 0,
+        "pc_fraction": 1.0,
+        "marks": ".,?",
+    }
     model = _model(family, tokenizer, train_ds, trainer)
     trainer.fit(model)
     assert len(seen.losses) == STEPS and all(math.isfinite(loss) for loss in seen.losses)

@@ -106,8 +106,9 @@ def ctc(tmp_path_factory):
 
     folder = tmp_path_factory.mktemp("ctc_lm")
     manifest, tokenizer = memorized_corpus(folder)
-    lm_manifest = write_pc_manifest(folder / "lm", [("Yes, it is.", "book")] * 10 + [("Is it? No.", "book")],
-                                    duration=DURATION)  # fmt: skip
+    lm_manifest = write_pc_manifest(
+        folder / "lm", [("Yes, it is.", "book")] * 10 + [("Is it? No.", "book")], duration=DURATION
+    )
     arpa = build_token_lm(lm_manifest, tokenizer, folder / "lm.arpa", order=3, progress=False).output
     torch.manual_seed(0)
     model = EncDecCTCPCBPEModel(OmegaConf.create(tiny_config(tokenizer, pc={"inter": {"weight": 0.5}}))).eval()
@@ -183,13 +184,20 @@ def test_fusion_decoding_cfg_maps_the_strategy_per_family_and_refuses_bad_settin
     base = OmegaConf.create({"strategy": "greedy_batch", "greedy": {"max_symbols": 10}})
     rnnt = fusion_decoding_cfg(base, True, "beam", "lm.nemo", 0.4, beam_size=8)
     assert (rnnt.strategy, rnnt.beam.beam_size, rnnt.beam.ngram_lm_model, rnnt.beam.ngram_lm_alpha) == (
-        "malsd_batch", 8, "lm.nemo", 0.4)  # fmt: skip
+        "malsd_batch",
+        8,
+        "lm.nemo",
+        0.4,
+    )
     assert base.strategy == "greedy_batch" and "beam" not in base  # a copy: the model's config is untouched
     assert fusion_decoding_cfg(base, False, "beam", "lm.nemo", 0.4).strategy == "beam_batch"
     greedy = fusion_decoding_cfg(base, True, "greedy", "lm.nemo", 0.0)
     assert greedy.strategy == "greedy_batch" and greedy.greedy.max_symbols == 10 and not has_ngram_lm(greedy)
-    for strategy, alpha, beam, message in (("maes", 0.4, 8, "strategy must be"), ("beam", -0.1, 8, "weight must"),
-                                           ("beam", 0.4, 0, "beam size >= 1")):  # fmt: skip
+    for strategy, alpha, beam, message in (
+        ("maes", 0.4, 8, "strategy must be"),
+        ("beam", -0.1, 8, "weight must"),
+        ("beam", 0.4, 0, "beam size >= 1"),
+    ):
         with pytest.raises(ValueError, match=message):
             fusion_decoding_cfg(base, True, strategy, "lm.nemo", alpha, beam)
 

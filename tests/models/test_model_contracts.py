@@ -71,9 +71,12 @@ def test_ctc_validation_runs_the_encoder_once(tmp_path, pc):
     main_len = batch.tokens_n_len if pc.get("target") == "normalized" else batch.tokens_p_len
     assert logs["val_wer_denom"] > 0 and torch.isfinite(logs["val_loss"])
     # the WER counts the words of the main head's own targets
-    words = sum(len(model.tokenizer.ids_to_text(row[:n].tolist()).split())
-                for row, n in zip(batch.tokens_p if pc.get("target") != "normalized" else batch.tokens_n,
-                                  main_len, strict=True))  # fmt: skip
+    words = sum(
+        len(model.tokenizer.ids_to_text(row[:n].tolist()).split())
+        for row, n in zip(
+            batch.tokens_p if pc.get("target") != "normalized" else batch.tokens_n, main_len, strict=True
+        )
+    )
     assert int(logs["val_wer_denom"]) == words
 
 

@@ -39,8 +39,9 @@ def corpus(tmp_path_factory):
 
 
 def _config(corpus, variant, **overrides):
-    config = OmegaConf.create(tiny_model_config(corpus["tokenizer"], train_manifest=corpus["manifest"],
-                                                **VARIANTS[variant], **overrides))  # fmt: skip
+    config = OmegaConf.create(
+        tiny_model_config(corpus["tokenizer"], train_manifest=corpus["manifest"], **VARIANTS[variant], **overrides)
+    )
     config.loss.loss_name = "scan"  # the fastest RNN-T loss on CPU
     return config
 
@@ -197,8 +198,10 @@ def test_validation_logs_the_wer_of_each_mode(trained, corpus, tmp_path):
 
     model, _, _ = trained("conditioned")
     entries = read_manifest(corpus["manifest"])
-    shifted = [dict(entry, text=other["text"], text_normalized=other["text_normalized"], pc_source=other["pc_source"])
-               for entry, other in zip(entries, entries[1:] + entries[:1], strict=True)]  # fmt: skip
+    shifted = [
+        dict(entry, text=other["text"], text_normalized=other["text_normalized"], pc_source=other["pc_source"])
+        for entry, other in zip(entries, entries[1:] + entries[:1], strict=True)
+    ]
     manifest = write_manifest(tmp_path / "shifted.json", shifted)
     loader = pc_dataloader_from_config({"manifest_filepath": str(manifest), "batch_size": 2}, model.tokenizer)
     trainer = pl.Trainer(accelerator="cpu", logger=False, enable_progress_bar=False, enable_model_summary=False)
@@ -304,8 +307,13 @@ def test_stock_transcribe_speech_path_restores_and_switches_mode(trained, corpus
     model, _, _ = trained("conditioned")
     path = tmp_path / "conditioned.nemo"
     model.save_to(str(path))
-    done = subprocess.run([sys.executable, "-c", SCRIPT, str(path), str(corpus["manifest"])],
-                          capture_output=True, text=True, timeout=300, cwd=tmp_path)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(path), str(corpus["manifest"])],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out["default"] == _texts(model.transcribe(_audio(corpus), mode="punctuated", verbose=False))

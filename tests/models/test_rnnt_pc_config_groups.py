@@ -40,7 +40,9 @@ _DUAL_JOINT = """
       dropout: 0.1
 """
 FORMER = {  # configs/rnnt/decoders/<name>.yaml before the split -> (the overrides that replace it, its content)
-    "single": (["variant=single"], """
+    "single": (
+        ["variant=single"],
+        """
 model:
   pc:
     decoders: single
@@ -53,8 +55,12 @@ model:
       pred_hidden: ${model.model_defaults.pred_hidden}
       pred_rnn_layers: 1
       dropout: 0.1
-""" + _RNNT_JOINT),
-    "conditioned": (["variant=conditioned", "predictor=lstm"], """
+"""
+        + _RNNT_JOINT,
+    ),
+    "conditioned": (
+        ["variant=conditioned", "predictor=lstm"],
+        """
 model:
   pc:
     decoders: conditioned
@@ -68,8 +74,12 @@ model:
       pred_hidden: ${model.model_defaults.pred_hidden}
       pred_rnn_layers: 1
       dropout: 0.1
-""" + _RNNT_JOINT),
-    "conditioned_stateless": (["variant=conditioned", "predictor=stateless"], """
+"""
+        + _RNNT_JOINT,
+    ),
+    "conditioned_stateless": (
+        ["variant=conditioned", "predictor=stateless"],
+        """
 model:
   pc:
     decoders: conditioned
@@ -81,8 +91,12 @@ model:
     prednet:
       pred_hidden: ${model.model_defaults.pred_hidden}
       dropout: 0.1
-""" + _RNNT_JOINT),
-    "dual": (["variant=dual"], """
+"""
+        + _RNNT_JOINT,
+    ),
+    "dual": (
+        ["variant=dual"],
+        """
 model:
   pc:
     decoders: dual
@@ -97,8 +111,12 @@ model:
         pred_hidden: ${model.model_defaults.pred_hidden}
         pred_rnn_layers: 1
         dropout: 0.1
-""" + _DUAL_JOINT),
-    "dual_stateless": (["variant=dual", "predictor=stateless"], """
+"""
+        + _DUAL_JOINT,
+    ),
+    "dual_stateless": (
+        ["variant=dual", "predictor=stateless"],
+        """
 model:
   pc:
     decoders: dual
@@ -111,8 +129,10 @@ model:
       prednet:
         pred_hidden: ${model.model_defaults.pred_hidden}
         dropout: 0.1
-""" + _DUAL_JOINT),
-}  # fmt: skip
+"""
+        + _DUAL_JOINT,
+    ),
+}
 
 DECODERS = {  # (variant, predictor) -> the decoder class, and for dual the class of each mode's predictor
     ("single", "lstm"): ("RNNTDecoder", None),
@@ -157,8 +177,15 @@ def tokenizer(tmp_path_factory):
 def test_every_variant_and_predictor_pair_builds(tokenizer, variant, predictor):
     from nemo_pc.models import EncDecRNNTPCBPEModel
 
-    cfg = _compose([f"variant={variant}", f"predictor={predictor}", *TINY_ENCODER_OVERRIDES,
-                    "model.model_defaults.pred_hidden=32", "model.model_defaults.joint_hidden=32"])  # fmt: skip
+    cfg = _compose(
+        [
+            f"variant={variant}",
+            f"predictor={predictor}",
+            *TINY_ENCODER_OVERRIDES,
+            "model.model_defaults.pred_hidden=32",
+            "model.model_defaults.joint_hidden=32",
+        ]
+    )
     with open_dict(cfg):
         cfg.model.tokenizer.dir = str(tokenizer)
         cfg.model.train_ds.manifest_filepath = None

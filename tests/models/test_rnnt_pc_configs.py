@@ -61,8 +61,9 @@ def test_an_older_config_whose_pc_decoders_names_another_variant_is_refused(toke
         EncDecRNNTPCBPEModel(cfg=cfg.model)
 
 
-@pytest.mark.parametrize(("variant", "predictor"), [("conditioned", "stateless"), ("conditioned", "lstm"),
-                                                    ("dual", "lstm")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("variant", "predictor"), [("conditioned", "stateless"), ("conditioned", "lstm"), ("dual", "lstm")]
+)
 def test_the_streaming_encoder_composes_with_a_decoder_variant(tokenizer, variant, predictor):
     decoder = [f"variant={variant}", f"predictor={predictor}"]
     with initialize_config_dir(config_dir=str(CONFIGS), version_base=None):
@@ -144,9 +145,18 @@ def test_the_streaming_variant_trains_on_one_batch(tmp_path):
     tokenizer = train_tokenizer(manifest, tmp_path / "tokenizer")
     pl.seed_everything(0)
     losses = _Losses()
-    trainer = pl.Trainer(max_steps=8, accelerator="cpu", logger=False, enable_checkpointing=False,
-                         enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
-                         limit_val_batches=0, log_every_n_steps=8, callbacks=[losses])  # fmt: skip
+    trainer = pl.Trainer(
+        max_steps=8,
+        accelerator="cpu",
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+        limit_val_batches=0,
+        log_every_n_steps=8,
+        callbacks=[losses],
+    )
     model = EncDecRNNTPCBPEModel(
         cfg=tiny_streaming_config(tokenizer, manifest, "model.optim.lr=0.003"), trainer=trainer
     )

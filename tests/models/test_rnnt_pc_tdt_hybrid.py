@@ -33,13 +33,21 @@ def _config(corpus, variant):
     from nemo_pc.pipelines.train import compose_config
 
     overrides = [
-        *VARIANTS[variant], *TINY_ENCODER_OVERRIDES, "model.model_defaults.pred_hidden=32",
-        "model.model_defaults.joint_hidden=32", f"model.tokenizer.dir={corpus['tokenizer']}",
-        f"model.train_ds.manifest_filepath={corpus['manifest']}", "model.validation_ds.manifest_filepath=null",
-        "model.train_ds.num_workers=0", "model.train_ds.batch_size=4", "model.spec_augment=null",
-        "~model.optim.sched", "model.optim.lr=0.005", "model.log_prediction=false",
+        *VARIANTS[variant],
+        *TINY_ENCODER_OVERRIDES,
+        "model.model_defaults.pred_hidden=32",
+        "model.model_defaults.joint_hidden=32",
+        f"model.tokenizer.dir={corpus['tokenizer']}",
+        f"model.train_ds.manifest_filepath={corpus['manifest']}",
+        "model.validation_ds.manifest_filepath=null",
+        "model.train_ds.num_workers=0",
+        "model.train_ds.batch_size=4",
+        "model.spec_augment=null",
+        "~model.optim.sched",
+        "model.optim.lr=0.005",
+        "model.log_prediction=false",
         "model.decoder.prednet.dropout=0.0" if "conditioned" in variant else "model.decoder.head.prednet.dropout=0.0",
-    ]  # fmt: skip
+    ]
     return compose_config("rnnt", overrides).model
 
 

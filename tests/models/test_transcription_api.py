@@ -32,9 +32,14 @@ def _positional(function) -> list[str]:
     return [p.name for p in inspect.signature(function).parameters.values() if p.kind in kinds]
 
 
-@pytest.mark.parametrize(("ours", "stock"), [(EncDecRNNTPCBPEModel, EncDecRNNTBPEModel),
-                                             (EncDecCTCPCBPEModel, EncDecCTCModelBPE),
-                                             (EncDecAEDPCModel, EncDecMultiTaskModel)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("ours", "stock"),
+    [
+        (EncDecRNNTPCBPEModel, EncDecRNNTBPEModel),
+        (EncDecCTCPCBPEModel, EncDecCTCModelBPE),
+        (EncDecAEDPCModel, EncDecMultiTaskModel),
+    ],
+)
 def test_one_written_transcribe_takes_every_nemo_argument_by_name(ours, stock):
     """Every family's ``transcribe`` is the mixin's; each argument of its NeMo parent is a keyword with NeMo's default.
     Nothing after ``audio`` is positional: NeMo's parents disagree on the positions, so none is taken."""

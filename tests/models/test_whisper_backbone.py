@@ -49,8 +49,15 @@ def test_stock_transcribe_speech_path_on_a_whisper_encoder(corpus, tmp_path):
     config = OmegaConf.create(tiny_model_config(corpus["tokenizer"], hidden=32))
     config.loss.loss_name = "scan"
     config.preprocessor = {"_target_": "nemo_pc.modules.WhisperLogMelPreprocessor", "features": 16}
-    config.encoder = {"_target_": "nemo_pc.modules.WhisperEncoder", "feat_in": 16, "d_model": 32, "n_layers": 2,
-                      "n_heads": 2, "ff_dim": 64, "n_positions": 100}  # fmt: skip
+    config.encoder = {
+        "_target_": "nemo_pc.modules.WhisperEncoder",
+        "feat_in": 16,
+        "d_model": 32,
+        "n_layers": 2,
+        "n_heads": 2,
+        "ff_dim": 64,
+        "n_positions": 100,
+    }
     torch.manual_seed(0)
     model = EncDecRNNTPCBPEModel(cfg=config).eval()
     path = tmp_path / "whisper_rnnt.nemo"

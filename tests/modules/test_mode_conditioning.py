@@ -78,8 +78,9 @@ def test_a_call_without_a_mode_is_refused_and_for_mode_binds_one(make):
     assert type(bound) is ModeBoundPredictor and bound.mode == 1 and bound.predictor is decoder
     assert isinstance(bound, type(decoder))  # NeMo's beam search checks its decoder's class
     assert torch.equal(bound.predict(TARGETS)[0], decoder.predict(TARGETS, modes=1)[0])
-    assert torch.equal(bound(targets=TARGETS, target_length=LENGTHS)[0],
-                       decoder(targets=TARGETS, target_length=LENGTHS, modes=1)[0])  # fmt: skip
+    assert torch.equal(
+        bound(targets=TARGETS, target_length=LENGTHS)[0], decoder(targets=TARGETS, target_length=LENGTHS, modes=1)[0]
+    )
     assert not torch.equal(decoder.for_mode(0).predict(TARGETS)[0], bound.predict(TARGETS)[0])
 
 
@@ -109,8 +110,9 @@ def test_a_bound_predictor_is_no_copy_and_has_the_predictors_flag():
     assert not decoder.training and not decoder.for_mode(1).training
 
 
-@pytest.mark.parametrize(("make", "strategy"), [(make, strategy) for make in (_lstm, _stateless)
-                                                for strategy in _strategies(make)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("make", "strategy"), [(make, strategy) for make in (_lstm, _stateless) for strategy in _strategies(make)]
+)
 def test_the_shared_lstm_stays_in_training_mode_after_a_decode_during_training(make, strategy):
     """Lightning restores each module's flag after validation by assignment, not through ``train()``; NeMo's decoding
     then saves the flag of the decoder it holds, sets eval mode and restores the saved flag. A mode-bound decoder
@@ -127,8 +129,11 @@ def test_the_shared_lstm_stays_in_training_mode_after_a_decode_during_training(m
 
 def _decoding(decoder, joint, strategy: str) -> RNNTDecoding:
     search = {"beam": "default", "alsd": "alsd", "maes": "maes", "malsd_batch": None}.get(strategy)
-    cfg = {"strategy": "beam" if search else strategy, "greedy": {"max_symbols": 3},
-           "beam": {"beam_size": 2, "search_type": search or "default", "return_best_hypothesis": True}}  # fmt: skip
+    cfg = {
+        "strategy": "beam" if search else strategy,
+        "greedy": {"max_symbols": 3},
+        "beam": {"beam_size": 2, "search_type": search or "default", "return_best_hypothesis": True},
+    }
     vocabulary = [chr(ord("a") + index) for index in range(VOCAB)]
     return RNNTDecoding(OmegaConf.create(cfg), decoder=decoder, joint=joint, vocabulary=vocabulary)
 
@@ -147,8 +152,13 @@ def test_greedy_label_looping_and_beam_decoding_run_in_each_mode(make):
             hyps = _decoding(decoder.for_mode(mode), joint, strategy).rnnt_decoder_predictions_tensor(
                 encoded, lengths, return_hypotheses=True
             )
-            outputs[mode, strategy] = [(hyp.y_sequence.tolist() if torch.is_tensor(hyp.y_sequence)
-                                        else list(hyp.y_sequence), float(hyp.score)) for hyp in hyps]  # fmt: skip
+            outputs[mode, strategy] = [
+                (
+                    hyp.y_sequence.tolist() if torch.is_tensor(hyp.y_sequence) else list(hyp.y_sequence),
+                    float(hyp.score),
+                )
+                for hyp in hyps
+            ]
         greedy = [sequence for sequence, _ in outputs[mode, "greedy"]]
         assert greedy == [sequence for sequence, _ in outputs[mode, "greedy_batch"]]
         for strategy in _strategies(make)[2:]:

@@ -15,8 +15,14 @@ from nemo_pc.parts.whisper_weights import WhisperWeightsError, decoder_shape, lo
 from nemo_pc.testing.whisper import EOT, WHISPER_PROMPT, ctranslate2_greedy, have_tts, padded_speech, tiny_hf_whisper
 
 PROMPT, MAX_NEW = WHISPER_PROMPT, 100
-TINY = {"vocab_size": 60, "hidden_size": 32, "num_layers": 2, "inner_size": 64, "num_attention_heads": 2,
-        "max_sequence_length": 16}  # fmt: skip
+TINY = {
+    "vocab_size": 60,
+    "hidden_size": 32,
+    "num_layers": 2,
+    "inner_size": 64,
+    "num_attention_heads": 2,
+    "max_sequence_length": 16,
+}
 _TOKENS = "_embedding.token_embedding.weight"
 TINY_EN = {"num_layers": 4, "hidden_size": 384, "inner_size": 1536, "vocab_size": 51864, "max_sequence_length": 448}
 
@@ -85,8 +91,12 @@ def encoded(speech) -> torch.Tensor:
 def _logits(decoder: WhisperTransformerDecoderNM, tokens: list[int], encoded: torch.Tensor) -> torch.Tensor:
     """Next-token logits after ``tokens`` from NeMo's decoder forward and the tied output projection."""
     ids = torch.tensor([tokens])
-    hidden = decoder(input_ids=ids, decoder_mask=torch.ones_like(ids), encoder_embeddings=encoded,
-                     encoder_mask=torch.ones(encoded.shape[:2], dtype=torch.long))  # fmt: skip
+    hidden = decoder(
+        input_ids=ids,
+        decoder_mask=torch.ones_like(ids),
+        encoder_embeddings=encoded,
+        encoder_mask=torch.ones(encoded.shape[:2], dtype=torch.long),
+    )
     return hidden[0, -1] @ decoder._embedding.token_embedding.weight.T
 
 
@@ -145,15 +155,24 @@ def hf_whisper(tmp_path_factory):
 def test_hugging_face_weights_give_the_reference_decoder_output(hf_whisper):
     folder, reference = hf_whisper
     state = load_decoder_state(folder)
-    assert decoder_shape(state) == {"num_layers": 2, "hidden_size": 32, "inner_size": 64, "vocab_size": 60,
-                                    "max_sequence_length": 16}  # fmt: skip
+    assert decoder_shape(state) == {
+        "num_layers": 2,
+        "hidden_size": 32,
+        "inner_size": 64,
+        "vocab_size": 60,
+        "max_sequence_length": 16,
+    }
     decoder = WhisperTransformerDecoderNM(**TINY).eval()
     decoder.load_state_dict(state, strict=True)
     torch.manual_seed(1)
     ids, encoded = torch.randint(0, 60, (2, 9)), torch.randn(2, 25, 32)
     with torch.no_grad():
-        got = decoder(input_ids=ids, decoder_mask=torch.ones_like(ids), encoder_embeddings=encoded,
-                      encoder_mask=torch.ones(2, 25, dtype=torch.long))  # fmt: skip
+        got = decoder(
+            input_ids=ids,
+            decoder_mask=torch.ones_like(ids),
+            encoder_embeddings=encoded,
+            encoder_mask=torch.ones(2, 25, dtype=torch.long),
+        )
         want = reference(input_ids=ids, encoder_hidden_states=encoded).last_hidden_state
     torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
 
@@ -184,6 +203,10 @@ def test_built_from_a_config_with_whispers_embedding():
     assert isinstance(decoder._embedding.layer_norm, torch.nn.Identity)
     assert not any(key.startswith("_embedding.layer_norm") for key in decoder.state_dict())
     ids = torch.tensor([[0, 5, 0, 7]])  # row 0 is Whisper's "!", not a padding row: it trains
-    decoder(input_ids=ids, decoder_mask=torch.ones_like(ids), encoder_embeddings=torch.randn(1, 3, 32),
-            encoder_mask=torch.ones(1, 3, dtype=torch.long)).square().sum().backward()  # fmt: skip
+    decoder(
+        input_ids=ids,
+        decoder_mask=torch.ones_like(ids),
+        encoder_embeddings=torch.randn(1, 3, 32),
+        encoder_mask=torch.ones(1, 3, dtype=torch.long),
+    ).square().sum().backward()
     assert decoder._embedding.token_embedding.weight.grad[0].any()

@@ -142,8 +142,9 @@ def test_build_lm_reports_skips_and_reads_the_tokenizer_of_a_nemo(data, tmp_path
     report = build_token_lm(mixed, nemo, tmp_path / "lm.arpa", order=2, progress=False)
     assert report.sentences == 3 and report.vocab_size == load_sentencepiece(tokenizer).get_piece_size()
     assert report.skipped.counts == {"pc_source none (text is not punctuated)": 1, "empty text": 1}
-    normalized = build_token_lm(mixed, tokenizer, tmp_path / "n.arpa", order=2, field_name="text_normalized",
-                                on_bad="skip", progress=False)  # fmt: skip
+    normalized = build_token_lm(
+        mixed, tokenizer, tmp_path / "n.arpa", order=2, field_name="text_normalized", on_bad="skip", progress=False
+    )
     assert normalized.sentences == 4 and normalized.skipped.counts == {"missing text_normalized": 1}
 
 
@@ -171,9 +172,19 @@ def bad_inputs(tmp_path, manifest, tokenizer):
 
 @pytest.mark.parametrize(
     "case",
-    ["bad JSON", "missing field", "empty manifest", "missing manifest", "missing tokenizer",
-     "folder without a tokenizer", "fake .nemo", "order 1", "output is a folder", "bad mark set"],
-)  # fmt: skip
+    [
+        "bad JSON",
+        "missing field",
+        "empty manifest",
+        "missing manifest",
+        "missing tokenizer",
+        "folder without a tokenizer",
+        "fake .nemo",
+        "order 1",
+        "output is a folder",
+        "bad mark set",
+    ],
+)
 def test_build_lm_bad_input_is_one_line_and_exit_2(data, tmp_path, capsys, case):
     manifest, tokenizer = data
     (tmp_path / "empty.json").write_text("")

@@ -110,13 +110,17 @@ def _nemo_stream(model, audio):
         for step, (chunk, lengths) in enumerate(buffer):
             with torch.inference_mode():
                 predictions, hyps, channel, time, channel_len, hyps = model.conformer_stream_step(
-                    processed_signal=chunk, processed_signal_length=lengths, cache_last_channel=channel,
-                    cache_last_time=time, cache_last_channel_len=channel_len,
-                    keep_all_outputs=buffer.is_buffer_empty(), previous_hypotheses=hyps,
+                    processed_signal=chunk,
+                    processed_signal_length=lengths,
+                    cache_last_channel=channel,
+                    cache_last_time=time,
+                    cache_last_channel_len=channel_len,
+                    keep_all_outputs=buffer.is_buffer_empty(),
+                    previous_hypotheses=hyps,
                     previous_pred_out=predictions,
                     drop_extra_pre_encoded=0 if step == 0 else model.encoder.streaming_cfg.drop_extra_pre_encoded,
                     return_transcription=True,
-                )  # fmt: skip
+                )
         texts.append(hyps[0].text)
     return texts
 

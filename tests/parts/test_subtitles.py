@@ -19,10 +19,12 @@ def _segments(texts_and_times):
     return segments
 
 
-SEGMENTS = _segments([
-    ("Yes, go home.", 0.0, 1.25),
-    ("Who is <there> & why? " + "word " * 20, 1.5, 3661.0019),
-])  # fmt: skip
+SEGMENTS = _segments(
+    [
+        ("Yes, go home.", 0.0, 1.25),
+        ("Who is <there> & why? " + "word " * 20, 1.5, 3661.0019),
+    ]
+)
 
 
 def test_srt_and_vtt_parse_strictly_with_the_segment_times_and_text():

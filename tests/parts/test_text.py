@@ -75,9 +75,17 @@ def test_word_marks_and_join_are_inverse_on_clean_text():
 
 @pytest.mark.parametrize(
     ("word", "expected"),
-    [("the", "LOWER"), ("2024", "LOWER"), ("Paris", "CAPITAL"), ("I", "CAPITAL"), ("NASA", "ACRONYM"),
-     ("McDonald's", "MIXED"), ("iPhone", "MIXED"), ("Élodie", "CAPITAL")],
-)  # fmt: skip
+    [
+        ("the", "LOWER"),
+        ("2024", "LOWER"),
+        ("Paris", "CAPITAL"),
+        ("I", "CAPITAL"),
+        ("NASA", "ACRONYM"),
+        ("McDonald's", "MIXED"),
+        ("iPhone", "MIXED"),
+        ("Élodie", "CAPITAL"),
+    ],
+)
 def test_case_class(word, expected):
     assert case_class(word) == expected
 

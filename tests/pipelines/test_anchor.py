@@ -66,16 +66,22 @@ def test_the_prediction_manifest_is_the_demo_s_format(tmp_path):
     assert all(opts == {"language": "en", "beam_size": 1} for _, opts in model.calls)
     assert [audio for audio, _ in model.calls] == [entry["audio_filepath"] for entry in entries]
     assert (timing.system, timing.utterances, timing.audio_seconds, timing.threads, timing.batch_size) == (
-        WHISPER_SYSTEM, 4, 6.0, 3, 1
-    )  # fmt: skip
+        WHISPER_SYSTEM,
+        4,
+        6.0,
+        3,
+        1,
+    )
     assert timing.as_dict()["rtf"] == pytest.approx(timing.decode_seconds / 6.0)
 
 
 def test_an_offset_segment_is_read_as_samples(tmp_path):
     audio = np.linspace(-0.5, 0.5, 32000, dtype=np.float32)
     wav = write_wav(tmp_path / "long.wav", audio)
-    manifest = write_manifest(tmp_path / "m.json", [{"audio_filepath": str(wav), "offset": 0.5, "duration": 1.0,
-                                                     "text": "a", "text_normalized": "a"}])  # fmt: skip
+    manifest = write_manifest(
+        tmp_path / "m.json",
+        [{"audio_filepath": str(wav), "offset": 0.5, "duration": 1.0, "text": "a", "text_normalized": "a"}],
+    )
     model = FakeWhisper(["a"])
     transcribe_whisper(manifest, tmp_path / "p.json", model=model, spoken=SpokenForm("none"), progress=False)
     samples = model.calls[0][0]
@@ -116,8 +122,15 @@ def test_whisper_tiny_en_transcribes_two_espeak_utterances(tmp_path):
     entries = []
     for k, text in enumerate(texts):
         flac = synthesize(Voice("espeak-ng", "en-us", "M"), text, tmp_path / f"utt{k}.flac")
-        entries.append({"audio_filepath": str(flac), "duration": soundfile.info(str(flac)).duration, "text": text,
-                        "text_normalized": text.lower(), "utt_id": f"utt{k}"})  # fmt: skip
+        entries.append(
+            {
+                "audio_filepath": str(flac),
+                "duration": soundfile.info(str(flac)).duration,
+                "text": text,
+                "text_normalized": text.lower(),
+                "utt_id": f"utt{k}",
+            }
+        )
     manifest = write_manifest(tmp_path / "test.json", entries)
     timing = transcribe_whisper(manifest, tmp_path / "pred.json", threads=2, progress=False)
     rows = read_manifest(tmp_path / "pred.json")

@@ -26,8 +26,13 @@ SENTENCES = [
 def reference(k: int) -> dict:
     text = SENTENCES[k % len(SENTENCES)]
     normalized = " ".join("".join(ch for ch in word if ch.isalnum() or ch == "'") for word in text.lower().split())
-    return {"utt_id": f"u{k:03d}", "audio_filepath": f"/audio/u{k:03d}.wav", "duration": 2.0, "text": text,
-            "text_normalized": normalized}  # fmt: skip
+    return {
+        "utt_id": f"u{k:03d}",
+        "audio_filepath": f"/audio/u{k:03d}.wav",
+        "duration": 2.0,
+        "text": text,
+        "text_normalized": normalized,
+    }
 
 
 def no_marks(text: str) -> str:
@@ -161,8 +166,9 @@ def test_mismatched_utterances_are_reported(tmp_path):
     assert claim["note"].startswith("not measured:") and "does not hold the same utterances" in claim["note"]
 
 
-def formatter_section(seq2seq_per=0.4, formatter_iwer=0.2, wfst_iwer=0.3, seq2seq_long=30.0, iwer_p=0.2,
-                      seq2seq_cer=0.01):  # fmt: skip
+def formatter_section(
+    seq2seq_per=0.4, formatter_iwer=0.2, wfst_iwer=0.3, seq2seq_long=30.0, iwer_p=0.2, seq2seq_cer=0.01
+):
     def row(per, iwer, long, cer=0.01):
         return {"per": per, "cer": cer, "m_wer": 0.5, "i_wer": iwer, "time_short_s": 0.1, "time_long_s": long}
 
@@ -262,10 +268,20 @@ def _lm_report(pairs: dict) -> dict:
     """A benchmarks/quality_lm_fusion.py report: system -> (WER-PC with LM, without, bootstrap p)."""
     systems = {}
     for name, (with_lm, without, p) in pairs.items():
-        paired = {"a": with_lm, "b": without, "delta": with_lm - without, "ci95": [-0.02, 0.01], "p": p,
-                  "p_mapsswe": p}  # fmt: skip
-        systems[name] = {"best_alpha": 0.5, "lm": {"order": 6}, "lm_text": "demo/lm/text.json",
-                         "test": {"num_utterances": 40, "paired": {"wer_pc": paired}}}  # fmt: skip
+        paired = {
+            "a": with_lm,
+            "b": without,
+            "delta": with_lm - without,
+            "ci95": [-0.02, 0.01],
+            "p": p,
+            "p_mapsswe": p,
+        }
+        systems[name] = {
+            "best_alpha": 0.5,
+            "lm": {"order": 6},
+            "lm_text": "demo/lm/text.json",
+            "test": {"num_utterances": 40, "paired": {"wer_pc": paired}},
+        }
     return {"settings": {"demo_dir": "demo", "strategy": "beam", "beam_size": 8}, "systems": systems}
 
 
@@ -341,8 +357,22 @@ def test_run_all_claims_only(tmp_path):
     readme.write_text("intro\n<!-- results:claims benchmarks/results/run_all.json -->\n<!-- results:end -->\nend\n")
     out_json, out_md = tmp_path / "r.json", tmp_path / "r.md"
     run_all = load_run_all()
-    run_all.main(["--demo-dir", str(demo), "--json", str(out_json), "--markdown", str(out_md), "--readme",
-                  str(readme), "--skip", "rtf,formatter,restore,m2", "--resamples", str(RESAMPLES)])  # fmt: skip
+    run_all.main(
+        [
+            "--demo-dir",
+            str(demo),
+            "--json",
+            str(out_json),
+            "--markdown",
+            str(out_md),
+            "--readme",
+            str(readme),
+            "--skip",
+            "rtf,formatter,restore,m2",
+            "--resamples",
+            str(RESAMPLES),
+        ]
+    )
     results = json.loads(out_json.read_text())
     assert results["rtf"] == {"not_measured": "skipped (--skip)"}
     verdicts = {c["id"]: c["reproduced"] for c in results["claims"]}
@@ -388,8 +418,10 @@ def test_rtf_agreement_names_the_largest_difference():
     rtf_demo = _rtf_demo()
 
     def section(p_rtf, ratio):
-        return {"systems": {"rnnt_conditioned": {"punctuated": {"rtf": p_rtf}, "parameters": 5}},
-                "ratios": {"conditioned_both_over_punctuated": {"median": ratio}, "missing": None}}  # fmt: skip
+        return {
+            "systems": {"rnnt_conditioned": {"punctuated": {"rtf": p_rtf}, "parameters": 5}},
+            "ratios": {"conditioned_both_over_punctuated": {"median": ratio}, "missing": None},
+        }
 
     close = rtf_demo.agreement(section(0.102, 1.2), section(0.1, 1.2))
     assert close["agree"] and close["max_abs_pct"] == pytest.approx(2.0)

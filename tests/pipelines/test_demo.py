@@ -213,10 +213,14 @@ def test_speed_perturbation_share_outside_0_1_is_refused(share):
 
 @pytest.mark.parametrize(
     ("setting", "message"),
-    [({"lm_order": 1}, "lm_order must be 0"), ({"lm_beam_size": 0}, "lm_beam_size 1 or more"),
-     ({"lm_alphas": (0.5, -1.0)}, "lm_alphas must be LM weights of 0 or more"),
-     ({"lm_alphas": ()}, "one of them positive"), ({"lm_alphas": (0.0,)}, "one of them positive")],
-)  # fmt: skip
+    [
+        ({"lm_order": 1}, "lm_order must be 0"),
+        ({"lm_beam_size": 0}, "lm_beam_size 1 or more"),
+        ({"lm_alphas": (0.5, -1.0)}, "lm_alphas must be LM weights of 0 or more"),
+        ({"lm_alphas": ()}, "one of them positive"),
+        ({"lm_alphas": (0.0,)}, "one of them positive"),
+    ],
+)
 def test_lm_settings_out_of_range_are_refused_by_name(setting, message):
     with pytest.raises(ValueError, match=message):
         Demo(DemoConfig(**setting))
@@ -351,8 +355,10 @@ def test_the_demo_command_passes_backbone_base_steps_and_anchor(monkeypatch):
     monkeypatch.setattr(command.Demo, "run", lambda self: seen.append(self.cfg) or "REPORT.md")
     command.main(["--out", "unused"])
     command.main(["--out", "unused", "--backbone", "fastconformer", "--no-anchor"])
-    assert [(c.backbone, c.base_steps, c.anchor) for c in seen] == [("whisper_tiny", 0, True),
-                                                                    ("fastconformer", 3000, False)]  # fmt: skip
+    assert [(c.backbone, c.base_steps, c.anchor) for c in seen] == [
+        ("whisper_tiny", 0, True),
+        ("fastconformer", 3000, False),
+    ]
 
 
 def test_a_model_whose_stats_a_kill_cut_off_is_trained_again(tmp_path):
@@ -388,17 +394,29 @@ def test_the_lm_text_leaves_out_every_chapter_that_dev_test_and_test_seen_read(t
 
     from nemo_pc.testing.corpus import write_readings, write_text_sources
 
-    documents = {"dawn": "The sun rose. Birds sang.", "noon": "It was hot. Nobody walked.",
-                 "dusk": "The light faded. Lamps were lit.", "night": "Stars came out. The town slept."}  # fmt: skip
+    documents = {
+        "dawn": "The sun rose. Birds sang.",
+        "noon": "It was hot. Nobody walked.",
+        "dusk": "The light faded. Lamps were lit.",
+        "night": "Stars came out. The town slept.",
+    }
     sources = write_text_sources(tmp_path / "sources", documents)
     demo = Demo(DemoConfig(out_dir=str(tmp_path / "out"), backbone="fastconformer", sources=tuple(sources)))
-    write_readings(demo.path("corpus"), demo.path("manifests"),
-                   {"dev": [("dawn", "Birds sang.")], "test": [("noon", "It was hot.")],
-                    "test_seen": [("dusk", "Lamps were lit.")]})  # fmt: skip
+    write_readings(
+        demo.path("corpus"),
+        demo.path("manifests"),
+        {
+            "dev": [("dawn", "Birds sang.")],
+            "test": [("noon", "It was hot.")],
+            "test_seen": [("dusk", "Lamps were lit.")],
+        },
+    )
     built = []
     monkeypatch.setattr(demo, "tokenizers", lambda: {"plain": tmp_path / "tokenizer"})
-    monkeypatch.setattr("nemo_pc.parts.ngram_lm.build_token_lm",
-                        lambda text, *args, **kwargs: built.append(text) or SimpleNamespace(as_dict=dict))  # fmt: skip
+    monkeypatch.setattr(
+        "nemo_pc.parts.ngram_lm.build_token_lm",
+        lambda text, *args, **kwargs: built.append(text) or SimpleNamespace(as_dict=dict),
+    )
     demo.language_models()
     kept = [row["text"] for row in read_manifest(demo.path("lm", "text.json"))]
     assert kept == ["Stars came out.", "The town slept."]

@@ -25,8 +25,10 @@ PC_REPORT = {
 def _fake_transcribe(calls):
     def transcribe(manifest, target, threads=2, **_):
         calls.append((manifest, threads))
-        rows = [{**entry, "pred_text": entry["text"], "pred_text_normalized": entry["text_normalized"]}
-                for entry in read_manifest(manifest)]  # fmt: skip
+        rows = [
+            {**entry, "pred_text": entry["text"], "pred_text_normalized": entry["text_normalized"]}
+            for entry in read_manifest(manifest)
+        ]
         write_manifest(target, rows)
         return DecodeTiming(anchor_lib.WHISPER_SYSTEM, len(rows), 8.0, 2.0, threads, 1, "faster-whisper, CTranslate2")
 

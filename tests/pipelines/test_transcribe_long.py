@@ -98,8 +98,9 @@ def test_rnnt_decoding_options_carry_the_state_too(data, strategy):
     ``compute_timestamps`` turns each hypothesis's frames into a dict of NeMo's timestamps."""
     model = _rnnt(data, decoders="single")
     decoding = OmegaConf.to_container(model.cfg.decoding)
-    model.change_decoding_strategy(OmegaConf.create({**decoding, "strategy": strategy, "compute_timestamps": True}),
-                                   verbose=False)  # fmt: skip
+    model.change_decoding_strategy(
+        OmegaConf.create({**decoding, "strategy": strategy, "compute_timestamps": True}), verbose=False
+    )
     whole = _whole(model, data["recording"])
     result = transcribe_long(model, data["recording"], chunk_seconds=0.36, context_seconds=CONTEXT)
     assert _words(result) == whole
@@ -145,8 +146,9 @@ def test_a_full_attention_model_in_one_chunk_is_its_whole_pass(data):
 
 def test_stereo_is_averaged_and_other_rates_are_resampled(data, rnnt, tmp_path):
     mono = transcribe_long(rnnt, data["recording"], chunk_seconds=1.0, context_seconds=CONTEXT)
-    stereo = write_recording(tmp_path / "stereo.wav", utterances=4, utterance_seconds=0.8, pause_seconds=0.5,
-                             channels=2)  # fmt: skip
+    stereo = write_recording(
+        tmp_path / "stereo.wav", utterances=4, utterance_seconds=0.8, pause_seconds=0.5, channels=2
+    )
     assert transcribe_long(rnnt, stereo, chunk_seconds=1.0, context_seconds=CONTEXT).words == mono.words
     tone = np.sin(2 * np.pi * 440 * np.arange(48000) / 48000).astype(np.float32)
     reader = AudioReader(write_wav(tmp_path / "tone48k.wav", tone, sample_rate=48000), 16000)
@@ -166,8 +168,19 @@ def saved_model(data, rnnt):
 
 def test_the_command_writes_strict_srt_vtt_and_json_lines(data, saved_model, rnnt, tmp_path, capsys):
     out = tmp_path / "out"
-    args = ["transcribe", str(saved_model), str(data["recording"]), "--out", str(out), "--chunk-seconds", "1",
-            "--context-seconds", str(CONTEXT), "--formats", "srt,vtt,json"]  # fmt: skip
+    args = [
+        "transcribe",
+        str(saved_model),
+        str(data["recording"]),
+        "--out",
+        str(out),
+        "--chunk-seconds",
+        "1",
+        "--context-seconds",
+        str(CONTEXT),
+        "--formats",
+        "srt,vtt,json",
+    ]
     assert main(args) == 0
     written = capsys.readouterr().out.split()
     assert written == [str(out / f"talk{suffix}") for suffix in (".srt", ".vtt", ".jsonl")]
@@ -231,8 +244,15 @@ def test_a_whisper_encoder_runs_in_windows_it_can_take(data):
     that is refused with the options that set it, before any audio is read."""
     config = OmegaConf.create(tiny_model_config(data["rnnt_tokenizer"], hidden=32))
     config.preprocessor = {"_target_": "nemo_pc.modules.WhisperLogMelPreprocessor", "features": 16}
-    config.encoder = {"_target_": "nemo_pc.modules.WhisperEncoder", "feat_in": 16, "d_model": 32, "n_layers": 2,
-                      "n_heads": 2, "ff_dim": 64, "n_positions": 100}  # fmt: skip
+    config.encoder = {
+        "_target_": "nemo_pc.modules.WhisperEncoder",
+        "feat_in": 16,
+        "d_model": 32,
+        "n_layers": 2,
+        "n_heads": 2,
+        "ff_dim": 64,
+        "n_positions": 100,
+    }
     config.decoding.greedy.max_symbols = 2
     torch.manual_seed(0)
     model = EncDecRNNTPCBPEModel(cfg=config).eval()
@@ -301,8 +321,21 @@ def test_the_command_takes_the_cue_caps(data, no_marks, tmp_path, capsys):
     path = data["folder"] / "no_marks.nemo"
     model.save_to(str(path))
     caps = ["--max-cue-seconds", "3", "--max-cue-lines", "1", "--max-line-chars", "30", "--cue-pause-seconds", "inf"]
-    args = ["transcribe", str(path), str(recording), "--out", str(tmp_path), "--chunk-seconds", "16",
-            "--context-seconds", "2", "--formats", "srt", "--no-progress", *caps]  # fmt: skip
+    args = [
+        "transcribe",
+        str(path),
+        str(recording),
+        "--out",
+        str(tmp_path),
+        "--chunk-seconds",
+        "16",
+        "--context-seconds",
+        "2",
+        "--formats",
+        "srt",
+        "--no-progress",
+        *caps,
+    ]
     assert main(args) == 0 and capsys.readouterr().out.split() == [str(tmp_path / "no_marks.srt")]
     rules = CueRules(pause_seconds=float("inf"), max_seconds=3.0, max_lines=1, line_width=30)
     expected = transcribe_long(model, recording, chunk_seconds=16.0, context_seconds=2.0, cue_rules=rules)

@@ -66,8 +66,10 @@ def _checked(entry: Mapping, path: Path, line: int) -> dict[str, list[str]]:
 
 def _windows(example: dict[str, list[str]], max_words: int) -> list[dict[str, list[str]]]:
     size = len(example["words"])
-    return [{key: values[start : start + max_words] for key, values in example.items()}
-            for start in range(0, size, max_words)]  # fmt: skip
+    return [
+        {key: values[start : start + max_words] for key, values in example.items()}
+        for start in range(0, size, max_words)
+    ]
 
 
 def encode_words(tokenizer, words_batch: Sequence[Sequence[str]], max_length: int):
@@ -141,10 +143,20 @@ class PairCollate:
         self.max_target_length = max_target_length
 
     def __call__(self, pairs: Sequence[tuple[str, str]]) -> dict[str, torch.Tensor]:
-        source = self.tokenizer([p[0] for p in pairs], truncation=True, max_length=self.max_source_length,
-                                padding=True, return_tensors="pt")  # fmt: skip
-        target = self.tokenizer([p[1] for p in pairs], truncation=True, max_length=self.max_target_length,
-                                padding=True, return_tensors="pt")  # fmt: skip
+        source = self.tokenizer(
+            [p[0] for p in pairs],
+            truncation=True,
+            max_length=self.max_source_length,
+            padding=True,
+            return_tensors="pt",
+        )
+        target = self.tokenizer(
+            [p[1] for p in pairs],
+            truncation=True,
+            max_length=self.max_target_length,
+            padding=True,
+            return_tensors="pt",
+        )
         labels = target["input_ids"].masked_fill(target["attention_mask"] == 0, IGNORE_INDEX)
         return {"input_ids": source["input_ids"], "attention_mask": source["attention_mask"], "labels": labels}
 

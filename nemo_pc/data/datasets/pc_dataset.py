@@ -299,8 +299,12 @@ def pc_dataloader_from_config(
     persistent = bool(config.get("persistent_workers", False)) and workers > 0
     window = int(config.get("bucketing_window", 0) or 0)
     if window and config.get("shuffle", False):
-        sampler = DurationBucketSampler([item.duration for item in dataset.items], config.get("batch_size", 8), window,
-                                        seed=int(config.get("pc_seed", 0)))  # fmt: skip
+        sampler = DurationBucketSampler(
+            [item.duration for item in dataset.items],
+            config.get("batch_size", 8),
+            window,
+            seed=int(config.get("pc_seed", 0)),
+        )
         return torch.utils.data.DataLoader(
             BatchIndexedDataset(dataset),
             sampler=sampler,

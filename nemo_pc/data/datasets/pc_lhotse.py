@@ -164,8 +164,9 @@ def lhotse_pc_dataloader(
                 "(use_bucketing, num_buckets, batch_duration; perturb_speed, noise_path)"
             )
     if config.get("concatenate_samples"):
-        raise ValueError("data config: concatenate_samples is not supported: the fields of one utterance would "
-                         "label several")  # fmt: skip
+        raise ValueError(
+            "data config: concatenate_samples is not supported: the fields of one utterance would label several"
+        )
     _check_rank_split(config, world_size)
     tn = check_tn(config.pop("tn", "nemo"))
     if config.get("manifest_filepath"):

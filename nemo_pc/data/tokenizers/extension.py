@@ -115,9 +115,13 @@ def _case_keeping_normalizer(proto) -> None:
         return
     model = io.BytesIO()
     sentencepiece.SentencePieceTrainer.train(
-        sentence_iterator=iter(["a b c"]), model_writer=model, vocab_size=4, model_type="char",
-        normalization_rule_name=name[: -len("_cf")], minloglevel=2,
-    )  # fmt: skip
+        sentence_iterator=iter(["a b c"]),
+        model_writer=model,
+        vocab_size=4,
+        model_type="char",
+        normalization_rule_name=name[: -len("_cf")],
+        minloglevel=2,
+    )
     donor = _parse_proto(model.getvalue())
     proto.normalizer_spec.name = donor.normalizer_spec.name
     proto.normalizer_spec.precompiled_charsmap = donor.normalizer_spec.precompiled_charsmap
@@ -169,8 +173,10 @@ def extend_tokenizer(
     if writes_case_and_marks(pieces, marks) and source is None and not stock.normalizer_spec.name.endswith("_cf"):
         return ExtendedTokenizer(write_tokenizer_dir(stock, directory), stock_size, [])
     if stock.trainer_spec.model_type != stock.trainer_spec.BPE:
-        raise ValueError(f"{stock_model}: only a BPE tokenizer can be extended; pass a tokenizer that writes case "
-                         f"and the marks {marks!r}")  # fmt: skip
+        raise ValueError(
+            f"{stock_model}: only a BPE tokenizer can be extended; pass a tokenizer that writes case "
+            f"and the marks {marks!r}"
+        )
     source_proto = None
     if source is not None:
         source_path = Path(source)

