@@ -192,6 +192,10 @@ def test_hydra_script_trains_on_two_cpu_processes_and_the_checkpoint_restores(ti
         "model.train_ds.batch_size=1",
         "model.train_ds.bucketing_window=2",
         "model.validation_ds.batch_size=1",
+        # No loader worker processes: a rank forked while its gloo and OpenMP threads run can hang in the child on
+        # a busy machine; the distributed sampler and the bucketing are the same in the main process.
+        "model.train_ds.num_workers=0",
+        "model.validation_ds.num_workers=0",
         f"trainer.devices={WORLD}",
         "trainer.strategy=ddp",
     )
