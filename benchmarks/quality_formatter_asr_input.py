@@ -64,7 +64,7 @@ def score_transcripts(formatter, rows: list[dict], field: str, target: Path) -> 
 
     outputs = formatter.format([row[field] for row in rows])
     write_manifest(target, [{**row, "pred_text": out} for row, out in zip(rows, outputs, strict=True)])
-    metrics = evaluate_manifest(target, EvalConfig(progress=False)).metrics.compute()
+    metrics = evaluate_manifest(target, EvalConfig(progress=False)).metrics.compute()["metrics"]
     scores = {name: metrics[name] for name in TRANSCRIPT_METRICS}
     return {**scores, "end_mark_share": end_mark_share(outputs), "example": outputs[0]}
 
