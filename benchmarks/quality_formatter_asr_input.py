@@ -5,6 +5,7 @@ short segments that start and end mid-sentence, with misrecognized words. This b
 
 1. transcribes the demo's DEV split with ``--asr-system`` (normalized output) and measures its errors against the
    references (:func:`~nemo_pc.formatter.asr_noise.estimate_confusions`; the test split is where it is scored);
+   ``--no-errors`` sets the word error rates to 0, which leaves the fragments alone (an ablation);
 2. builds the demo's formatter data (``config.json``'s ``formatter_*`` values) with ``asr_like`` fragments drawn
    from those errors, and trains a tagger with the demo's recipe (steps, learning rate, overrides);
 3. scores the demo's tagger and the ASR-like tagger, each with the demo's span rewriter (pure neural formatter):
@@ -75,6 +76,11 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--work", default=None, help="where the data, statistics and tagger go (default D/asr_like)")
     parser.add_argument("--asr-system", default="rnnt_conditioned", help="the cascade's ASR system")
     parser.add_argument("--asr-like", type=float, default=1.0, help="FormatterDataConfig.asr_like")
+    parser.add_argument(
+        "--no-errors",
+        action="store_true",
+        help="fragments only: the measured error rates set to 0 (which part of the change matters)",
+    )
     parser.add_argument("--json", default=str(RESULTS_DIR / "formatter_asr_input.json"))
     args = parser.parse_args(argv)
 
@@ -93,6 +99,8 @@ def main(argv: list[str] | None = None) -> dict:
     dev = read_manifest(dev_transcripts(demo, args.asr_system, work / f"dev_{args.asr_system}.json"))
     confusions = estimate_confusions([r["text"] for r in dev], [r["pred_text_normalized"] for r in dev],
                                      source=f"{args.asr_system} on the demo's dev split")  # fmt: skip
+    if args.no_errors:
+        confusions = dataclasses.replace(confusions, substitution=0.0, deletion=0.0, insertion=0.0)
     confusions.save(work / "confusions.json")
     data_config = dataclasses.replace(demo.formatter_data_config(), asr_like=args.asr_like,
                                       asr_confusions=str(work / "confusions.json"))  # fmt: skip
@@ -125,6 +133,7 @@ def main(argv: list[str] | None = None) -> dict:
         "demo_dir": str(demo_dir),
         "asr_system": args.asr_system,
         "asr_like": args.asr_like,
+        "recognition_errors": not args.no_errors,
         "confusions": dataclasses.asdict(confusions),
         "train_tagger_examples": summary["counts"]["train_tagger"],
         "test_utterances": len(test),

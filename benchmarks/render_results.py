@@ -313,12 +313,15 @@ def render_formatter_asr_input(source: Path) -> str:
     test transcripts and on the formatter's clean test documents, with Whisper tiny.en's test PER as the bar."""
     report = _read_json(source)
     c = report["confusions"]
+    errors = "fragments only (no recognition errors)"
+    if report.get("recognition_errors", True):
+        errors = (f"errors measured on the demo's dev split ({pct(c['substitution'])} substituted, "
+                  f"{pct(c['deletion'])} deleted, {pct(c['insertion'])} inserted words)")  # fmt: skip
     head = (
         f"{report['test_utterances']} test utterances (held-out voices) and {report['test_documents']} clean test "
-        f"documents; ASR-like examples {report['asr_like']:g} per clean one by words, errors measured on the demo's "
-        f"dev split ({pct(c['substitution'])} substituted, {pct(c['deletion'])} deleted, {pct(c['insertion'])} "
-        f"inserted words). Bar: Whisper tiny.en's test PER {pct(report['whisper_tiny_en_per'])}; "
-        f"{pct(report['reference_end_mark_share'])} of the test references end in a mark:"
+        f"documents; ASR-like examples {report['asr_like']:g} per clean one by words, {errors}. Bar: Whisper "
+        f"tiny.en's test PER {pct(report['whisper_tiny_en_per'])}; {pct(report['reference_end_mark_share'])} of the "
+        "test references end in a mark:"
     )
     rows = []
     for name, r in report["results"].items():
