@@ -9,8 +9,8 @@ A block names its kind and its source between two markers; everything between th
 Kinds: ``claims``, ``run_all_formatter``, ``run_all_rtf`` (``benchmarks/run_all.py``'s JSON: the claims table,
 section b, section a); ``demo`` and ``demo_steps`` (a demo output folder kept in benchmarks/results: its test table,
 its seconds per step); ``formatter_loso``, ``formatter_loso_all``, ``train_dev_gap``, ``lm_fusion``, ``lm_loso``,
-``asr_recipe``, ``streaming`` (the JSON of ``benchmarks/quality_<kind>.py``); ``formatter_sources`` (the JSON of
-``data_formatter_sources``); ``train_speed``, ``lhotse_speed``,
+``asr_recipe``, ``streaming``, ``formatter_asr_input`` (the JSON of ``benchmarks/quality_<kind>.py``);
+``formatter_sources`` (the JSON of ``data_formatter_sources``); ``train_speed``, ``lhotse_speed``,
 ``builder_scale``, ``rnnt_loss``, ``longform`` (the JSON of ``speed_train``, ``speed_lhotse``, ``speed_builder``,
 ``speed_rnnt_loss``, ``speed_longform``); ``longform_trained`` (the JSON of ``quality_longform``); ``streaming_train``
 (a training curve). A kind is named after the results
@@ -306,6 +306,31 @@ def render_formatter_loso(source: Path) -> str:
         ),
     ]
     return "\n".join(lines) + "\n"
+
+
+def render_formatter_asr_input(source: Path) -> str:
+    """``quality_formatter_asr_input.py``: the demo's tagger and the ASR-like tagger (one span rewriter) on the demo's
+    test transcripts and on the formatter's clean test documents, with Whisper tiny.en's test PER as the bar."""
+    report = _read_json(source)
+    c = report["confusions"]
+    errors = "fragments only (no recognition errors)"
+    if report.get("recognition_errors", True):
+        errors = (f"errors measured on the demo's dev split ({pct(c['substitution'])} substituted, "
+                  f"{pct(c['deletion'])} deleted, {pct(c['insertion'])} inserted words)")  # fmt: skip
+    head = (
+        f"{report['test_utterances']} test utterances (held-out voices) and {report['test_documents']} clean test "
+        f"documents; ASR-like examples {report['asr_like']:g} per clean one by words, {errors}. Bar: Whisper "
+        f"tiny.en's test PER {pct(report['whisper_tiny_en_per'])}; {pct(report['reference_end_mark_share'])} of the "
+        "test references end in a mark:"
+    )
+    rows = []
+    for name, r in report["results"].items():
+        asr, ref, docs = r["asr_output"], r["reference_words"], r["clean_documents"]
+        rows.append([name, *(pct(asr[m]) for m in ("per", "punct_micro_f1", "wer_pc", "end_mark_share")),
+                     pct(ref["per"]), pct(ref["end_mark_share"]), pct(docs["per"]), pct(docs["i_wer"])])  # fmt: skip
+    columns = ["tagger", "PER:", "punct F1:", "WER-PC:", "ends in a mark:", "PER, reference words:",
+               "ends in a mark, reference words:", "PER, clean documents:", "I-WER, clean documents:"]  # fmt: skip
+    return "\n".join([head, "", *_table(columns, rows)]) + "\n"
 
 
 def render_formatter_sources(source: Path) -> str:
@@ -665,6 +690,7 @@ RENDERERS: dict[str, Callable[[Path], str]] = {
     "formatter_loso": render_formatter_loso,
     "formatter_loso_all": render_formatter_loso_all,
     "formatter_sources": render_formatter_sources,
+    "formatter_asr_input": render_formatter_asr_input,
     "train_dev_gap": render_train_dev_gap,
     "lm_fusion": render_lm_fusion,
     "lm_loso": render_lm_loso,

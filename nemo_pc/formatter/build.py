@@ -5,7 +5,9 @@ document, filters and cleans every sentence (:mod:`nemo_pc.formatter.cleaning`),
 (cached on disk by :class:`nemo_pc.data.recipes.spoken.SpokenForm`, several processes at once), derives labels and
 spans by alignment (:mod:`nemo_pc.formatter.labels`) and writes, per split:
 
-* ``<split>_tagger.json``: tagger examples (consecutive sentences of one document, up to ``example_words`` words);
+* ``<split>_tagger.json``: tagger examples (consecutive sentences of one document, up to ``example_words`` words;
+  with ``asr_like``, the train split also gets ASR-like fragments with recognition errors,
+  :mod:`nemo_pc.formatter.asr_noise`);
 * ``<split>_rewriter.json``: span rewriter pairs (``input`` with context and markers, ``target``);
 * ``<split>_seq2seq.json``: whole-example pairs for the full seq2seq baseline;
 * ``<split>_documents.json``: each document's spoken text and written reference, for benchmarks;
@@ -19,11 +21,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import random
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from nemo_pc.data.recipes.spoken import SpokenForm, default_cache_dir, sentence_spans, written_words
+from nemo_pc.formatter.asr_noise import ConfusionStats, asr_like_examples
 from nemo_pc.formatter.cleaning import clean_text, coarse_reason, fine_reason
 from nemo_pc.formatter.labels import LabeledText, derive_labels, span_input
 from nemo_pc.formatter.sources import Document, document_split, load_documents
@@ -54,6 +59,15 @@ class FormatterDataConfig:
     text_files: tuple[str, ...] = ()
     """Plain text files of your own, read as documents besides ``sources``
     (:func:`~nemo_pc.formatter.sources.text_documents`)."""
+    asr_like: float = 0.0
+    """ASR-like train tagger examples per clean one, by words (0: none). Each train document is cut into
+    utterance-like fragments with recognition errors drawn from ``asr_confusions``
+    (:func:`~nemo_pc.formatter.asr_noise.asr_like_examples`) ``asr_like`` times over (a fraction keeps that share
+    of the fragments of one more pass); the clean examples all stay, so ``asr_like / (1 + asr_like)`` of the
+    tagger's train words are ASR-like. Rewriter, seq2seq, dev and test rows are unchanged."""
+    asr_confusions: str | None = None
+    """A :class:`~nemo_pc.formatter.asr_noise.ConfusionStats` JSON (an ASR system's errors measured on a split it is
+    not scored on); needed when ``asr_like`` > 0."""
 
     def __post_init__(self) -> None:
         self.text_files = tuple(str(path) for path in self.text_files)
@@ -70,6 +84,12 @@ class FormatterDataConfig:
             raise ValueError(
                 f"FormatterDataConfig.dev + test must leave documents for train, got {self.dev + self.test}"
             )
+        if not (isinstance(self.asr_like, (int, float)) and math.isfinite(self.asr_like) and self.asr_like >= 0):
+            raise ValueError(f"FormatterDataConfig.asr_like must be a finite number >= 0, got {self.asr_like}")
+        if self.asr_like and not self.asr_confusions:
+            raise ValueError("FormatterDataConfig.asr_like needs asr_confusions (a confusion statistics JSON)")
+        if self.asr_confusions is not None:
+            self.asr_confusions = str(self.asr_confusions)
         for name, least in (("example_words", 1), ("context_words", 0), ("max_gap", 0), ("tokenizer_vocab", 1)):
             if getattr(self, name) < least:
                 raise ValueError(f"FormatterDataConfig.{name} must be >= {least}, got {getattr(self, name)}")
@@ -100,7 +120,7 @@ def build_formatter_data(
         if cache_dir.exists() and not cache_dir.is_dir():
             raise ValueError(f"cache_dir: {cache_dir} is not a folder")
         paths = _paths(output_dir)
-        inputs = _text_digests(config.text_files)
+        inputs = _text_digests((*config.text_files, *([config.asr_confusions] if config.asr_like else [])))
         if paths["summary"].is_file():
             done = json.loads(paths["summary"].read_text())
             if done["config"] == _jsonable(config) and done.get("text_files", {}) == inputs:
@@ -113,10 +133,14 @@ def build_formatter_data(
         sentences = {doc.doc_id: document_sentences(doc, drops) for doc in tqdm(docs, desc="clean", unit="doc")}
         spoken = _spoken_forms(docs, sentences, SpokenForm(config.tn, cache_dir), num_jobs)
         rows: dict[str, list] = {f"{split}_{kind}": [] for split in SPLITS for kind in KINDS}
+        confusions = ConfusionStats.load(config.asr_confusions) if config.asr_like else None
         for doc in tqdm(docs, desc="label", unit="doc"):
             labeled = _labeled(doc, sentences[doc.doc_id], spoken[doc.doc_id], config, drops)
             if labeled:
-                _add_rows(rows, document_split(doc.doc_id, config.dev, config.test), doc, labeled, config)
+                split = document_split(doc.doc_id, config.dev, config.test)
+                _add_rows(rows, split, doc, labeled, config)
+                if confusions is not None and split == "train":
+                    _add_asr_like(rows["train_tagger"], doc, join_labeled(labeled), config, confusions)
         for name, entries in rows.items():
             write_manifest(paths[name], entries)
         _train_tokenizer(rows, paths["tokenizer"], config.tokenizer_vocab)
@@ -136,15 +160,18 @@ def _paths(output_dir: Path) -> dict[str, Path]:
 
 
 def _jsonable(config: FormatterDataConfig) -> dict:
-    """The config as the summary records it (without ``text_files`` when there is none, as before it existed)."""
+    """The config as the summary records it (without ``text_files`` when there is none and without the ASR-like
+    keys when ``asr_like`` is 0, as before they existed)."""
     data = json.loads(json.dumps(asdict(config)))
     if not data["text_files"]:
         del data["text_files"]
+    if not data["asr_like"]:
+        del data["asr_like"], data["asr_confusions"]
     return data
 
 
 def _text_digests(paths: Sequence[str]) -> dict[str, str]:
-    """SHA-256 of each text file, so that an edited file is read again."""
+    """SHA-256 of each input file (text files, confusion statistics), so that an edited file is read again."""
     return {path: hashlib.sha256(Path(path).read_bytes()).hexdigest() for path in paths}
 
 
@@ -252,6 +279,19 @@ def _add_rows(rows: dict, split: str, doc: Document, labeled: list[LabeledText],
     rows[f"{split}_documents"].append(
         {"doc_id": doc.doc_id, "source": doc.source, "spoken": " ".join(whole.words), "written": whole.reference()}
     )
+
+
+def _add_asr_like(
+    rows: list, doc: Document, whole: LabeledText, config: FormatterDataConfig, confusions: ConfusionStats
+) -> None:
+    """``config.asr_like`` passes of ASR-like fragments over one document (its own seeded random stream)."""
+    rng = random.Random(f"asr-like:{config.seed}:{doc.doc_id}")
+    passes = math.ceil(config.asr_like)
+    for k in range(passes):
+        keep = min(1.0, config.asr_like - k)
+        for example in asr_like_examples(whole, confusions, rng):
+            if keep >= 1.0 or rng.random() < keep:
+                rows.append({"doc_id": doc.doc_id, **example.to_dict()})
 
 
 def _train_tokenizer(rows: dict, path: Path, vocab_size: int) -> None:

@@ -123,3 +123,31 @@ def test_every_source_loso_held_out_documents_mean_and_rendered_table(tmp_path):
     assert "| `wiki` | 4 | 50.0% | 40.0% | 10.0% | 20.0% |" in table
     assert "| I-WER ÷ WFST's (mean of ratios) |  |  | 2.00× | 0.50× | 1.00× |" in table
     assert "Incomplete" not in table
+
+
+def test_asr_input_scores_transcripts_and_renders_its_table(tmp_path, tiny_formatter):
+    import json
+
+    module = _benchmark("quality_formatter_asr_input")
+    assert module.end_mark_share(["Ends here.", "no mark", "a comma,", ""]) == 0.5
+    formatter = TextFormatter(*tiny_formatter, span_itn="neural", detect_spans=False)
+    rows = [{"utt_id": str(k), "text": written, "text_normalized": spoken, "pred_text_normalized": spoken}
+            for k, (written, spoken) in enumerate(WRITTEN_SPOKEN[:3])]  # fmt: skip
+    scores = module.score_transcripts(formatter, rows, "pred_text_normalized", tmp_path / "p.json")
+    assert set(scores) == {*module.TRANSCRIPT_METRICS, "end_mark_share", "example"}
+    assert 0.0 <= scores["per"] and 0.0 <= scores["punct_micro_f1"] <= 1.0
+    assert len((tmp_path / "p.json").read_text().splitlines()) == 3
+
+    row = {
+        "asr_output": {"per": 0.8, "punct_micro_f1": 0.2, "wer_pc": 0.7, "case_er": 0.3, "end_mark_share": 0.9},
+        "reference_words": {"per": 0.5, "end_mark_share": 0.6},
+        "clean_documents": {"per": 0.4, "i_wer": 0.1},
+    }
+    report = {"test_utterances": 3, "test_documents": 2, "asr_like": 1.0, "whisper_tiny_en_per": 0.777,
+              "reference_end_mark_share": 0.25, "results": {"demo tagger (clean text)": row},
+              "confusions": {"substitution": 0.4, "deletion": 0.1, "insertion": 0.02}}  # fmt: skip
+    source = tmp_path / "asr.json"
+    source.write_text(json.dumps(report))
+    table = load_benchmark("render_results").render_formatter_asr_input(source)
+    assert "| demo tagger (clean text) | 80.0% | 20.0% | 70.0% | 90.0% | 50.0% | 60.0% | 40.0% | 10.0% |" in table
+    assert "Whisper tiny.en's test PER 77.7%" in table
