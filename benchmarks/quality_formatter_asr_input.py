@@ -50,8 +50,10 @@ def dev_transcripts(demo: Demo, system: str, target: Path) -> Path:
     from nemo_pc.pipelines.inference import transcribe_both
 
     outputs = transcribe_both(demo.model_path(system), demo.manifest("dev"), batch_size=demo.cfg.batch_size)
-    rows = [{**entry, "pred_text": outputs["punctuated"][k], "pred_text_normalized": outputs["normalized"][k]}
-            for k, entry in enumerate(read_manifest(demo.manifest("dev")))]  # fmt: skip
+    rows = [
+        {**entry, "pred_text": outputs["punctuated"][k], "pred_text_normalized": outputs["normalized"][k]}
+        for k, entry in enumerate(read_manifest(demo.manifest("dev")))
+    ]
     return write_manifest(target, rows)
 
 
@@ -97,13 +99,17 @@ def main(argv: list[str] | None = None) -> dict:
     work = Path(args.work or demo_dir / "asr_like")
     work.mkdir(parents=True, exist_ok=True)
     dev = read_manifest(dev_transcripts(demo, args.asr_system, work / f"dev_{args.asr_system}.json"))
-    confusions = estimate_confusions([r["text"] for r in dev], [r["pred_text_normalized"] for r in dev],
-                                     source=f"{args.asr_system} on the demo's dev split")  # fmt: skip
+    confusions = estimate_confusions(
+        [r["text"] for r in dev],
+        [r["pred_text_normalized"] for r in dev],
+        source=f"{args.asr_system} on the demo's dev split",
+    )
     if args.no_errors:
         confusions = dataclasses.replace(confusions, substitution=0.0, deletion=0.0, insertion=0.0)
     confusions.save(work / "confusions.json")
-    data_config = dataclasses.replace(demo.formatter_data_config(), asr_like=args.asr_like,
-                                      asr_confusions=str(work / "confusions.json"))  # fmt: skip
+    data_config = dataclasses.replace(
+        demo.formatter_data_config(), asr_like=args.asr_like, asr_confusions=str(work / "confusions.json")
+    )
     seconds = {}
     with Stopwatch() as watch:
         paths = build_formatter_data(work / "formatter_data", data_config, num_jobs=cfg.num_jobs)
@@ -125,7 +131,7 @@ def main(argv: list[str] | None = None) -> dict:
             "reference_words": score_transcripts(formatter, test, "text_normalized", work / f"oracle_{k}.json"),
             "clean_documents": {
                 m: v for m, v in quality_formatter.quality(formatter, docs).items() if m in quality_formatter.METRICS
-            },  # fmt: skip
+            },
         }
     whisper = json.loads(demo.path("eval", "whisper_tiny_en.json").read_text())["metrics"]["per"]
     summary = json.loads(paths["summary"].read_text())

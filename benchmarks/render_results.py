@@ -110,8 +110,16 @@ def claims_markdown(claims: Sequence[Mapping]) -> str:
     header = ["id", "paper", "claim", "reproduced if", "measured", "p (bootstrap)", "p (MAPSSWE)", "reproduced"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for c in claims:
-        row = [c["id"], c["paper"], c["claim"], c["rule"], describe_measured(c), p_value(c["p_value"]),
-               p_value(c["p_mapsswe"]), _verdict(c["reproduced"], c.get("note") or "")]  # fmt: skip
+        row = [
+            c["id"],
+            c["paper"],
+            c["claim"],
+            c["rule"],
+            describe_measured(c),
+            p_value(c["p_value"]),
+            p_value(c["p_mapsswe"]),
+            _verdict(c["reproduced"], c.get("note") or ""),
+        ]
         lines.append("| " + " | ".join(_cell(x) for x in row) + " |")
     lines.append("")
     notes = [f"- {c['id']}: {c['note']}" for c in claims if c.get("note")]
@@ -265,13 +273,24 @@ def render_demo(source: Path) -> str:
         n_test = report["num_utterances"]
         n_seen = seen["num_utterances"] if seen else n_seen
         m = report["metrics"]
-        rows.append([f"`{system}`", pct(report["normalized_output"]["wer"]), pct(m["wer_pc"]), pct(m["per"]),
-                     pct(m.get("punct_micro_f1")), pct(m["cer"]),
-                     pct(seen["normalized_output"]["wer"]) if seen else "-"])  # fmt: skip
+        rows.append(
+            [
+                f"`{system}`",
+                pct(report["normalized_output"]["wer"]),
+                pct(m["wer_pc"]),
+                pct(m["per"]),
+                pct(m.get("punct_micro_f1")),
+                pct(m["cer"]),
+                pct(seen["normalized_output"]["wer"]) if seen else "-",
+            ]
+        )
     total = sum(seconds.values())
     aed = f"AED {config['aed_steps']} steps, " if any(s.startswith("aed") for s in config.get("systems", [])) else ""
-    lm = (f"Greedy decoding; `_lm`: beam {config['lm_beam_size']} with a token {config['lm_order']}-gram LM per mode. "
-          if config.get("lm_order") else "Greedy decoding, no LM. ")  # fmt: skip
+    lm = (
+        f"Greedy decoding; `_lm`: beam {config['lm_beam_size']} with a token {config['lm_order']}-gram LM per mode. "
+        if config.get("lm_order")
+        else "Greedy decoding, no LM. "
+    )
     head = (
         f"Run of {finished}: {config['hours']} h corpus planned, seed {config['seed']}, backbone "
         f"`{config.get('backbone') or 'fastconformer'}`, base encoder {config['base_steps']} steps, RNN-T "
@@ -315,8 +334,10 @@ def render_formatter_asr_input(source: Path) -> str:
     c = report["confusions"]
     errors = "fragments only (no recognition errors)"
     if report.get("recognition_errors", True):
-        errors = (f"errors measured on the demo's dev split ({pct(c['substitution'])} substituted, "
-                  f"{pct(c['deletion'])} deleted, {pct(c['insertion'])} inserted words)")  # fmt: skip
+        errors = (
+            f"errors measured on the demo's dev split ({pct(c['substitution'])} substituted, "
+            f"{pct(c['deletion'])} deleted, {pct(c['insertion'])} inserted words)"
+        )
     head = (
         f"{report['test_utterances']} test utterances (held-out voices) and {report['test_documents']} clean test "
         f"documents; ASR-like examples {report['asr_like']:g} per clean one by words, {errors}. Bar: Whisper "
@@ -326,10 +347,27 @@ def render_formatter_asr_input(source: Path) -> str:
     rows = []
     for name, r in report["results"].items():
         asr, ref, docs = r["asr_output"], r["reference_words"], r["clean_documents"]
-        rows.append([name, *(pct(asr[m]) for m in ("per", "punct_micro_f1", "wer_pc", "end_mark_share")),
-                     pct(ref["per"]), pct(ref["end_mark_share"]), pct(docs["per"]), pct(docs["i_wer"])])  # fmt: skip
-    columns = ["tagger", "PER:", "punct F1:", "WER-PC:", "ends in a mark:", "PER, reference words:",
-               "ends in a mark, reference words:", "PER, clean documents:", "I-WER, clean documents:"]  # fmt: skip
+        rows.append(
+            [
+                name,
+                *(pct(asr[m]) for m in ("per", "punct_micro_f1", "wer_pc", "end_mark_share")),
+                pct(ref["per"]),
+                pct(ref["end_mark_share"]),
+                pct(docs["per"]),
+                pct(docs["i_wer"]),
+            ]
+        )
+    columns = [
+        "tagger",
+        "PER:",
+        "punct F1:",
+        "WER-PC:",
+        "ends in a mark:",
+        "PER, reference words:",
+        "ends in a mark, reference words:",
+        "PER, clean documents:",
+        "I-WER, clean documents:",
+    ]
     return "\n".join([head, "", *_table(columns, rows)]) + "\n"
 
 
@@ -354,23 +392,42 @@ def render_formatter_loso_all(source: Path) -> str:
     rows = []
     for name, entry in report["sources"].items():
         results = entry["results"]
-        rows.append([f"`{name}`", entry["documents"], pct(results["neural"]["per"]),
-                     *(pct(results[s]["i_wer"]) for s in systems)])  # fmt: skip
+        rows.append(
+            [
+                f"`{name}`",
+                entry["documents"],
+                pct(results["neural"]["per"]),
+                *(pct(results[s]["i_wer"]) for s in systems),
+            ]
+        )
     mean = report["mean"]
     rows.append(["**mean**", "", pct(mean["neural"]["per"]), *(pct(mean[s]["i_wer"]) for s in systems)])
-    rows.append(["I-WER ÷ WFST's (mean of ratios)", "", "",
-                 *(f"{mean[s]['i_wer_vs_wfst']:.2f}×" for s in systems)])  # fmt: skip
+    rows.append(["I-WER ÷ WFST's (mean of ratios)", "", "", *(f"{mean[s]['i_wer_vs_wfst']:.2f}×" for s in systems)])
     rows.append(["sources worse than WFST", "", "", *(mean[s]["sources_worse_than_wfst"] for s in systems)])
     columns = ["left out", "docs:", "PER:", *(f"I-WER {s}:" for s in systems)]
     lines = _table(columns, rows)
     if report.get("pooled"):
         pooled = report["pooled"]
-        lines += ["", "All held-out documents together, each system against NeMo WFST ITN (paired bootstrap over "
-                  "documents):", ""]  # fmt: skip
-        lines += _table(["system", "docs:", "I-WER:", "difference:", "95% interval:", "p:"], [
-            [name, row["documents"], pct(row["i_wer"]), f"{100 * row['delta_vs_wfst']:+.1f}",
-             "-" if row["ci95"] is None else f"[{100 * row['ci95'][0]:+.1f}, {100 * row['ci95'][1]:+.1f}]",
-             p_value(row["p"])] for name, row in pooled.items() if name != "NeMo WFST ITN"])  # fmt: skip
+        lines += [
+            "",
+            "All held-out documents together, each system against NeMo WFST ITN (paired bootstrap over documents):",
+            "",
+        ]
+        lines += _table(
+            ["system", "docs:", "I-WER:", "difference:", "95% interval:", "p:"],
+            [
+                [
+                    name,
+                    row["documents"],
+                    pct(row["i_wer"]),
+                    f"{100 * row['delta_vs_wfst']:+.1f}",
+                    "-" if row["ci95"] is None else f"[{100 * row['ci95'][0]:+.1f}, {100 * row['ci95'][1]:+.1f}]",
+                    p_value(row["p"]),
+                ]
+                for name, row in pooled.items()
+                if name != "NeMo WFST ITN"
+            ],
+        )
     if not report.get("complete"):
         lines += ["", "Incomplete: not every source has been scored yet."]
     return "\n".join(lines) + "\n"
@@ -380,8 +437,10 @@ def render_train_dev_gap(*sources: Path) -> str:
     """``quality_train_dev_gap.py``: normalized WER of each model on each split (a generalization gap or not)."""
     reports = [_read_json(source) for source in sources]
     splits = list(dict.fromkeys(split for report in reports for split in report["wer"]))
-    rows = [[f"`{report['model']}`", *(pct(report["wer"].get(s)) for s in splits), f"`{source_name(source)}`"]
-            for source, report in zip(sources, reports, strict=True)]  # fmt: skip
+    rows = [
+        [f"`{report['model']}`", *(pct(report["wer"].get(s)) for s in splits), f"`{source_name(source)}`"]
+        for source, report in zip(sources, reports, strict=True)
+    ]
     lines = _table(["model", *(f"{s}:" for s in splits), "source"], rows)
     sizes = sorted({report["utterances"] for report in reports})
     lines += [
@@ -409,9 +468,15 @@ def render_lm_fusion(source: Path) -> str:
         f"`{st['demo_dir']}`; p: paired bootstrap (`{source_name(source)}`).",
         "",
     ]
-    rows = [[f"`{name}`", r["best_alpha"], r["test"]["num_utterances"],
-             *(_change(r["test"]["paired"], m) for m in ("wer", "wer_pc", "per"))]
-            for name, r in report["systems"].items()]  # fmt: skip
+    rows = [
+        [
+            f"`{name}`",
+            r["best_alpha"],
+            r["test"]["num_utterances"],
+            *(_change(r["test"]["paired"], m) for m in ("wer", "wer_pc", "per")),
+        ]
+        for name, r in report["systems"].items()
+    ]
     columns = ["system", "LM weight (dev):", "test utterances:", "WER", "WER-PC", "PER"]
     return "\n".join(lines + _table(columns, rows)) + "\n"
 
@@ -456,10 +521,18 @@ def render_train_speed(source: Path) -> str:
             "",
         ]
         first: dict[str, float] = {}
-        rows = [[r["model"], r["variant"], f"{r['steps_per_s']:.3f}", f"{r['audio_s_per_s']:.1f}",
-                 pct(r["padding_share"]), f"{r['mean_loss']:.1f}",
-                 f"{r['steps_per_s'] / first.setdefault(r['model'], r['steps_per_s']):.2f}x"]
-                for r in run["rows"]]  # fmt: skip
+        rows = [
+            [
+                r["model"],
+                r["variant"],
+                f"{r['steps_per_s']:.3f}",
+                f"{r['audio_s_per_s']:.1f}",
+                pct(r["padding_share"]),
+                f"{r['mean_loss']:.1f}",
+                f"{r['steps_per_s'] / first.setdefault(r['model'], r['steps_per_s']):.2f}x",
+            ]
+            for r in run["rows"]
+        ]
         columns = ["model", "variant", "steps/s:", "audio s/s:", "padding:", "mean loss:", "speed vs the first row:"]
         lines += _table(columns, rows)
     return "\n".join(lines) + "\n"
@@ -482,18 +555,32 @@ def render_streaming(source: Path) -> str:
         for k, backend in enumerate(["offline", *st["backends"]]):
             r = c[backend]
             same = r.get("same_text_as_offline")
-            cells = [*(first if k == 0 else ("", "")), backend, pct(r["wer_normalized"], 2, ""),
-                     pct(r["per_punctuated"], 2, ""), pct(r["wer_pc_punctuated"], 2, ""),
-                     f"{same['normalized']} / {same['punctuated']}" if same else "-",
-                     f"{r['step_ms_median']:.1f} / {r['step_ms_p90']:.1f}" if "step_ms_median" in r else "-",
-                     f"{r['rtf']:.3f}"]  # fmt: skip
+            cells = [
+                *(first if k == 0 else ("", "")),
+                backend,
+                pct(r["wer_normalized"], 2, ""),
+                pct(r["per_punctuated"], 2, ""),
+                pct(r["wer_pc_punctuated"], 2, ""),
+                f"{same['normalized']} / {same['punctuated']}" if same else "-",
+                f"{r['step_ms_median']:.1f} / {r['step_ms_p90']:.1f}" if "step_ms_median" in r else "-",
+                f"{r['rtf']:.3f}",
+            ]
             rows.append(cells)
     ref = report.get("reference")
     if ref:
         scores = [pct(ref[key], 2, "") for key in ("wer_normalized", "per_punctuated", "wer_pc_punctuated")]
         rows.append(["full context", "-", f"offline `{ref['model']}`", *scores, "-", "-", f"{ref['rtf']:.3f}"])
-    columns = ["att_context_size", "chunk / lookahead (ms)", "pass", "N-WER", "PER", "WER-PC",
-               "same text as offline (N / P)", "step ms median / p90", "RTF"]  # fmt: skip
+    columns = [
+        "att_context_size",
+        "chunk / lookahead (ms)",
+        "pass",
+        "N-WER",
+        "PER",
+        "WER-PC",
+        "same text as offline (N / P)",
+        "step ms median / p90",
+        "RTF",
+    ]
     return "\n".join(lines + _table(columns, rows)) + "\n"
 
 
@@ -506,8 +593,15 @@ def render_streaming_train(source: Path) -> str:
         f"step; dev decoded at `{report['validation_context']}` (`{source_name(source)}`):",
         "",
     ]
-    rows = [[f"{p['step']:,}", f"{p['val_loss']:.2f}", pct(p["val_wer_normalized"], 2, ""),
-             pct(p["val_wer_punctuated"], 2, "")] for p in report["curve"]]  # fmt: skip
+    rows = [
+        [
+            f"{p['step']:,}",
+            f"{p['val_loss']:.2f}",
+            pct(p["val_wer_normalized"], 2, ""),
+            pct(p["val_wer_punctuated"], 2, ""),
+        ]
+        for p in report["curve"]
+    ]
     columns = ["step:", "dev loss:", "dev WER, normalized:", "dev WER, punctuated:"]
     return "\n".join(lines + _table(columns, rows)) + "\n"
 
@@ -527,8 +621,16 @@ def render_lhotse_speed(source: Path) -> str:
         loader = "lhotse" if c.get("use_lhotse") else "map-style"
         buckets = f"window of {c['bucketing_window']} batches" if c.get("bucketing_window") else "none"
         buckets = f"{c['num_buckets']} duration buckets" if c.get("use_bucketing") else buckets
-        rows.append([f"`{name}` ({loader})", source_kind, buckets, f"{v['batches_per_s']:.2f}",
-                     f"{v['audio_s_per_s']:.0f}", pct(v["padding_share"])])  # fmt: skip
+        rows.append(
+            [
+                f"`{name}` ({loader})",
+                source_kind,
+                buckets,
+                f"{v['batches_per_s']:.2f}",
+                f"{v['audio_s_per_s']:.0f}",
+                pct(v["padding_share"]),
+            ]
+        )
     columns = ["variant", "source", "buckets", "batches/s:", "audio s/s:", "padding:"]
     return "\n".join(lines + _table(columns, rows)) + "\n"
 
@@ -540,9 +642,18 @@ def render_builder_scale(source: Path) -> str:
         f"{runnable_command(report['command'])}, {report['cpus']} CPUs (`{source_name(source)}`):",
         "",
     ]
-    rows = [[f"{r['utterances']:,}", f"{r['chapters']:,}", r["num_jobs"], f"{r['seconds']:.1f}",
-             f"{r['utterances_per_second']:,.0f}", f"{r['peak_rss_mib']:.0f} MiB",
-             f"{r['kept_utterances']:,} / {r['dropped_utterances']:,}"] for r in report["rows"]]  # fmt: skip
+    rows = [
+        [
+            f"{r['utterances']:,}",
+            f"{r['chapters']:,}",
+            r["num_jobs"],
+            f"{r['seconds']:.1f}",
+            f"{r['utterances_per_second']:,.0f}",
+            f"{r['peak_rss_mib']:.0f} MiB",
+            f"{r['kept_utterances']:,} / {r['dropped_utterances']:,}",
+        ]
+        for r in report["rows"]
+    ]
     columns = ["utterances:", "readings:", "jobs:", "seconds:", "utterances/s:", "peak memory:", "kept / dropped:"]
     return "\n".join(lines + _table(columns, rows)) + "\n"
 
@@ -569,14 +680,31 @@ def render_longform(source: Path) -> str:
     rows = []
     for row in r["rows"]:
         agreement = row["agreement"]
-        cells = [f"{row['audio_seconds'] / 60:.2f} min", row["chunks"], f"{row['loaded_rss_mb']:.0f} MB",
-                 f"{row['peak_rss_mb']:.0f} MB", f"{row['rtf']:.3f}", f"{row['cpu_rtf']:.4f}",
-                 f"{row['load_average']:.1f}"]  # fmt: skip
+        cells = [
+            f"{row['audio_seconds'] / 60:.2f} min",
+            row["chunks"],
+            f"{row['loaded_rss_mb']:.0f} MB",
+            f"{row['peak_rss_mb']:.0f} MB",
+            f"{row['rtf']:.3f}",
+            f"{row['cpu_rtf']:.4f}",
+            f"{row['load_average']:.1f}",
+        ]
         for mode in ("punctuated", "normalized"):
             cells += [pct(agreement[mode][part]["word_disagreement"]) for part in ("seam", "inside")]
         rows.append(cells)
-    columns = ["audio:", "chunks:", "RSS loaded:", "peak RSS:", "RTF wall:", "RTF CPU:", "load:",
-               "P seam:", "P inside:", "N seam:", "N inside:"]  # fmt: skip
+    columns = [
+        "audio:",
+        "chunks:",
+        "RSS loaded:",
+        "peak RSS:",
+        "RTF wall:",
+        "RTF CPU:",
+        "load:",
+        "P seam:",
+        "P inside:",
+        "N seam:",
+        "N inside:",
+    ]
     return "\n".join(lines + _table(columns, rows)) + "\n"
 
 
@@ -585,9 +713,17 @@ def _longform_mode_row(model: dict, window: dict, mode: str) -> list:
     scores, alone = window["modes"][mode], model["per_utterance_vs_reference"][mode]
     longform, versus = scores["longform_vs_reference"], scores["longform_vs_per_utterance"]
     seams = [pct(window["agreement"][mode][part]["word_disagreement"]) for part in ("seam", "inside")]
-    return [mode[0].upper(), pct(longform["wer"]), pct(alone["wer"]), pct(scores["joined_wer"]),
-            _marks_per(longform, mode), _marks_per(alone, mode), pct(versus["wer"]), _marks_per(versus, mode),
-            *seams]  # fmt: skip
+    return [
+        mode[0].upper(),
+        pct(longform["wer"]),
+        pct(alone["wer"]),
+        pct(scores["joined_wer"]),
+        _marks_per(longform, mode),
+        _marks_per(alone, mode),
+        pct(versus["wer"]),
+        _marks_per(versus, mode),
+        *seams,
+    ]
 
 
 def _marks_per(scores: dict, mode: str) -> str:
@@ -599,9 +735,17 @@ def _longform_cue_row(window: dict) -> list:
     """One window's chunks, CPU RTF, punctuated words written, and SRT cues (``quality_longform.py``)."""
     cues, words = window["cues"], window["modes"]["punctuated"]["longform_vs_reference"]
     ended = cues["ended_by"]
-    return [window["chunks"], f"{window['cpu_rtf']:.3f}", f"{words['hypothesis_words']} / {words['words']}",
-            cues["cues"], f"{cues['mean_seconds']:.1f} s", f"{cues['max_seconds']:.1f} s", cues["max_lines"],
-            cues["max_line_chars"], f"{ended['mark']} / {ended['pause']} / {ended['cap']}"]  # fmt: skip
+    return [
+        window["chunks"],
+        f"{window['cpu_rtf']:.3f}",
+        f"{words['hypothesis_words']} / {words['words']}",
+        cues["cues"],
+        f"{cues['mean_seconds']:.1f} s",
+        f"{cues['max_seconds']:.1f} s",
+        cues["max_lines"],
+        cues["max_line_chars"],
+        f"{ended['mark']} / {ended['pause']} / {ended['cap']}",
+    ]
 
 
 def render_longform_trained(source: Path) -> str:
@@ -610,18 +754,43 @@ def render_longform_trained(source: Path) -> str:
     word disagreement; then per model and window, the words written and the SRT cues."""
     r = _read_json(source)
     models = ", ".join(f"`{m['model']}` ({m['modified']})" for m in r["models"])
-    head = (f"{r['utterances']} utterances of `{r['manifest']}` in order with {r['pause_seconds']:g} s pauses, one "
-            f"recording of {r['audio_seconds'] / 60:.1f} min, {r['threads']} thread(s); models {models}:")  # fmt: skip
+    head = (
+        f"{r['utterances']} utterances of `{r['manifest']}` in order with {r['pause_seconds']:g} s pauses, one "
+        f"recording of {r['audio_seconds'] / 60:.1f} min, {r['threads']} thread(s); models {models}:"
+    )
     rows, cue_rows = [], []
     for model in r["models"]:
         for window in model["windows"]:
             name = [f"`{Path(model['model']).stem}`", f"{window['chunk_seconds']:g} + {window['context_seconds']:g} s"]
             rows += [[*name, *_longform_mode_row(model, window, mode)] for mode in ("punctuated", "normalized")]
             cue_rows.append([*name, *_longform_cue_row(window)])
-    columns = ["model", "window", "mode", "WER:", "WER alone:", "WER joined:", "PER:", "PER alone:",
-               "WER vs alone:", "PER vs alone:", "seam:", "inside:"]  # fmt: skip
-    cue_columns = ["model", "window", "chunks:", "RTF CPU:", "words / reference:", "cues:", "mean:", "longest:",
-                   "most lines:", "longest line:", "ended by mark / pause / cap:"]  # fmt: skip
+    columns = [
+        "model",
+        "window",
+        "mode",
+        "WER:",
+        "WER alone:",
+        "WER joined:",
+        "PER:",
+        "PER alone:",
+        "WER vs alone:",
+        "PER vs alone:",
+        "seam:",
+        "inside:",
+    ]
+    cue_columns = [
+        "model",
+        "window",
+        "chunks:",
+        "RTF CPU:",
+        "words / reference:",
+        "cues:",
+        "mean:",
+        "longest:",
+        "most lines:",
+        "longest line:",
+        "ended by mark / pause / cap:",
+    ]
     return "\n".join([head, "", *_table(columns, rows), "", *_table(cue_columns, cue_rows)]) + "\n"
 
 
@@ -636,11 +805,30 @@ def render_aed_minutes(source: Path) -> str:
         if system.get("base_minutes"):
             minutes += f" ({system['base_minutes']:.1f} base)"
         rtf = system.get("rtf") or {}
-        rows.append([f"`{system['system']}`", minutes, pct(test.get("n_wer")), pct(test.get("per")),
-                     pct(test.get("punct_f1")), pct(test.get("wer_pc")), pct(seen.get("n_wer")), pct(seen.get("per")),
-                     f"{rtf['rtf']:.3f} ({rtf['threads']} thr)" if rtf else "-"])  # fmt: skip
-    columns = ["system", "train minutes:", "test N-WER:", "test PER:", "test punct F1:", "test WER-PC:",
-               "test_seen N-WER:", "test_seen PER:", "RTF both outputs:"]  # fmt: skip
+        rows.append(
+            [
+                f"`{system['system']}`",
+                minutes,
+                pct(test.get("n_wer")),
+                pct(test.get("per")),
+                pct(test.get("punct_f1")),
+                pct(test.get("wer_pc")),
+                pct(seen.get("n_wer")),
+                pct(seen.get("per")),
+                f"{rtf['rtf']:.3f} ({rtf['threads']} thr)" if rtf else "-",
+            ]
+        )
+    columns = [
+        "system",
+        "train minutes:",
+        "test N-WER:",
+        "test PER:",
+        "test punct F1:",
+        "test WER-PC:",
+        "test_seen N-WER:",
+        "test_seen PER:",
+        "RTF both outputs:",
+    ]
     curve_rows = []
     for system in r["systems"]:
         for point in system.get("curve", []):
@@ -667,9 +855,18 @@ def render_pc_stage(source: Path) -> str:
     for row in r["rows"]:
         for point in row["curve"]:
             name = f"`{row['variant']}`" + (f" (stopped, of {row['steps']})" if row.get("stopped_at_step") else "")
-            rows.append([name, row["start"] or "Whisper", point["step"], f"{point['minutes']:.1f}",
-                         pct(point["per"]), pct(point["punct_micro_f1"]), pct(point["wer_normalized"]),
-                         pct(point["wer_pc"])])  # fmt: skip
+            rows.append(
+                [
+                    name,
+                    row["start"] or "Whisper",
+                    point["step"],
+                    f"{point['minutes']:.1f}",
+                    pct(point["per"]),
+                    pct(point["punct_micro_f1"]),
+                    pct(point["wer_normalized"]),
+                    pct(point["wer_pc"]),
+                ]
+            )
     columns = ["recipe", "starts from", "step:", "minutes:", "dev PER:", "punct F1:", "N-WER:", "WER-PC:"]
     head = (
         f"One dev utterance in {r['dev_stride']} (voices no training utterance uses), greedy, both outputs of one "

@@ -118,9 +118,18 @@ def estimate_confusions(
     if not words:
         raise ValueError("no reference words to measure errors on")
     chars = max(chars, 1)
-    return ConfusionStats(subs / words, dels / words, ins / words, char_subs / chars, char_dels / chars,
-                          char_ins / chars, dict(letters.most_common(top)), dict(inserted.most_common(top)),
-                          dict(sorted(lengths.items(), key=lambda kv: int(kv[0]))), source)  # fmt: skip
+    return ConfusionStats(
+        subs / words,
+        dels / words,
+        ins / words,
+        char_subs / chars,
+        char_dels / chars,
+        char_ins / chars,
+        dict(letters.most_common(top)),
+        dict(inserted.most_common(top)),
+        dict(sorted(lengths.items(), key=lambda kv: int(kv[0]))),
+        source,
+    )
 
 
 def _draw(rng: random.Random, counts: dict[str, int], fallback: str) -> str:
@@ -200,21 +209,26 @@ def corrupt(example: LabeledText, stats: ConfusionStats, rng: random.Random) -> 
             itn.append("O")
     if not words:  # everything deleted: keep the example's last word as it is
         return fragment(example, len(example) - 1, len(example))
-    spans = [(position[start], position[end - 1] + 1, text) for start, end, text in example.spans
-             if all(k in position for k in range(start, end))
-             and position[end - 1] - position[start] == end - 1 - start]  # fmt: skip
+    spans = [
+        (position[start], position[end - 1] + 1, text)
+        for start, end, text in example.spans
+        if all(k in position for k in range(start, end)) and position[end - 1] - position[start] == end - 1 - start
+    ]
     return LabeledText(words, punct, case, itn, spans)
 
 
 def fragment(example: LabeledText, start: int, end: int) -> LabeledText:
     """Words ``start:end`` of ``example`` with their labels and the spans that lie inside."""
     spans = [(s - start, e - start, text) for s, e, text in example.spans if start <= s and e <= end]
-    return LabeledText(example.words[start:end], example.punct[start:end], example.case[start:end],
-                       example.itn[start:end], spans)  # fmt: skip
+    return LabeledText(
+        example.words[start:end], example.punct[start:end], example.case[start:end], example.itn[start:end], spans
+    )
 
 
 def asr_like_examples(document: LabeledText, stats: ConfusionStats, rng: random.Random) -> list[LabeledText]:
     """The document cut into utterance-like fragments (:func:`fragment_windows`), each with recognition errors
     (:func:`corrupt`)."""
-    return [corrupt(fragment(document, start, end), stats, rng)
-            for start, end in fragment_windows(len(document), stats, rng)]  # fmt: skip
+    return [
+        corrupt(fragment(document, start, end), stats, rng)
+        for start, end in fragment_windows(len(document), stats, rng)
+    ]

@@ -96,9 +96,12 @@ class FormatterDataConfig:
 
 
 def build_formatter_data(
-    output_dir: str | Path, config: FormatterDataConfig | None = None, cache_dir: str | Path | None = None,
-    num_jobs: int = 1, documents: Sequence[Document] | None = None,
-) -> dict[str, Path]:  # fmt: skip
+    output_dir: str | Path,
+    config: FormatterDataConfig | None = None,
+    cache_dir: str | Path | None = None,
+    num_jobs: int = 1,
+    documents: Sequence[Document] | None = None,
+) -> dict[str, Path]:
     """Builds (or finds) the data; returns ``{"<split>_<kind>": path, "tokenizer": path, "summary": path}``.
 
     Args:
@@ -126,8 +129,15 @@ def build_formatter_data(
             if done["config"] == _jsonable(config) and done.get("text_files", {}) == inputs:
                 return paths
         if documents is None:
-            documents = load_documents(config.sources, cache_dir, config.max_documents, config.synthetic, config.seed,
-                                       config.numbers, config.text_files)  # fmt: skip
+            documents = load_documents(
+                config.sources,
+                cache_dir,
+                config.max_documents,
+                config.synthetic,
+                config.seed,
+                config.numbers,
+                config.text_files,
+            )
         docs = list(documents)
         drops = DropCounter()
         sentences = {doc.doc_id: document_sentences(doc, drops) for doc in tqdm(docs, desc="clean", unit="doc")}
@@ -144,8 +154,12 @@ def build_formatter_data(
         for name, entries in rows.items():
             write_manifest(paths[name], entries)
         _train_tokenizer(rows, paths["tokenizer"], config.tokenizer_vocab)
-        summary = {"config": _jsonable(config), "counts": {name: len(e) for name, e in rows.items()},
-                   "documents": len(docs), "drops": drops.as_dict()}  # fmt: skip
+        summary = {
+            "config": _jsonable(config),
+            "counts": {name: len(e) for name, e in rows.items()},
+            "documents": len(docs),
+            "drops": drops.as_dict(),
+        }
         if inputs:
             summary["text_files"] = inputs
         write_text_atomic(paths["summary"], json.dumps(summary, indent=2) + "\n")

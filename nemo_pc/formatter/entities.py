@@ -20,16 +20,46 @@ from collections.abc import Callable
 from nemo_pc.parts.text import normalize
 
 DIGITS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
-MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-          "November", "December")  # fmt: skip
+MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
 FIRST_NAMES = ("Sarah", "John", "Maria", "David", "Aisha", "Wei", "Carlos", "Emma", "Liam", "Olivia", "Noah", "Priya")
 LAST_NAMES = ("Smith", "McAllister", "O'Brien", "DeVito", "Johnson", "MacDonald", "Garcia", "Nguyen", "LeBlanc")
-MIXED_NAMES = ("iPhone", "McDonald's", "YouTube", "eBay", "JavaScript", "PowerPoint", "LinkedIn", "PayPal",
-               "iPad", "GitHub", "OpenStreetMap", "WordPress")  # fmt: skip
+MIXED_NAMES = (
+    "iPhone",
+    "McDonald's",
+    "YouTube",
+    "eBay",
+    "JavaScript",
+    "PowerPoint",
+    "LinkedIn",
+    "PayPal",
+    "iPad",
+    "GitHub",
+    "OpenStreetMap",
+    "WordPress",
+)
 ACRONYMS = ("NASA", "CEO", "FBI", "USA", "UN", "BBC", "IBM", "HR", "IT", "UK", "EU", "NATO")
 STREETS = ("Industrial Drive", "Main Street", "Oak Avenue", "Maple Road", "Elm Street", "Park Lane", "Lake Boulevard")
-CITIES = (("Newark", "New Jersey"), ("Austin", "Texas"), ("Denver", "Colorado"), ("Portland", "Oregon"),
-          ("Boston", "Massachusetts"), ("Madison", "Wisconsin"))  # fmt: skip
+CITIES = (
+    ("Newark", "New Jersey"),
+    ("Austin", "Texas"),
+    ("Denver", "Colorado"),
+    ("Portland", "Oregon"),
+    ("Boston", "Massachusetts"),
+    ("Madison", "Wisconsin"),
+)
 DOMAINS = ("example", "acme", "labs", "northwind", "contoso", "bluesky", "datahub")
 TLDS = ("com", "org", "net", "io")
 WORDS = ("info", "support", "sales", "hello", "team", "news", "jobs", "contact")
@@ -58,10 +88,18 @@ class EntitySynthesizer:
         self.rng = random.Random(seed)
         self.inflect = inflect.engine()
         self.generators: dict[str, Callable[[], tuple[str, str]]] = {
-            "phone": self.phone, "card": self.card, "ssn": self.ssn, "email": self.email, "url": self.url,
-            "address": self.address, "money": self.money, "date": self.date, "time": self.time,
-            "ordinal": self.ordinal, "mixed": self.mixed,
-        }  # fmt: skip
+            "phone": self.phone,
+            "card": self.card,
+            "ssn": self.ssn,
+            "email": self.email,
+            "url": self.url,
+            "address": self.address,
+            "money": self.money,
+            "date": self.date,
+            "time": self.time,
+            "ordinal": self.ordinal,
+            "mixed": self.mixed,
+        }
         self.kinds = tuple(kinds or self.generators)
         unknown = set(self.kinds) - set(self.generators)
         if unknown:
@@ -226,14 +264,20 @@ def number_sentences(count: int, seed: int = 0) -> list[str]:
     for _ in range(count):
         first = year()
         values = {
-            "city": rng.choice(CITIES)[0], "name": f"{rng.choice(FIRST_NAMES)} {rng.choice(LAST_NAMES)}",
-            "count": cardinal(), "small": str(rng.randint(2, 400)), "year": str(first),
-            "year2": str(first + rng.randint(1, 40)), "date": date(), "decimal": decimal(),
-            "decade": f"{rng.randrange(1700, 2030, 10)}s", "ordinal": ordinals.ordinal(rng.randint(1, 21)),
+            "city": rng.choice(CITIES)[0],
+            "name": f"{rng.choice(FIRST_NAMES)} {rng.choice(LAST_NAMES)}",
+            "count": cardinal(),
+            "small": str(rng.randint(2, 400)),
+            "year": str(first),
+            "year2": str(first + rng.randint(1, 40)),
+            "date": date(),
+            "decimal": decimal(),
+            "decade": f"{rng.randrange(1700, 2030, 10)}s",
+            "ordinal": ordinals.ordinal(rng.randint(1, 21)),
             "percent": f"{rng.choice((str(rng.randint(1, 99)), decimal()))}%",
             "measure": f"{rng.choice((str(rng.randint(2, 9999)), decimal()))} {rng.choice(UNITS)}",
             "area": f"{rng.randint(2, 9999)} km2",
             "money": rng.choice((f"${cardinal()}", f"${rng.randint(1, 999)}.{rng.randint(1, 9)} billion")),
-        }  # fmt: skip
+        }
         sentences.append(rng.choice(NUMBER_TEMPLATES).format(**values))
     return sentences

@@ -126,8 +126,10 @@ class WfstSpans:
         from nemo_pc.formatter.labels import derive_labels
 
         written = WfstItn(chunk_words=chunk_words, normalizer=self.normalizer).format(texts)
-        return [[(start, end) for start, end, _ in derive_labels(out, text).spans] if text.strip() else []
-                for out, text in zip(written, texts, strict=True)]  # fmt: skip
+        return [
+            [(start, end) for start, end, _ in derive_labels(out, text).spans] if text.strip() else []
+            for out, text in zip(written, texts, strict=True)
+        ]
 
     def convert(self, spans: Sequence[str]) -> list[str]:
         """WFST's written form of each spoken span."""

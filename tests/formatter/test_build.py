@@ -47,9 +47,24 @@ def test_formatter_data_command_builds_synthetic_data(tmp_path, capsys):
     from nemo_pc.cli import main
 
     out = tmp_path / "data"
-    args = ["formatter-data", str(out), "--sources", "synthetic", "--synthetic", "60", "--tn", "none",
-            "--tokenizer-vocab", "300", "--dev", "0.2", "--test", "0.2",
-            "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
+    args = [
+        "formatter-data",
+        str(out),
+        "--sources",
+        "synthetic",
+        "--synthetic",
+        "60",
+        "--tn",
+        "none",
+        "--tokenizer-vocab",
+        "300",
+        "--dev",
+        "0.2",
+        "--test",
+        "0.2",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+    ]
     assert main(args) == 0
     counts = json.loads(capsys.readouterr().out)["counts"]
     assert counts["train_rewriter"] > 0 and counts["train_tagger"] > 0
@@ -74,7 +89,7 @@ def test_config_refuses_negative_counts_by_name(field, value):
         {"context_words": -1},
         {"tokenizer_vocab": 0},
         {"max_gap": -1},
-    ],  # fmt: skip
+    ],
 )
 def test_bad_config_is_refused_before_any_work(changes):
     field = next(iter(changes))
@@ -91,8 +106,22 @@ def test_formatter_data_command_reads_own_text_files(tmp_path, capsys):
         files.append(tmp_path / name)
         files[-1].write_text("\n\n".join(f"{story} Day {k} passed." for k in range(count)) + "\n", encoding="utf-8")
     out = tmp_path / "data"
-    args = ["formatter-data", str(out), "--sources", "", "--text-file", str(files[0]), "--text-file", str(files[1]),
-            "--tn", "none", "--tokenizer-vocab", "300", "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
+    args = [
+        "formatter-data",
+        str(out),
+        "--sources",
+        "",
+        "--text-file",
+        str(files[0]),
+        "--text-file",
+        str(files[1]),
+        "--tn",
+        "none",
+        "--tokenizer-vocab",
+        "300",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+    ]
     assert main(args) == 0
     assert json.loads(capsys.readouterr().out)["counts"]["train_tagger"] > 0
     docs = [e for split in ("train", "dev", "test") for e in read_manifest(out / f"{split}_documents.json")]
@@ -126,8 +155,16 @@ def test_formatter_data_command_names_a_missing_package(tmp_path, monkeypatch, c
     from nemo_pc.formatter import sources
 
     monkeypatch.setattr(sources, "HANDBOOK_DIR", tmp_path / "missing")
-    args = ["formatter-data", str(tmp_path / "data"), "--sources", "kjv,handbook", "--tn", "none",
-            "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
+    args = [
+        "formatter-data",
+        str(tmp_path / "data"),
+        "--sources",
+        "kjv,handbook",
+        "--tn",
+        "none",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+    ]
     monkeypatch.setattr(sources, "kjv_documents", lambda: [])
     assert main(args) == 2
     error = capsys.readouterr().err.strip()

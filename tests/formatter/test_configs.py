@@ -11,11 +11,14 @@ def _compose(name, overrides):
         return compose(config_name=name, overrides=["data_dir=/data", *overrides])
 
 
-@pytest.mark.parametrize(("heads", "tasks", "name"), [
-    ([], ["punct", "case", "itn"], "PCTagger"),
-    (["heads=punct"], ["punct"], "PCTagger_punct"),
-    (["heads=itn"], ["itn"], "PCTagger_itn"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("heads", "tasks", "name"),
+    [
+        ([], ["punct", "case", "itn"], "PCTagger"),
+        (["heads=punct"], ["punct"], "PCTagger_punct"),
+        (["heads=itn"], ["itn"], "PCTagger_itn"),
+    ],
+)
 def test_tagger_variants_differ_only_in_heads(heads, tasks, name):
     cfg = _compose("tagger", heads)
     assert list(cfg.model.tasks) == tasks and cfg.name == name

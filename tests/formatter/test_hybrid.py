@@ -20,8 +20,9 @@ from nemo_pc.formatter.hybrid import (
 from nemo_pc.formatter.pipeline import TextFormatter, merge_spans
 from nemo_pc.testing.text import WRITTEN_SPOKEN
 
-SPOKEN = st.lists(st.sampled_from(["twenty", "one", "point", "five", "march", "iphone", "dollars", "x"]), min_size=1,
-                  max_size=5).map(" ".join)  # fmt: skip
+SPOKEN = st.lists(
+    st.sampled_from(["twenty", "one", "point", "five", "march", "iphone", "dollars", "x"]), min_size=1, max_size=5
+).map(" ".join)
 WRITTEN = st.text(alphabet="0123456789,.$% abcXYZ-", max_size=12)
 CANDIDATES = st.builds(SpanCandidates, SPOKEN, WRITTEN, st.floats(0.0, 1.0), st.one_of(st.none(), WRITTEN, SPOKEN))
 
@@ -95,8 +96,9 @@ def test_pipeline_hybrid_on_a_tiny_formatter(tiny_formatter):
     # Every span of the ``wfst`` policy is WFST's; the memorized rewriter is confident, so ``confidence`` keeps it.
     bracketed = sum(text.count("<") for text in outputs["wfst"])
     assert bracketed == len(candidates)
-    assert outputs["confidence"] == TextFormatter(tagger, rewriter, span_itn="confidence", wfst=wfst,
-                                                  threshold=0.0).format(spoken)  # fmt: skip
+    assert outputs["confidence"] == TextFormatter(
+        tagger, rewriter, span_itn="confidence", wfst=wfst, threshold=0.0
+    ).format(spoken)
     assert (
         TextFormatter(tagger, rewriter, span_itn="confidence", wfst=wfst, threshold=1.01).format(spoken)
         == (outputs["wfst"])

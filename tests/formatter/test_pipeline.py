@@ -93,15 +93,18 @@ def test_empty_and_blank_texts(formatter):
 def test_100k_word_text_with_small_windows(formatter):
     sentence = " ".join(s for _, s in WRITTEN_SPOKEN)
     text = " ".join([sentence] * (100_000 // len(sentence.split()) + 1))
-    item = TextFormatter(formatter.tagger, formatter.rewriter, chunk_words=256, chunk_overlap=32, batch_size=64,
-                         **PURE_NEURAL).annotate([text])[0]  # fmt: skip
+    item = TextFormatter(
+        formatter.tagger, formatter.rewriter, chunk_words=256, chunk_overlap=32, batch_size=64, **PURE_NEURAL
+    ).annotate([text])[0]
     assert len(item.words) >= 100_000 and len(item.punct) == len(item.case) == len(item.itn) == len(item.words)
     assert _outside_spans_in_order(item, item.reference())
 
 
 def test_prediction_manifest_gets_its_field_formatted(formatter, tmp_path):
-    entries = [{"audio_filepath": f"{k}.wav", "duration": 1.0, "text": w, "pred_text": s}
-               for k, (w, s) in enumerate(WRITTEN_SPOKEN)]  # fmt: skip
+    entries = [
+        {"audio_filepath": f"{k}.wav", "duration": 1.0, "text": w, "pred_text": s}
+        for k, (w, s) in enumerate(WRITTEN_SPOKEN)
+    ]
     source = write_manifest(tmp_path / "pred.json", entries)
     formatter.format_manifest(source, tmp_path / "out.json", field="pred_text", output_field="pred_text_pc")
     out = read_manifest(tmp_path / "out.json")
@@ -113,10 +116,15 @@ def test_auto_punctuation_of_a_training_manifest_marks_the_source(formatter, tmp
     spoken = WRITTEN_SPOKEN[4][1]
     entries = [
         {"audio_filepath": "a.wav", "duration": 1.0, "text": spoken, "text_normalized": spoken, "pc_source": "none"},
-        {"audio_filepath": "b.wav", "duration": 1.0, "text": "Kept, as written.", "text_normalized": "kept as written",
-         "pc_source": "book"},
+        {
+            "audio_filepath": "b.wav",
+            "duration": 1.0,
+            "text": "Kept, as written.",
+            "text_normalized": "kept as written",
+            "pc_source": "book",
+        },
         {"audio_filepath": "c.wav", "duration": 1.0, "text": WRITTEN_SPOKEN[5][1]},
-    ]  # fmt: skip
+    ]
     source = write_manifest(tmp_path / "train.json", entries)
     formatter.auto_punctuate_manifest(source, tmp_path / "train_p.json")
     out = read_manifest(tmp_path / "train_p.json")
@@ -131,8 +139,23 @@ def test_cli_formats_files_stdin_and_manifests(nemo_files, tmp_path, monkeypatch
     source = tmp_path / "in.txt"
     source.write_text("".join(s + "\n" for _, s in WRITTEN_SPOKEN[:3]))
     target = tmp_path / "out.txt"
-    assert main(["format", "--tagger", str(tagger), "--rewriter", str(rewriter), *NEURAL, "--input", str(source),
-                 "--output", str(target)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "format",
+                "--tagger",
+                str(tagger),
+                "--rewriter",
+                str(rewriter),
+                *NEURAL,
+                "--input",
+                str(source),
+                "--output",
+                str(target),
+            ]
+        )
+        == 0
+    )
     assert target.read_text().splitlines() == [w for w, _ in WRITTEN_SPOKEN[:3]]
     monkeypatch.setattr("sys.stdin", io.StringIO(WRITTEN_SPOKEN[1][1] + "\n"))
     assert main(["format", "--tagger", str(tagger), "--rewriter", str(rewriter), *NEURAL]) == 0
@@ -140,8 +163,23 @@ def test_cli_formats_files_stdin_and_manifests(nemo_files, tmp_path, monkeypatch
     manifest = tmp_path / "pred.json"
     entry = {"audio_filepath": "x.wav", "duration": 1, "pred_text": WRITTEN_SPOKEN[3][1]}
     manifest.write_text(json.dumps(entry) + "\n")
-    assert main(["format", "--tagger", str(tagger), "--rewriter", str(rewriter), *NEURAL, "--manifest",
-                 str(manifest), "--output", str(tmp_path / "o.json")]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "format",
+                "--tagger",
+                str(tagger),
+                "--rewriter",
+                str(rewriter),
+                *NEURAL,
+                "--manifest",
+                str(manifest),
+                "--output",
+                str(tmp_path / "o.json"),
+            ]
+        )
+        == 0
+    )
     assert read_manifest(tmp_path / "o.json")[0]["pred_text"] == WRITTEN_SPOKEN[3][0]
     assert main(["format", "--tagger", str(tagger), "--manifest", str(manifest)]) == 2
 
@@ -194,9 +232,13 @@ def test_piped_output_has_one_line_per_input_line(nemo_files, tmp_path):
 
     tagger, rewriter = nemo_files
     lines = [s for _, s in WRITTEN_SPOKEN[:4]]
-    done = subprocess.run([sys.executable, "-m", "nemo_pc.cli", "format", "--tagger", str(tagger), "--rewriter",
-                           str(rewriter), *NEURAL], input="".join(s + "\n" for s in lines), capture_output=True,
-                          text=True, timeout=300)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "nemo_pc.cli", "format", "--tagger", str(tagger), "--rewriter", str(rewriter), *NEURAL],
+        input="".join(s + "\n" for s in lines),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [w for w, _ in WRITTEN_SPOKEN[:4]]
     assert "restored" in done.stderr.lower()  # NeMo's log is there, on stderr

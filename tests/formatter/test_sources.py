@@ -65,8 +65,10 @@ def test_own_text_files_are_documents_of_consecutive_paragraphs(tmp_path):
     second.write_text("A short note,\nwrapped over lines.\n", encoding="utf-8")
     docs = text_documents([first, second], document_words=6)
     assert [(doc.doc_id, doc.source) for doc in docs] == [
-        (f"text:{first}:1", "text"), (f"text:{first}:2", "text"), (f"text:{second}:1", "text"),
-    ]  # fmt: skip
+        (f"text:{first}:1", "text"),
+        (f"text:{first}:2", "text"),
+        (f"text:{second}:1", "text"),
+    ]
     assert docs[0].text == "One two three.\n\nFour five six." and docs[2].text == "A short note, wrapped over lines."
     assert load_documents([], tmp_path, text_files=[second]) == docs[2:]
     latin1 = tmp_path / "latin1.txt"
