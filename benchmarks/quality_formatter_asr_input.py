@@ -77,6 +77,12 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--demo-dir", default="demo_out", help="a finished demo output (formatter_data, models)")
     parser.add_argument("--work", default=None, help="where the data, statistics and tagger go (default D/asr_like)")
     parser.add_argument("--asr-system", default="rnnt_conditioned", help="the cascade's ASR system")
+    parser.add_argument(
+        "--cascade-input",
+        default=None,
+        help="the demo's predictions the cascade formats (default: --asr-system's own; e.g. rnnt_conditioned_lm, "
+        "its output with the n-gram LM)",
+    )
     parser.add_argument("--asr-like", type=float, default=1.0, help="FormatterDataConfig.asr_like")
     parser.add_argument(
         "--no-errors",
@@ -121,7 +127,8 @@ def main(argv: list[str] | None = None) -> dict:
     demo_tagger, rewriter = demo.formatter()
     neural = {"span_itn": "neural", "detect_spans": False}  # the demo's cascade formatter
     systems = {"demo tagger (clean text)": demo_tagger, "ASR-like tagger": tagger}
-    test = read_manifest(demo.path("predictions", f"{args.asr_system}.json"))
+    cascade_input = args.cascade_input or args.asr_system
+    test = read_manifest(demo.path("predictions", f"{cascade_input}.json"))
     docs = read_manifest(demo.path("formatter_data", "test_documents.json"))
     results = {}
     for k, (name, path) in enumerate(systems.items()):
@@ -138,6 +145,7 @@ def main(argv: list[str] | None = None) -> dict:
     out = {
         "demo_dir": str(demo_dir),
         "asr_system": args.asr_system,
+        "cascade_input": cascade_input,
         "asr_like": args.asr_like,
         "recognition_errors": not args.no_errors,
         "confusions": dataclasses.asdict(confusions),

@@ -338,9 +338,10 @@ def render_formatter_asr_input(source: Path) -> str:
             f"errors measured on the demo's dev split ({pct(c['substitution'])} substituted, "
             f"{pct(c['deletion'])} deleted, {pct(c['insertion'])} inserted words)"
         )
+    cascade_input = report.get("cascade_input", report["asr_system"])
     head = (
-        f"{report['test_utterances']} test utterances (held-out voices) and {report['test_documents']} clean test "
-        f"documents; ASR-like examples {report['asr_like']:g} per clean one by words, {errors}. Bar: Whisper "
+        f"{report['test_utterances']} test utterances (held-out voices), the cascade reading `{cascade_input}`'s "
+        f"normalized output, and {report['test_documents']} clean test documents; ASR-like examples {report['asr_like']:g} per clean one by words, {errors}. Bar: Whisper "
         f"tiny.en's test PER {pct(report['whisper_tiny_en_per'])}; {pct(report['reference_end_mark_share'])} of the "
         "test references end in a mark:"
     )
