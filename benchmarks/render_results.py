@@ -338,11 +338,12 @@ def render_formatter_asr_input(source: Path) -> str:
             f"errors measured on the demo's dev split ({pct(c['substitution'])} substituted, "
             f"{pct(c['deletion'])} deleted, {pct(c['insertion'])} inserted words)"
         )
-    cascade_input = report.get("cascade_input", report["asr_system"])
+    cascade_input = report.get("cascade_input") or report.get("asr_system")
+    reading = f", the cascade reading `{cascade_input}`'s normalized output," if cascade_input else ""
     head = (
-        f"{report['test_utterances']} test utterances (held-out voices), the cascade reading `{cascade_input}`'s "
-        f"normalized output, and {report['test_documents']} clean test documents; ASR-like examples {report['asr_like']:g} per clean one by words, {errors}. Bar: Whisper "
-        f"tiny.en's test PER {pct(report['whisper_tiny_en_per'])}; {pct(report['reference_end_mark_share'])} of the "
+        f"{report['test_utterances']} test utterances (held-out voices){reading} and {report['test_documents']} "
+        f"clean test documents; ASR-like examples {report['asr_like']:g} per clean one by words, {errors}. "
+        f"Bar: Whisper tiny.en's test PER {pct(report['whisper_tiny_en_per'])}; {pct(report['reference_end_mark_share'])} of the "
         "test references end in a mark:"
     )
     rows = []
