@@ -343,8 +343,8 @@ def render_formatter_asr_input(source: Path) -> str:
     head = (
         f"{report['test_utterances']} test utterances (held-out voices){reading} and {report['test_documents']} "
         f"clean test documents; ASR-like examples {report['asr_like']:g} per clean one by words, {errors}. "
-        f"Bar: Whisper tiny.en's test PER {pct(report['whisper_tiny_en_per'])}; {pct(report['reference_end_mark_share'])} of the "
-        "test references end in a mark:"
+        f"Bar: Whisper tiny.en's test PER {pct(report['whisper_tiny_en_per'])}; "
+        f"{pct(report['reference_end_mark_share'])} of the test references end in a mark:"
     )
     rows = []
     for name, r in report["results"].items():
