@@ -8,10 +8,11 @@ short segments that start and end mid-sentence, with misrecognized words. This b
    ``--no-errors`` sets the word error rates to 0, which leaves the fragments alone (an ablation);
 2. builds the demo's formatter data (``config.json``'s ``formatter_*`` values) with ``asr_like`` fragments drawn
    from those errors, and trains a tagger with the demo's recipe (steps, learning rate, overrides);
-3. scores the demo's tagger and the ASR-like tagger, each with the demo's span rewriter (pure neural formatter):
-   on the demo's test transcripts (the system's normalized output, and the reference words as a no-error check)
-   with PER, punctuation micro F1, WER-PC, case error rate and the share of outputs ending in a mark (the
-   references' share beside it), and on the formatter's clean test documents with PER, CER, M-WER and I-WER.
+3. scores the demo's tagger and the ASR-like tagger, each with the demo's span rewriter (``--span-itn``: the pure
+   neural formatter by default): on the demo's test transcripts (the system's normalized output, and the reference
+   words as a no-error check) with PER, punctuation micro F1, WER-PC, case error rate and the share of outputs
+   ending in a mark (the references' share beside it), and on the formatter's clean test documents with PER, CER,
+   M-WER and I-WER.
 
 Whisper tiny.en's test PER (the demo's ``eval/whisper_tiny_en.json``) is the bar.
 
@@ -89,6 +90,12 @@ def main(argv: list[str] | None = None) -> dict:
         action="store_true",
         help="fragments only: the measured error rates set to 0 (which part of the change matters)",
     )
+    parser.add_argument(
+        "--span-itn",
+        default="neural",
+        help="the formatter's span ITN policy (nemo_pc.formatter.hybrid; default neural, the rewriter alone); "
+        "'default' takes TextFormatter's own defaults",
+    )
     parser.add_argument("--json", default=str(RESULTS_DIR / "formatter_asr_input.json"))
     args = parser.parse_args(argv)
 
@@ -125,14 +132,14 @@ def main(argv: list[str] | None = None) -> dict:
         overrides = demo.formatter_overrides("tagger", work / "formatter_data")  # the demo's recipe, tagger_lr too
         seconds["tagger"] = train_model("tagger", overrides, tagger, cfg.tagger_steps, seed=cfg.seed)["seconds"]
     demo_tagger, rewriter = demo.formatter()
-    neural = {"span_itn": "neural", "detect_spans": False}  # the demo's cascade formatter
+    policy = {} if args.span_itn == "default" else {"span_itn": args.span_itn, "detect_spans": False}
     systems = {"demo tagger (clean text)": demo_tagger, "ASR-like tagger": tagger}
     cascade_input = args.cascade_input or args.asr_system
     test = read_manifest(demo.path("predictions", f"{cascade_input}.json"))
     docs = read_manifest(demo.path("formatter_data", "test_documents.json"))
     results = {}
     for k, (name, path) in enumerate(systems.items()):
-        formatter = TextFormatter.from_files(path, rewriter, **neural)
+        formatter = TextFormatter.from_files(path, rewriter, **policy)
         results[name] = {
             "asr_output": score_transcripts(formatter, test, "pred_text_normalized", work / f"cascade_{k}.json"),
             "reference_words": score_transcripts(formatter, test, "text_normalized", work / f"oracle_{k}.json"),
@@ -146,6 +153,7 @@ def main(argv: list[str] | None = None) -> dict:
         "demo_dir": str(demo_dir),
         "asr_system": args.asr_system,
         "cascade_input": cascade_input,
+        "span_itn": args.span_itn,
         "asr_like": args.asr_like,
         "recognition_errors": not args.no_errors,
         "confusions": dataclasses.asdict(confusions),

@@ -340,6 +340,8 @@ def render_formatter_asr_input(source: Path) -> str:
         )
     cascade_input = report.get("cascade_input") or report.get("asr_system")
     reading = f", the cascade reading `{cascade_input}`'s normalized output," if cascade_input else ""
+    if report.get("span_itn", "neural") != "neural":
+        reading += f" span ITN `{report['span_itn']}`,"
     head = (
         f"{report['test_utterances']} test utterances (held-out voices){reading} and {report['test_documents']} "
         f"clean test documents; ASR-like examples {report['asr_like']:g} per clean one by words, {errors}. "
