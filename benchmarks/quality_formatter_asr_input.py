@@ -86,6 +86,12 @@ def main(argv: list[str] | None = None) -> dict:
     )
     parser.add_argument("--asr-like", type=float, default=1.0, help="FormatterDataConfig.asr_like")
     parser.add_argument(
+        "--error-scale",
+        type=float,
+        default=1.0,
+        help="the measured word error rates times this (0 to 1; --no-errors is 0)",
+    )
+    parser.add_argument(
         "--no-errors",
         action="store_true",
         help="fragments only: the measured error rates set to 0 (which part of the change matters)",
@@ -117,8 +123,15 @@ def main(argv: list[str] | None = None) -> dict:
         [r["pred_text_normalized"] for r in dev],
         source=f"{args.asr_system} on the demo's dev split",
     )
-    if args.no_errors:
-        confusions = dataclasses.replace(confusions, substitution=0.0, deletion=0.0, insertion=0.0)
+    if not 0.0 <= args.error_scale <= 1.0:
+        parser.error(f"--error-scale must be in [0, 1], got {args.error_scale}")
+    scale = 0.0 if args.no_errors else args.error_scale
+    confusions = dataclasses.replace(
+        confusions,
+        substitution=confusions.substitution * scale,
+        deletion=confusions.deletion * scale,
+        insertion=confusions.insertion * scale,
+    )
     confusions.save(work / "confusions.json")
     data_config = dataclasses.replace(
         demo.formatter_data_config(), asr_like=args.asr_like, asr_confusions=str(work / "confusions.json")
@@ -155,7 +168,8 @@ def main(argv: list[str] | None = None) -> dict:
         "cascade_input": cascade_input,
         "span_itn": args.span_itn,
         "asr_like": args.asr_like,
-        "recognition_errors": not args.no_errors,
+        "recognition_errors": scale > 0,
+        "error_scale": scale,
         "confusions": dataclasses.asdict(confusions),
         "train_tagger_examples": summary["counts"]["train_tagger"],
         "test_utterances": len(test),

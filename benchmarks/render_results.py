@@ -334,8 +334,10 @@ def render_formatter_asr_input(source: Path) -> str:
     c = report["confusions"]
     errors = "fragments only (no recognition errors)"
     if report.get("recognition_errors", True):
+        share = report.get("error_scale", 1.0)
         errors = (
-            f"errors measured on the demo's dev split ({pct(c['substitution'])} substituted, "
+            f"{'' if share == 1.0 else f'{share:g} x '}errors measured on the demo's dev split "
+            f"({pct(c['substitution'])} substituted, "
             f"{pct(c['deletion'])} deleted, {pct(c['insertion'])} inserted words)"
         )
     cascade_input = report.get("cascade_input") or report.get("asr_system")
