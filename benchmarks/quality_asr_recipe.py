@@ -39,14 +39,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
-from suite import write_results
+from suite import variant_rounds, write_results
 
 from nemo_pc.parts.manifest import write_text_atomic
-from nemo_pc.pipelines.demo.pipeline import Demo, DemoConfig
+from nemo_pc.pipelines.demo.config import DemoConfig
+from nemo_pc.pipelines.demo.pipeline import Demo
 
 DROPOUT = ["model.encoder.dropout=0.1", "model.encoder.dropout_pre_encoder=0.1", "model.encoder.dropout_att=0.1"]
 VARIANTS = {
@@ -226,36 +226,15 @@ def main(argv: list[str] | None = None) -> None:
         rows = [row for row in (collect(work / v, v) for v in variants) if row is not None]
         _report(rows, args)
         return
-    threads = "1" if args.jobs > 1 else str(os.cpu_count() or 1)
-    env = {**os.environ, "OMP_NUM_THREADS": threads}
+    threads = 1 if args.jobs > 1 else os.cpu_count() or 1
+    arguments = ["--demo-dir", str(demo_dir), "--work-dir", str(work), "--steps", str(args.steps)]
     rows = []
-    for start in range(0, len(variants), args.jobs):
-        batch = variants[start : start + args.jobs]
-        processes = []
-        for variant in batch:
-            command = [
-                sys.executable,
-                __file__,
-                "--one",
-                variant,
-                "--demo-dir",
-                str(demo_dir),
-                "--work-dir",
-                str(work),
-                "--steps",
-                str(args.steps),
-                "--jobs",
-                str(args.jobs),
-            ]
-            # the children's output goes to stderr: a pipe that nobody reads would stall them once full
-            processes.append((variant, subprocess.Popen(command, env=env, stdout=sys.stderr)))
-        for variant, process in processes:
-            if process.wait() != 0:
-                raise SystemExit(f"variant {variant} failed (exit code {process.returncode}); see above")
-            row = json.loads((work / variant / "row.json").read_text())
-            row["round"] = start // args.jobs
-            rows.append(row)
-            print(json.dumps(row), flush=True)
+    for round_, row in variant_rounds(
+        __file__, variants, work, [*arguments, "--jobs", str(args.jobs)], args.jobs, threads
+    ):
+        row["round"] = round_
+        rows.append(row)
+        print(json.dumps(row), flush=True)
     _report(rows, args)
 
 

@@ -31,7 +31,8 @@ import quality_formatter
 from suite import RESULTS_DIR, Stopwatch, pct, write_results
 
 from nemo_pc.parts.manifest import read_manifest, write_manifest
-from nemo_pc.pipelines.demo.pipeline import Demo, DemoConfig
+from nemo_pc.pipelines.demo.config import DemoConfig
+from nemo_pc.pipelines.demo.pipeline import Demo
 
 TRANSCRIPT_METRICS = ("per", "punct_micro_f1", "wer_pc", "case_er")
 

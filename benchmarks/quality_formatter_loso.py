@@ -26,7 +26,8 @@ import quality_formatter
 from suite import Stopwatch, pct, write_results
 
 from nemo_pc.parts.manifest import read_manifest
-from nemo_pc.pipelines.demo.pipeline import Demo, DemoConfig
+from nemo_pc.pipelines.demo.config import DemoConfig
+from nemo_pc.pipelines.demo.pipeline import Demo
 
 
 def main(argv: list[str] | None = None) -> dict:

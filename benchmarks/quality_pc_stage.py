@@ -30,14 +30,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-from suite import write_results
+from suite import variant_rounds, write_results
 
 from nemo_pc.parts.manifest import iter_manifest, write_manifest, write_text_atomic
+from nemo_pc.pipelines.demo import config as demo_settings
 from nemo_pc.pipelines.demo import pipeline
 
 DIRECT_CTC = [
@@ -200,7 +200,7 @@ def run_one(variant: str, demo_dir: Path, work: Path, steps: int, every: int, st
         if not link.exists():
             link.symlink_to((demo_dir / name).resolve())
     config = json.loads((demo_dir / "config.json").read_text())
-    demo_cfg = pipeline.DemoConfig(
+    demo_cfg = demo_settings.DemoConfig(
         out_dir=str(folder),
         vocab_size=config["vocab_size"],
         backbone=config["backbone"],
@@ -212,7 +212,7 @@ def run_one(variant: str, demo_dir: Path, work: Path, steps: int, every: int, st
     demo = pipeline.Demo(demo_cfg, log=_stderr)
     overrides = demo.asr_overrides(spec["system"])
     if spec.get("speed_perturb"):
-        overrides.append(pipeline.speed_perturb_override(spec["speed_perturb"]))
+        overrides.append(demo_settings.speed_perturb_override(spec["speed_perturb"]))
     start_minutes, init_from = 0.0, None
     if spec["start"] == "base":
         init_from = demo_dir / "models" / "base.nemo"
@@ -221,7 +221,7 @@ def run_one(variant: str, demo_dir: Path, work: Path, steps: int, every: int, st
         row = json.loads((work / spec["start"] / "row.json").read_text())
         init_from = work / spec["start"] / "final.nemo"
         start_minutes = row["curve"][-1]["minutes"]
-        overrides += pipeline.RNNT_FINETUNE_OVERRIDES + [
+        overrides += demo_settings.RNNT_FINETUNE_OVERRIDES + [
             "model.train_ds.batch_size=8",
             "model.freeze_updates.enabled=true",
             f"model.freeze_updates.modules.encoder={steps // 2}",
@@ -305,41 +305,25 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("--steps must be 2 or more, --every and --jobs 1 or more")
     if not (demo_dir / "manifests" / "dev.json").is_file() or not (demo_dir / "config.json").is_file():
         parser.error(f"{demo_dir}: no manifests/dev.json or config.json (run examples/demo_pc.py first)")
-    threads = str(args.threads or max(1, (os.cpu_count() or 1) // args.jobs))
-    env = {**os.environ, "OMP_NUM_THREADS": threads}
+    threads = args.threads or max(1, (os.cpu_count() or 1) // args.jobs)
+    arguments = [
+        "--demo-dir",
+        str(demo_dir),
+        "--work-dir",
+        str(work),
+        "--steps",
+        str(args.steps),
+        "--every",
+        str(args.every),
+        "--dev-stride",
+        str(args.dev_stride),
+        *(["--stopped"] if args.stopped else []),
+    ]
     rows = []
-    for start in range(0, len(variants), args.jobs):
-        processes = []
-        for variant in variants[start : start + args.jobs]:
-            done = work / variant / "row.json"
-            if done.is_file():
-                processes.append((variant, None))
-                continue
-            command = [
-                sys.executable,
-                __file__,
-                "--one",
-                variant,
-                "--demo-dir",
-                str(demo_dir),
-                "--work-dir",
-                str(work),
-                "--steps",
-                str(args.steps),
-                "--every",
-                str(args.every),
-                "--dev-stride",
-                str(args.dev_stride),
-                *(["--stopped"] if args.stopped else []),
-            ]
-            processes.append((variant, subprocess.Popen(command, env=env, stdout=sys.stderr)))
-        for variant, process in processes:
-            if process is not None and process.wait() != 0:
-                raise SystemExit(f"variant {variant} failed (exit code {process.returncode}); see above")
-            row = json.loads((work / variant / "row.json").read_text())
-            row["round"] = start // args.jobs
-            row["threads"] = int(threads)
-            rows.append(row)
+    for round_, row in variant_rounds(__file__, variants, work, arguments, args.jobs, threads, resume=True):
+        row["round"] = round_
+        row["threads"] = threads
+        rows.append(row)
     print("\n".join(table(rows)))
     if args.json:
         write_results(args.json, {"demo_dir": str(demo_dir), "dev_stride": args.dev_stride, "rows": rows})

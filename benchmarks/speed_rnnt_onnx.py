@@ -27,24 +27,14 @@ def _train(variant: str, folder: Path, manifest: Path, tokenizer: Path, args) ->
 
     from nemo_pc.models import EncDecRNNTPCBPEModel
     from nemo_pc.testing.asr import tiny_model_config
+    from nemo_pc.testing.training import tiny_trainer
 
     config = OmegaConf.create(
         tiny_model_config(tokenizer, decoders=variant, train_manifest=manifest, hidden=args.hidden, lr=0.003)
     )
     config.loss.loss_name = "scan"
     pl.seed_everything(0)
-    trainer = pl.Trainer(
-        max_steps=args.steps,
-        gradient_clip_val=1.0,
-        accelerator="cpu",
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        num_sanity_val_steps=0,
-        limit_val_batches=0,
-        log_every_n_steps=max(args.steps, 1),
-    )
+    trainer = tiny_trainer(args.steps)
     model = EncDecRNNTPCBPEModel(cfg=config, trainer=trainer)
     if args.steps:
         trainer.fit(model)

@@ -31,7 +31,8 @@ from queue import Empty
 
 from suite import Stopwatch, pct, write_results
 
-from nemo_pc.pipelines.demo.pipeline import Demo, DemoConfig
+from nemo_pc.pipelines.demo.config import DemoConfig
+from nemo_pc.pipelines.demo.pipeline import Demo
 
 VARIANTS = {
     "fp32": [],

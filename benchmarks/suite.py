@@ -24,7 +24,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -173,6 +173,38 @@ def write_results(path: str | Path, results: dict, argv: Sequence[str] | None = 
     payload = {**results, "provenance": provenance(argv)}
     write_text_atomic(path, json.dumps(payload, indent=2, ensure_ascii=False, default=str) + "\n")
     return path
+
+
+def variant_rounds(
+    script: str | Path,
+    variants: Sequence[str],
+    work: Path,
+    arguments: Sequence[str],
+    jobs: int,
+    threads: int,
+    resume: bool = False,
+) -> Iterator[tuple[int, dict]]:
+    """Runs ``python SCRIPT --one VARIANT *arguments`` for each variant, ``jobs`` processes at a time with
+    ``OMP_NUM_THREADS=threads``, and yields ``(round, row)`` from each child's ``work/VARIANT/row.json`` in the
+    variants' order. With ``resume``, a variant whose row file exists is not run again.
+
+    Raises:
+        SystemExit: a child failed (its output is on stderr above).
+    """
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+    for start in range(0, len(variants), jobs):
+        processes = []
+        for variant in variants[start : start + jobs]:
+            if resume and (work / variant / "row.json").is_file():
+                processes.append((variant, None))
+                continue
+            command = [sys.executable, str(script), "--one", variant, *arguments]
+            # the children's output goes to stderr: a pipe that nobody reads would stall them once full
+            processes.append((variant, subprocess.Popen(command, env=env, stdout=sys.stderr)))
+        for variant, process in processes:
+            if process is not None and process.wait() != 0:
+                raise SystemExit(f"variant {variant} failed (exit code {process.returncode}); see above")
+            yield start // jobs, json.loads((work / variant / "row.json").read_text())
 
 
 # formats

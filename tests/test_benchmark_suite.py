@@ -86,3 +86,28 @@ def test_the_revision_is_this_trees_own(monkeypatch, tmp_path):
     # an exported tree inside another checkout: that checkout's commit is not this tree's
     monkeypatch.setattr(suite, "REPO", suite.REPO / "benchmarks")
     assert suite.revision() is None
+
+
+CHILD = """
+import json, os, sys
+from pathlib import Path
+variant, work = sys.argv[2], Path(sys.argv[3])
+if variant == "bad":
+    sys.exit(3)
+(work / variant).mkdir(parents=True, exist_ok=True)
+row = {"variant": variant, "threads": os.environ["OMP_NUM_THREADS"]}
+(work / variant / "row.json").write_text(json.dumps(row))
+"""
+
+
+def test_variant_rounds_runs_each_variant_in_rounds_and_resumes(tmp_path):
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    work = tmp_path / "work"
+    rows = list(suite.variant_rounds(script, ["a", "b", "c"], work, [str(work)], jobs=2, threads=3))
+    assert [(r, row["variant"], row["threads"]) for r, row in rows] == [(0, "a", "3"), (0, "b", "3"), (1, "c", "3")]
+    (work / "b" / "row.json").write_text(json.dumps({"variant": "b", "threads": "kept"}))
+    resumed = list(suite.variant_rounds(script, ["b"], work, [str(work)], jobs=1, threads=1, resume=True))
+    assert resumed == [(0, {"variant": "b", "threads": "kept"})]
+    with pytest.raises(SystemExit, match="variant bad failed"):
+        list(suite.variant_rounds(script, ["bad"], work, [str(work)], jobs=1, threads=1))

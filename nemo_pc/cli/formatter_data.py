@@ -25,6 +25,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a plain UTF-8 text file of your own (paragraphs separated by blank lines), read besides --sources "
         "(all of it, in documents of about 500 words); repeat for several; --sources '' reads only these",
     )
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        help="a manifest you evaluate on (dev, test): every document sharing a run of six words with one of its "
+        "transcripts is left out; repeat for several",
+    )
     parser.add_argument("--max-documents", type=int, default=3000, help="documents per source (default 3000)")
     parser.add_argument("--synthetic", type=int, default=6000, help="synthetic entity sentences (default 6000)")
     parser.add_argument("--numbers", type=int, default=4000, help="number-rich template sentences (default 4000)")
@@ -55,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
         tn=args.tn,
         seed=args.seed,
         text_files=tuple(args.text_file),
+        exclude_manifests=tuple(args.exclude),
     )
     paths = build_formatter_data(args.output_dir, config, cache_dir=args.cache_dir, num_jobs=args.num_jobs)
     summary = json.loads(paths["summary"].read_text())

@@ -32,11 +32,13 @@ from nemo_pc.formatter.asr_noise import ConfusionStats, asr_like_examples
 from nemo_pc.formatter.cleaning import clean_text, coarse_reason, fine_reason
 from nemo_pc.formatter.labels import LabeledText, derive_labels, span_input
 from nemo_pc.formatter.sources import Document, document_split, load_documents
-from nemo_pc.parts.manifest import DropCounter, write_manifest, write_text_atomic
+from nemo_pc.parts.manifest import DropCounter, iter_manifest, write_manifest, write_text_atomic
 from nemo_pc.parts.output_lock import hold_output_folder
 from nemo_pc.parts.text import normalize, preprocess_punctuated
 
 SPLITS = ("train", "dev", "test")
+EXCLUDE_WORDS = 6
+"""A document that shares a run of this many words with an excluded transcript is left out."""
 KINDS = ("tagger", "rewriter", "seq2seq", "documents")
 
 
@@ -68,9 +70,14 @@ class FormatterDataConfig:
     asr_confusions: str | None = None
     """A :class:`~nemo_pc.formatter.asr_noise.ConfusionStats` JSON (an ASR system's errors measured on a split it is
     not scored on); needed when ``asr_like`` > 0."""
+    exclude_manifests: tuple[str, ...] = ()
+    """Manifests whose transcripts (``text``) the formatter is evaluated on: every document that shares a run of
+    :data:`EXCLUDE_WORDS` words with one of them is left out of every split (counted in the summary's drops), so no
+    sentence of an evaluated document reaches the training text."""
 
     def __post_init__(self) -> None:
         self.text_files = tuple(str(path) for path in self.text_files)
+        self.exclude_manifests = tuple(str(path) for path in self.exclude_manifests)
         for name in ("synthetic", "numbers"):
             if getattr(self, name) < 0:
                 raise ValueError(f"FormatterDataConfig.{name} must be >= 0 sentences, got {getattr(self, name)}")
@@ -123,7 +130,9 @@ def build_formatter_data(
         if cache_dir.exists() and not cache_dir.is_dir():
             raise ValueError(f"cache_dir: {cache_dir} is not a folder")
         paths = _paths(output_dir)
-        inputs = _text_digests((*config.text_files, *([config.asr_confusions] if config.asr_like else [])))
+        inputs = _text_digests(
+            (*config.text_files, *([config.asr_confusions] if config.asr_like else []), *config.exclude_manifests)
+        )
         if paths["summary"].is_file():
             done = json.loads(paths["summary"].read_text())
             if done["config"] == _jsonable(config) and done.get("text_files", {}) == inputs:
@@ -138,8 +147,8 @@ def build_formatter_data(
                 config.numbers,
                 config.text_files,
             )
-        docs = list(documents)
         drops = DropCounter()
+        docs = _without_evaluated(list(documents), config.exclude_manifests, drops)
         sentences = {doc.doc_id: document_sentences(doc, drops) for doc in tqdm(docs, desc="clean", unit="doc")}
         spoken = _spoken_forms(docs, sentences, SpokenForm(config.tn, cache_dir), num_jobs)
         rows: dict[str, list] = {f"{split}_{kind}": [] for split in SPLITS for kind in KINDS}
@@ -181,7 +190,32 @@ def _jsonable(config: FormatterDataConfig) -> dict:
         del data["text_files"]
     if not data["asr_like"]:
         del data["asr_like"], data["asr_confusions"]
+    if not data["exclude_manifests"]:
+        del data["exclude_manifests"]
     return data
+
+
+def _runs(words: Sequence[str], n: int = EXCLUDE_WORDS) -> set[tuple[str, ...]]:
+    return {tuple(words[k : k + n]) for k in range(len(words) - n + 1)}
+
+
+def _without_evaluated(docs: list[Document], manifests: Sequence[str], drops: DropCounter) -> list[Document]:
+    """``docs`` without those that share a run of :data:`EXCLUDE_WORDS` words (after :func:`normalize`) with a
+    transcript of ``manifests``; each one left out is counted in ``drops``."""
+    if not manifests:
+        return docs
+    evaluated: set[tuple[str, ...]] = set()
+    for manifest in manifests:
+        for _, entry in iter_manifest(manifest):
+            evaluated |= _runs(normalize(str(entry.get("text") or entry.get("text_normalized") or "")).split())
+    kept = []
+    for doc in docs:
+        text = " ".join(written for written, _ in doc.pairs) if doc.pairs else doc.text
+        if _runs(normalize(text).split()) & evaluated:
+            drops.add("document read by an evaluation manifest", doc.doc_id)
+        else:
+            kept.append(doc)
+    return kept
 
 
 def _text_digests(paths: Sequence[str]) -> dict[str, str]:

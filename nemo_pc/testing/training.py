@@ -21,9 +21,11 @@ def tiny_trainer(
     accelerator: str = "cpu",
     precision: str = "32-true",
     gradient_clip_val: float | None = 1.0,
+    **options,
 ) -> pl.Trainer:
     """A trainer for ``steps`` steps: no logger, checkpoints, progress bar or validation; gradients clipped at
-    ``gradient_clip_val``; NeMo's training WER logged once, on the last step."""
+    ``gradient_clip_val``; NeMo's training WER logged once, on the last step. ``options`` are further
+    ``lightning.pytorch.Trainer`` arguments (e.g. ``limit_train_batches`` for a loader without a length)."""
     return pl.Trainer(
         max_steps=steps,
         gradient_clip_val=gradient_clip_val,
@@ -36,8 +38,9 @@ def tiny_trainer(
         enable_model_summary=False,
         num_sanity_val_steps=0,
         limit_val_batches=0,
-        log_every_n_steps=steps,
+        log_every_n_steps=max(steps, 1),
         callbacks=list(callbacks),
+        **options,
     )
 
 

@@ -44,7 +44,8 @@ def test_leave_one_source_out_trains_without_the_source_and_scores_its_documents
     import json
 
     from nemo_pc.parts.manifest import read_manifest
-    from nemo_pc.pipelines.demo.pipeline import Demo, DemoConfig
+    from nemo_pc.pipelines.demo.config import DemoConfig
+    from nemo_pc.pipelines.demo.pipeline import Demo
 
     tiny_bart = [*TINY_REWRITER_OVERRIDES, "model.train_ds.batch_size=4"]
     config = DemoConfig(

@@ -169,3 +169,38 @@ def test_formatter_data_command_names_a_missing_package(tmp_path, monkeypatch, c
     assert main(args) == 2
     error = capsys.readouterr().err.strip()
     assert error.startswith("nemo-pc formatter-data: error: ") and "apt-get install debian-handbook" in error
+
+
+def test_documents_an_evaluation_manifest_reads_are_left_out_of_every_split(tmp_path):
+    read = "The ark rested upon the mountains of Ararat in the seventh month, on the seventeenth day."
+    docs = [*_documents(), Document("book:read", "book", f"And the waters returned. {read} Then it was dry.")]
+    manifest = tmp_path / "test.json"
+    manifest.write_text(
+        json.dumps({"audio_filepath": "a.wav", "duration": 2.0, "text": "Upon the mountains of Ararat in"}) + "\n"
+    )
+    config = FormatterDataConfig(
+        sources=(), tn="none", dev=0.2, test=0.2, example_words=12, tokenizer_vocab=300, exclude_manifests=(manifest,)
+    )
+    paths = build_formatter_data(tmp_path / "data", config, cache_dir=tmp_path / "cache", documents=docs)
+    kept = {e["doc_id"] for split in ("train", "dev", "test") for e in read_manifest(paths[f"{split}_documents"])}
+    assert "book:read" not in kept and "book:3" in kept
+    assert not any(e["doc_id"] == "book:read" for e in read_manifest(paths["train_tagger"]))
+    summary = json.loads(paths["summary"].read_text())
+    assert summary["drops"]["by_reason"]["document read by an evaluation manifest"] == 1
+    assert summary["config"]["exclude_manifests"] == [str(manifest)]
+    manifest.write_text(
+        json.dumps({"audio_filepath": "a.wav", "duration": 2.0, "text": "nothing in any book here"}) + "\n"
+    )
+    rebuilt = build_formatter_data(tmp_path / "data", config, cache_dir=tmp_path / "cache", documents=docs)
+    kept = {e["doc_id"] for split in ("train", "dev", "test") for e in read_manifest(rebuilt[f"{split}_documents"])}
+    assert "book:read" in kept  # an edited manifest is read again
+
+
+def test_formatter_data_command_names_a_missing_exclude_manifest(tmp_path, capsys):
+    from nemo_pc.cli import main
+
+    missing = tmp_path / "no_test.json"
+    args = ["formatter-data", str(tmp_path / "data"), "--sources", "synthetic", "--synthetic", "20", "--tn", "none"]
+    assert main([*args, "--exclude", str(missing), "--cache-dir", str(tmp_path / "cache")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert str(missing) in err and len(err.splitlines()) == 1

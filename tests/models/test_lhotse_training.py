@@ -12,6 +12,7 @@ from nemo_pc.data.datasets.pc_batch import PCBatch
 from nemo_pc.data.recipes.shar import export_shar
 from nemo_pc.parts.manifest import read_manifest
 from nemo_pc.testing import asr, ctc
+from nemo_pc.testing.training import tiny_trainer
 
 STEPS = 4
 
@@ -58,19 +59,8 @@ def test_training_steps_from_lhotse_data_carry_both_targets(tiny_script_data, so
     pl.seed_everything(0)
     seen = _Batches()
     # a lhotse loader has no length: max_steps, an int limit_train_batches and no distributed sampler
-    trainer = pl.Trainer(
-        max_steps=STEPS,
-        limit_train_batches=STEPS,
-        use_distributed_sampler=False,
-        accelerator="cpu",
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        num_sanity_val_steps=0,
-        limit_val_batches=0,
-        log_every_n_steps=STEPS,
-        callbacks=[seen],
+    trainer = tiny_trainer(
+        STEPS, seen, gradient_clip_val=None, limit_train_batches=STEPS, use_distributed_sampler=False
     )
     train_ds = {
         "use_lhotse": True,

@@ -12,6 +12,7 @@ from omegaconf import open_dict
 from nemo_pc.models import EncDecRNNTPCBPEModel
 from nemo_pc.modules import DualRNNTDecoder, ModeConditionedRNNTDecoder, ModeConditionedStatelessDecoder
 from nemo_pc.testing.asr import tiny_streaming_config, train_tokenizer, write_pc_manifest
+from nemo_pc.testing.training import LossRecorder, tiny_trainer
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "rnnt"
 STATELESS = ["variant=conditioned", "predictor=stateless"]  # the streaming-ready transducer of paper 000
@@ -132,31 +133,12 @@ def test_the_4x_streaming_encoder_has_the_contexts_of_the_8x_one_and_the_offline
     ]
 
 
-class _Losses(pl.Callback):
-    def __init__(self):
-        self.values = []
-
-    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
-        self.values.append(float(outputs["loss"]))
-
-
 def test_the_streaming_variant_trains_on_one_batch(tmp_path):
     manifest = write_pc_manifest(tmp_path / "data")
     tokenizer = train_tokenizer(manifest, tmp_path / "tokenizer")
     pl.seed_everything(0)
-    losses = _Losses()
-    trainer = pl.Trainer(
-        max_steps=8,
-        accelerator="cpu",
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        num_sanity_val_steps=0,
-        limit_val_batches=0,
-        log_every_n_steps=8,
-        callbacks=[losses],
-    )
+    losses = LossRecorder()
+    trainer = tiny_trainer(8, losses, gradient_clip_val=None)
     model = EncDecRNNTPCBPEModel(
         cfg=tiny_streaming_config(tokenizer, manifest, "model.optim.lr=0.003"), trainer=trainer
     )

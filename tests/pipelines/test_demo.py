@@ -8,7 +8,8 @@ import torch
 
 from nemo_pc.parts.manifest import read_manifest
 from nemo_pc.parts.text import normalize
-from nemo_pc.pipelines.demo.pipeline import Demo, DemoConfig
+from nemo_pc.pipelines.demo.config import DemoConfig
+from nemo_pc.pipelines.demo.pipeline import Demo
 from nemo_pc.testing.text import TINY_REWRITER_OVERRIDES as TINY_REWRITER
 
 TINY_ASR = [
@@ -159,7 +160,7 @@ def test_without_a_base_ctc_learns_the_marks_from_the_start_and_starts_the_rnnts
     every RNN-T starts from its encoder with the encoder frozen for half the steps."""
     from nemo_pc.models.ctc_pc import EncDecCTCPCBPEModel
     from nemo_pc.models.rnnt_pc import EncDecRNNTPCBPEModel
-    from nemo_pc.pipelines.demo.pipeline import PC_FROM_START
+    from nemo_pc.pipelines.demo.config import PC_FROM_START
 
     runner, _ = demo
     out = tmp_path / "out"

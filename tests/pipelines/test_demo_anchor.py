@@ -8,7 +8,8 @@ import pytest
 import nemo_pc.pipelines.anchor as anchor_lib
 from nemo_pc.parts.manifest import read_manifest, write_manifest
 from nemo_pc.pipelines.demo import report as report_lib
-from nemo_pc.pipelines.demo.pipeline import Demo, DemoConfig
+from nemo_pc.pipelines.demo.config import DemoConfig
+from nemo_pc.pipelines.demo.pipeline import Demo
 from nemo_pc.pipelines.demo.report import write_report
 from nemo_pc.pipelines.inference import DecodeTiming
 from nemo_pc.testing.asr import write_pc_manifest

@@ -12,16 +12,16 @@ import argparse
 import dataclasses
 
 from nemo_pc.parts.output_lock import OutputFolderLocked
-from nemo_pc.pipelines.demo.pipeline import (
+from nemo_pc.pipelines.demo.config import (
     ASR_SYSTEMS,
     BACKBONES,
     CLAIM_SYSTEMS,
     DEFAULT_BASE_STEPS,
     DEMO_SYSTEMS,
     OTHER_SYSTEMS,
-    Demo,
     DemoConfig,
 )
+from nemo_pc.pipelines.demo.pipeline import Demo
 
 FULL_HOURS = 5.0
 

