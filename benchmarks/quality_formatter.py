@@ -63,7 +63,7 @@ def systems(args: argparse.Namespace) -> dict:
     return out
 
 
-def quality(system, docs: list[dict]) -> dict:
+def quality(system, docs: list[dict], metrics: tuple[str, ...] = METRICS) -> dict:
     outputs = system.format([doc["spoken"] for doc in docs])
     totals = Totals()
     by_kind = {kind: {"words": 0, "wrong": 0} for kind in ITN_KINDS}
@@ -77,8 +77,8 @@ def quality(system, docs: list[dict]) -> dict:
             kind["wrong"] += not outcome.correct
             if not outcome.correct:
                 wrong.append([outcome.word, outcome.hypothesis])
-    metrics = {m.name: float(m.value(totals)) for m in build_metrics() if m.name in METRICS}
-    return {**metrics, "itn_by_kind": by_kind, "itn_wrong": wrong, "example": outputs[0][:300]}
+    values = {m.name: float(m.value(totals)) for m in build_metrics() if m.name in metrics}
+    return {**values, "itn_by_kind": by_kind, "itn_wrong": wrong, "example": outputs[0][:300]}
 
 
 def print_cost(results: dict) -> None:

@@ -8,11 +8,11 @@ short segments that start and end mid-sentence, with misrecognized words. This b
    ``--no-errors`` sets the word error rates to 0, which leaves the fragments alone (an ablation);
 2. builds the demo's formatter data (``config.json``'s ``formatter_*`` values) with ``asr_like`` fragments drawn
    from those errors, and trains a tagger with the demo's recipe (steps, learning rate, overrides);
-3. scores the demo's tagger and the ASR-like tagger, each with the demo's span rewriter (``--span-itn``: the pure
-   neural formatter by default): on the demo's test transcripts (the system's normalized output, and the reference
-   words as a no-error check) with PER, punctuation micro F1, WER-PC, case error rate and the share of outputs
-   ending in a mark (the references' share beside it), and on the formatter's clean test documents with PER, CER,
-   M-WER and I-WER.
+3. scores the demo's tagger and the ASR-like tagger, each with the demo's span rewriter (``--span-itn``: the
+   library's default span ITN unless named): on the demo's test transcripts (the system's normalized output, and the
+   reference words as a no-error check) with PER, punctuation micro F1, WER-PC, case error rate and the share of
+   outputs ending in a mark (the references' share beside it), and on the formatter's clean test documents with PER,
+   CER, M-WER and I-WER.
 
 Whisper tiny.en's test PER (the demo's ``eval/whisper_tiny_en.json``) is the bar.
 
@@ -99,9 +99,9 @@ def main(argv: list[str] | None = None) -> dict:
     )
     parser.add_argument(
         "--span-itn",
-        default="neural",
-        help="the formatter's span ITN policy (nemo_pc.formatter.hybrid; default neural, the rewriter alone); "
-        "'default' takes TextFormatter's own defaults",
+        default="default",
+        help="the formatter's span ITN policy (nemo_pc.formatter.hybrid): 'default' (TextFormatter's own, what the "
+        "demo's cascade uses) or a policy on the tagger's spans alone (neural: the rewriter alone)",
     )
     parser.add_argument("--json", default=str(RESULTS_DIR / "formatter_asr_input.json"))
     args = parser.parse_args(argv)

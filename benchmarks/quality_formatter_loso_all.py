@@ -31,7 +31,8 @@ from suite import Stopwatch, write_results
 
 from nemo_pc.parts.manifest import write_text_atomic
 
-METRICS = quality_formatter.METRICS
+METRICS = (*quality_formatter.METRICS, "per[.]", "per[,]", "per[?]", "punct_micro_f1", "case_er")
+"""PER and I-WER as before, and the PER of each mark, punctuation F1 and the case error rate."""
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -39,7 +40,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--work", default=".bench/loso", help="data and models, one folder per left-out source")
-    parser.add_argument("--sources", default=",".join(SOURCES), help="sources to leave out in turn (comma list)")
+    parser.add_argument(
+        "--sources",
+        default=",".join(SOURCES),
+        help="sources to leave out in turn (comma list); a+b leaves a and b out together and scores each",
+    )
+    parser.add_argument(
+        "--train-sources", default=",".join(SOURCES), help="the sources of every build, less the left-out ones"
+    )
     parser.add_argument("--stage", choices=("data", "train", "score", "all"), default="all")
     parser.add_argument(
         "--models",
@@ -57,19 +65,34 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--max-docs", type=int, default=60, help="held-out documents of each source scored")
     parser.add_argument("--threshold", type=float, default=0.9, help="the confidence policy's threshold")
     parser.add_argument("--num-jobs", type=int, default=2, help="NeMo TN processes of the data builds")
+    parser.add_argument("--asr-like", type=float, default=0.0, help="ASR-like tagger examples per clean one (words)")
+    parser.add_argument(
+        "--asr-confusions", default=None, help="ConfusionStats JSON of the ASR-like examples (needed by --asr-like)"
+    )
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
     args.sources = [s for s in args.sources.split(",") if s]
-    unknown = [s for s in args.sources if s not in SOURCES]
-    if unknown:
-        parser.error(f"--sources: unknown {unknown}; known: {', '.join(SOURCES)}")
+    args.train_sources = [s for s in args.train_sources.split(",") if s]
+    for option, names in (("--sources", members(args.sources)), ("--train-sources", args.train_sources)):
+        unknown = [s for s in names if s not in SOURCES]
+        if unknown:
+            parser.error(f"{option}: unknown {unknown}; known: {', '.join(SOURCES)}")
+    if args.asr_like and not args.asr_confusions:
+        parser.error("--asr-like needs --asr-confusions")
     args.models = [m for m in args.models.split(",") if m]
     if not set(args.models) <= {"tagger", "rewriter"}:
         parser.error(f"--models: tagger and/or rewriter, got {args.models}")
     return args
 
 
-def data_config(args: argparse.Namespace, sources: tuple[str, ...]):
+def members(folds: list[str]) -> list[str]:
+    """The sources of the folds (``a+b`` is a fold that leaves ``a`` and ``b`` out together)."""
+    return [source for fold in folds for source in fold.split("+")]
+
+
+def data_config(args: argparse.Namespace, sources: tuple[str, ...], asr_like: bool = True):
+    """The formatter data of ``sources``; the all-source build that only gives held-out documents has no
+    ASR-like examples (``asr_like=False``): they go to the train split only."""
     from nemo_pc.formatter.build import FormatterDataConfig
 
     return FormatterDataConfig(
@@ -78,21 +101,22 @@ def data_config(args: argparse.Namespace, sources: tuple[str, ...]):
         synthetic=args.synthetic,
         numbers=args.numbers,
         example_words=48,
+        asr_like=args.asr_like if asr_like else 0.0,
+        asr_confusions=args.asr_confusions if asr_like and args.asr_like else None,
     )
 
 
 def train(args: argparse.Namespace, work: Path, source: str) -> dict:
-    """Data without ``source``, then its tagger and rewriter (each skipped when its files exist, the data too once
-    built: a second process may be training the other model); seconds of each."""
+    """Data without ``source`` (a fold: ``a+b`` leaves both out), then its tagger and rewriter (each skipped when its
+    files exist, the data too once built: a second process may be training the other model); seconds of each."""
     from nemo_pc.formatter.build import build_formatter_data
-    from nemo_pc.formatter.sources import SOURCES
     from nemo_pc.pipelines.train import train_model
 
     folder = work / f"without_{source}"
     data = folder / "formatter_data"
     with Stopwatch() as watch:
         if not (data / "summary.json").is_file():
-            sources = tuple(s for s in SOURCES if s != source)
+            sources = tuple(s for s in args.train_sources if s not in source.split("+"))
             build_formatter_data(data, data_config(args, sources), num_jobs=args.num_jobs)
     times = {"data": round(watch.seconds, 1)}
     if args.stage == "data":
@@ -184,11 +208,11 @@ class Scorer:
         self.wfst_text = WfstItn()
         self.wfst_spans = WfstSpans(self.wfst_text.normalizer)
 
-    def __call__(self, source: str) -> dict:
+    def __call__(self, fold: str, source: str) -> dict:
         from nemo_pc.formatter.hybrid import POLICIES
         from nemo_pc.formatter.pipeline import TextFormatter
 
-        folder = self.work / f"without_{source}"
+        folder = self.work / f"without_{fold}"
         docs = held_out(self.work, source, self.args.max_docs)
         formatter = TextFormatter.from_files(
             folder / "tagger.nemo", folder / "rewriter.nemo", wfst=self.wfst_spans, threshold=self.args.threshold
@@ -204,7 +228,7 @@ class Scorer:
             name = policy.removesuffix("+detect")
             items, chosen = formatter.compose_policy(labeled, detected if policy != name else candidates, name)
             texts = [item.reference() for item in items]
-            rows[policy] = self.bench.quality(_Fixed(texts), docs)
+            rows[policy] = self.bench.quality(_Fixed(texts), docs, METRICS)
             per_document[policy] = iwer_counts(texts, docs)
             picked[policy] = {"wfst": sum(c == "wfst" for c in chosen), "spans": len(chosen)}
         sweep = {}
@@ -215,9 +239,10 @@ class Scorer:
         with Stopwatch() as watch:
             wfst_outputs = self.wfst_text.format([d["spoken"] for d in docs])
         seconds["wfst_text"] = round(watch.seconds, 1)
-        rows["NeMo WFST ITN"] = self.bench.quality(_Fixed(wfst_outputs), docs)
+        rows["NeMo WFST ITN"] = self.bench.quality(_Fixed(wfst_outputs), docs, METRICS)
         per_document["NeMo WFST ITN"] = iwer_counts(wfst_outputs, docs)
         return {
+            "left_out": fold.split("+"),
             "documents": len(docs),
             "results": rows,
             "wfst_spans_chosen": picked,
@@ -243,7 +268,7 @@ def summary(per_source: dict) -> dict:
     out = {}
     for name in systems:
         rows = [entry["results"][name] for entry in per_source.values()]
-        mean = {m: sum(r[m] for r in rows) / len(rows) for m in METRICS}
+        mean = {m: sum(r[m] for r in rows) / len(rows) for m in METRICS if all(m in r for r in rows)}
         ratios = [
             e["results"][name]["i_wer"] / e["results"]["NeMo WFST ITN"]["i_wer"]
             for e in per_source.values()
@@ -261,7 +286,6 @@ def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     work = Path(args.work)
     from nemo_pc.formatter.build import build_formatter_data
-    from nemo_pc.formatter.sources import SOURCES
 
     result: dict = {
         "config": {k: v for k, v in vars(args).items() if k not in ("json", "stage")},
@@ -269,25 +293,27 @@ def main(argv: list[str] | None = None) -> dict:
         "sources": {},
     }
     if not (work / "all" / "formatter_data" / "summary.json").is_file():  # built once: several processes read it
-        build_formatter_data(work / "all" / "formatter_data", data_config(args, SOURCES), num_jobs=args.num_jobs)
+        every = tuple(dict.fromkeys([*args.train_sources, *members(args.sources)]))
+        build_formatter_data(work / "all" / "formatter_data", data_config(args, every, False), num_jobs=args.num_jobs)
     scorer = Scorer(args, work) if args.stage in ("score", "all") else None
-    for source in args.sources:  # each source scored as soon as its models are there: a partial table is kept
+    for fold in args.sources:  # each fold scored as soon as its models are there: a partial table is kept
         if args.stage != "score":
-            result["train_seconds"][source] = train(args, work, source)
+            result["train_seconds"][fold] = train(args, work, fold)
         else:  # trained by earlier runs: their seconds and steps from the models' stats files
             stats = {
-                name: json.loads((work / f"without_{source}" / f"{name}.json").read_text())
+                name: json.loads((work / f"without_{fold}" / f"{name}.json").read_text())
                 for name in ("tagger", "rewriter")
             }
-            result["train_seconds"][source] = {
+            result["train_seconds"][fold] = {
                 name: {k: row.get(k) for k in ("seconds", "steps", "curve")} for name, row in stats.items()
             }
         if scorer is not None:
-            result["sources"][source] = scorer(source)
-            print_source(source, result["sources"][source])
+            for source in fold.split("+"):
+                result["sources"][source] = scorer(fold, source)
+                print_source(source, result["sources"][source])
             result["mean"] = summary(result["sources"])
             result["pooled"] = pooled(result["sources"])
-            result["complete"] = len(result["sources"]) == len(args.sources)
+            result["complete"] = len(result["sources"]) == len(members(args.sources))
             if args.json:
                 write_results(args.json, result)
     if scorer is not None:

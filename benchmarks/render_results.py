@@ -39,6 +39,7 @@ from pathlib import Path
 from run_all_rtf import rtf_markdown
 from suite import REPO, p_value, pct
 
+from nemo_pc.formatter.hybrid import DEFAULT_DETECT_SPANS, DEFAULT_SPAN_ITN
 from nemo_pc.parts.manifest import write_text_atomic
 
 BLOCK = re.compile(
@@ -390,17 +391,60 @@ def render_formatter_sources(source: Path) -> str:
     return "\n".join(_table(columns, rows)) + "\n"
 
 
+DEFAULT_POLICY = f"{DEFAULT_SPAN_ITN}+detect" if DEFAULT_DETECT_SPANS else DEFAULT_SPAN_ITN
+"""The span ITN policy of ``nemo_pc.formatter.hybrid``'s defaults, as the leave-one-source-out JSON names it."""
+
+
+def _left_out(name: str, entry: dict) -> str:
+    others = [s for s in entry.get("left_out", [name]) if s != name]
+    return f"`{name}`" + (f" (with {', '.join(f'`{s}`' for s in others)})" if others else "")
+
+
+def _loso_default_table(report: dict) -> list[str]:
+    """The formatter as users get it (the default span ITN): PER, PER of each mark, punctuation F1, case error rate,
+    I-WER against NeMo WFST ITN's, per left-out source and on average."""
+    marks = ("per[.]", "per[,]", "per[?]")
+
+    def row(label, docs, results):
+        ours, wfst = results[DEFAULT_POLICY], results["NeMo WFST ITN"]
+        ratio = ours.get("i_wer_vs_wfst") if docs == "" else (ours["i_wer"] / wfst["i_wer"] if wfst["i_wer"] else None)
+        return [
+            label,
+            docs,
+            pct(ours["per"]),
+            *(pct(ours[m]) for m in marks),
+            pct(ours["punct_micro_f1"]),
+            pct(ours["case_er"]),
+            pct(ours["i_wer"]),
+            pct(wfst["i_wer"]),
+            "-" if ratio is None else f"{ratio:.2f}×",
+        ]
+
+    rows = [row(_left_out(name, e), e["documents"], e["results"]) for name, e in report["sources"].items()]
+    rows.append(row("**mean**", "", report["mean"]))
+    worse = report["mean"][DEFAULT_POLICY]["sources_worse_than_wfst"]
+    columns = ["left out", "docs:", "PER:", "PER `.`:", "PER `,`:", "PER `?`:", "punct F1:", "case ER:", "I-WER:"]
+    columns += ["I-WER NeMo WFST ITN:", "÷ WFST's:"]
+    return [
+        f"The formatter with its default span ITN (`{DEFAULT_POLICY}`); sources where its I-WER is above WFST's: "
+        f"{worse} (the mean ratio is over the sources with ITN words):",
+        "",
+        *_table(columns, rows),
+    ]
+
+
 def render_formatter_loso_all(source: Path) -> str:
     """``quality_formatter_loso_all.py``: per left-out source, PER and the I-WER of every span ITN policy and of
     NeMo WFST ITN; the mean over sources and the mean ratio to WFST's I-WER."""
     report = _read_json(source)
     systems = list(next(iter(report["sources"].values()))["results"])
+    lines = _loso_default_table(report) if "punct_micro_f1" in report["mean"].get(DEFAULT_POLICY, {}) else []
     rows = []
     for name, entry in report["sources"].items():
         results = entry["results"]
         rows.append(
             [
-                f"`{name}`",
+                _left_out(name, entry),
                 entry["documents"],
                 pct(results["neural"]["per"]),
                 *(pct(results[s]["i_wer"]) for s in systems),
@@ -411,7 +455,9 @@ def render_formatter_loso_all(source: Path) -> str:
     rows.append(["I-WER ÷ WFST's (mean of ratios)", "", "", *(f"{mean[s]['i_wer_vs_wfst']:.2f}×" for s in systems)])
     rows.append(["sources worse than WFST", "", "", *(mean[s]["sources_worse_than_wfst"] for s in systems)])
     columns = ["left out", "docs:", "PER:", *(f"I-WER {s}:" for s in systems)]
-    lines = _table(columns, rows)
+    if lines:
+        lines += ["", "I-WER of every span ITN policy (PER: the `neural` policy's):", ""]
+    lines += _table(columns, rows)
     if report.get("pooled"):
         pooled = report["pooled"]
         lines += [

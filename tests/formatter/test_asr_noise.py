@@ -164,3 +164,15 @@ def test_option_off_leaves_the_build_unchanged_and_on_adds_train_fragments_only(
     assert added and {row["doc_id"] for row in added} == {row["doc_id"] for row in clean}
     with pytest.raises(ValueError, match="asr_confusions"):
         FormatterDataConfig(asr_like=0.5)
+
+
+def test_fragment_stats_keep_lengths_and_make_no_errors():
+    from nemo_pc.formatter.asr_noise import fragment_stats
+
+    stats = fragment_stats(["One two three.", "Four five"], source="dev")
+    assert (stats.substitution, stats.deletion, stats.insertion) == (0.0, 0.0, 0.0)
+    assert stats.utterance_words == {"2": 1, "3": 1} and stats.source == "dev"
+    example = derive_labels(TEXT, TEXT)
+    pieces = asr_like_examples(example, stats, random.Random(0))
+    assert [word for piece in pieces for word in piece.words] == example.words  # clean words, tiled
+    assert {len(piece) for piece in pieces[:-1]} <= {2, 3}

@@ -1,3 +1,4 @@
+import pytest
 from benchmark_loader import load_benchmark
 
 from nemo_pc.formatter.baselines import Seq2SeqFormatter, _word_chunks
@@ -127,6 +128,42 @@ def test_every_source_loso_held_out_documents_mean_and_rendered_table(tmp_path):
     assert "| `wiki` | 4 | 50.0% | 40.0% | 10.0% | 20.0% |" in table
     assert "| I-WER ÷ WFST's (mean of ratios) |  |  | 2.00× | 0.50× | 1.00× |" in table
     assert "Incomplete" not in table
+
+
+def test_loso_folds_leave_sources_out_together_and_the_default_policy_has_its_table(tmp_path):
+    import json
+
+    module = _benchmark("quality_formatter_loso_all")
+    args = module.parse_args(["--sources", "wiki,handbook+pydoc", "--train-sources", "wiki,kjv,handbook,pydoc"])
+    assert module.members(args.sources) == ["wiki", "handbook", "pydoc"]
+    for bad in (["--sources", "wiki+news"], ["--train-sources", "kjv,news"], ["--asr-like", "0.3"]):
+        with pytest.raises(SystemExit):
+            module.parse_args(bad)
+    config = module.data_config(module.parse_args(["--asr-like", "0.3", "--asr-confusions", "c.json"]), ("kjv",))
+    assert (config.asr_like, config.asr_confusions) == (0.3, "c.json")
+    marks = {"per[.]": 0.2, "per[,]": 0.6, "per[?]": 0.9, "punct_micro_f1": 0.7, "case_er": 0.1}
+    policy = load_benchmark("render_results").DEFAULT_POLICY
+    per_source = {
+        name: {
+            "left_out": ["handbook", "pydoc"] if name != "wiki" else ["wiki"],
+            "documents": 3,
+            "results": {
+                "neural": {**_row(0.5, 0.4), **marks},
+                policy: {**_row(0.4, i_wer), **marks},
+                "NeMo WFST ITN": {**_row(1.0, 0.2), **marks},
+            },
+        }
+        for name, i_wer in (("wiki", 0.1), ("handbook", 0.3), ("pydoc", 0.2))
+    }
+    mean = module.summary(per_source)
+    assert mean[policy]["per[,]"] == 0.6 and mean[policy]["sources_worse_than_wfst"] == 1
+    source = tmp_path / "loso.json"
+    source.write_text(json.dumps({"sources": per_source, "mean": mean, "complete": True}))
+    table = load_benchmark("render_results").render_formatter_loso_all(source)
+    marks = "40.0% | 20.0% | 60.0% | 90.0% | 70.0% | 10.0%"
+    assert f"| `handbook` (with `pydoc`) | 3 | {marks} | 30.0% | 20.0% | 1.50× |" in table
+    assert f"| **mean** |  | {marks} | 20.0% | 20.0% | 1.00× |" in table
+    assert "sources where its I-WER is above WFST's: 1" in table
 
 
 def test_asr_input_scores_transcripts_and_renders_its_table(tmp_path, tiny_formatter):

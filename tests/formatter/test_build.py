@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import pytest
 
@@ -204,3 +205,39 @@ def test_formatter_data_command_names_a_missing_exclude_manifest(tmp_path, capsy
     assert main([*args, "--exclude", str(missing), "--cache-dir", str(tmp_path / "cache")]) == 2
     err = capsys.readouterr().err.strip()
     assert str(missing) in err and len(err.splitlines()) == 1
+
+
+def test_formatter_data_command_adds_fragments_of_a_manifests_lengths(tmp_path, capsys):
+    from nemo_pc.cli import main
+
+    story = "The old house stood alone. Was anyone there? Nobody answered, so she left the town."
+    text = tmp_path / "stories.txt"
+    text.write_text("\n\n".join(f"{story} Day {k} passed." for k in range(60)) + "\n", encoding="utf-8")
+    dev = tmp_path / "dev.json"
+    lines = [{"audio_filepath": f"{k}.wav", "duration": 1.0, "text": "one two three"} for k in range(4)]
+    dev.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    common = ["--sources", "", "--text-file", str(text), "--tn", "none", "--tokenizer-vocab", "300"]
+    common += ["--cache-dir", str(tmp_path / "cache")]
+    assert main(["formatter-data", str(tmp_path / "plain"), *common]) == 0
+    asr = ["--asr-like", "1.0", "--fragments-from", str(dev)]
+    assert main(["formatter-data", str(tmp_path / "asr"), *common, *asr]) == 0
+    clean = read_manifest(tmp_path / "plain" / "train_tagger.json")
+    noisy = read_manifest(tmp_path / "asr" / "train_tagger.json")
+    added = [row for row in noisy if row not in clean]
+    lengths = [len(row["words"]) for row in added]  # the manifest's lengths (a document's last one shorter)
+    assert max(lengths) == 3 and lengths.count(3) > len(lengths) / 2
+    config = json.loads((tmp_path / "asr" / "summary.json").read_text())["config"]
+    assert config["asr_like"] == 1.0 and json.loads(Path(config["asr_confusions"]).read_text())["substitution"] == 0
+    capsys.readouterr()
+    assert main(["formatter-data", str(tmp_path / "no"), *common, "--asr-like", "0.5"]) == 2
+    assert "--fragments-from" in capsys.readouterr().err
+    dev.write_text('{"audio_filepath": "a.wav", "duration": 1.0}\n')
+    assert main(["formatter-data", str(tmp_path / "bad"), *common, *asr]) == 2
+    err = capsys.readouterr().err.strip()
+    assert str(dev) in err and "text" in err and len(err.splitlines()) == 1
+
+
+def test_the_default_build_reads_every_source():
+    from nemo_pc.formatter.sources import EXTRA_SOURCES, SOURCES
+
+    assert FormatterDataConfig().sources == SOURCES and set(EXTRA_SOURCES) < set(SOURCES)

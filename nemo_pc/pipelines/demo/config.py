@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from nemo_pc.formatter.sources import SOURCES as FORMATTER_SOURCES
+
 # Systems: name -> (family, Hydra overrides of the model config). ``make demo`` trains the DEMO_SYSTEMS; ``--claims``
 # adds the baselines of the README's claims table and the other multi-style CTC variants (papers/001 Table 3).
 ASR_SYSTEMS = {
@@ -145,7 +147,12 @@ class DemoConfig:
         formatter_documents, formatter_synthetic, formatter_numbers: formatter data size (documents per source,
             entity sentences, number-rich sentences).
         formatter_dir: reuse ``tagger.nemo`` and ``rewriter.nemo`` from this folder instead of training them.
-        formatter_sources, formatter_tn: text sources and spoken forms of the formatter data.
+        formatter_sources, formatter_tn: text sources and spoken forms of the formatter data (every source by
+            default: the formatter meets text of any kind).
+        formatter_asr_like: ASR-like tagger examples per clean one, by words: fragments of the lengths of the dev
+            split's transcripts, starting at any word, with no word errors (0: none). 0.3 moved the cascade's PER on
+            held-out voices from 86.3% to 82.2% where adding the measured recognition errors made it worse
+            (``benchmarks/results/formatter_asr_input*.json``, docs/formatter.md).
         vocab_size: ASR tokenizer size. 128 (near characters: about 35 merges over the corpus's characters) reached
             dev WER 75.0% at step 750 of a 1,000-step base run where 256 was at 83.6%
             (``benchmarks/quality_asr_recipe.py``).
@@ -200,7 +207,8 @@ class DemoConfig:
     formatter_synthetic: int = 2000
     formatter_numbers: int = 2000
     formatter_dir: str | None = None
-    formatter_sources: tuple[str, ...] = ("wiki", "kjv", "fortunes", "synthetic", "numbers")
+    formatter_sources: tuple[str, ...] = FORMATTER_SOURCES
+    formatter_asr_like: float = 0.3
     formatter_tn: str = "nemo"
     vocab_size: int = 128
     backbone: str = "whisper_tiny"

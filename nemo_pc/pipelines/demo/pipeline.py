@@ -9,6 +9,7 @@ Layout of ``out_dir``::
     manifests/              LibriSpeech-PC train/dev/test/test_seen manifests (nemo-pc librispeech-pc)
     tokenizers/             the cased, punctuated SentencePiece tokenizer (and one with style tags)
     formatter_data/         text-formatter training data (nemo-pc formatter-data)
+    formatter_fragments.json  the dev transcripts' lengths, for the formatter's ASR-like fragments
     models/<name>.nemo      trained models, with <name>.json holding steps, seconds and parameters
     predictions/<system>.json   test manifest + pred_text (written output) + pred_text_normalized
     predictions/<system>@test_seen.json   the same on test_seen (training speakers, chapters no other split reads)
@@ -332,9 +333,11 @@ class Demo:
 
     def formatter_data_config(self, sources: tuple[str, ...] | None = None):
         """The demo's :class:`~nemo_pc.formatter.build.FormatterDataConfig` (``sources``: other text sources, e.g.
-        all but a left-out one); every document that the ASR dev and test splits read is left out of it."""
+        all but a left-out one); every document that the ASR dev and test splits read is left out of it. Its
+        ASR-like fragments take the lengths of the dev split's transcripts (``formatter_fragments.json``)."""
         from nemo_pc.formatter.build import FormatterDataConfig
 
+        fragments = self._fragment_lengths() if self.cfg.formatter_asr_like else None
         return FormatterDataConfig(
             sources=tuple(self.cfg.formatter_sources if sources is None else sources),
             max_documents=self.cfg.formatter_documents,
@@ -348,7 +351,19 @@ class Demo:
                 for split in ("dev", "test", SEEN_TEST_SPLIT)
                 if self.manifest(split).is_file()
             ),
+            asr_like=self.cfg.formatter_asr_like if fragments else 0.0,
+            asr_confusions=fragments,
         )
+
+    def _fragment_lengths(self) -> str:
+        from nemo_pc.formatter.asr_noise import fragment_stats
+
+        dev = self.manifest("dev")
+        texts = [entry["text"] for _, entry in iter_manifest(dev)]
+        stats = fragment_stats(texts, f"{dev.name} transcripts (lengths only)")
+        target = self.path("formatter_fragments.json")
+        write_text_atomic(target, json.dumps(asdict(stats), indent=2, ensure_ascii=False) + "\n")
+        return str(target)
 
     def formatter_overrides(self, name: str, data_dir: Path) -> list[str]:
         """The Hydra overrides of one formatter model (``tagger``, ``rewriter`` or ``seq2seq``) trained on
@@ -557,8 +572,8 @@ class Demo:
             return cascade, hybrid
         from nemo_pc.formatter.pipeline import TextFormatter
 
-        # papers/003's pure neural formatter, not the library's hybrid default (docs/formatter.md says why)
-        formatter = TextFormatter.from_files(tagger, rewriter, span_itn="neural", detect_spans=False)
+        # the library's default span ITN (nemo_pc.formatter.hybrid.DEFAULT_SPAN_ITN), as `nemo-pc format` runs it
+        formatter = TextFormatter.from_files(tagger, rewriter)
         entries = [entry for _, entry in iter_manifest(self.path("predictions", f"{source}.json"))]
         normalized = [entry["pred_text_normalized"] for entry in entries]
         punctuated = [entry["pred_text"] for entry in entries]
