@@ -56,6 +56,7 @@ def test_leave_one_source_out_trains_without_the_source_and_scores_its_documents
         formatter_synthetic=20,
         formatter_numbers=0,
         formatter_tn="none",
+        formatter_asr_like=0.0,
         tagger_steps=2,
         rewriter_steps=2,
         num_jobs=1,

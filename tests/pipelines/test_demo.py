@@ -95,6 +95,18 @@ def test_every_step_leaves_its_outputs(demo):
     assert text.count("| `base.nemo` |") == 3  # the base row, and the two models that start from it
 
 
+def test_the_formatter_learns_from_fragments_of_the_dev_lengths(demo):
+    runner, _ = demo
+    summary = json.loads(runner.path("formatter_data", "summary.json").read_text())
+    assert summary["config"]["asr_like"] == runner.cfg.formatter_asr_like > 0
+    fragments = json.loads(runner.path("formatter_fragments.json").read_text())
+    from nemo_pc.parts.text import normalize
+
+    dev_lengths = {str(len(normalize(entry["text"]).split())) for entry in read_manifest(runner.manifest("dev"))}
+    assert set(fragments["utterance_words"]) == dev_lengths and fragments["substitution"] == 0.0
+    assert summary["counts"]["train_tagger"] > 0
+
+
 def test_each_system_is_also_decoded_with_lms_of_the_books_without_dev_and_test(demo):
     runner, report = demo
     test = read_manifest(runner.manifest("test"))

@@ -359,6 +359,11 @@ class Demo:
         from nemo_pc.formatter.asr_noise import fragment_stats
 
         dev = self.manifest("dev")
+        if not dev.is_file():
+            raise FileNotFoundError(
+                f"formatter_asr_like={self.cfg.formatter_asr_like} takes its fragment lengths from {dev}, which is "
+                "not there yet: run the corpus step first, or set formatter_asr_like=0"
+            )
         texts = [entry["text"] for _, entry in iter_manifest(dev)]
         stats = fragment_stats(texts, f"{dev.name} transcripts (lengths only)")
         target = self.path("formatter_fragments.json")
