@@ -47,10 +47,12 @@ def systems(args: argparse.Namespace) -> dict:
     from nemo_pc.formatter.baselines import SeparateTaggers, Seq2SeqFormatter, WfstItn
     from nemo_pc.formatter.pipeline import TextFormatter
     from nemo_pc.models.rewriter import SpanRewriterModel
+    from nemo_pc.pipelines.demo.claims import CASCADE_FORMATTER
 
     # papers/003's formatter, as the claims (C5) state it: the pure neural path, no WFST
     formatter = TextFormatter.from_files(args.tagger, args.rewriter, span_itn="neural", detect_spans=False)
-    out = {"formatter": formatter}
+    # the same models as the demo's cascade and `nemo-pc format` run them: the library's default span ITN
+    out = {"formatter": formatter, CASCADE_FORMATTER: TextFormatter(formatter.tagger, formatter.rewriter)}
     if args.separate:
         paths = dict(zip(("punct", "case", "itn"), args.separate.split(","), strict=True))
         out["separate taggers"] = TextFormatter(

@@ -249,9 +249,8 @@ def _demo_systems(folder: Path, config: dict) -> list[str]:
     names = []
     for system in config.get("systems", []):
         names += [system] + ([f"{system}_lm"] if (folder / "eval" / f"{system}_lm.json").is_file() else [])
-    return names + [
-        name for name in ("cascade", "hybrid", "whisper_tiny_en") if (folder / "eval" / f"{name}.json").is_file()
-    ]
+    formatted = ("cascade", "lm_cascade", "hybrid", "whisper_tiny_en")
+    return names + [name for name in formatted if (folder / "eval" / f"{name}.json").is_file()]
 
 
 def _last_run_seconds(folder: Path) -> dict[str, float]:

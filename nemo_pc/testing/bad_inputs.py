@@ -186,6 +186,11 @@ def _formatter_data_probes(f: dict[str, Path], root: Path) -> list[tuple[str, li
         ("formatter-data: --context-words -1", [*out, "--context-words", "-1"]),
         ("formatter-data: output under a file", ["formatter-data", str(f["text"] / "fd"), "--sources", "synthetic"]),
         ("formatter-data: --cache-dir is a file", [*out, "--sources", "synthetic", "--cache-dir", str(f["text"])]),
+        ("formatter-data: --asr-like without lengths", [*out, "--asr-like", "0.3"]),
+        (
+            "formatter-data: --fragments-from missing",
+            [*out, "--asr-like", "0.3", "--fragments-from", str(root / "missing.json")],
+        ),
     ]
 
 

@@ -86,6 +86,16 @@ def test_e2e_vs_cascade_reproduced_and_not(tmp_path):
             "PER 98.0% > 50%",
         ),
         ({"results": {"formatter": {"per": 0.4, "i_wer": 0.12}, "NeMo WFST ITN": {"i_wer": 0.19}}}, "I-WER 12.0% >"),
+        (  # the row of the formatter the cascade runs (default span ITN) decides, not the pure neural one
+            {
+                "results": {
+                    "formatter": {"per": 0.4, "i_wer": 0.01},
+                    C.CASCADE_FORMATTER: {"per": 0.6, "i_wer": 0.01},
+                    "NeMo WFST ITN": {"i_wer": 0.19},
+                }
+            },
+            "PER 60.0% > 50%",
+        ),
     ],
 )
 def test_a_cascade_with_an_unfit_formatter_makes_c1_not_measurable(tmp_path, section, reason):

@@ -139,6 +139,12 @@ def test_each_system_is_also_decoded_with_lms_of_the_books_without_dev_and_test(
             assert all(p["pred_text_normalized"] == normalize(p["pred_text"]) for p in predictions)
         assert f"| `{name}_lm` |" in report.read_text()
         assert json.loads(runner.path("eval", f"{name}_lm.json").read_text())["num_utterances"] == len(test)
+    # the cascade also reads the transducer's LM-decoded words
+    lm_output = read_manifest(runner.path("predictions", "rnnt_conditioned_lm.json"))
+    lm_words = [p["pred_text_normalized"] for p in lm_output]
+    cascade = read_manifest(runner.path("predictions", "lm_cascade.json"))
+    assert [p["pred_text_normalized"] for p in cascade] == lm_words
+    assert "| `lm_cascade` |" in report.read_text()
 
 
 def test_every_asr_model_starts_from_the_base_encoder(demo):

@@ -11,7 +11,8 @@ Layout of ``out_dir``::
     formatter_data/         text-formatter training data (nemo-pc formatter-data)
     formatter_fragments.json  the dev transcripts' lengths, for the formatter's ASR-like fragments
     models/<name>.nemo      trained models, with <name>.json holding steps, seconds and parameters
-    predictions/<system>.json   test manifest + pred_text (written output) + pred_text_normalized
+    predictions/<system>.json   test manifest + pred_text (written output) + pred_text_normalized; cascade, hybrid
+                            and lm_cascade (the cascade on the LM-decoded output) are systems too
     predictions/<system>@test_seen.json   the same on test_seen (training speakers, chapters no other split reads)
     predictions/<system>.rtf.json   its transcription time per second of audio (RTF), threads, batch size, engine;
                             whisper_tiny_en is Whisper tiny.en, when nemo_pc[anchor] is installed
@@ -49,6 +50,7 @@ from nemo_pc.pipelines.demo.config import (
     speed_perturb_override,
 )
 from nemo_pc.pipelines.demo.layout import split_system
+from nemo_pc.pipelines.demo.report import LM_CASCADE
 
 
 def _done(target: Path) -> bool:
@@ -586,6 +588,19 @@ class Demo:
         self._write_predictions(hybrid, formatter.itn_only(punctuated), [normalize(t) for t in punctuated])
         return cascade, hybrid
 
+    def lm_cascade(self, source: str, tagger: Path, rewriter: Path) -> Path:
+        """The cascade on ``source``'s LM-decoded normalized output (``<source>_lm``): the same formatter reading
+        fewer wrong words, beside ``<source>_lm`` as the cascade is beside ``source``."""
+        target = self.path("predictions", f"{LM_CASCADE}.json")
+        if target.is_file():
+            return target
+        from nemo_pc.formatter.pipeline import TextFormatter
+
+        formatter = TextFormatter.from_files(tagger, rewriter)
+        entries = iter_manifest(self.path("predictions", f"{source}_lm.json"))
+        normalized = [entry["pred_text_normalized"] for _, entry in entries]
+        return self._write_predictions(target, formatter.format(normalized), normalized)
+
     def evaluate(self, system: str) -> dict:
         from nemo_pc.metrics.report import plot_per, write_json
 
@@ -618,8 +633,12 @@ class Demo:
             lms = self._timed("language models", self.language_models)
             for name in lm_systems:
                 self._timed(f"transcribe {name} with LM", lambda name=name: self.transcribe_lm(name, lms))
+        cascades = ["cascade", "hybrid"]
+        if source in lm_systems:
+            self._timed("cascade on LM output", lambda: self.lm_cascade(source, tagger, rewriter))
+            cascades.append(LM_CASCADE)
         reports = {}
-        for system in [*self.cfg.systems, *(f"{name}_lm" for name in lm_systems), "cascade", "hybrid"]:
+        for system in [*self.cfg.systems, *(f"{name}_lm" for name in lm_systems), *cascades]:
             reports[system] = self._timed(f"evaluate {system}", lambda system=system: self.evaluate(system))
         self._timed(f"transcribe and evaluate on {SEEN_TEST_SPLIT}", self.seen_test)  # REPORT.md reads eval/
         reports |= self._anchor_step()

