@@ -45,7 +45,8 @@ from nemo_pc.parts.manifest import write_text_atomic
 BLOCK = re.compile(
     r"<!-- results:(?P<kind>[a-z_]+) (?P<source>\S+(?: \S+)*?) -->\n(?P<body>.*?)<!-- results:end -->", re.S
 )
-MULTI_SOURCE = {"train_dev_gap", "asr_recipe"}  # kinds that take several results files, one table
+MULTI_SOURCE = {"train_dev_gap", "asr_recipe", "formatter_loso_gain"}
+"""Kinds that take several results files, one table."""
 OPEN = re.compile(r"<!-- results:(?!end )(\S+)")
 FORMATTER_METRICS = ("per", "cer", "m_wer", "i_wer")
 
@@ -482,6 +483,43 @@ def render_formatter_loso_all(source: Path) -> str:
     if not report.get("complete"):
         lines += ["", "Incomplete: not every source has been scored yet."]
     return "\n".join(lines) + "\n"
+
+
+def render_formatter_loso_gain(with_path: Path, without_path: Path) -> str:
+    """Two ``quality_formatter_loso_all.py`` runs that differ in their training sources: on each source left out by
+    both, the default span ITN's PER, punctuation F1, case error rate and I-WER with and without the sources that only
+    the first run trained on."""
+    runs = [_read_json(with_path), _read_json(without_path)]
+    added = [s for s in runs[0]["config"]["train_sources"] if s not in runs[1]["config"]["train_sources"]]
+    common = [name for name in runs[0]["sources"] if name in runs[1]["sources"]]
+    metrics = (("per", "PER"), ("punct_micro_f1", "punct F1"), ("case_er", "case ER"), ("i_wer", "I-WER"))
+    rows, totals = [], {m: [0.0, 0.0] for m, _ in metrics}
+    for name in common:
+        pair = [run["sources"][name]["results"][DEFAULT_POLICY] for run in runs]
+        cells = []
+        for metric, _ in metrics:
+            cells += [pct(pair[0][metric]), pct(pair[1][metric])]
+            for k in (0, 1):
+                totals[metric][k] += pair[k][metric] / len(common)
+        wfst = runs[0]["sources"][name]["results"]["NeMo WFST ITN"]["i_wer"]
+        rows.append([f"`{name}`", runs[0]["sources"][name]["documents"], *cells, pct(wfst)])
+    mean = [cell for metric, _ in metrics for cell in (pct(totals[metric][0]), pct(totals[metric][1]))]
+    rows.append(["**mean**", "", *mean, ""])
+    columns = ["left out", "docs:"]
+    for _, label in metrics:
+        columns += [f"{label} with:", f"{label} without:"]
+    names = ", ".join(f"`{s}`" for s in added)
+    return (
+        "\n".join(
+            [
+                f"The formatter with its default span ITN (`{DEFAULT_POLICY}`), trained with and without {names}, on the "
+                "held-out documents of each source both runs left out (I-WER of NeMo WFST ITN in the last column):",
+                "",
+                *_table([*columns, "I-WER NeMo WFST ITN:"], rows),
+            ]
+        )
+        + "\n"
+    )
 
 
 def render_train_dev_gap(*sources: Path) -> str:
@@ -937,6 +975,7 @@ RENDERERS: dict[str, Callable[[Path], str]] = {
     "demo_steps": render_demo_steps,
     "formatter_loso": render_formatter_loso,
     "formatter_loso_all": render_formatter_loso_all,
+    "formatter_loso_gain": render_formatter_loso_gain,
     "formatter_sources": render_formatter_sources,
     "formatter_asr_input": render_formatter_asr_input,
     "train_dev_gap": render_train_dev_gap,

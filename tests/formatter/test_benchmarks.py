@@ -166,6 +166,18 @@ def test_loso_folds_leave_sources_out_together_and_the_default_policy_has_its_ta
     assert f"| **mean** |  | {marks} | 20.0% | 20.0% | 1.00× |" in table
     assert "sources where its I-WER is above WFST's: 1" in table
 
+    without = {"wiki": json.loads(json.dumps(per_source["wiki"]))}
+    without["wiki"]["results"][policy].update(per=0.5, i_wer=0.3)
+    other = tmp_path / "loso_without.json"
+    other.write_text(json.dumps({"config": {"train_sources": ["wiki", "kjv"]}, "sources": without}))
+    source.write_text(
+        json.dumps({"config": {"train_sources": ["wiki", "kjv", "handbook"]}, "sources": per_source, "mean": mean})
+    )
+    gain = load_benchmark("render_results").render_formatter_loso_gain(source, other)
+    assert "with and without `handbook`" in gain
+    assert "| `wiki` | 3 | 40.0% | 50.0% | 70.0% | 70.0% | 10.0% | 10.0% | 10.0% | 30.0% | 20.0% |" in gain
+    assert "`pydoc`" not in gain  # left out by one run only
+
 
 def test_asr_input_scores_transcripts_and_renders_its_table(tmp_path, tiny_formatter):
     import json
