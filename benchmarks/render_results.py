@@ -267,7 +267,8 @@ def render_demo(source: Path) -> str:
     config = _read_json(source / "config.json")
     seconds = _last_run_seconds(source)
     anchor = sum(value for key, value in seconds.items() if "whisper" in key)
-    finished = (_read_json(source / "timings.json")["runs"][-1]).get("finished", "?")
+    runs = _read_json(source / "timings.json")["runs"]
+    finished = runs[-1].get("finished", "?")
     rows, n_test, n_seen = [], None, None
     for system in _demo_systems(source, config):
         report, seen = _demo_eval(source, system), _demo_eval(source, f"{system}@test_seen")
@@ -297,8 +298,14 @@ def render_demo(source: Path) -> str:
         f"`{config.get('backbone') or 'fastconformer'}`, base encoder {config['base_steps']} steps, RNN-T "
         f"{config['rnnt_steps']} steps, CTC {config['asr_steps']} steps, {aed}tokenizer {config['vocab_size']} "
         f"pieces. **{_minutes(total)}** of steps in its last invocation ({_minutes(total - anchor)} without the "
-        "Whisper anchor; a resumed run skips what an earlier one finished). "
-        f"Test: {n_test} utterances of {config['held_out_voices']} voices that no training utterance uses; "
+        "Whisper anchor; a resumed run skips what an earlier one finished)"
+        + (
+            f", {_minutes(sum(sum(run['seconds'].values()) for run in runs))} over the folder's {len(runs)} "
+            f"invocations ({', '.join(run.get('finished', '?') for run in runs)}). "
+            if len(runs) > 1
+            else ". "
+        )
+        + f"Test: {n_test} utterances of {config['held_out_voices']} voices that no training utterance uses; "
         f"test_seen: {n_seen} utterances of training voices reading chapters no other split reads. {lm}"
         f"Source: `{source_name(source)}/` (`eval/`, `timings.json`, `REPORT.md`)."
     )
@@ -512,8 +519,9 @@ def render_formatter_loso_gain(with_path: Path, without_path: Path) -> str:
     return (
         "\n".join(
             [
-                f"The formatter with its default span ITN (`{DEFAULT_POLICY}`), trained with and without {names}, on the "
-                "held-out documents of each source both runs left out (I-WER of NeMo WFST ITN in the last column):",
+                f"The formatter with its default span ITN (`{DEFAULT_POLICY}`), trained with and without {names}, on "
+                "the held-out documents of each source both runs left out (I-WER of NeMo WFST ITN in the last "
+                "column):",
                 "",
                 *_table([*columns, "I-WER NeMo WFST ITN:"], rows),
             ]
