@@ -492,6 +492,30 @@ def render_formatter_loso_all(source: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_span_itn(source: Path) -> str:
+    """``quality_span_itn.py``: every span ITN policy of a demo's formatter on its test documents (PER, case error
+    rate, I-WER) and on ASR systems' normalized test output (PER, punctuation F1, WER-PC)."""
+    report = _read_json(source)
+    docs, speech = report["documents"], report["speech"]
+    columns = ["span ITN", "docs PER:", "docs case ER:", "docs I-WER:"]
+    for system in speech:
+        columns += [f"`{system}` PER:", f"`{system}` punct F1:", f"`{system}` WER-PC:"]
+    rows = []
+    for name, row in docs["results"].items():
+        cells = [f"`{name}`", pct(row["per"]), pct(row["case_er"]), pct(row["i_wer"])]
+        for entry in speech.values():
+            said = entry["results"].get(name)
+            cells += [pct(said[m]) for m in ("per", "punct_micro_f1", "wer_pc")] if said else ["-"] * 3
+        rows.append(cells)
+    heard = ", ".join(f"`{system}` ({entry['utterances']} utterances)" for system, entry in speech.items())
+    head = (
+        f"{docs['count']} test documents of the formatter's own sources ({', '.join(docs['sources'])}), and the "
+        f"normalized test output of {heard} (held-out voices); `+detect`: spans WFST ITN finds join the tagger's; "
+        f"the default is `{DEFAULT_POLICY}`:"
+    )
+    return "\n".join([head, "", *_table(columns, rows)]) + "\n"
+
+
 def render_formatter_loso_gain(with_path: Path, without_path: Path) -> str:
     """Two ``quality_formatter_loso_all.py`` runs that differ in their training sources: on each source left out by
     both, the default span ITN's PER, punctuation F1, case error rate and I-WER with and without the sources that only
@@ -984,6 +1008,7 @@ RENDERERS: dict[str, Callable[[Path], str]] = {
     "formatter_loso": render_formatter_loso,
     "formatter_loso_all": render_formatter_loso_all,
     "formatter_loso_gain": render_formatter_loso_gain,
+    "span_itn": render_span_itn,
     "formatter_sources": render_formatter_sources,
     "formatter_asr_input": render_formatter_asr_input,
     "train_dev_gap": render_train_dev_gap,

@@ -213,3 +213,47 @@ def test_asr_input_scores_transcripts_and_renders_its_table(tmp_path, tiny_forma
     table = load_benchmark("render_results").render_formatter_asr_input(source)
     assert "| demo tagger (clean text) | 80.0% | 20.0% | 70.0% | 90.0% | 50.0% | 60.0% | 40.0% | 10.0% |" in table
     assert "Whisper tiny.en's test PER 77.7%" in table
+
+
+class _UpperItn:
+    """NeMo WFST ITN stand-in (its grammars take minutes to compile): upper-cases what it is given."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        self.normalizer = self
+
+    def inverse_normalize(self, text: str, verbose: bool = False) -> str:
+        return text.upper()
+
+    def format(self, texts):
+        return [text.upper() for text in texts]
+
+
+def test_span_itn_benchmark_scores_every_policy_on_documents_and_speech(tiny_formatter, tmp_path, monkeypatch):
+    import json
+
+    from nemo_pc.formatter.hybrid import POLICIES
+    from nemo_pc.parts.manifest import write_manifest
+
+    monkeypatch.setattr("nemo_pc.formatter.baselines.WfstItn", _UpperItn)
+    module = _benchmark("quality_span_itn")
+    demo = tmp_path / "demo"
+    tagger, rewriter = tiny_formatter
+    (demo / "models").mkdir(parents=True)
+    tagger.save_to(str(demo / "models" / "tagger.nemo"))
+    rewriter.save_to(str(demo / "models" / "rewriter.nemo"))
+    docs = [{"doc_id": str(k), "source": "toy", "written": w, "spoken": s} for k, (w, s) in enumerate(WRITTEN_SPOKEN)]
+    write_manifest(demo / "formatter_data" / "test_documents.json", docs)
+    rows = [{"utt_id": str(k), "text": w, "pred_text_normalized": s} for k, (w, s) in enumerate(WRITTEN_SPOKEN)]
+    write_manifest(demo / "predictions" / "asr.json", rows)
+    out = module.main(["--demo-dir", str(demo), "--systems", "asr", "--json", str(tmp_path / "s.json")])
+    policies = {*POLICIES, *(f"{p}+detect" for p in POLICIES)}
+    assert set(out["documents"]["results"]) == policies | {"NeMo WFST ITN"}
+    # the tiny formatter memorized these texts: the pure neural path writes them back exactly
+    assert out["documents"]["results"]["neural"]["i_wer"] == 0.0 == out["speech"]["asr"]["results"]["neural"]["per"]
+    # upper-cased WFST spans are case errors: every policy that takes WFST's form somewhere scores worse
+    assert out["documents"]["results"]["wfst"]["case_er"] > out["documents"]["results"]["neural"]["case_er"]
+    assert json.loads((tmp_path / "s.json").read_text())["speech"]["asr"]["utterances"] == len(rows)
+    table = load_benchmark("render_results").render_span_itn(tmp_path / "s.json")
+    assert "| `neural` | 0.0% |" in table and "`asr` PER" in table
+    with pytest.raises(SystemExit):
+        module.parse_args(["--demo-dir", str(demo), "--systems", "missing"])
