@@ -65,6 +65,16 @@ def systems(args: argparse.Namespace) -> dict:
     return out
 
 
+class Fixed:
+    """A system whose outputs are already known (one ``format`` call over the same documents)."""
+
+    def __init__(self, outputs: list[str]) -> None:
+        self.outputs = outputs
+
+    def format(self, texts):
+        return self.outputs
+
+
 def quality(system, docs: list[dict], metrics: tuple[str, ...] = METRICS) -> dict:
     outputs = system.format([doc["spoken"] for doc in docs])
     totals = Totals()

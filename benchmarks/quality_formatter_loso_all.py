@@ -186,16 +186,6 @@ def pooled(per_source: dict, baseline: str = "NeMo WFST ITN", num_resamples: int
     return out
 
 
-class _Fixed:
-    """A system whose outputs are already known (one ``format`` call over the same documents)."""
-
-    def __init__(self, outputs: list[str]) -> None:
-        self.outputs = outputs
-
-    def format(self, texts):
-        return self.outputs
-
-
 class Scorer:
     """Scores one left-out formatter under every policy, and NeMo WFST ITN, on the source's held-out documents."""
 
@@ -228,18 +218,18 @@ class Scorer:
             name = policy.removesuffix("+detect")
             items, chosen = formatter.compose_policy(labeled, detected if policy != name else candidates, name)
             texts = [item.reference() for item in items]
-            rows[policy] = self.bench.quality(_Fixed(texts), docs, METRICS)
+            rows[policy] = self.bench.quality(self.bench.Fixed(texts), docs, METRICS)
             per_document[policy] = iwer_counts(texts, docs)
             picked[policy] = {"wfst": sum(c == "wfst" for c in chosen), "spans": len(chosen)}
         sweep = {}
         for threshold in (0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.99):
             formatter.threshold = threshold
             texts = [item.reference() for item in formatter.compose_policy(labeled, candidates, "confidence")[0]]
-            sweep[str(threshold)] = self.bench.quality(_Fixed(texts), docs)["i_wer"]
+            sweep[str(threshold)] = self.bench.quality(self.bench.Fixed(texts), docs)["i_wer"]
         with Stopwatch() as watch:
             wfst_outputs = self.wfst_text.format([d["spoken"] for d in docs])
         seconds["wfst_text"] = round(watch.seconds, 1)
-        rows["NeMo WFST ITN"] = self.bench.quality(_Fixed(wfst_outputs), docs, METRICS)
+        rows["NeMo WFST ITN"] = self.bench.quality(self.bench.Fixed(wfst_outputs), docs, METRICS)
         per_document["NeMo WFST ITN"] = iwer_counts(wfst_outputs, docs)
         return {
             "left_out": fold.split("+"),

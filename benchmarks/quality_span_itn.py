@@ -91,14 +91,6 @@ def speech_scores(references: list[str], outputs: list[str]) -> dict:
     return {name: values[name] for name in SPEECH_METRICS}
 
 
-class _Fixed:
-    def __init__(self, outputs: list[str]) -> None:
-        self.outputs = outputs
-
-    def format(self, texts):
-        return self.outputs
-
-
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     from nemo_pc.formatter.baselines import WfstItn
@@ -123,7 +115,8 @@ def main(argv: list[str] | None = None) -> dict:
         "count": len(docs),
         "sources": sorted({doc["source"] for doc in docs}),
         "results": {
-            name: quality_formatter.quality(_Fixed(texts), docs, DOCUMENT_METRICS) for name, texts in outputs.items()
+            name: quality_formatter.quality(quality_formatter.Fixed(texts), docs, DOCUMENT_METRICS)
+            for name, texts in outputs.items()
         },
     }
     result["speech"] = {}

@@ -68,22 +68,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def fragments_file(manifest: str, output_dir: str) -> str:
-    """Writes the utterance lengths of ``manifest``'s transcripts (``text``) beside ``output_dir`` and returns the
-    JSON's path (named by the manifest's content, so an edited manifest rebuilds the data)."""
-    import hashlib
-    from dataclasses import asdict
+    """Writes the utterance lengths of ``manifest``'s transcripts beside ``output_dir`` and returns the JSON's path
+    (the build is keyed on its content, so an edited manifest rebuilds the data)."""
     from pathlib import Path
 
-    from nemo_pc.formatter.asr_noise import fragment_stats
-    from nemo_pc.parts.manifest import iter_manifest, require_text, write_text_atomic
+    from nemo_pc.formatter.asr_noise import manifest_fragment_stats
 
-    texts = [require_text(row, "text", manifest, line) for line, row in iter_manifest(manifest)]
-    stats = fragment_stats(texts, f"{manifest} (lengths only)")
-    body = json.dumps(asdict(stats), indent=2, ensure_ascii=False) + "\n"
-    digest = hashlib.sha256(body.encode()).hexdigest()[:12]
-    target = Path(f"{Path(output_dir).resolve()}.fragments-{digest}.json")
-    write_text_atomic(target, body)
-    return str(target)
+    return str(manifest_fragment_stats(manifest, f"{Path(output_dir).resolve()}.fragments.json"))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from nemo_pc.formatter.labels import LabeledText
 from nemo_pc.metrics.align import align_pairs
+from nemo_pc.parts.manifest import iter_manifest, require_text, write_text_atomic
 from nemo_pc.parts.text import normalize
 
 
@@ -69,9 +70,8 @@ class ConfusionStats:
         return cls(**json.loads(Path(path).read_text(encoding="utf-8")))
 
     def save(self, path: str | Path) -> Path:
-        path = Path(path)
-        path.write_text(json.dumps(asdict(self), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        return path
+        """Writes the statistics as JSON (atomically) and returns the path."""
+        return write_text_atomic(path, json.dumps(asdict(self), indent=2, ensure_ascii=False) + "\n")
 
 
 def estimate_confusions(
@@ -137,6 +137,13 @@ def fragment_stats(references: Sequence[str], source: str = "") -> ConfusionStat
     """The utterance lengths of ``references`` and no recognition errors: :func:`asr_like_examples` then gives
     fragments with clean words (what the tagger needs to learn segment edges without learning to drop marks)."""
     return estimate_confusions(references, references, source)
+
+
+def manifest_fragment_stats(manifest: str | Path, target: str | Path) -> Path:
+    """:func:`fragment_stats` of the transcripts (``text``) of ``manifest``, saved to ``target``; a line without a
+    ``text`` string is a :class:`~nemo_pc.parts.manifest.ManifestError` naming the file and line."""
+    texts = [require_text(entry, "text", manifest, line) for line, entry in iter_manifest(manifest)]
+    return fragment_stats(texts, f"{Path(manifest).name} transcripts (lengths only)").save(target)
 
 
 def _draw(rng: random.Random, counts: dict[str, int], fallback: str) -> str:

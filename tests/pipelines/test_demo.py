@@ -394,7 +394,7 @@ def test_the_demo_command_passes_backbone_base_steps_and_anchor(monkeypatch):
 
 
 def test_a_model_whose_stats_a_kill_cut_off_is_trained_again(tmp_path):
-    from nemo_pc.pipelines.demo.pipeline import _done
+    from nemo_pc.pipelines.demo.layout import step_done as _done
 
     model = tmp_path / "models" / "ctc_inter.nemo"
     model.parent.mkdir()
