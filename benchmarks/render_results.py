@@ -10,11 +10,11 @@ Kinds: ``claims``, ``run_all_formatter``, ``run_all_rtf`` (``benchmarks/run_all.
 section b, section a); ``demo`` and ``demo_steps`` (a demo output folder kept in benchmarks/results: its test table,
 its seconds per step); ``formatter_loso``, ``formatter_loso_all``, ``train_dev_gap``, ``lm_fusion``, ``lm_loso``,
 ``asr_recipe``, ``streaming``, ``formatter_asr_input`` (the JSON of ``benchmarks/quality_<kind>.py``);
-``formatter_sources`` (the JSON of ``data_formatter_sources``); ``train_speed``, ``lhotse_speed``,
-``builder_scale``, ``rnnt_loss``, ``longform`` (the JSON of ``speed_train``, ``speed_lhotse``, ``speed_builder``,
-``speed_rnnt_loss``, ``speed_longform``); ``longform_trained`` (the JSON of ``quality_longform``); ``streaming_train``
-(a training curve). A kind is named after the results
-files it reads, which keep the names they were written under.
+``formatter_sources`` and ``real_speech_sets`` (the JSON of ``data_formatter_sources``, ``data_real_speech``);
+``train_speed``, ``lhotse_speed``, ``builder_scale``, ``rnnt_loss``, ``longform`` (the JSON of ``speed_train``,
+``speed_lhotse``, ``speed_builder``, ``speed_rnnt_loss``, ``speed_longform``); ``longform_trained`` (the JSON of
+``quality_longform``); ``streaming_train`` (a training curve). A kind is named after the results files it reads, which
+keep the names they were written under.
 
 This script owns every table made from a results file, the README's claims table included: ``run_all.py`` stores the
 claims that ``nemo_pc.pipelines.demo.claims`` computes in its JSON and writes its markdown with
@@ -964,8 +964,51 @@ def render_real_speech(source: Path) -> str:
     r = _read_json(source)
     seconds = sum(clip["seconds"] for clip in r["clips"])
     rows = [[f"`{s['system']}`", pct(s["wer"]), f"{s['errors']} / {s['words']}"] for s in r["systems"]]
-    head = f"{len(r['clips'])} LibriVox clips ({seconds:.1f} s of read speech), normalized WER:"
+    head = f"{len(r['clips'])} real recorded clips ({seconds:.1f} s of speech), normalized WER:"
     return "\n".join([head, "", *_table(["system", "WER:", "errors / words:"], rows)]) + "\n"
+
+
+def render_real_speech_sets(source: Path) -> str:
+    """``data_real_speech.py``: the real recorded dev and test sets, per split, per source and the clips left out."""
+    r = _read_json(source)
+    split_rows = []
+    for name, split in r["splits"].items():
+        speakers = ", ".join(f"`{s}` ({v['clips']}, {v['minutes']:.2f})" for s, v in split["speakers"].items())
+        split_rows.append(
+            [f"`{name}`", split["clips"], f"{split['minutes']:.2f}", split["clips_with_marks"], speakers]
+        )
+    source_rows = [
+        [
+            f"`{name}` {s['version']}",
+            s["licence"],
+            _cell(s["data_licence"]),
+            *(f"{r['splits'][split]['by_source'].get(name, {}).get('clips', 0)}" for split in r["splits"]),
+            f"{s['minutes_kept']:.2f}",
+            s["clips_dropped"],
+        ]
+        for name, s in r["sources"].items()
+    ]
+    dropped = r["dropped"]
+    drop_rows = [
+        [
+            reason,
+            count,
+            f"{dropped['minutes_by_reason'][reason]:.2f}",
+            ", ".join(f"`{name}` {n}" for name, by in dropped["by_source"].items() if (n := by.get(reason))),
+        ]
+        for reason, count in dropped["by_reason"].items()
+    ]
+    clip_columns = [f"{split} clips:" for split in r["splits"]]
+    lines = [
+        *_table(["split", "clips:", "minutes:", "clips with marks:", "speaker groups (clips, minutes)"], split_rows),
+        "",
+        *_table(["sdist", "licence", "its recordings", *clip_columns, "minutes kept:", "left out:"], source_rows),
+        "",
+        f"Left out: {dropped['total']} items, by the first rule that applies:",
+        "",
+        *_table(["reason", "items:", "minutes:", "from"], drop_rows),
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def render_pc_stage(source: Path) -> str:
@@ -1000,6 +1043,7 @@ RENDERERS: dict[str, Callable[[Path], str]] = {
     "pc_stage": render_pc_stage,
     "aed_minutes": render_aed_minutes,
     "real_speech": render_real_speech,
+    "real_speech_sets": render_real_speech_sets,
     "claims": render_claims,
     "run_all_formatter": render_run_all_formatter,
     "run_all_rtf": render_run_all_rtf,

