@@ -1,0 +1,56 @@
+"""``nemo-pc interpolate``: the AED between its zero-shot start and its fine-tune, the weight chosen on dev sets
+(see :mod:`nemo_pc.pipelines.interpolate`)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def _dev_set(value: str) -> tuple[str, str]:
+    name, sep, path = value.partition("=")
+    if not sep or not name or not path:
+        raise argparse.ArgumentTypeError(f"--dev takes NAME=MANIFEST, got {value!r}")
+    return name, path
+
+
+def _weights(value: str) -> tuple[float, ...]:
+    try:
+        weights = tuple(float(part) for part in value.split(","))
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"--weights takes comma-separated numbers, got {value!r}") from err
+    if not weights or any(not 0.0 <= w <= 1.0 for w in weights):
+        raise argparse.ArgumentTypeError(f"--weights must lie in [0, 1], got {value!r}")
+    return weights
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", help="the fine-tuned AED (.nemo)")
+    parser.add_argument("output", help="the interpolated model (.nemo); the table goes beside it as .json")
+    parser.add_argument(
+        "--dev", type=_dev_set, action="append", required=True, help="NAME=MANIFEST, a dev set (repeatable)"
+    )
+    parser.add_argument("--weights", type=_weights, default="0,0.25,0.5,0.75,1", help="fine-tuned weights tried")
+    parser.add_argument("--max-utterances", type=int, default=None, help="at most this many of each dev set")
+    parser.add_argument("--batch-size", type=int, default=16)
+
+
+def run(args: argparse.Namespace) -> int:
+    from nemo_pc.pipelines.interpolate import sweep_interpolation
+
+    for _, path in args.dev:
+        if not Path(path).is_file():
+            raise FileNotFoundError(2, "No such file", path)
+    if not Path(args.model).is_file():
+        raise FileNotFoundError(2, "No such file", args.model)
+    weights = args.weights if isinstance(args.weights, tuple) else _weights(args.weights)
+    report = sweep_interpolation(
+        args.model,
+        dict(args.dev),
+        args.output,
+        weights=weights,
+        max_utterances=args.max_utterances,
+        batch_size=args.batch_size,
+    )
+    print(f"weight {report['chosen']}: {report['output']}")
+    return 0

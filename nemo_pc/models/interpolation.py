@@ -1,0 +1,61 @@
+"""Weight interpolation between a fine-tuned model and the pretrained weights it started from.
+
+A fine-tune on a narrow domain (synthetic voices) moves the weights away from what the pretrained model knows (real
+speech); the weights on the line between the two often keep most of both (Wortsman et al., "Robust fine-tuning of
+zero-shot models", 2022). For the AED, the zero-shot end is the same model with Whisper's encoder and decoder
+weights loaded again (the mode rows back to ``<|notimestamps|>``); the parts that have no pretrained origin (the
+auxiliary CTC head, adapters) are the same at both ends, so they keep their fine-tuned values.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+class InterpolationError(ValueError):
+    """A model that has no pretrained weights to interpolate with, or a weight outside [0, 1]."""
+
+
+def zero_shot_state(model) -> dict[str, torch.Tensor]:
+    """The state dict of an AED (:class:`~nemo_pc.models.EncDecAEDPCModel`) with the pretrained weights it was built
+    from loaded over its fine-tuned ones: Whisper's encoder (``encoder.pretrained``) and decoder
+    (``pretrained_decoder``). The model itself keeps its fine-tuned weights.
+
+    Raises:
+        InterpolationError: the config names neither source.
+        WhisperWeightsError: a source that cannot be read (the weights package missing, say).
+    """
+    encoder_source = model.cfg.encoder.get("pretrained")
+    decoder_source = model.cfg.get("pretrained_decoder")
+    if not (encoder_source or decoder_source):
+        raise InterpolationError(
+            f"{type(model).__name__}: neither encoder.pretrained nor pretrained_decoder is set; "
+            "there are no pretrained weights to interpolate with"
+        )
+    fine_tuned = {key: value.clone() for key, value in model.state_dict().items()}
+    try:
+        if encoder_source:
+            model.encoder.load_pretrained(encoder_source, int(model.cfg.encoder.n_heads))
+        if decoder_source:
+            model.load_pretrained_decoder(decoder_source)
+        return {key: value.clone() for key, value in model.state_dict().items()}
+    finally:
+        model.load_state_dict(fine_tuned)
+
+
+def interpolated_state(
+    zero_shot: dict[str, torch.Tensor], fine_tuned: dict[str, torch.Tensor], weight: float
+) -> dict[str, torch.Tensor]:
+    """``(1 - weight) * zero_shot + weight * fine_tuned`` for every floating-point tensor (others: fine-tuned).
+
+    Raises:
+        InterpolationError: a weight outside [0, 1], or state dicts with different keys.
+    """
+    if not 0.0 <= weight <= 1.0:
+        raise InterpolationError(f"the interpolation weight must be in [0, 1], got {weight}")
+    if zero_shot.keys() != fine_tuned.keys():
+        raise InterpolationError(f"the state dicts differ in keys: {sorted(zero_shot.keys() ^ fine_tuned.keys())[:5]}")
+    return {
+        key: torch.lerp(zero_shot[key], value, weight) if value.is_floating_point() else value
+        for key, value in fine_tuned.items()
+    }

@@ -1,0 +1,117 @@
+"""Choose the weight between a fine-tuned AED and its zero-shot start on several dev sets together, and save the
+interpolated model (:mod:`nemo_pc.models.interpolation`)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from nemo_pc.parts.manifest import read_manifest, write_manifest, write_text_atomic
+from nemo_pc.parts.modes import NORMALIZED, PUNCTUATED
+
+DEFAULT_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+
+def _dev_subset(manifest: str | Path, max_utterances: int | None, folder: Path, name: str) -> tuple[Path, list]:
+    rows = read_manifest(manifest)
+    if max_utterances and len(rows) > max_utterances:
+        step = len(rows) / max_utterances
+        rows = [rows[int(i * step)] for i in range(max_utterances)]
+    return write_manifest(folder / f"{name}.json", rows), rows
+
+
+def _mode_wer(hypotheses: list[str], rows: list[dict], mode: str) -> dict:
+    """The WER of one mode's output: the normalized output against ``text_normalized`` (both put through the text
+    rules), the punctuated output against ``text`` as written."""
+    from nemo_pc.metrics.mode_wer import text_errors
+    from nemo_pc.parts.text import normalize
+
+    if mode == NORMALIZED:
+        references = [normalize(row.get("text_normalized") or row["text"]) for row in rows]
+        hypotheses = [normalize(text) for text in hypotheses]
+    else:
+        references = [row["text"] for row in rows]
+    errors, words = text_errors(hypotheses, references)
+    return {"wer": errors / max(words, 1), "errors": errors, "words": words}
+
+
+def sweep_interpolation(
+    model_path: str | Path,
+    dev_manifests: dict[str, str | Path],
+    output: str | Path,
+    weights: tuple[float, ...] = DEFAULT_WEIGHTS,
+    max_utterances: int | None = None,
+    batch_size: int = 16,
+    results: str | Path | None = None,
+) -> dict:
+    """Scores the AED at each weight between its zero-shot start (0) and its fine-tuned weights (1) on every dev
+    manifest, picks the weight with the lowest mean normalized-output WER over the dev sets (ties: the higher
+    weight), and saves that model to ``output`` (its config records ``interpolation.weight``).
+
+    Args:
+        model_path: the fine-tuned AED's ``.nemo``.
+        dev_manifests: name -> manifest (``text`` and ``text_normalized``).
+        output: where the chosen model is saved.
+        weights: the weights tried.
+        max_utterances: at most this many utterances of each dev set, spread over it (None: all).
+        batch_size: transcription batch size.
+        results: where the table goes as JSON (default: ``output`` with ``.json``).
+
+    Returns:
+        ``{"chosen": weight, "rows": [{"weight", "set", "normalized": {...}, "punctuated": {...}}, ...], ...}``.
+    """
+    import json
+
+    from omegaconf import open_dict
+
+    from nemo_pc.models.interpolation import interpolated_state, zero_shot_state
+    from nemo_pc.pipelines.inference import load_asr_model, transcribe_both
+
+    output = Path(output)
+    model = load_asr_model(model_path)
+    fine_tuned = {key: value.clone() for key, value in model.state_dict().items()}
+    zero_shot = zero_shot_state(model)
+    folder = output.parent / f".{output.stem}_dev"
+    folder.mkdir(parents=True, exist_ok=True)
+    subsets = {name: _dev_subset(path, max_utterances, folder, name) for name, path in dev_manifests.items()}
+    rows, means = [], {}
+    for weight in weights:
+        model.load_state_dict(interpolated_state(zero_shot, fine_tuned, weight))
+        scores = []
+        for name, (manifest, entries) in subsets.items():
+            start = time.perf_counter()
+            outputs = transcribe_both(model, manifest, batch_size=batch_size, progress=False)
+            row = {
+                "weight": weight,
+                "set": name,
+                "utterances": len(entries),
+                NORMALIZED: _mode_wer(outputs[NORMALIZED], entries, NORMALIZED),
+                PUNCTUATED: _mode_wer(outputs[PUNCTUATED], entries, PUNCTUATED),
+                "seconds": round(time.perf_counter() - start, 1),
+            }
+            rows.append(row)
+            scores.append(row[NORMALIZED]["wer"])
+            print(
+                f"interpolate: weight {weight:.2f} {name}: N-WER {100 * row[NORMALIZED]['wer']:.1f}% "
+                f"P-WER {100 * row[PUNCTUATED]['wer']:.1f}%",
+                file=sys.stderr,
+            )
+        means[weight] = sum(scores) / len(scores)
+    chosen = min(weights, key=lambda w: (means[w], -w))
+    model.load_state_dict(interpolated_state(zero_shot, fine_tuned, chosen))
+    with open_dict(model.cfg):
+        model.cfg.interpolation = {"weight": chosen, "fine_tuned": str(model_path)}
+    tmp = output.with_name(output.name + ".tmp")
+    model.save_to(str(tmp))
+    tmp.replace(output)
+    report = {
+        "model": str(model_path),
+        "output": str(output),
+        "chosen": chosen,
+        "mean_normalized_wer": {str(w): means[w] for w in weights},
+        "max_utterances": max_utterances,
+        "rows": rows,
+    }
+    write_text_atomic(results or output.with_suffix(".json"), json.dumps(report, indent=2) + "\n")
+    return report
