@@ -89,12 +89,14 @@ def repeated_tail(tokens: list[int], repeat_tokens: int) -> int:
     """The length of the block whose two back-to-back copies end ``tokens`` with at least ``2 * repeat_tokens``
     tokens in the repeated run, or 0. A block shorter than ``repeat_tokens`` must repeat until the run is that
     long (``a a a a a a a a`` for 4), and then the whole run past the first block counts as the repetition."""
-    for period in range(1, len(tokens) // 2 + 1):
-        copies = 1
-        while (copies + 1) * period <= len(tokens) and tokens[len(tokens) - (copies + 1) * period :][
-            :period
-        ] == tokens[len(tokens) - period :]:
-            copies += 1
+    size = len(tokens)
+    for period in range(1, size // 2 + 1):
+        if tokens[-1] != tokens[-1 - period]:  # the cheap test first: most periods fail it
+            continue
+        run = 1  # tokens (from the end) that equal the token one period earlier, plus the first block
+        while run < size - period and tokens[-1 - run] == tokens[-1 - run - period]:
+            run += 1
+        copies = (run + period) // period
         if copies >= 2 and copies * period >= 2 * repeat_tokens:
             return (copies - 1) * period
     return 0
