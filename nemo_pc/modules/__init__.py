@@ -9,6 +9,12 @@ from nemo_pc.modules.mode_conditioning import (
     ModeConditioningMixin,
 )
 from nemo_pc.modules.style_encoder import LayerTaps, StyleBranch, StyleEmbedding
+from nemo_pc.modules.whisper_adapters import (
+    RowOffsetAdapter,
+    RowOffsetAdapterConfig,
+    WhisperEncoderAdapter,
+    WhisperTransformerDecoderNMAdapter,
+)
 from nemo_pc.modules.whisper_decoder import WhisperTransformerDecoderNM
 from nemo_pc.modules.whisper_encoder import WhisperEncoder, WhisperLogMelPreprocessor
 
@@ -23,7 +29,11 @@ __all__ = [
     "ModeConditioningMixin",
     "ModeDecoderJoint",
     "route_rows",
+    "RowOffsetAdapter",
+    "RowOffsetAdapterConfig",
     "WhisperEncoder",
+    "WhisperEncoderAdapter",
     "WhisperLogMelPreprocessor",
     "WhisperTransformerDecoderNM",
+    "WhisperTransformerDecoderNMAdapter",
 ]

@@ -19,6 +19,7 @@ import math
 import torch
 import torch.nn.functional as F
 from nemo.core.classes import NeuralModule, typecheck
+from nemo.core.classes.mixins import adapter_mixins
 from nemo.core.neural_types import (
     AcousticEncodedRepresentation,
     AudioSignal,
@@ -121,9 +122,13 @@ class WhisperAttention(nn.Module):
         return self.out(y.transpose(1, 2).reshape(batch, time, width))
 
 
-class WhisperLayer(nn.Module):
+class WhisperLayer(nn.Module, adapter_mixins.AdapterModuleMixin):
     """One pre-norm Whisper encoder block; called as ``layer(x, pad_mask=...)`` like the project's layer hooks
-    expect (:mod:`nemo_pc.modules.style_encoder`)."""
+    expect (:mod:`nemo_pc.modules.style_encoder`).
+
+    Like NeMo's ``ConformerLayer``, the block takes adapters: each enabled adapter (NeMo's ``LinearAdapter``, added
+    through :class:`~nemo_pc.modules.whisper_adapters.WhisperEncoderAdapter`) runs on the block's output with its
+    own strategy (residual: ``x + adapter(x)``). Without adapters the block is Whisper's."""
 
     def __init__(self, d_model: int, n_heads: int, ff_dim: int, dropout: float) -> None:
         super().__init__()
@@ -137,6 +142,8 @@ class WhisperLayer(nn.Module):
     def forward(self, x: torch.Tensor, pad_mask: torch.Tensor | None = None) -> torch.Tensor:
         x = x + self.dropout(self.attn(self.attn_ln(x), pad_mask))
         x = x + self.dropout(self.ff2(F.gelu(self.ff1(self.ff_ln(x)))))
+        if self.is_adapter_available():
+            x = self.forward_enabled_adapters(x)
         return x if pad_mask is None else x.masked_fill(pad_mask[..., None], 0.0)
 
 

@@ -1,5 +1,6 @@
 """Test helpers for Whisper parity: a synthesized sentence padded to Whisper's 30-s window, and Whisper tiny.en's own
-greedy tokens on it through CTranslate2 (what faster-whisper runs).
+greedy tokens on it through CTranslate2 (what faster-whisper runs); tiny random Whisper weights, and a tiny AED config
+that starts from them.
 
 Whisper's decoder learned to end a transcript only on 30-s inputs, so a parity check pads the audio to 30 s.
 """
@@ -8,8 +9,13 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
 
 SOT, NO_TIMESTAMPS, EOT = 50257, 50362, 50256  # tiny.en's <|startoftranscript|>, <|notimestamps|>, <|endoftext|>
 WHISPER_PROMPT = [SOT, NO_TIMESTAMPS]
@@ -57,16 +63,24 @@ def ctranslate2_greedy(features: np.ndarray, max_new: int = 100, prompt: list[in
     return result[0].sequences_ids[0]
 
 
-def tiny_hf_whisper(folder, encoder_layers: int, decoder_layers: int, positions: int, generation: bool = False):
-    """A tiny random Hugging Face Whisper model (16 mel bins, d=32, 2 heads, FFN 64, vocabulary 60) saved to
-    ``folder``; returns the model. Biases and norms are moved off their zero/one start, so that a mix-up of two of them
-    shows in a parity test. ``generation`` saves ``WhisperForConditionalGeneration`` (the ``model.*`` layout of the
-    Hub's checkpoints), else ``WhisperModel``."""
+def tiny_hf_whisper(
+    folder,
+    encoder_layers: int,
+    decoder_layers: int,
+    positions: int,
+    generation: bool = False,
+    vocab_size: int = 60,
+    target_positions: int = 16,
+):
+    """A tiny random Hugging Face Whisper model (16 mel bins, d=32, 2 heads, FFN 64, vocabulary ``vocab_size``,
+    ``target_positions`` decoder positions) saved to ``folder``; returns the model. Biases and norms are moved off
+    their zero/one start, so that a mix-up of two of them shows in a parity test. ``generation`` saves
+    ``WhisperForConditionalGeneration`` (the ``model.*`` layout of the Hub's checkpoints), else ``WhisperModel``."""
     import torch
     import transformers
 
     config = transformers.WhisperConfig(
-        vocab_size=60,
+        vocab_size=vocab_size,
         num_mel_bins=16,
         d_model=32,
         encoder_layers=encoder_layers,
@@ -76,7 +90,7 @@ def tiny_hf_whisper(folder, encoder_layers: int, decoder_layers: int, positions:
         decoder_attention_heads=2,
         decoder_ffn_dim=64,
         max_source_positions=positions,
-        max_target_positions=16,
+        max_target_positions=target_positions,
         pad_token_id=0,
         bos_token_id=1,
         eos_token_id=2,
@@ -91,3 +105,41 @@ def tiny_hf_whisper(folder, encoder_layers: int, decoder_layers: int, positions:
                 param.add_(0.1 * torch.randn_like(param))
     model.save_pretrained(str(folder))
     return model
+
+
+TINY_AED_VOCABULARY = 51864
+"""Whisper tiny.en's vocabulary: the tiny AED's weights then hold the ``<|notimestamps|>`` row its mode rows copy."""
+
+
+def tiny_aed_config(weights: str | Path, tokenizer_dir: str | Path, manifest: str | Path, *extra: str) -> DictConfig:
+    """The packaged AED config (``aed_pc.yaml``) shrunk to Whisper's shape at d=32: 2 encoder and 2 decoder blocks
+    of 2 heads and FFN 64 over 16 mel bins, starting from the tiny random Whisper that
+    ``tiny_hf_whisper(weights, 2, 2, positions=1500, vocab_size=TINY_AED_VOCABULARY, target_positions=448)``
+    saved (as the real AED starts from tiny.en's); ``model`` section. Training reads ``manifest`` in batches of 4
+    at a constant learning rate; ``extra`` overrides come last."""
+    from nemo_pc.parts.configs import compose_config
+
+    overrides = [
+        "model.preprocessor.features=16",
+        f"model.encoder.pretrained={weights}",
+        "model.encoder.d_model=32",
+        "model.encoder.n_layers=2",
+        "model.encoder.n_heads=2",
+        "model.encoder.ff_dim=64",
+        f"model.pretrained_decoder={weights}",
+        "model.model_defaults.lm_enc_hidden=32",
+        "model.model_defaults.lm_dec_hidden=32",
+        "model.transf_decoder.hidden_size=32",
+        "model.transf_decoder.num_layers=2",
+        "model.transf_decoder.inner_size=64",
+        "model.transf_decoder.num_attention_heads=2",
+        "model.head.hidden_size=32",
+        f"model.aux_ctc.tokenizer.dir={tokenizer_dir}",
+        f"model.train_ds.manifest_filepath={manifest}",
+        "model.train_ds.batch_size=4",
+        "model.train_ds.num_workers=0",
+        "model.validation_ds.manifest_filepath=null",
+        "~model.optim.sched",
+        *extra,
+    ]
+    return compose_config("aed", overrides).model
