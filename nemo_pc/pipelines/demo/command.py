@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
+from nemo_pc.data.recipes.sdist import SdistError
 from nemo_pc.parts.output_lock import OutputFolderLocked
 from nemo_pc.pipelines.demo.config import (
     ASR_SYSTEMS,
@@ -83,6 +84,19 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="leave out the Whisper tiny.en anchor rows (about 10 of the default run's 81 minutes)",
     )
+    parser.add_argument(
+        "--no-real-speech",
+        action="store_true",
+        help="leave out the real recorded sets real_dev and real_test (nemo-pc real-speech), their transcripts and "
+        "the report's real-recordings table",
+    )
+    parser.add_argument(
+        "--real-speech-sdists",
+        default=None,
+        metavar="DIR",
+        help="a folder that may hold the pinned sdists of the real recorded sets already (the others come from the "
+        "sdist cache or the package index)",
+    )
     parser.add_argument("--tagger-steps", type=int, default=None)
     parser.add_argument("--rewriter-steps", type=int, default=None)
     parser.add_argument("--systems", default=None, help=f"comma-separated, from {', '.join(ASR_SYSTEMS)}")
@@ -106,7 +120,8 @@ def main(argv: list[str] | None = None) -> None:
     """Parses ``argv`` (``sys.argv[1:]`` when None), runs the demo and prints the path of its ``REPORT.md``.
 
     A setting out of range, or an output folder that another run holds, ends with one line on stderr and exit code 2,
-    before any work.
+    before any work; so does a pinned sdist of the real recorded sets that cannot be had or read (the line names the
+    package), before any training.
     """
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -130,6 +145,8 @@ def main(argv: list[str] | None = None) -> None:
         base_speed_perturb=args.base_speed_perturb,
         backbone=args.backbone,
         anchor=not args.no_anchor,
+        real_speech=not args.no_real_speech,
+        real_speech_sdists=args.real_speech_sdists,
         tagger_steps=args.tagger_steps or defaults.tagger_steps * scale,
         rewriter_steps=args.rewriter_steps or defaults.rewriter_steps * scale,
         seq2seq_steps=(args.rewriter_steps or defaults.rewriter_steps * scale) if args.claims or args.full else 0,
@@ -146,4 +163,7 @@ def main(argv: list[str] | None = None) -> None:
         report = demo.run()
     except OutputFolderLocked as err:  # another run writes the same folder: one line and exit code 2
         parser.exit(2, f"{parser.prog}: error: {err}\n")
+    except SdistError as err:  # a pinned sdist of the real recorded sets that cannot be had: one line, exit code 2
+        hint = "--real-speech-sdists DIR reads the sdists from a folder, --no-real-speech leaves the real sets out"
+        parser.exit(2, f"{parser.prog}: error: {err} ({hint})\n")
     print(f"report: {report}")

