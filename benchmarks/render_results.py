@@ -1075,6 +1075,73 @@ def render_pc_stage(source: Path) -> str:
     return "\n".join([head, "", *_table(columns, rows)]) + "\n"
 
 
+def _pct(value) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def render_aed_step0(source: Path) -> str:
+    """``quality_aed_step0.py``: the un-fine-tuned AED through NeMo on real recordings, unpadded or padded to 30 s,
+    with and without the search limits, beside Whisper tiny.en (faster-whisper)."""
+    rows = []
+    for row in _read_json(source)["rows"]:
+        punctuated = row.get("punctuated_output")
+        ratio = row.get("ratio_to_whisper")
+        rows.append(
+            [
+                row["set"],
+                f"`{row['system']}`",
+                _pct(row["normalized"]["wer"]),
+                f"{row['normalized']['errors']} / {row['normalized']['words']}",
+                _pct(punctuated["wer"]) if punctuated else "-",
+                "-" if ratio is None else f"{ratio:.2f}x",
+                f"{row['seconds']:.0f}",
+            ]
+        )
+    columns = ["set", "system", "N-WER:", "errors / words:", "P-output WER:", "N-WER / Whisper's:", "seconds:"]
+    return "\n".join(_table(columns, rows)) + "\n"
+
+
+def render_aed_finetune(source: Path) -> str:
+    """``quality_aed_finetune.py``: each AED fine-tune and Whisper tiny.en on the synthetic test voices and on the real
+    recordings: N-WER, WER, PER and punctuation F1 (over the references with marks), training minutes."""
+    rows = []
+    for row in _read_json(source)["rows"]:
+        minutes = row.get("train_minutes")
+        rows.append(
+            [
+                f"`{row['system']}`",
+                row["split"],
+                row["utterances"],
+                _pct(row["n_wer"]),
+                _pct(row["wer"]),
+                _pct(row.get("per")),
+                _pct(row.get("f1")),
+                row.get("marked", 0),
+                "-" if minutes is None else f"{minutes:.1f}",
+            ]
+        )
+    columns = ["system", "split", "utterances:", "N-WER:", "WER:", "PER:", "punct F1:", "with marks:", "train min:"]
+    return "\n".join(_table(columns, rows)) + "\n"
+
+
+def render_aed_interpolation(source: Path) -> str:
+    """``nemo-pc interpolate``: the AED at each weight between its zero-shot start (0) and its fine-tune (1) on each
+    dev set, and the weight chosen (lowest mean normalized WER over the dev sets)."""
+    report = _read_json(source)
+    rows = [
+        [
+            f"{row['weight']:.2f}",
+            row["set"],
+            row["utterances"],
+            _pct(row["normalized"]["wer"]),
+            _pct(row["punctuated"]["wer"]),
+        ]
+        for row in report["rows"]
+    ]
+    table = _table(["weight:", "dev set", "utterances:", "N-WER:", "P-WER:"], rows)
+    return "\n".join([*table, "", f"Chosen weight: {report['chosen']:.2f}."]) + "\n"
+
+
 RENDERERS: dict[str, Callable[[Path], str]] = {
     "pc_stage": render_pc_stage,
     "aed_minutes": render_aed_minutes,
@@ -1103,6 +1170,9 @@ RENDERERS: dict[str, Callable[[Path], str]] = {
     "rnnt_loss": render_rnnt_loss,
     "longform": render_longform,
     "longform_trained": render_longform_trained,
+    "aed_step0": render_aed_step0,
+    "aed_finetune": render_aed_finetune,
+    "aed_interpolation": render_aed_interpolation,
 }
 
 
