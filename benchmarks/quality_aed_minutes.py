@@ -4,9 +4,11 @@ Every ASR system of a demo run starts from Whisper tiny.en's encoder: the RNN-T 
 encoder (normalized CTC, ``models/base.json``), whose minutes count toward theirs, the AED (``aed_*``) directly, with
 Whisper's decoder too. For each system this reads the dev curve of its training run (``models/<system>.json``: dev
 WER of each mode after each validation) and places each point at the training minutes spent up to it (the base's
-included); then the test and test_seen figures of the run's evaluations (``eval/``: normalized-output WER, PER,
-punctuation F1, WER-PC) and its transcription RTF (``predictions/<system>.rtf.json``), with Whisper tiny.en
-zero-shot on the same utterances where the run has it. Minutes are wall-clock on the machine of the run (2 cores).
+included). An AED's training minutes also count its weight-interpolation sweep on the dev sets, which comes after its
+last curve point (``interpolation_seconds`` of its stats; ``interpolation_minutes`` says how many). Then it reads the
+test and test_seen figures of the run's evaluations (``eval/``: normalized-output WER, PER, punctuation F1, WER-PC)
+and its transcription RTF (``predictions/<system>.rtf.json``), with Whisper tiny.en zero-shot on the same utterances
+where the run has it. Minutes are wall-clock on the machine of the run (2 cores).
 
     .venv/bin/python benchmarks/quality_aed_minutes.py --demo-dir demo_out --json benchmarks/results/aed_minutes.json
 """
@@ -61,15 +63,18 @@ def split_scores(demo_dir: Path, system: str, split: str) -> dict | None:
 
 
 def system_summary(demo_dir: Path, system: str, base_seconds: float) -> dict:
-    """A system's training minutes, dev curve, test scores and RTF."""
+    """A system's training minutes (the base's and the interpolation sweep's included), dev curve, test scores and
+    RTF."""
     stats = _read(demo_dir / "models" / f"{system}.json")
     summary: dict = {"system": system}
     if stats is not None:
         offset = base_seconds if stats.get("init_from") else 0.0
+        sweep = float(stats.get("interpolation_seconds", 0.0))
         summary.update(
             steps=stats["steps"],
-            train_minutes=round((offset + float(stats["seconds"])) / 60.0, 2),
+            train_minutes=round((offset + float(stats["seconds"]) + sweep) / 60.0, 2),
             base_minutes=round(offset / 60.0, 2),
+            interpolation_minutes=round(sweep / 60.0, 2),
             curve=curve_minutes(stats, offset),
         )
     summary["scores"] = {split: split_scores(demo_dir, system, split) for split in SPLITS}

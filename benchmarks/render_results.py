@@ -952,8 +952,8 @@ def render_longform_trained(source: Path) -> str:
 
 
 def render_aed_minutes(source: Path) -> str:
-    """``quality_aed_minutes.py``: each system's training minutes and test / test_seen scores, then its dev curve
-    over minutes."""
+    """``quality_aed_minutes.py``: each system's training minutes (with the base encoder's and an AED's interpolation
+    sweep's, each said in brackets) and test / test_seen scores, then its dev curve over minutes."""
     r = _read_json(source)
     rows = []
     for system in [*r["systems"], r["anchor"]]:
@@ -961,6 +961,8 @@ def render_aed_minutes(source: Path) -> str:
         minutes = f"{system['train_minutes']:.1f}" if "train_minutes" in system else "0 (zero-shot)"
         if system.get("base_minutes"):
             minutes += f" ({system['base_minutes']:.1f} base)"
+        if system.get("interpolation_minutes"):  # an AED's weight-interpolation sweep on the dev sets
+            minutes += f" ({system['interpolation_minutes']:.1f} interpolation)"
         rtf = system.get("rtf") or {}
         rows.append(
             [

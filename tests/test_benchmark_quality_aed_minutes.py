@@ -67,3 +67,17 @@ def test_a_folder_that_is_not_a_demo_run_is_refused(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         bench.main(["--demo-dir", str(tmp_path), "--json", str(tmp_path / "out.json")])
     assert exit_info.value.code == 2 and "not a demo output folder" in capsys.readouterr().err
+
+
+def test_an_aeds_minutes_count_its_interpolation_sweep(tmp_path):
+    bench, render = load_benchmark("quality_aed_minutes"), load_benchmark("render_results")
+    demo = _demo(tmp_path / "demo")
+    stats_path = demo / "models" / "aed_prompt.json"
+    stats = json.loads(stats_path.read_text())
+    stats_path.write_text(json.dumps({**stats, "interpolation_seconds": 60.0, "interpolation_weight": 0.5}))
+    path = tmp_path / "aed_minutes.json"
+    bench.main(["--demo-dir", str(demo), "--json", str(path)])
+    aed = next(system for system in json.loads(path.read_text())["systems"] if system["system"] == "aed_prompt")
+    assert (aed["train_minutes"], aed["interpolation_minutes"]) == (3.0, 1.0)
+    assert [p["minutes"] for p in aed["curve"]] == [1.0, 2.0]  # the sweep comes after the last point
+    assert "| `aed_prompt` | 3.0 (1.0 interpolation) |" in render.render_aed_minutes(path)

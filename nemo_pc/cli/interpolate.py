@@ -15,13 +15,12 @@ def _dev_set(value: str) -> tuple[str, str]:
 
 
 def _weights(value: str) -> tuple[float, ...]:
+    from nemo_pc.pipelines.interpolate import parse_weights
+
     try:
-        weights = tuple(float(part) for part in value.split(","))
+        return parse_weights(value)
     except ValueError as err:
-        raise argparse.ArgumentTypeError(f"--weights takes comma-separated numbers, got {value!r}") from err
-    if not weights or any(not 0.0 <= w <= 1.0 for w in weights):
-        raise argparse.ArgumentTypeError(f"--weights must lie in [0, 1], got {value!r}")
-    return weights
+        raise argparse.ArgumentTypeError(str(err)) from err
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -5,12 +5,38 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from nemo_pc.parts.manifest import read_manifest, write_manifest, write_text_atomic
 from nemo_pc.parts.modes import NORMALIZED, PUNCTUATED
 
 DEFAULT_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+
+def check_weights(weights: Sequence[float]) -> tuple[float, ...]:
+    """``weights`` as a tuple, each a fine-tuned weight in [0, 1] (0: the zero-shot start, 1: the fine-tune).
+
+    Raises:
+        ValueError: no weight, or one outside [0, 1].
+    """
+    weights = tuple(float(weight) for weight in weights)
+    if not weights or any(not 0.0 <= weight <= 1.0 for weight in weights):
+        raise ValueError(f"expected one or more weights in [0, 1], got {list(weights)}")
+    return weights
+
+
+def parse_weights(text: str) -> tuple[float, ...]:
+    """``"0,0.5,1"`` -> ``(0.0, 0.5, 1.0)``, checked by :func:`check_weights`.
+
+    Raises:
+        ValueError: a part that is not a number, no weight, or one outside [0, 1].
+    """
+    try:
+        weights = [float(part) for part in text.split(",") if part.strip()]
+    except ValueError as err:
+        raise ValueError(f"expected comma-separated numbers, got {text!r}") from err
+    return check_weights(weights)
 
 
 def _dev_subset(manifest: str | Path, max_utterances: int | None, folder: Path, name: str) -> tuple[Path, list]:

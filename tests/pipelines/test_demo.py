@@ -463,9 +463,12 @@ def test_aed_systems_start_from_whisper_with_the_plain_tokenizer_as_their_ctc_vo
         o.startswith(("model.tokenizer.dir", "backbone=", "model.train_ds.bucketing_window")) for o in overrides
     )
     calls = []
-    monkeypatch.setattr(demo, "_train", lambda name, family, steps, init: calls.append((name, family, steps, init)))
+    monkeypatch.setattr(
+        demo, "_train", lambda name, family, steps, init, target: calls.append((name, family, steps, init, target))
+    )
     demo.train_asr("aed_mixed")
-    assert calls == [("aed_mixed", "aed", 7, None)]  # not from the base encoder
+    # not from the base encoder; into the fine-tune, which the interpolation step reads
+    assert calls == [("aed_mixed", "aed", 7, None, demo.path("models", "aed_mixed_finetuned.nemo"))]
     assert "aed_prompt" not in demo.lm_systems()  # the token n-gram LMs are over the CTC/RNN-T vocabulary
 
 

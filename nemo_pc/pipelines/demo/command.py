@@ -23,8 +23,16 @@ from nemo_pc.pipelines.demo.config import (
     DemoConfig,
 )
 from nemo_pc.pipelines.demo.pipeline import Demo
+from nemo_pc.pipelines.interpolate import parse_weights
 
 FULL_HOURS = 5.0
+
+
+def _weights(value: str) -> tuple[float, ...]:
+    try:
+        return parse_weights(value)
+    except ValueError as err:  # argparse prints the message: one line and exit code 2
+        raise argparse.ArgumentTypeError(str(err)) from err
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -56,6 +64,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--rnnt-steps", type=int, default=None, help=f"steps per RNN-T model ({defaults.rnnt_steps})")
     parser.add_argument(
         "--aed-steps", type=int, default=None, help=f"steps per attention encoder-decoder ({defaults.aed_steps})"
+    )
+    parser.add_argument(
+        "--aed-interpolation-weights",
+        type=_weights,
+        default=defaults.aed_interpolation_weights,
+        metavar="W,W,...",
+        help="weights between each AED's zero-shot start (0, Whisper tiny.en) and its fine-tune (1) tried on dev and "
+        "real_dev; the best is the AED's model, 1 alone keeps the fine-tune as it is "
+        f"({','.join(f'{w:g}' for w in defaults.aed_interpolation_weights)})",
     )
     parser.add_argument(
         "--base-steps",
@@ -141,6 +158,7 @@ def main(argv: list[str] | None = None) -> None:
         asr_steps=args.asr_steps or defaults.asr_steps * scale,
         rnnt_steps=args.rnnt_steps or defaults.rnnt_steps * scale,
         aed_steps=args.aed_steps or defaults.aed_steps * scale,
+        aed_interpolation_weights=args.aed_interpolation_weights,
         base_steps=DEFAULT_BASE_STEPS[args.backbone] * scale if args.base_steps is None else args.base_steps,
         base_speed_perturb=args.base_speed_perturb,
         backbone=args.backbone,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from nemo_pc.formatter.sources import SOURCES as FORMATTER_SOURCES
+from nemo_pc.pipelines.interpolate import DEFAULT_WEIGHTS
 
 # Systems: name -> (family, Hydra overrides of the model config). ``make demo`` trains the DEMO_SYSTEMS; ``--claims``
 # adds the baselines of the README's claims table and the other multi-style CTC variants (papers/001 Table 3).
@@ -123,7 +124,13 @@ class DemoConfig:
             ``models/<rnnt_init>.nemo``); ``""``: the RNN-Ts start from the backbone's own weights.
         aed_steps, aed_batch_size: optimizer steps and batch size of each attention encoder-decoder (``aed_*``),
             which starts from Whisper tiny.en's encoder and decoder. 300 steps: over a 1,000-step run its dev WER
-            was 22.9% at step 166 and 22.5% at the end (``benchmarks/results/demo_default_aed/models``).
+            was 22.9% at step 166 and 22.5% at the end (``benchmarks/results/demo_default_aed/models``). Training
+            writes ``models/<name>_finetuned.nemo``.
+        aed_interpolation_weights: the weights between each AED's zero-shot start (0: Whisper tiny.en's weights)
+            and its fine-tune (1) tried on ``dev`` and, with ``real_speech``, ``real_dev``; the one with the lowest
+            mean N-output WER over them is ``models/<name>.nemo`` (``nemo-pc interpolate``; the table:
+            ``models/<name>.interpolation.json``). ``(1.0,)``: no sweep, the fine-tune as it is.
+        aed_interpolation_dev_utterances: at most this many utterances of each of those dev sets, spread over it.
         rnnt_steps: optimizer steps per RNN-T model. Started from a trained encoder (the base, or ``rnnt_init``'s),
             an RNN-T trains on batches of ``rnnt_batch_size`` without SpecAugment at lr 3e-3 and keeps the encoder
             frozen for its first ``rnnt_steps // 2`` steps.
@@ -195,6 +202,8 @@ class DemoConfig:
     rnnt_batch_size: int = 8
     aed_steps: int = 300
     aed_batch_size: int = 8
+    aed_interpolation_weights: tuple[float, ...] = DEFAULT_WEIGHTS
+    aed_interpolation_dev_utterances: int = 120
     rnnt_layers: int = 6
     ctc_layers: int = 6
     base_steps: int = 0

@@ -29,6 +29,30 @@ def model_path(demo_dir: str | Path, name: str) -> Path:
     return Path(demo_dir) / "models" / f"{name}.nemo"
 
 
+FINETUNED = "_finetuned"
+"""An AED's fine-tune is ``models/<name>_finetuned.nemo``; ``models/<name>.nemo`` is that fine-tune interpolated with
+its zero-shot start (:func:`nemo_pc.pipelines.interpolate.sweep_interpolation`)."""
+INTERPOLATION = ".interpolation"
+"""The interpolation sweep's table of an AED: ``models/<name>.interpolation.json``."""
+
+
+def finetuned_path(demo_dir: str | Path, name: str) -> Path:
+    """``demo_dir/models/<name>_finetuned.nemo``: an AED's fine-tune before the interpolation."""
+    return model_path(demo_dir, name + FINETUNED)
+
+
+def interpolation_path(demo_dir: str | Path, name: str) -> Path:
+    """``demo_dir/models/<name>.interpolation.json``: an AED's interpolation sweep, each weight on each dev set."""
+    return Path(demo_dir) / "models" / f"{name}{INTERPOLATION}.json"
+
+
+def model_stats(demo_dir: str | Path) -> list[Path]:
+    """The stats of the models in ``demo_dir/models/`` (``<name>.json``: steps, seconds, parameters, curve), sorted;
+    an AED's fine-tune (whose stats ``<name>.json`` repeats, with the sweep's) and the sweep tables left out."""
+    paths = sorted((Path(demo_dir) / "models").glob("*.json"))
+    return [path for path in paths if not path.stem.endswith((FINETUNED, INTERPOLATION))]
+
+
 def split_system(system: str, split: str) -> str:
     """The name of a system's predictions and evaluation on a test split: ``<system>`` on ``test`` (held-out voices),
     ``<system>@<split>`` on another (``predictions/<system>@test_seen.json``, ``eval/<system>@test_seen.json``)."""

@@ -1,7 +1,8 @@
 """The main job end to end: synthetic corpus, LibriSpeech-PC manifests, models, transcripts, cascade, report.
 
 Every step writes its outputs under ``out_dir`` and is skipped when they are already there, so an interrupted run
-resumes and a second run reuses the models of the first (delete ``out_dir/models/<name>.nemo`` to retrain one).
+resumes and a second run reuses the models of the first (delete ``out_dir/models/<name>.nemo`` to retrain one; for
+an AED, also ``<name>_finetuned.nemo``, else only its interpolation is done again).
 
 Layout of ``out_dir``::
 
@@ -13,6 +14,9 @@ Layout of ``out_dir``::
     real_speech/            real recorded real_dev/real_test manifests and wavs (nemo-pc real-speech), unless
                             real_speech is off
     models/<name>.nemo      trained models, with <name>.json holding steps, seconds and parameters
+    models/<name>_finetuned.nemo  an AED's fine-tune; <name>.nemo is that interpolated with its zero-shot start at the
+                            weight chosen on dev and real_dev (<name>.interpolation.json: the sweep), and <name>.json
+                            adds the interpolation_weight and interpolation_seconds to the fine-tune's stats
     predictions/<system>.json   test manifest + pred_text (written output) + pred_text_normalized; cascade, hybrid
                             and lm_cascade (the cascade on the LM-decoded output) are systems too
     predictions/<system>@test_seen.json   the same on test_seen (training speakers, chapters no other split reads);
@@ -39,6 +43,7 @@ from nemo_pc.parts.manifest import atomic_open, iter_manifest, write_manifest, w
 from nemo_pc.parts.modes import MODES
 from nemo_pc.parts.output_lock import hold_output_folder
 from nemo_pc.parts.text import normalize
+from nemo_pc.pipelines.demo.aed_steps import AedSteps
 from nemo_pc.pipelines.demo.config import (
     AED_OVERRIDES,
     ASR_SYSTEMS,
@@ -60,7 +65,7 @@ from nemo_pc.pipelines.demo.report import LM_CASCADE
 from nemo_pc.pipelines.demo.scoring import score_predictions, score_real_speech
 
 
-class Demo(FormatterSteps, RealSpeechSteps):
+class Demo(AedSteps, FormatterSteps, RealSpeechSteps):
     """Runs the steps of :class:`DemoConfig`; each step is a method and skips work that is already done."""
 
     def __init__(self, config: DemoConfig, log: Callable[[str], None] = print) -> None:
@@ -110,6 +115,7 @@ class Demo(FormatterSteps, RealSpeechSteps):
                 f"base_steps={config.base_steps} starts every encoder from one base encoder: rnnt_layers "
                 f"({config.rnnt_layers}) must equal ctc_layers ({config.ctc_layers}), or set base_steps=0"
             )
+        self._check_aed_settings()
         if config.real_speech_sdists and not Path(config.real_speech_sdists).is_dir():
             raise ValueError(f"real_speech_sdists {config.real_speech_sdists}: no such folder")
         if config.formatter_dir:
@@ -296,7 +302,7 @@ class Demo(FormatterSteps, RealSpeechSteps):
     def train_asr(self, name: str) -> Path:
         family = ASR_SYSTEMS[name][0]
         if family == "aed":
-            return self._train(name, family, self.cfg.aed_steps, None)
+            return self.train_aed(name)
         if family == "ctc":
             base = self.model_path(BASE_SYSTEM) if self.cfg.base_steps else None
             return self._train(name, family, self.cfg.asr_steps, base)
@@ -305,10 +311,11 @@ class Demo(FormatterSteps, RealSpeechSteps):
             self.train_asr(self.cfg.rnnt_init)  # kept when it is trained already
         return self._train(name, family, self.cfg.rnnt_steps, start)
 
-    def _train(self, name: str, family: str, steps: int, init_from: Path | None) -> Path:
+    def _train(self, name: str, family: str, steps: int, init_from: Path | None, target: Path | None = None) -> Path:
+        """Trains ``name`` into ``target`` (default :meth:`model_path`) with its stats beside it, unless done."""
         from nemo_pc.pipelines.train import train_model
 
-        target = self.model_path(name)
+        target = target or self.model_path(name)
         if not _done(target):
             stats = train_model(
                 family,
@@ -517,6 +524,7 @@ class Demo(FormatterSteps, RealSpeechSteps):
             self._timed("train base", self.train_base)
         for name in self.training_order():
             self._timed(f"train {name}", lambda name=name: self.train_asr(name))
+        self.interpolate_aeds()
         tagger, rewriter = self._timed("formatter", self.formatter)
         for name in self.cfg.systems:
             self._timed(f"transcribe {name}", lambda name=name: self.transcribe(name))

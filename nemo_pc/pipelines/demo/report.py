@@ -10,7 +10,8 @@ from nemo_pc.data.recipes.synth import SEEN_TEST_SPLIT
 from nemo_pc.metrics.report import pct
 from nemo_pc.parts.manifest import atomic_open, read_manifest
 from nemo_pc.pipelines.anchor import INSTALL_HINT, WHISPER_SYSTEM, anchor_available
-from nemo_pc.pipelines.demo.layout import REAL_SPEECH_DIR, REAL_TEST, split_system
+from nemo_pc.pipelines.demo.interpolation_report import interpolation_section
+from nemo_pc.pipelines.demo.layout import REAL_SPEECH_DIR, REAL_TEST, model_stats, split_system
 
 COLUMNS = (
     # (metric key, header)
@@ -299,7 +300,7 @@ def engine_wer_table(out_dir: Path, systems: Sequence[str]) -> list[str]:
 def curve_table(out_dir: Path) -> list[str]:
     """The learning curves as numbers: dev WER (%) after each validation of every model."""
     lines = []
-    for stats_path in sorted((out_dir / "models").glob("*.json")):
+    for stats_path in model_stats(out_dir):
         points = json.loads(stats_path.read_text()).get("curve") or []
         if not points:
             continue
@@ -313,7 +314,7 @@ def curve_table(out_dir: Path) -> list[str]:
 def plot_curves(out_dir: Path) -> Path | None:
     """``curves.png``: dev WER against training step of every ASR model that recorded a learning curve."""
     curves = {}
-    for stats_path in sorted((out_dir / "models").glob("*.json")):
+    for stats_path in model_stats(out_dir):
         points = json.loads(stats_path.read_text()).get("curve") or []
         key = "val_wer_normalized" if any("val_wer_normalized" in p for p in points) else "val_wer"
         points = [(p["step"], 100 * p[key]) for p in points if key in p]
@@ -400,6 +401,51 @@ def targets_table(out_dir: Path, reports: Mapping[str, dict]) -> list[str]:
     return lines
 
 
+def models_table(out_dir: Path, config: Mapping) -> list[str]:
+    """Steps, parameters, seconds and starting point of every model of ``models/``; an AED's seconds count its
+    interpolation sweep too (``interpolation_seconds`` of its stats), and a note under the table says so."""
+    lines = [
+        "| model | steps | parameters | training seconds | seconds per step | encoder starts from |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    swept = []
+    for stats_path in model_stats(out_dir):
+        stats = json.loads(stats_path.read_text())
+        if "interpolation_seconds" in stats:
+            swept.append(f"`{stats_path.stem}`")
+        cells = [
+            f"`{stats_path.stem}.nemo`",
+            stats["steps"],
+            f"{stats['parameters']:,}",
+            round(stats["seconds"] + stats.get("interpolation_seconds", 0), 1),
+            f"{stats['seconds'] / max(1, stats['steps']):.2f}",
+            _start(stats_path.stem, stats, config),
+        ]
+        lines.append("| " + " | ".join(map(str, cells)) + " |")
+    if swept:
+        lines += [
+            "",
+            f"`training seconds` of {', '.join(swept)} include the weight-interpolation sweep on the dev sets "
+            "(`interpolation_seconds` in `models/<name>.json`); `seconds per step` count the fine-tune alone.",
+        ]
+    return lines
+
+
+def _start(name: str, stats: Mapping, config: Mapping) -> str:
+    """Where a model's encoder started: another model of the run, pretrained weights or random ones."""
+    backbone = config.get("backbone", "fastconformer")
+    if name == "tagger":
+        return "pretrained MiniLM"
+    if stats.get("init_from"):
+        return f"`{stats['init_from']}`"
+    if name == "base" and backbone != "fastconformer":
+        return f"pretrained ({backbone})"
+    if name.startswith("aed"):  # encoder and decoder from Whisper (the FastConformer: random)
+        encoder = f"pretrained ({backbone})" if backbone != "fastconformer" else "random weights"
+        return f"{encoder}, decoder Whisper tiny.en's"
+    return "random weights"
+
+
 def write_report(out_dir: str | Path, reports: Mapping[str, dict], runs: Sequence[Mapping], source: str) -> Path:
     """Writes ``out_dir/REPORT.md`` from the evaluation reports and the step timings of every run (oldest first,
     each ``{"finished", "seconds": {step: seconds}}``); returns its path."""
@@ -423,6 +469,7 @@ def write_report(out_dir: str | Path, reports: Mapping[str, dict], runs: Sequenc
         *rtf_note(out_dir, list(reports)),
         *anchor_note(config, reports),
         *_formatter_note(config),
+        *interpolation_section(out_dir, list(reports)),
         *seen_test_section(out_dir, reports, source),
         *real_speech_section(out_dir, list(reports), config),
         "",
@@ -457,36 +504,8 @@ def write_report(out_dir: str | Path, reports: Mapping[str, dict], runs: Sequenc
         "",
         "## Models",
         "",
-        "| model | steps | parameters | training seconds | seconds per step | encoder starts from |",
-        "|---|---:|---:|---:|---:|---|",
+        *models_table(out_dir, config),
     ]
-    for stats_path in sorted((out_dir / "models").glob("*.json")):
-        stats = json.loads(stats_path.read_text())
-        if stats_path.stem == "tagger":
-            start = "pretrained MiniLM"
-        elif stats.get("init_from"):
-            start = f"`{stats['init_from']}`"
-        elif stats_path.stem == "base" and config.get("backbone", "fastconformer") != "fastconformer":
-            start = f"pretrained ({config['backbone']})"
-        elif stats_path.stem.startswith("aed"):  # encoder and decoder from Whisper (the FastConformer: random)
-            backbone = config.get("backbone", "fastconformer")
-            start = (
-                f"pretrained ({backbone}), decoder Whisper tiny.en's"
-                if backbone != "fastconformer"
-                else ("random weights, decoder Whisper tiny.en's")
-            )
-        else:
-            start = "random weights"
-        per_step = f"{stats['seconds'] / max(1, stats['steps']):.2f}"
-        cells = [
-            f"`{stats_path.stem}.nemo`",
-            stats["steps"],
-            f"{stats['parameters']:,}",
-            stats["seconds"],
-            per_step,
-            start,
-        ]
-        lines.append("| " + " | ".join(map(str, cells)) + " |")
     lines += ["", "## Per-mark PER", ""]
     for system in reports:
         lines.append(f"![{system}](eval/{system}_per.png)")
