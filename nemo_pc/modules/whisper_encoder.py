@@ -51,13 +51,24 @@ class WhisperLogMelPreprocessor(NeuralModule):
     clamped to 8 below each utterance's maximum and scaled as ``(x + 4) / 4``; zero past each utterance's end.
 
     Config keys: ``sample_rate`` (16000 only), ``features``, ``window_size`` and ``window_stride`` (0.025 and 0.01,
-    fixed; NeMo reads ``window_stride`` for timestamps).
+    fixed; NeMo reads ``window_stride`` for timestamps); ``pad_to_seconds`` (null: each utterance as long as it is):
+    every shorter utterance zero-padded to that length and read whole, padding included, as Whisper was trained on
+    30-s windows (Whisper's weights un-fine-tuned write its own words and stop there; an AED fine-tuned on unpadded
+    audio is read as it was trained, without it).
     """
 
     def __init__(
-        self, sample_rate: int = SAMPLE_RATE, features: int = 80, window_size: float = 0.025, window_stride=0.01
+        self,
+        sample_rate: int = SAMPLE_RATE,
+        features: int = 80,
+        window_size: float = 0.025,
+        window_stride=0.01,
+        pad_to_seconds: float | None = None,
     ):
         super().__init__()
+        if pad_to_seconds is not None and pad_to_seconds <= 0:
+            raise ValueError(f"pad_to_seconds must be > 0 or null, got {pad_to_seconds}")
+        self.pad_to = None if pad_to_seconds is None else round(pad_to_seconds * sample_rate)
         if sample_rate != SAMPLE_RATE or round(window_size * sample_rate) != N_FFT:
             raise ValueError(
                 f"Whisper features need sample_rate {SAMPLE_RATE} and window_size 0.025, got "
@@ -89,8 +100,12 @@ class WhisperLogMelPreprocessor(NeuralModule):
     def forward(self, input_signal: torch.Tensor, length: torch.Tensor):
         with torch.autocast(input_signal.device.type, enabled=False):
             audio = input_signal.float()
-            frames = length // HOP
             audio = audio.masked_fill(_pad_mask(length, audio.shape[1]), 0.0)
+            if self.pad_to is not None and audio.shape[1] < self.pad_to:
+                audio = F.pad(audio, (0, self.pad_to - audio.shape[1]))
+            if self.pad_to is not None:
+                length = torch.clamp(length, min=self.pad_to)
+            frames = length // HOP
             spec = torch.stft(
                 audio, N_FFT, HOP, window=self.window, center=True, pad_mode="constant", return_complex=True
             )

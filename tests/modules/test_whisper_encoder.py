@@ -172,3 +172,22 @@ def test_the_style_embedding_variant_composes_with_the_whisper_backbone():
     WhisperEncoder(**TINY, conv_norm_type=cfg.model.encoder.conv_norm_type)
     with pytest.raises(ValueError, match="conv_norm_type: the Whisper encoder has layer norms only"):
         WhisperEncoder(**TINY, conv_norm_type="batch_norm")
+
+
+def test_pad_to_seconds_reads_each_utterance_as_a_zero_padded_window():
+    """``pad_to_seconds``: the features of each utterance of a batch are those of the utterance zero-padded to the
+    window and read whole (Whisper's 30-s input), and the length is the window's."""
+    padded = WhisperLogMelPreprocessor(pad_to_seconds=2.0)
+    plain = WhisperLogMelPreprocessor()
+    short, longer = torch.from_numpy(tone_audio(0, 0.5)), torch.from_numpy(tone_audio(1, 1.2))
+    batch = torch.zeros(2, longer.shape[0])
+    batch[0, : short.shape[0]], batch[1] = short, longer
+    features, frames = padded(input_signal=batch, length=torch.tensor([short.shape[0], longer.shape[0]]))
+    assert frames.tolist() == [200, 200] and features.shape[-1] == 200
+    for row, audio in enumerate((short, longer)):
+        window = torch.nn.functional.pad(audio, (0, 32000 - audio.shape[0]))[None]
+        want, want_frames = plain(input_signal=window, length=torch.tensor([32000]))
+        assert want_frames.item() == 200
+        torch.testing.assert_close(features[row], want[0])
+    with pytest.raises(ValueError, match="pad_to_seconds must be > 0"):
+        WhisperLogMelPreprocessor(pad_to_seconds=0)
