@@ -46,17 +46,19 @@ def zero_shot_aed():
 
 def decode_clips(model, rows: list[dict], setting: str) -> tuple[dict[int, list[str]], float]:
     """Both modes' text of every clip under one setting, and the decoding seconds."""
+    from dataclasses import asdict
+
     import numpy as np
     import soundfile
     import torch
     from omegaconf import open_dict
 
+    from nemo_pc.modules.aed_search import SearchLimits
     from nemo_pc.parts.modes import NORMALIZED_ID, PUNCTUATED_ID
 
     cfg = model.cfg.decoding.copy()
-    with open_dict(cfg):
-        if "limits" not in setting:
-            cfg.limits = None
+    with open_dict(cfg):  # the packaged limits, or none (set each time: the model keeps the last config)
+        cfg.limits = asdict(SearchLimits()) if "limits" in setting else None
     model.change_decoding_strategy(cfg)
     texts = {NORMALIZED_ID: [], PUNCTUATED_ID: []}
     seconds = 0.0
