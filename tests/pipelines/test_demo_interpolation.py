@@ -201,4 +201,4 @@ def test_interpolation_settings_are_checked_before_any_work_and_passed_by_the_co
     monkeypatch.setattr(command.Demo, "run", lambda self: seen.append(self.cfg) or "REPORT.md")
     command.main(["--out", str(tmp_path / "c"), "--aed-interpolation-weights", "0,0.5,1"])
     command.main(["--out", str(tmp_path / "d")])
-    assert [config.aed_interpolation_weights for config in seen] == [(0.0, 0.5, 1.0), (0.0, 0.25, 0.5, 0.75, 1.0)]
+    assert [config.aed_interpolation_weights for config in seen] == [(0.0, 0.5, 1.0), (0.5, 0.75, 1.0)]

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from nemo_pc.formatter.sources import SOURCES as FORMATTER_SOURCES
-from nemo_pc.pipelines.interpolate import DEFAULT_WEIGHTS
 
 # Systems: name -> (family, Hydra overrides of the model config). ``make demo`` trains the DEMO_SYSTEMS; ``--claims``
 # adds the baselines of the README's claims table and the other multi-style CTC variants (papers/001 Table 3).
@@ -129,7 +128,9 @@ class DemoConfig:
         aed_interpolation_weights: the weights between each AED's zero-shot start (0: Whisper tiny.en's weights)
             and its fine-tune (1) tried on ``dev`` and, with ``real_speech``, ``real_dev``; the one with the lowest
             mean N-output WER over them is ``models/<name>.nemo`` (``nemo-pc interpolate``; the table:
-            ``models/<name>.interpolation.json``). ``(1.0,)``: no sweep, the fine-tune as it is.
+            ``models/<name>.interpolation.json``). ``(1.0,)``: no sweep, the fine-tune as it is. The demo leaves out
+            the weights below 0.5: near the zero-shot end the unpadded decoder runs to its length cap, and its sweep
+            point costs the most minutes (docs/aed.md).
         aed_interpolation_dev_utterances: at most this many utterances of each of those dev sets, spread over it.
         rnnt_steps: optimizer steps per RNN-T model. Started from a trained encoder (the base, or ``rnnt_init``'s),
             an RNN-T trains on batches of ``rnnt_batch_size`` without SpecAugment at lr 3e-3 and keeps the encoder
@@ -202,8 +203,8 @@ class DemoConfig:
     rnnt_batch_size: int = 8
     aed_steps: int = 300
     aed_batch_size: int = 8
-    aed_interpolation_weights: tuple[float, ...] = DEFAULT_WEIGHTS
-    aed_interpolation_dev_utterances: int = 120
+    aed_interpolation_weights: tuple[float, ...] = (0.5, 0.75, 1.0)
+    aed_interpolation_dev_utterances: int = 60
     rnnt_layers: int = 6
     ctc_layers: int = 6
     base_steps: int = 0
