@@ -1172,7 +1172,7 @@ RENDERERS: dict[str, Callable[[Path], str]] = {
     "rnnt_loss": render_rnnt_loss,
     "longform": render_longform,
     "longform_trained": render_longform_trained,
-    "aed_step0": render_aed_step0,
+    "aed_step_zero": render_aed_step0,
     "aed_finetune": render_aed_finetune,
     "aed_interpolation": render_aed_interpolation,
 }
