@@ -69,6 +69,22 @@ def _curve_callback(curve: list[dict]):
     return ValidationCurve()
 
 
+def _ema_callback(cfg):
+    """NeMo's EMA callback when the config asks for one (``exp_manager.ema.enable``, as NeMo's exp_manager reads it),
+    else ``None``."""
+    ema = (cfg.get("exp_manager") or {}).get("ema") or {}
+    if not ema.get("enable", False):
+        return None
+    from nemo.collections.common.callbacks.ema import EMA
+
+    return EMA(
+        decay=float(ema.get("decay", 0.999)),
+        validate_original_weights=bool(ema.get("validate_original_weights", False)),
+        every_n_steps=int(ema.get("every_n_steps", 1)),
+        cpu_offload=bool(ema.get("cpu_offload", False)),
+    )
+
+
 INIT_KEYS = ("init_from_nemo_model", "init_from_pretrained_model", "init_from_ptl_ckpt")
 
 
@@ -95,7 +111,8 @@ def train_model(
         val_every: validate every this many steps (default: once, at the end).
         init_from: a ``.nemo`` whose encoder weights start the model (NeMo's ``init_from_nemo_model`` with
             ``include: [encoder.]``); the encoder config must match. ``None`` starts from random weights.
-        callbacks: more Lightning callbacks (e.g. a meter of a benchmark).
+        callbacks: more Lightning callbacks (e.g. a meter of a benchmark). ``exp_manager.ema.enable`` in the config
+            adds NeMo's EMA callback, and the averaged weights are saved.
 
     Returns:
         ``{"seconds": ..., "steps": ..., "parameters": ..., "curve": [{"step": ..., "val_wer": ...}, ...]}`` for the
@@ -111,6 +128,7 @@ def train_model(
         "rewriter",
     )
     curve: list[dict] = []
+    ema = _ema_callback(cfg)
     trainer_cfg = dict(cfg.trainer)
     trainer_cfg.update(
         max_steps=max_steps,
@@ -124,7 +142,7 @@ def train_model(
         val_check_interval=min(val_every or max_steps, max_steps) if has_validation else None,
         check_val_every_n_epoch=None,
         limit_val_batches=1.0 if has_validation else 0,
-        callbacks=[_curve_callback(curve), *callbacks],
+        callbacks=[_curve_callback(curve), *([ema] if ema else []), *callbacks],
     )
     trainer = pl.Trainer(**trainer_cfg)
     fit_schedule(cfg.model.get("optim"), max_steps)
@@ -139,6 +157,8 @@ def train_model(
     start = time.perf_counter()
     trainer.fit(model)
     seconds = time.perf_counter() - start
+    if ema is not None and ema._ema_initialized(trainer):
+        ema.swap_model_weights(trainer)  # the averaged weights are the model that is saved
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     # a hidden temporary that a killed run's successor removes (nemo_pc.parts.output_lock.TEMPORARY), then a rename

@@ -111,15 +111,9 @@ TINY_AED_VOCABULARY = 51864
 """Whisper tiny.en's vocabulary: the tiny AED's weights then hold the ``<|notimestamps|>`` row its mode rows copy."""
 
 
-def tiny_aed_config(weights: str | Path, tokenizer_dir: str | Path, manifest: str | Path, *extra: str) -> DictConfig:
-    """The packaged AED config (``aed_pc.yaml``) shrunk to Whisper's shape at d=32: 2 encoder and 2 decoder blocks
-    of 2 heads and FFN 64 over 16 mel bins, starting from the tiny random Whisper that
-    ``tiny_hf_whisper(weights, 2, 2, positions=1500, vocab_size=TINY_AED_VOCABULARY, target_positions=448)``
-    saved (as the real AED starts from tiny.en's); ``model`` section. Training reads ``manifest`` in batches of 4
-    at a constant learning rate; ``extra`` overrides come last."""
-    from nemo_pc.parts.configs import compose_config
-
-    overrides = [
+def tiny_aed_overrides(weights: str | Path, tokenizer_dir: str | Path, manifest: str | Path, *extra: str) -> list[str]:
+    """The Hydra overrides of :func:`tiny_aed_config` (for :func:`nemo_pc.pipelines.train.train_model`)."""
+    return [
         "model.preprocessor.features=16",
         f"model.encoder.pretrained={weights}",
         "model.encoder.d_model=32",
@@ -142,4 +136,15 @@ def tiny_aed_config(weights: str | Path, tokenizer_dir: str | Path, manifest: st
         "~model.optim.sched",
         *extra,
     ]
+
+
+def tiny_aed_config(weights: str | Path, tokenizer_dir: str | Path, manifest: str | Path, *extra: str) -> DictConfig:
+    """The packaged AED config (``aed_pc.yaml``) shrunk to Whisper's shape at d=32: 2 encoder and 2 decoder blocks
+    of 2 heads and FFN 64 over 16 mel bins, starting from the tiny random Whisper that
+    ``tiny_hf_whisper(weights, 2, 2, positions=1500, vocab_size=TINY_AED_VOCABULARY, target_positions=448)``
+    saved (as the real AED starts from tiny.en's); ``model`` section. Training reads ``manifest`` in batches of 4
+    at a constant learning rate; ``extra`` overrides come last."""
+    from nemo_pc.parts.configs import compose_config
+
+    overrides = tiny_aed_overrides(weights, tokenizer_dir, manifest, *extra)
     return compose_config("aed", overrides).model
