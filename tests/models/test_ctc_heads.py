@@ -2,11 +2,9 @@ import pytest
 from omegaconf import OmegaConf
 
 from nemo_pc.models.ctc_heads import CTCHead, ctc_heads
+from nemo_pc.models.ctc_pc import CTCPCConfig
 from nemo_pc.parts.modes import NORMALIZED_ID, PUNCTUATED_ID
 from nemo_pc.parts.styles import compose_mixed
-
-pytest.importorskip("nemo.collections.asr")
-from nemo_pc.models.ctc_pc import CTCPCConfig  # noqa: E402
 
 
 def section(**keys):
