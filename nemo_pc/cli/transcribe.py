@@ -3,6 +3,10 @@
 nemo-pc transcribe MODEL.nemo talk.wav --out out/ --formats srt,vtt,json
 nemo-pc transcribe MODEL.nemo a.flac b.wav --out out/ --chunk-seconds 20 --context-seconds 4 --max-cue-seconds 6
 
+An RNN-T or CTC model reads the recording in chunks (``--chunk-seconds``, ``--context-seconds``) whose seams are
+exact; an AED model reads it in pieces cut at pauses, none longer than ``--max-piece-seconds``
+(:mod:`nemo_pc.pipelines.longform_aed`), with word times from its CTC head.
+
 Writes ``out/<audio name>.srt`` / ``.vtt`` (the punctuated text, or ``--subtitles normalized``) and ``.jsonl`` (one
 cue per line with both modes and word times), and prints each written path on stdout. A cue ends at a sentence
 mark, at a pause, and before the word that would pass its line or duration cap
@@ -12,6 +16,7 @@ mark, at a pause, and before the word that would pass its line or duration cap
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 from nemo_pc.parts.longform import CueRules
@@ -27,6 +32,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--chunk-seconds", type=float, default=16.0, help="audio each chunk owns (default 16)")
     parser.add_argument(
         "--context-seconds", type=float, default=4.0, help="audio the encoder also reads on each side (default 4)"
+    )
+    parser.add_argument(
+        "--max-piece-seconds",
+        type=float,
+        default=10.0,
+        help="AED: the longest piece of audio it decodes, cut at pauses (default 10; RNN-T and CTC read chunks)",
     )
     cues = CueRules()
     parser.add_argument(
@@ -71,6 +82,8 @@ def check_arguments(args: argparse.Namespace) -> list[str]:
         raise ValueError(f"--chunk-seconds must be positive, got {args.chunk_seconds}")
     if args.context_seconds < 0:
         raise ValueError(f"--context-seconds must not be negative, got {args.context_seconds}")
+    if not 0 < args.max_piece_seconds < math.inf:
+        raise ValueError(f"--max-piece-seconds must be a positive number, got {args.max_piece_seconds}")
     if not args.cue_pause_seconds >= 0:
         raise ValueError(f"--cue-pause-seconds must not be negative, got {args.cue_pause_seconds}")
     if not args.max_cue_seconds > 0:
@@ -116,6 +129,7 @@ def run(args: argparse.Namespace) -> int:
             context_seconds=args.context_seconds,
             cue_rules=cue_rules(args),
             progress=not args.no_progress,
+            max_piece_seconds=args.max_piece_seconds,
         )
         for written in write_outputs(result, args.out, Path(path).stem, formats, args.subtitles, args.max_line_chars):
             print(written, flush=True)

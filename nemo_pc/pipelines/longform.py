@@ -6,7 +6,6 @@ label per encoder frame) are kept. Both modes are decoded from each chunk's one 
 
 * RNN-T: each mode's decoding continues from the predictor state it had at the end of the previous chunk (the
   partial hypotheses of NeMo's greedy decoding), so a seam is invisible to the predictor.
-* AED: each chunk's owned audio alone, with tokens timed evenly over the chunk (an AED emits no frame per token).
 * CTC: the greedy label of every owned frame is kept, and the collapse runs over the recording's whole label
   sequence, so a token whose frames straddle a seam is counted once.
 
@@ -223,49 +222,19 @@ class _CTCChunks:
         }
 
 
-class _AEDChunks:
-    """The attention encoder-decoder: each chunk's owned audio alone (no context: a decoder that reads context would
-    write its words twice), both modes decoded from one encoder pass. An AED emits no frame per token, so each
-    token is timed by its place in the chunk's token sequence, spread evenly over the chunk's frames: cue
-    times are as fine as the chunks, not as the words."""
-
-    def __init__(self, model) -> None:
-        self.model = model
-        self.samples_per_frame, _ = frame_geometry(model)
-
-    def step(self, audio, length, begin: int, end: int, offset: int) -> dict[int, list[TimedToken]]:
-        owned = audio[:, begin * self.samples_per_frame : min(end * self.samples_per_frame, int(length[0]))]
-        if owned.shape[1] == 0:
-            return {}
-        encoded, encoded_len = self.model.encode(owned, length.new_tensor([owned.shape[1]]))
-        states, mask = self.model.cross_states(encoded, encoded_len)
-        hyps = self.model.decode_modes(states, mask, [0, 1], return_hypotheses=True)
-        frames = max(1, end - begin)
-        tokens = {}
-        for mode, (hyp,) in hyps.items():
-            ids = _as_list(hyp.y_sequence)
-            tokens[mode] = emitted_tokens(ids, [k * frames // max(1, len(ids)) for k in range(len(ids))], offset)
-        return tokens
-
-    def finish(self) -> dict[int, list[TimedToken]]:
-        return {}
-
-
 def chunk_decoder(model):
     """The per-chunk decoder of the model's family.
 
     Raises:
         ValueError: a model of neither family, or one that cannot give punctuated text with greedy decoding.
     """
-    from nemo_pc.models import EncDecAEDPCModel, EncDecCTCPCBPEModel, EncDecRNNTPCBPEModel
+    from nemo_pc.models import EncDecCTCPCBPEModel, EncDecRNNTPCBPEModel
 
     if isinstance(model, EncDecRNNTPCBPEModel):
         return _RNNTChunks(model)
     if isinstance(model, EncDecCTCPCBPEModel):
         return _CTCChunks(model)
-    if isinstance(model, EncDecAEDPCModel):
-        return _AEDChunks(model)
-    raise ValueError(f"{type(model).__name__}: long-form transcription takes a nemo_pc RNN-T, CTC or AED model")
+    raise ValueError(f"{type(model).__name__}: chunked long-form transcription takes a nemo_pc RNN-T or CTC model")
 
 
 @dataclass
@@ -277,12 +246,15 @@ class LongformResult:
         chunks: how many chunks the encoder ran on.
         words: each mode's timed words (``"normalized"``, ``"punctuated"``).
         segments: the subtitle cues (:class:`nemo_pc.parts.longform.CueRules`).
+        spread: the AED's pieces whose word times were spread evenly over the piece (no CTC alignment); 0 for
+            the other families, whose tokens carry their frames.
     """
 
     seconds: float
     chunks: int
     words: dict[str, list[TimedWord]] = field(default_factory=dict)
     segments: list[Segment] = field(default_factory=list)
+    spread: int = 0
 
     def text(self, mode: str) -> str:
         return " ".join(word.text for word in self.words[mode])
@@ -295,23 +267,47 @@ def transcribe_long(
     context_seconds: float = 4.0,
     cue_rules: CueRules | None = None,
     progress: bool = False,
+    max_piece_seconds: float = 10.0,
 ) -> LongformResult:
-    """Both modes of a long recording, chunk by chunk, and its subtitle cues.
+    """Both modes of a long recording and its subtitle cues: chunk by chunk for the RNN-T and CTC families, piece by
+    piece for the AED (cut at pauses, :mod:`nemo_pc.pipelines.longform_aed`).
 
     Args:
         model: a nemo_pc RNN-T, CTC or AED model (put in eval mode here).
         audio: an audio file, or an :class:`AudioReader` on one (closed here).
-        chunk_seconds: the span each chunk owns.
-        context_seconds: what the encoder also reads on each side of it.
+        chunk_seconds: the span each chunk owns (RNN-T, CTC).
+        context_seconds: what the encoder also reads on each side of it (RNN-T, CTC).
         cue_rules: where a cue ends (marks, pauses, lines, duration; ``None``: the defaults of
             :class:`nemo_pc.parts.longform.CueRules`).
-        progress: show a tqdm bar of the chunks on stderr.
+        progress: show a tqdm bar of the chunks (or pieces) on stderr.
+        max_piece_seconds: the longest piece the AED decodes.
     """
+    from nemo_pc.models import EncDecAEDPCModel
+
+    rate = model_sample_rate(model)
+    reader = audio if isinstance(audio, AudioReader) else AudioReader(audio, rate)
+    if isinstance(model, EncDecAEDPCModel):
+        return _transcribe_pieces(model, reader, max_piece_seconds, cue_rules, progress)
+    return _transcribe_chunks(model, reader, chunk_seconds, context_seconds, cue_rules, progress)
+
+
+def _transcribe_pieces(model, reader: AudioReader, max_seconds: float, cue_rules, progress: bool) -> LongformResult:
+    from nemo_pc.parts.segmentation import PauseRules
+    from nemo_pc.pipelines.longform_aed import transcribe_pieces
+
+    try:
+        found = transcribe_pieces(model, reader, PauseRules(max_seconds=max_seconds), progress=progress)
+    finally:
+        reader.close()
+    segments = build_segments(found.words["punctuated"], found.words["normalized"], reader.seconds, cue_rules)
+    return LongformResult(reader.seconds, found.decoded, found.words, segments, found.spread)
+
+
+def _transcribe_chunks(model, reader: AudioReader, chunk_seconds, context_seconds, cue_rules, progress):
     import torch
     from tqdm import tqdm
 
     rate = model_sample_rate(model)
-    reader = audio if isinstance(audio, AudioReader) else AudioReader(audio, rate)
     samples_per_frame, frame_seconds = frame_geometry(model)
     decoder = chunk_decoder(model)
     chunks = plan_chunks(reader.samples, round(chunk_seconds * rate), round(context_seconds * rate), samples_per_frame)
