@@ -6,7 +6,9 @@ each utterance once by default), so every utterance's span in it is known. Per m
 
 * ``model.transcribe`` transcribes each utterance alone (batches of one, both modes): ``per_utterance``;
 * per chunk window (``--windows``, chunk and context seconds), :func:`nemo_pc.pipelines.longform.transcribe_long`
-  (the engine of ``nemo-pc transcribe``) transcribes the recording, both modes from one encoder pass per chunk;
+  (the engine of ``nemo-pc transcribe``) transcribes the recording, both modes from one encoder pass per chunk; an
+  AED model is measured once instead, on pieces cut at pauses (``--max-piece-seconds``, as ``nemo-pc transcribe``
+  cuts them), and its seams are the pieces' bounds; ``spread_pieces`` counts its pieces without a CTC alignment;
 * the long-form words are given to the utterances by their midpoints (``speed_longform.utterance_texts``), and
   each utterance is scored alone by :class:`nemo_pc.metrics.PCMetrics` (what ``nemo-pc evaluate`` uses): WER,
   WER-PC and PER (papers/002), counts summed over utterances, of the long-form transcript against the references
@@ -20,7 +22,7 @@ each utterance once by default), so every utterance's span in it is known. Per m
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/quality_longform.py --manifest demo_out/manifests/test.json \\
         --model demo_out/models/rnnt_dual.nemo --model demo_out/models/aed_prompt.nemo --windows 16:4,6:1 \\
-        --json benchmarks/results/longform_trained.json
+        --max-piece-seconds 10 --json benchmarks/results/longform_trained.json
 """
 
 from __future__ import annotations
@@ -55,6 +57,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--pause", type=float, default=0.5, help="seconds of silence between utterances")
     windows = "chunk:context seconds, comma-separated (default 16:4, as nemo-pc transcribe)"
     parser.add_argument("--windows", type=parse_windows, default=[(16.0, 4.0)], help=windows)
+    parser.add_argument(
+        "--max-piece-seconds", type=float, default=10.0, help="AED: the longest piece, cut at pauses (default 10)"
+    )
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     parser.add_argument("--work", default=str(results_path(__file__, "_work")), help="folder for the recording")
     parser.add_argument("--json", default=str(results_path(__file__)), help="write the results here")
@@ -127,14 +132,48 @@ def cue_figures(segments: list, rules) -> dict:
     }
 
 
-def measure_window(model, entries, spans, recording, alone, chunk_seconds: float, context_seconds: float) -> dict:
-    """The long-form figures of one model and one chunk window (see the module docstring)."""
+def is_aed(model) -> bool:
+    """Whether ``model`` is read in pieces cut at pauses rather than in chunk windows."""
+    from nemo_pc.models import EncDecAEDPCModel
+
+    return isinstance(model, EncDecAEDPCModel)
+
+
+def piece_seams(model, recording: Path, max_piece_seconds: float) -> list[float]:
+    """Seconds at which the AED's pieces of ``recording`` meet (:func:`nemo_pc.pipelines.longform_aed.plan_recording`,
+    the cut that :func:`transcribe_long` makes)."""
+    from nemo_pc.parts.segmentation import PauseRules
+    from nemo_pc.pipelines.longform import AudioReader, model_sample_rate
+    from nemo_pc.pipelines.longform_aed import plan_recording
+
+    reader = AudioReader(recording, model_sample_rate(model))
+    try:
+        pieces = plan_recording(reader, PauseRules(max_seconds=max_piece_seconds))
+    finally:
+        reader.close()
+    return [piece.start / reader.sample_rate for piece in pieces[1:]]
+
+
+def measure_window(
+    model,
+    entries,
+    spans,
+    recording,
+    alone,
+    chunk_seconds: float | None,
+    context_seconds: float | None,
+    max_piece_seconds: float = 10.0,
+) -> dict:
+    """The long-form figures of one model and one chunk window, or of an AED's pieces (``chunk_seconds`` and
+    ``context_seconds`` None; see the module docstring)."""
     from nemo_pc.parts.longform import CueRules
     from nemo_pc.pipelines.longform import transcribe_long
 
     rules = CueRules()
+    pieces = chunk_seconds is None
+    window = {} if pieces else {"chunk_seconds": chunk_seconds, "context_seconds": context_seconds}
     with Stopwatch() as watch:
-        result = transcribe_long(model, recording, chunk_seconds, context_seconds, rules)
+        result = transcribe_long(model, recording, cue_rules=rules, max_piece_seconds=max_piece_seconds, **window)
     words = {mode: [[w.text, w.start, w.end] for w in found] for mode, found in result.words.items()}
     modes = {}
     for mode, field in REFERENCE_FIELDS.items():
@@ -145,10 +184,14 @@ def measure_window(model, entries, spans, recording, alone, chunk_seconds: float
             "longform_vs_per_utterance": corpus_scores([alone[index][mode] for _, _, index in spans], longform),
             "joined_wer": corpus_scores([" ".join(references)], [result.text(mode)])["wer"],
         }
-    seams = seam_times(model, result.seconds, chunk_seconds, context_seconds)
+    if pieces:
+        seams = piece_seams(model, recording, max_piece_seconds)
+    else:
+        seams = seam_times(model, result.seconds, chunk_seconds, context_seconds)
     return {
         "chunk_seconds": chunk_seconds,
         "context_seconds": context_seconds,
+        **({"max_piece_seconds": max_piece_seconds, "spread_pieces": result.spread} if pieces else {}),
         "audio_seconds": result.seconds,
         "chunks": result.chunks,
         "seconds": watch.seconds,
@@ -176,9 +219,17 @@ def measure(path: str, entries: list[dict], spans: list[list], recording: Path, 
     }
     modified = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(Path(path).stat().st_mtime))
     windows = []
-    for chunk_seconds, context_seconds in args.windows:
-        windows.append(measure_window(model, entries, spans, recording, alone, chunk_seconds, context_seconds))
-        _stderr(f"{path} {chunk_seconds:g}:{context_seconds:g}: {windows[-1]['modes']}")
+    for chunk_seconds, context_seconds in [(None, None)] if is_aed(model) else args.windows:
+        figures = measure_window(
+            model, entries, spans, recording, alone, chunk_seconds, context_seconds, args.max_piece_seconds
+        )
+        windows.append(figures)
+        label = (
+            f"pieces <= {args.max_piece_seconds:g}"
+            if chunk_seconds is None
+            else f"{chunk_seconds:g}:{context_seconds:g}"
+        )
+        _stderr(f"{path} {label}: {figures['modes']}")
     return {
         "model": Path(path).name,
         "path": path,

@@ -905,6 +905,13 @@ def _longform_cue_row(window: dict) -> list:
     ]
 
 
+def _longform_window(window: dict) -> str:
+    """``16 + 4 s`` for a chunk window; ``pieces ≤ 10 s`` for an AED's pieces cut at pauses."""
+    if window.get("chunk_seconds") is None:
+        return f"pieces ≤ {window['max_piece_seconds']:g} s"
+    return f"{window['chunk_seconds']:g} + {window['context_seconds']:g} s"
+
+
 def render_longform_trained(source: Path) -> str:
     """``quality_longform.py``: per model, chunk window and mode, long-form WER and PER against the references next
     to per-utterance transcription's, the long-form transcript against the per-utterance one, and the seam/inside
@@ -918,7 +925,7 @@ def render_longform_trained(source: Path) -> str:
     rows, cue_rows = [], []
     for model in r["models"]:
         for window in model["windows"]:
-            name = [f"`{Path(model['model']).stem}`", f"{window['chunk_seconds']:g} + {window['context_seconds']:g} s"]
+            name = [f"`{Path(model['model']).stem}`", _longform_window(window)]
             rows += [[*name, *_longform_mode_row(model, window, mode)] for mode in ("punctuated", "normalized")]
             cue_rows.append([*name, *_longform_cue_row(window)])
     columns = [

@@ -105,3 +105,14 @@ def test_the_table_renders_from_the_results_file(tmp_path):
     assert "| `rnnt_dual` | 16 + 4 s | P | 25.0% | 25.0% | 20.0% | 50.0% | 50.0% | 25.0% | - | 10.0% | 0.0% |" in text
     assert "| `rnnt_dual` | 16 + 4 s | N | 25.0% | 25.0% | 20.0% | - | - | 25.0% | - | 10.0% | 0.0% |" in text
     assert "| `rnnt_dual` | 16 + 4 s | 3 | 0.050 | 7 / 8 | 5 | 2.0 s | 6.5 s | 2 | 41 | 1 / 2 / 1 |" in text
+
+
+def test_an_aed_row_names_its_pieces(tmp_path):
+    """An AED is measured on pieces cut at pauses, not in chunk windows; its row names the longest piece."""
+    render = load_benchmark("render_results")
+    assert render._longform_window({"chunk_seconds": 16.0, "context_seconds": 4.0}) == "16 + 4 s"
+    aed = {"chunk_seconds": None, "context_seconds": None, "max_piece_seconds": 10.0, "spread_pieces": 0}
+    assert render._longform_window(aed) == "pieces ≤ 10 s"
+    bench = load_benchmark("quality_longform")
+    args = bench.parse_args(["--model", "a.nemo", "--manifest", "m.json", "--max-piece-seconds", "8"])
+    assert args.max_piece_seconds == 8.0 and args.windows == [(16.0, 4.0)]
