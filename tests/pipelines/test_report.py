@@ -72,17 +72,6 @@ def test_engine_wer_scores_each_engine_s_test_utterances_apart(tmp_path):
     assert lines[2] == "| `rnnt_conditioned` | 0.0 (3) | 16.7 (6) |"  # "home" deleted: 1 of 6 flite words
 
 
-def test_learning_curves_are_plotted_and_listed(tmp_path):
-    from nemo_pc.pipelines.demo.report import curve_table, plot_curves
-
-    (tmp_path / "models").mkdir()
-    curve = [{"step": 100, "val_wer": 0.9}, {"step": 200, "val_wer": 0.5}]
-    (tmp_path / "models" / "base.json").write_text(json.dumps({"steps": 200, "curve": curve}))
-    (tmp_path / "models" / "tagger.json").write_text(json.dumps({"steps": 200}))
-    assert plot_curves(tmp_path).stat().st_size > 1000
-    assert curve_table(tmp_path) == ["- `base` wer: 100: 90.0, 200: 50.0"]
-
-
 def test_targets_say_by_how_much_a_model_misses(tmp_path):
     from nemo_pc.pipelines.demo.report import targets_table
 

@@ -176,7 +176,14 @@ class DemoConfig:
         lm_systems, lm_beam_size, lm_alphas: which systems, the beam size, the weights tried.
         num_jobs: processes for synthesis, TN and data loading.
         seed: one seed for data and weights.
-        curve_points: validations on dev per ASR training run, for the learning curves of the report.
+        curve_points: validations per ASR training run, for the learning curves of the report: on ``dev`` and, with
+            ``real_speech``, on ``real_dev`` too (NeMo's multiple validation loaders; ``dev`` keeps the ``val_*``
+            names, ``real_dev``'s are ``real_dev_val_*``). Estimated from decoding times, not timed in training:
+            ``real_dev`` (44 clips, 4.1 min) adds about 5 s a validation to a CTC or RNN-T model (greedy, RTF about
+            0.02 on the test split, ``benchmarks/results/demo_default/predictions/*.rtf.json``) and about 65 s to an
+            AED, whose validation decodes both modes autoregressively (its fine-tune decoded ``real_dev`` in 65.5 s,
+            ``benchmarks/results/aed_interpolation.json``): at 6 points, about 30 s per CTC or RNN-T model and
+            6.5 min per AED. ``real_speech=False`` (``--no-real-speech``) leaves it out.
         anchor: also transcribe and score the test split with Whisper tiny.en (what a user would pick instead), when
             ``nemo_pc[anchor]`` is installed; the report says when it is not.
         real_speech: also build ``real_dev`` and ``real_test``, real recorded English speech from the test data of

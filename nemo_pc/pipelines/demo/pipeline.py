@@ -13,7 +13,8 @@ Layout of ``out_dir``::
     formatter_fragments.json  the dev transcripts' lengths, for the formatter's ASR-like fragments
     real_speech/            real recorded real_dev/real_test manifests and wavs (nemo-pc real-speech), unless
                             real_speech is off
-    models/<name>.nemo      trained models, with <name>.json holding steps, seconds and parameters
+    models/<name>.nemo      trained models, with <name>.json holding steps, seconds, parameters and the learning curve
+                            (val_* on dev, real_dev_val_* on real_dev when the run built it)
     models/<name>_finetuned.nemo  an AED's fine-tune; <name>.nemo is that interpolated with its zero-shot start at the
                             weight chosen on dev and real_dev (<name>.interpolation.json: the sweep), and <name>.json
                             adds the interpolation_weight and interpolation_seconds to the fine-tune's stats
@@ -210,7 +211,7 @@ class Demo(AedSteps, FormatterSteps, RealSpeechSteps):
             *variant,
             f"model.tokenizer.dir={tokenizer}",
             f"model.train_ds.manifest_filepath={self.manifest('train')}",
-            f"model.validation_ds.manifest_filepath={self.manifest('dev')}",
+            self.validation_override(),
             f"model.train_ds.batch_size={self.cfg.batch_size}",
             f"model.train_ds.max_duration={self.cfg.max_duration}",
             f"model.train_ds.num_workers={workers}",
@@ -234,7 +235,7 @@ class Demo(AedSteps, FormatterSteps, RealSpeechSteps):
             *AED_OVERRIDES,
             f"model.aux_ctc.tokenizer.dir={self.tokenizers()['plain']}",
             f"model.train_ds.manifest_filepath={self.manifest('train')}",
-            f"model.validation_ds.manifest_filepath={self.manifest('dev')}",
+            self.validation_override(),
             f"model.train_ds.batch_size={self.cfg.aed_batch_size}",
             f"model.train_ds.max_duration={self.cfg.max_duration}",
             f"model.train_ds.num_workers={workers}",

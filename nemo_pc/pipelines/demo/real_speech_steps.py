@@ -1,13 +1,14 @@
 """The demo's real recorded speech: ``real_dev`` and ``real_test`` built into ``out_dir/real_speech/`` by the recipe
 of ``nemo-pc real-speech`` (:mod:`nemo_pc.data.recipes.real_speech`, docs/real_speech.md), then every trained system
 transcribed and scored there like on the synthetic test splits (``predictions/<system>@real_test.json``,
-``eval/<system>@real_test.json``). :class:`~nemo_pc.pipelines.demo.pipeline.Demo` runs them with its other steps."""
+``eval/<system>@real_test.json``); every ASR system also validates on ``real_dev`` while it trains, for the learning
+curves. :class:`~nemo_pc.pipelines.demo.pipeline.Demo` runs them with its other steps."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from nemo_pc.pipelines.demo.layout import REAL_SPEECH_DIR, REAL_SPLITS
+from nemo_pc.pipelines.demo.layout import REAL_DEV, REAL_SPEECH_DIR, REAL_SPLITS
 
 
 class RealSpeechSteps:
@@ -31,3 +32,14 @@ class RealSpeechSteps:
 
             prepare_real_speech(self.path(REAL_SPEECH_DIR), sdist_dir=self.cfg.real_speech_sdists)
         return manifests
+
+    def validation_override(self) -> str:
+        """The Hydra override of an ASR system's validation sets: the synthetic ``dev``, then ``real_dev`` when the
+        run built it. NeMo validates on each (its multiple validation loaders); ``dev`` stays the first, so its
+        metrics keep the plain names (``val_wer``, ``val_wer_normalized``) that the report's targets read, and
+        ``real_dev``'s are ``real_dev_val_*`` (:func:`nemo_pc.pipelines.train.curve_point`)."""
+        manifests = [self.manifest("dev")]
+        if REAL_DEV in self.real_splits() and self.manifest(REAL_DEV).is_file():
+            manifests.append(self.manifest(REAL_DEV))
+        value = str(manifests[0]) if len(manifests) == 1 else "[" + ",".join(f"'{path}'" for path in manifests) + "]"
+        return f"model.validation_ds.manifest_filepath={value}"

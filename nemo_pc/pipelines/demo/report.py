@@ -10,8 +10,9 @@ from nemo_pc.data.recipes.synth import SEEN_TEST_SPLIT
 from nemo_pc.metrics.report import pct
 from nemo_pc.parts.manifest import atomic_open, read_manifest
 from nemo_pc.pipelines.anchor import INSTALL_HINT, WHISPER_SYSTEM, anchor_available
+from nemo_pc.pipelines.demo.curves_report import curve_table, plot_curves
 from nemo_pc.pipelines.demo.interpolation_report import interpolation_section
-from nemo_pc.pipelines.demo.layout import REAL_SPEECH_DIR, REAL_TEST, model_stats, split_system
+from nemo_pc.pipelines.demo.layout import REAL_DEV, REAL_SPEECH_DIR, REAL_TEST, model_stats, split_system
 
 COLUMNS = (
     # (metric key, header)
@@ -297,53 +298,6 @@ def engine_wer_table(out_dir: Path, systems: Sequence[str]) -> list[str]:
     return lines
 
 
-def curve_table(out_dir: Path) -> list[str]:
-    """The learning curves as numbers: dev WER (%) after each validation of every model."""
-    lines = []
-    for stats_path in model_stats(out_dir):
-        points = json.loads(stats_path.read_text()).get("curve") or []
-        if not points:
-            continue
-        keys = [k for k in ("val_wer_normalized", "val_wer_punctuated", "val_wer") if k in points[-1]]
-        for key in keys:
-            cells = ", ".join(f"{p['step']}: {100 * p[key]:.1f}" for p in points if key in p)
-            lines.append(f"- `{stats_path.stem}` {key.removeprefix('val_')}: {cells}")
-    return lines
-
-
-def plot_curves(out_dir: Path) -> Path | None:
-    """``curves.png``: dev WER against training step of every ASR model that recorded a learning curve."""
-    curves = {}
-    for stats_path in model_stats(out_dir):
-        points = json.loads(stats_path.read_text()).get("curve") or []
-        key = "val_wer_normalized" if any("val_wer_normalized" in p for p in points) else "val_wer"
-        points = [(p["step"], 100 * p[key]) for p in points if key in p]
-        if points:
-            curves[f"{stats_path.stem} ({key.removeprefix('val_')})"] = points
-    if not curves:
-        return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axis = plt.subplots(figsize=(7.5, 4.2))
-    for label, points in curves.items():
-        axis.plot(*zip(*points, strict=True), marker="o", label=label)
-    axis.set_xlabel("optimizer step")
-    axis.set_ylabel("dev WER (%)")
-    axis.set_ylim(0, min(110, max(y for points in curves.values() for _, y in points) + 5))
-    axis.grid(alpha=0.3)
-    axis.legend(fontsize=8)
-    axis.set_title("Learning curves on the dev split (voices unseen in training)")
-    fig.tight_layout()
-    path = out_dir / "curves.png"
-    with atomic_open(path, "wb") as handle:
-        fig.savefig(handle, format="png", dpi=110)
-    plt.close(fig)
-    return path
-
-
 TARGETS = {"wer": 0.20, "per": 0.45, "dev_gap": 0.05}
 """The demo's accuracy targets on the test split: normalized-output WER, punctuated-output PER, and dev WER within
 this many points of test WER (so that dev can pick checkpoints)."""
@@ -498,6 +452,10 @@ def write_report(out_dir: str | Path, reports: Mapping[str, dict], runs: Sequenc
         *seen_engine_wer(out_dir, list(reports)),
         "",
         "## Learning curves",
+        "",
+        "WER (%) after each validation of every ASR model on `dev` (synthetic, voices unseen in training) and, where "
+        f"the run built it, on `{REAL_DEV}` (real recordings; dashed in the plot, the same colour as the model's dev "
+        "line). `wer` is the main output's, `wer_normalized` and `wer_punctuated` each mode's.",
         "",
         *(["![learning curves](curves.png)", ""] if plot_curves(out_dir) else ["No model recorded a curve.", ""]),
         *curve_table(out_dir),
