@@ -21,6 +21,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--dev", action="append", required=True, help="NAME=MANIFEST (repeatable)")
     parser.add_argument("--weights", default="0,0.25,0.5,0.75,1")
     parser.add_argument("--max-utterances", type=int, default=None)
+    parser.add_argument("--modules", default=None, help="comma-separated modules that move (default: all)")
     parser.add_argument("--output", default=".bench/aed_interpolated.nemo", help="the chosen model")
     parser.add_argument("--json", default="benchmarks/results/aed_interpolation.json")
     args = parser.parse_args(argv)
@@ -39,6 +40,7 @@ def main(argv: list[str] | None = None) -> None:
         weights=tuple(float(w) for w in args.weights.split(",")),
         max_utterances=args.max_utterances,
         results=output.with_suffix(".sweep.json"),
+        modules=args.modules.split(",") if args.modules else None,
     )
     write_results(args.json, report, [Path(__file__).name, *(sys.argv[1:] if argv is None else argv)])
 

@@ -23,6 +23,13 @@ Variants (name: how the system starts and trains):
     rnnt_cond_direct    ``rnnt_conditioned`` from Whisper tiny.en's encoder, nothing frozen, encoder at 3e-4
     rnnt_cond_ctc       ``rnnt_conditioned`` from ``ctc_direct``'s encoder (a P&C encoder), the demo's fine-tune
     rnnt_dual_ctc       ``rnnt_dual`` from ``ctc_direct``'s encoder, the demo's fine-tune
+    ctc_aed             the demo's ``ctc_inter`` recipe (``ctc_direct``'s) from the fine-tuned AED's encoder
+                        (``--aed-model``, e.g. the demo's ``models/aed_prompt_finetuned.nemo``): the same Whisper
+                        encoder after the AED's steps on the corpus; its minutes count the AED's training minutes
+                        (its stats file's ``train_seconds``)
+    ctc_aed_frozen      ``ctc_aed`` with the encoder frozen for the first half of the steps (the heads learn first)
+    rnnt_cond_aed       ``rnnt_conditioned`` from ``ctc_aed``'s encoder, the demo's fine-tune
+    rnnt_dual_aed       ``rnnt_dual`` from ``ctc_aed``'s encoder, the demo's fine-tune
 """
 
 from __future__ import annotations
@@ -72,6 +79,13 @@ VARIANTS: dict[str, dict] = {
         **SPEED,
     },
     "rnnt_cond_ctc": {"system": "rnnt_conditioned", "start": "ctc_direct"},
+    # the transducer and CTC heads from the AED's fine-tuned encoder
+    # (the demo's ctc_inter recipe now is ctc_direct's: demo.asr_overrides adds PC_FROM_START and the speed
+    # perturbation without a base encoder)
+    "ctc_aed": {"system": "ctc_inter", "start": "aed"},
+    "ctc_aed_frozen": {"system": "ctc_inter", "start": "aed", "freeze_encoder": 0.5},
+    "rnnt_cond_aed": {"system": "rnnt_conditioned", "start": "ctc_aed"},
+    "rnnt_dual_aed": {"system": "rnnt_dual", "start": "ctc_aed"},
     "rnnt_dual_ctc": {"system": "rnnt_dual", "start": "ctc_direct"},
 }
 METRICS = ("per", "punct_micro_f1", "wer_normalized", "wer_pc")
@@ -182,7 +196,28 @@ def score_existing(variant: str, system: str, demo_dir: Path, folder: Path, stri
     }
 
 
-def run_one(variant: str, demo_dir: Path, work: Path, steps: int, every: int, stride: int, train: bool = True) -> dict:
+def aed_start(aed_model: Path | None) -> tuple[Path, float]:
+    """The fine-tuned AED whose encoder starts a variant, and its training minutes (0 when its stats file is
+    missing)."""
+    if aed_model is None or not aed_model.is_file():
+        raise SystemExit(f"a variant that starts from the AED needs --aed-model (a .nemo file), got {aed_model}")
+    stats = aed_model.with_suffix(".json")
+    if not stats.is_file():
+        return aed_model, 0.0
+    record = json.loads(stats.read_text())
+    return aed_model, record.get("train_seconds", record.get("seconds", 0.0)) / 60
+
+
+def run_one(
+    variant: str,
+    demo_dir: Path,
+    work: Path,
+    steps: int,
+    every: int,
+    stride: int,
+    train: bool = True,
+    aed_model: Path | None = None,
+) -> dict:
     """Trains one variant in this process, scores its snapshots and returns its row; ``train=False`` scores the
     snapshots of a run that was stopped (the row then says at which step)."""
     from nemo_pc.pipelines.train import train_model
@@ -217,6 +252,11 @@ def run_one(variant: str, demo_dir: Path, work: Path, steps: int, every: int, st
     if spec["start"] == "base":
         init_from = demo_dir / "models" / "base.nemo"
         start_minutes = json.loads(init_from.with_suffix(".json").read_text())["seconds"] / 60
+    elif spec["start"] == "aed":
+        init_from, start_minutes = aed_start(aed_model)
+        if spec.get("freeze_encoder"):
+            frozen = int(steps * spec["freeze_encoder"])
+            overrides += ["model.freeze_updates.enabled=true", f"model.freeze_updates.modules.encoder={frozen}"]
     elif spec["start"] is not None:  # another variant's model
         row = json.loads((work / spec["start"] / "row.json").read_text())
         init_from = work / spec["start"] / "final.nemo"
@@ -289,12 +329,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--stopped", action="store_true", help="train nothing: score the snapshots that stopped runs left"
     )
+    parser.add_argument(
+        "--aed-model", default=None, help="the fine-tuned AED .nemo that the *_aed variants start from"
+    )
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     demo_dir = Path(args.demo_dir)
     work = Path(args.work_dir) if args.work_dir else demo_dir / ".pc_stage"
     if args.one:
-        row = run_one(args.one, demo_dir, work, args.steps, args.every, args.dev_stride, train=not args.stopped)
+        aed = Path(args.aed_model) if args.aed_model else None
+        row = run_one(
+            args.one, demo_dir, work, args.steps, args.every, args.dev_stride, train=not args.stopped, aed_model=aed
+        )
         write_text_atomic(work / args.one / "row.json", json.dumps(row) + "\n")
         return
     variants = args.variants.split(",")
@@ -318,6 +364,7 @@ def main(argv: list[str] | None = None) -> None:
         "--dev-stride",
         str(args.dev_stride),
         *(["--stopped"] if args.stopped else []),
+        *(["--aed-model", args.aed_model] if args.aed_model else []),
     ]
     rows = []
     for round_, row in variant_rounds(__file__, variants, work, arguments, args.jobs, threads, resume=True):

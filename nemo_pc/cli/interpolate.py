@@ -32,6 +32,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--weights", type=_weights, default="0,0.25,0.5,0.75,1", help="fine-tuned weights tried")
     parser.add_argument("--max-utterances", type=int, default=None, help="at most this many of each dev set")
     parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument(
+        "--modules",
+        default=None,
+        help="comma-separated top-level modules that move, e.g. encoder (the decoder stays fine-tuned); default: all",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -50,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
         weights=weights,
         max_utterances=args.max_utterances,
         batch_size=args.batch_size,
+        modules=[name for name in args.modules.split(",") if name] if args.modules else None,
     )
     print(f"weight {report['chosen']}: {report['output']}")
     return 0

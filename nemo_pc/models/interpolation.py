@@ -9,6 +9,8 @@ auxiliary CTC head, adapters) are the same at both ends, so they keep their fine
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
 
@@ -44,18 +46,40 @@ def zero_shot_state(model) -> dict[str, torch.Tensor]:
 
 
 def interpolated_state(
-    zero_shot: dict[str, torch.Tensor], fine_tuned: dict[str, torch.Tensor], weight: float
+    zero_shot: dict[str, torch.Tensor],
+    fine_tuned: dict[str, torch.Tensor],
+    weight: float,
+    modules: Sequence[str] | None = None,
 ) -> dict[str, torch.Tensor]:
     """``(1 - weight) * zero_shot + weight * fine_tuned`` for every floating-point tensor (others: fine-tuned).
 
+    Args:
+        zero_shot, fine_tuned: the two ends' state dicts.
+        weight: the fine-tuned end's weight.
+        modules: only the tensors of these top-level modules move (e.g. ``["encoder"]``: the encoder between the two
+            ends, the decoder as fine-tuned); ``None``: every tensor.
+
     Raises:
-        InterpolationError: a weight outside [0, 1], or state dicts with different keys.
+        InterpolationError: a weight outside [0, 1], state dicts with different keys, or a module that has no tensor.
     """
     if not 0.0 <= weight <= 1.0:
         raise InterpolationError(f"the interpolation weight must be in [0, 1], got {weight}")
     if zero_shot.keys() != fine_tuned.keys():
         raise InterpolationError(f"the state dicts differ in keys: {sorted(zero_shot.keys() ^ fine_tuned.keys())[:5]}")
+    prefixes = None if modules is None else tuple(f"{name}." for name in modules)
+    if prefixes is not None:
+        missing = [
+            name for name, prefix in zip(modules, prefixes, strict=True) if not any(map(_starts(prefix), fine_tuned))
+        ]
+        if missing or not prefixes:
+            raise InterpolationError(f"no weights under module(s) {missing or list(modules)}")
     return {
-        key: torch.lerp(zero_shot[key], value, weight) if value.is_floating_point() else value
+        key: torch.lerp(zero_shot[key], value, weight)
+        if value.is_floating_point() and (prefixes is None or key.startswith(prefixes))
+        else value
         for key, value in fine_tuned.items()
     }
+
+
+def _starts(prefix: str):
+    return lambda key: key.startswith(prefix)

@@ -70,6 +70,7 @@ def sweep_interpolation(
     max_utterances: int | None = None,
     batch_size: int = 16,
     results: str | Path | None = None,
+    modules: Sequence[str] | None = None,
 ) -> dict:
     """Scores the AED at each weight between its zero-shot start (0) and its fine-tuned weights (1) on every dev
     manifest, picks the weight with the lowest mean normalized-output WER over the dev sets (ties: the higher
@@ -83,6 +84,8 @@ def sweep_interpolation(
         max_utterances: at most this many utterances of each dev set, spread over it (None: all).
         batch_size: transcription batch size.
         results: where the table goes as JSON (default: ``output`` with ``.json``).
+        modules: only these top-level modules move between the ends (e.g. ``["encoder"]``: the decoder stays as
+            fine-tuned); ``None``: the whole model.
 
     Returns:
         ``{"chosen": weight, "rows": [{"weight", "set", "normalized": {...}, "punctuated": {...}}, ...], ...}``.
@@ -103,7 +106,7 @@ def sweep_interpolation(
     subsets = {name: _dev_subset(path, max_utterances, folder, name) for name, path in dev_manifests.items()}
     rows, means = [], {}
     for weight in weights:
-        model.load_state_dict(interpolated_state(zero_shot, fine_tuned, weight))
+        model.load_state_dict(interpolated_state(zero_shot, fine_tuned, weight, modules))
         scores = []
         for name, (manifest, entries) in subsets.items():
             start = time.perf_counter()
@@ -125,9 +128,13 @@ def sweep_interpolation(
             )
         means[weight] = sum(scores) / len(scores)
     chosen = min(weights, key=lambda w: (means[w], -w))
-    model.load_state_dict(interpolated_state(zero_shot, fine_tuned, chosen))
+    model.load_state_dict(interpolated_state(zero_shot, fine_tuned, chosen, modules))
     with open_dict(model.cfg):
-        model.cfg.interpolation = {"weight": chosen, "fine_tuned": str(model_path)}
+        model.cfg.interpolation = {
+            "weight": chosen,
+            "fine_tuned": str(model_path),
+            "modules": None if modules is None else list(modules),
+        }
     tmp = output.with_name(output.name + ".tmp")
     model.save_to(str(tmp))
     tmp.replace(output)
@@ -135,6 +142,7 @@ def sweep_interpolation(
         "model": str(model_path),
         "output": str(output),
         "chosen": chosen,
+        "modules": None if modules is None else list(modules),
         "mean_normalized_wer": {str(w): means[w] for w in weights},
         "max_utterances": max_utterances,
         "rows": rows,

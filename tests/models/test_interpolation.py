@@ -64,6 +64,21 @@ def test_the_interpolated_state_runs_from_one_end_to_the_other(pair):
         interpolated_state(a, b, 1.5)
 
 
+def test_modules_move_only_their_own_tensors(pair):
+    zero, tuned = pair
+    a, b = zero.state_dict(), tuned.state_dict()
+    half = interpolated_state(a, b, 0.5, modules=["encoder"])
+    floats = [key for key in b if b[key].is_floating_point() and not torch.equal(a[key], b[key])]
+    encoder = [key for key in floats if key.startswith("encoder.")]
+    others = [key for key in floats if not key.startswith("encoder.")]
+    assert encoder and others
+    for key in encoder:
+        torch.testing.assert_close(half[key], (a[key] + b[key]) / 2)
+    assert all(torch.equal(half[key], b[key]) for key in others)
+    with pytest.raises(InterpolationError, match="no weights under module"):
+        interpolated_state(a, b, 0.5, modules=["encoderr"])
+
+
 def test_a_model_without_pretrained_weights_is_refused(pair):
     zero, _ = pair
     plain = zero.cfg.copy()
@@ -99,6 +114,8 @@ def test_the_sweep_scores_each_weight_on_each_dev_set_and_saves_the_chosen_model
             "0,1",
             "--max-utterances",
             "2",
+            "--modules",
+            "encoder",
         ]
     )
     assert code == 0
@@ -112,9 +129,13 @@ def test_the_sweep_scores_each_weight_on_each_dev_set_and_saves_the_chosen_model
     assert all(row["utterances"] == 2 for row in report["rows"])
     restored = EncDecAEDPCModel.restore_from(str(out), map_location="cpu")
     assert restored.cfg.interpolation.weight == report["chosen"]
-    want = mix(zero.state_dict(), tuned.state_dict(), report["chosen"])
-    key = "transf_decoder._embedding.token_embedding.weight"
-    torch.testing.assert_close(restored.state_dict()[key], want[key])
+    assert list(restored.cfg.interpolation.modules) == report["modules"] == ["encoder"]
+    want = mix(zero.state_dict(), tuned.state_dict(), report["chosen"], modules=["encoder"])
+    state = restored.state_dict()
+    for key in ("encoder.layers.0.attn.qkv.weight", "transf_decoder._embedding.token_embedding.weight"):
+        torch.testing.assert_close(state[key], want[key])
+    key = "transf_decoder._embedding.token_embedding.weight"  # the decoder as fine-tuned
+    torch.testing.assert_close(state[key], tuned.state_dict()[key])
 
 
 def test_a_bad_dev_argument_exits_2(tmp_path, capsys):
