@@ -380,8 +380,10 @@ def test_report_has_learning_curves_and_voice_tables(demo):
     runner, report = demo
     stats = json.loads(runner.model_path("base").with_suffix(".json").read_text())
     assert stats["curve"] and all("val_wer" in point for point in stats["curve"])
+    assert all("real_dev_val_wer" in point for point in stats["curve"])  # real_dev, the second validation set
     text = report.read_text()
     assert "![learning curves](curves.png)" in text and runner.path("curves.png").stat().st_size > 0
+    assert "| wer (dev) | wer (real_dev) |" in text
     assert "| split | engine | voices | speakers | minutes |" in text
     assert "N-output WER (%) on the test utterances of each engine" in text
 

@@ -175,6 +175,8 @@ def test_every_asr_system_validates_on_dev_then_real_dev_when_the_run_built_it(d
     dev, real_dev = str(demo.manifest("dev")), str(demo.manifest("real_dev"))
     assert validation_sets("ctc_inter", "ctc") == dev  # no real_dev built
     write_manifest(demo.manifest("real_dev"), [])
+    assert validation_sets("ctc_inter", "ctc") == dev  # nothing to validate on
+    write_manifest(demo.manifest("real_dev"), read_manifest(demo.manifest("real_test")))
     for name, family in (("ctc_inter", "ctc"), ("rnnt_conditioned", "rnnt"), ("aed_prompt", "aed")):
         assert list(validation_sets(name, family)) == [dev, real_dev]  # dev first: its metrics keep val_*
     demo.cfg.real_speech = False

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from nemo_pc.parts.manifest import iter_manifest
 from nemo_pc.pipelines.demo.layout import REAL_DEV, REAL_SPEECH_DIR, REAL_SPLITS
 
 
@@ -37,9 +38,11 @@ class RealSpeechSteps:
         """The Hydra override of an ASR system's validation sets: the synthetic ``dev``, then ``real_dev`` when the
         run built it. NeMo validates on each (its multiple validation loaders); ``dev`` stays the first, so its
         metrics keep the plain names (``val_wer``, ``val_wer_normalized``) that the report's targets read, and
-        ``real_dev``'s are ``real_dev_val_*`` (:func:`nemo_pc.pipelines.train.curve_point`)."""
+        ``real_dev``'s are ``real_dev_val_*`` (:func:`nemo_pc.pipelines.train.curve_point`). A ``real_dev`` without
+        clips is left out (NeMo's epoch end of an empty loader fails)."""
         manifests = [self.manifest("dev")]
-        if REAL_DEV in self.real_splits() and self.manifest(REAL_DEV).is_file():
-            manifests.append(self.manifest(REAL_DEV))
+        real_dev = self.manifest(REAL_DEV)
+        if REAL_DEV in self.real_splits() and real_dev.is_file() and next(iter_manifest(real_dev), None) is not None:
+            manifests.append(real_dev)
         value = str(manifests[0]) if len(manifests) == 1 else "[" + ",".join(f"'{path}'" for path in manifests) + "]"
         return f"model.validation_ds.manifest_filepath={value}"
