@@ -37,6 +37,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--predictions", type=Path, default=None, help="keep the prediction manifest here")
     parser.add_argument("--threads", type=int, default=2, help="CPU threads of CTranslate2 (2)")
     parser.add_argument("--compute-type", default="int8", help="CTranslate2 weight type (int8)")
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="decode every utterance; by default transcripts of audio decoded before with the same model and "
+        "settings come from the anchor's cache and the RTF covers only the rest",
+    )
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
     return parser
 
@@ -107,7 +113,13 @@ def run(args: argparse.Namespace) -> dict:
     with tempfile.TemporaryDirectory(prefix="whisper_anchor_") as tmp:
         predictions = args.predictions or Path(tmp) / f"{WHISPER_SYSTEM}.json"
         try:
-            timing = transcribe_whisper(manifest, predictions, threads=args.threads, compute_type=args.compute_type)
+            timing = transcribe_whisper(
+                manifest,
+                predictions,
+                threads=args.threads,
+                compute_type=args.compute_type,
+                cache=not args.no_cache,
+            )
         except AnchorUnavailableError as error:
             raise SystemExit(f"whisper_anchor: {error}") from None
         report = score_predictions(predictions)

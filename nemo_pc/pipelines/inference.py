@@ -47,12 +47,14 @@ class DecodeTiming:
 
     Attributes:
         system: the system's name, e.g. ``rnnt_conditioned`` or ``whisper_tiny_en``.
-        utterances: utterances transcribed.
+        utterances: utterances transcribed (decoded, not read from a cache).
         audio_seconds: their audio (the manifest's ``duration`` fields).
         decode_seconds: wall-clock seconds of the transcription, model loading left out.
         threads: CPU threads the system ran on.
         batch_size: utterances per forward pass.
         engine: what ran it, e.g. ``PyTorch`` or ``CTranslate2 int8``.
+        cached: utterances of the manifest whose text came from a cache instead; they are in none of the counts
+            above, so the RTF is that of the decoded audio (NaN when nothing was decoded).
     """
 
     system: str
@@ -62,6 +64,7 @@ class DecodeTiming:
     threads: int
     batch_size: int
     engine: str
+    cached: int = 0
 
     @property
     def rtf(self) -> float:

@@ -132,7 +132,7 @@ def test_whisper_tiny_en_transcribes_two_espeak_utterances(tmp_path):
             }
         )
     manifest = write_manifest(tmp_path / "test.json", entries)
-    timing = transcribe_whisper(manifest, tmp_path / "pred.json", threads=2, progress=False)
+    timing = transcribe_whisper(manifest, tmp_path / "pred.json", threads=2, progress=False, cache_dir=tmp_path)
     rows = read_manifest(tmp_path / "pred.json")
     assert "twelve dollars" in rows[0]["pred_text_normalized"]
     assert "smith went home" in rows[1]["pred_text_normalized"]

@@ -108,3 +108,37 @@ def test_the_demo_runs_the_anchor_only_when_asked_and_installed(demo, monkeypatc
     assert demo.path("eval", "whisper_tiny_en@test_seen.json").is_file()
     demo.cfg.anchor = False
     assert demo._anchor_step() == {}
+
+
+def test_the_anchor_cache_is_a_demo_setting(demo, monkeypatch):
+    from nemo_pc.pipelines.demo import command
+
+    caches = []
+
+    def transcribe(manifest, target, cache=True, **options):
+        caches.append(cache)
+        return _fake_transcribe([])(manifest, target, **options)
+
+    monkeypatch.setattr(anchor_lib, "transcribe_whisper", transcribe)
+    demo.anchor()
+    demo.cfg.anchor_cache = False
+    demo.anchor("test_seen")
+    assert caches == [True, False]
+    seen = []
+    monkeypatch.setattr(command.Demo, "run", lambda self: seen.append(self.cfg.anchor_cache) or "REPORT.md")
+    command.main(["--out", "unused"])
+    command.main(["--out", "unused", "--no-anchor-cache"])
+    assert seen == [True, False]
+
+
+def test_an_anchor_read_from_its_cache_has_no_rtf(demo, monkeypatch):
+    def transcribe(manifest, target, threads=2, **_):
+        rows = _fake_transcribe([])(manifest, target, threads=threads).utterances
+        return DecodeTiming(anchor_lib.WHISPER_SYSTEM, 0, 0.0, 0.0, threads, 1, "faster-whisper", cached=rows)
+
+    monkeypatch.setattr(anchor_lib, "transcribe_whisper", transcribe)
+    reports = demo.anchor()
+    assert json.loads(demo.rtf_path("whisper_tiny_en").read_text())["cached"] == 4
+    text = write_report(demo.out, reports, [{"finished": "now", "seconds": {"corpus": 1.0}}], "whisper_tiny_en")
+    row = next(line for line in text.read_text().splitlines() if line.startswith("| `whisper_tiny_en` |"))
+    assert row.endswith("| - |")

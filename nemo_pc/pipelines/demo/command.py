@@ -102,6 +102,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="leave out the Whisper tiny.en anchor rows (about 10 of the default run's 81 minutes)",
     )
     parser.add_argument(
+        "--no-anchor-cache",
+        action="store_true",
+        help="decode every anchor utterance instead of reading the transcripts of the same audio, model and "
+        "settings from $NEMO_PC_CACHE/whisper.sqlite",
+    )
+    parser.add_argument(
         "--no-real-speech",
         action="store_true",
         help="leave out the real recorded sets real_dev and real_test (nemo-pc real-speech), their transcripts and "
@@ -163,6 +169,7 @@ def main(argv: list[str] | None = None) -> None:
         base_speed_perturb=args.base_speed_perturb,
         backbone=args.backbone,
         anchor=not args.no_anchor,
+        anchor_cache=not args.no_anchor_cache,
         real_speech=not args.no_real_speech,
         real_speech_sdists=args.real_speech_sdists,
         tagger_steps=args.tagger_steps or defaults.tagger_steps * scale,

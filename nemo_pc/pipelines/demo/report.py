@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -90,7 +91,9 @@ def metrics_table(
         metrics, support = report["metrics"], report["support"]
         cells = [_fmt(metrics.get(key)) if support.get(key) else "-" for key, _ in COLUMNS]
         row = [f"`{system}`", _fmt(report.get("empty_share")), _fmt(report["normalized_output"]["wer"]), *cells]
-        row.append(f"{timings[system]['rtf']:.3f}" if timings[system] else "-")
+        timing = timings[system]
+        # NaN: every transcript came from the anchor's cache, nothing was decoded to time
+        row.append(f"{timing['rtf']:.3f}" if timing and math.isfinite(timing["rtf"]) else "-")
         lines.append("| " + " | ".join(row) + " |")
     if not notes:
         return lines
