@@ -43,6 +43,14 @@ from suite import REPO, p_value, pct
 from nemo_pc.formatter.hybrid import DEFAULT_DETECT_SPANS, DEFAULT_SPAN_ITN
 from nemo_pc.parts.manifest import write_text_atomic
 from nemo_pc.pipelines.demo.layout import REAL_TEST, split_system
+from nemo_pc.pipelines.demo.runs import (
+    TIMINGS,
+    invocations_phrase,
+    machine_phrase,
+    read_runs,
+    revision_phrase,
+    step_minutes,
+)
 
 BLOCK = re.compile(
     r"<!-- results:(?P<kind>[a-z_]+) (?P<source>\S+(?: \S+)*?) -->\n(?P<body>.*?)<!-- results:end -->", re.S
@@ -256,11 +264,27 @@ def _demo_systems(folder: Path, config: dict) -> list[str]:
     return names + [name for name in formatted if (folder / "eval" / f"{name}.json").is_file()]
 
 
-def _last_run_seconds(folder: Path) -> dict[str, float]:
-    runs = _read_json(folder / "timings.json").get("runs") or []
+def _demo_runs(folder: Path) -> list[dict]:
+    runs = read_runs(folder)
     if not runs:
-        raise ValueError(f"{folder / 'timings.json'}: no runs")
-    return runs[-1]["seconds"]
+        raise ValueError(f"{folder / TIMINGS}: no runs")
+    return runs
+
+
+def _last_run_seconds(folder: Path) -> dict[str, float]:
+    return _demo_runs(folder)[-1]["seconds"]
+
+
+def _demo_made_by(runs: list[dict]) -> str:
+    """Who made a demo folder: the last invocation's date, revision and machine, how many invocations, and the
+    revisions of earlier ones that differ from the last (``timings.json``, :mod:`nemo_pc.pipelines.demo.runs`)."""
+    last = runs[-1]
+    earlier = [phrase for phrase in dict.fromkeys(map(revision_phrase, runs[:-1])) if phrase != revision_phrase(last)]
+    text = f"Run of {last.get('finished', '?')}, {revision_phrase(last)}, {invocations_phrase(runs)}"
+    if earlier:
+        text += f" (earlier at {', '.join(phrase.removeprefix('revision ') for phrase in earlier)})"
+    machine = machine_phrase(last)
+    return text + (f", on {machine}" if machine else "")
 
 
 def _demo_real_speech(source: Path, config: dict) -> list[str]:
@@ -301,10 +325,9 @@ def render_demo(source: Path) -> str:
     """One table of a demo output folder: N-output WER, WER-PC, PER, punctuation F1 and CER on test, N-output WER on
     test_seen; and, when the run transcribed the real recordings, their table (:func:`_demo_real_speech`)."""
     config = _read_json(source / "config.json")
-    seconds = _last_run_seconds(source)
+    runs = _demo_runs(source)
+    seconds = runs[-1]["seconds"]
     anchor = sum(value for key, value in seconds.items() if "whisper" in key)
-    runs = _read_json(source / "timings.json")["runs"]
-    finished = runs[-1].get("finished", "?")
     rows, n_test, n_seen = [], None, None
     for system in _demo_systems(source, config):
         report, seen = _demo_eval(source, system), _demo_eval(source, f"{system}@test_seen")
@@ -330,23 +353,24 @@ def render_demo(source: Path) -> str:
         else "Greedy decoding, no LM. "
     )
     head = (
-        f"Run of {finished}: {config['hours']} h corpus planned, seed {config['seed']}, backbone "
+        f"{_demo_made_by(runs)}: {config['hours']} h corpus planned, seed {config['seed']}, backbone "
         f"`{config.get('backbone') or 'fastconformer'}`, base encoder {config['base_steps']} steps, RNN-T "
         f"{config['rnnt_steps']} steps, CTC {config['asr_steps']} steps, {aed}tokenizer {config['vocab_size']} "
         f"pieces. **{_minutes(total)}** of steps in its last invocation ({_minutes(total - anchor)} without the "
-        "Whisper anchor; a resumed run skips what an earlier one finished)"
-        + (
-            f", {_minutes(sum(sum(run['seconds'].values()) for run in runs))} over the folder's {len(runs)} "
-            f"invocations ({', '.join(run.get('finished', '?') for run in runs)}). "
-            if len(runs) > 1
-            else ". "
-        )
+        "Whisper anchor; a resumed invocation skips what an earlier one finished)"
+        + (f", {_minutes(60 * step_minutes(runs))} over all {len(runs)}. " if len(runs) > 1 else ". ")
         + f"Test: {n_test} utterances of {config['held_out_voices']} voices that no training utterance uses; "
         f"test_seen: {n_seen} utterances of training voices reading chapters no other split reads. {lm}"
-        f"Source: `{source_name(source)}/` (`eval/`, `timings.json`, `REPORT.md`)."
+        f"Source: `{_folder_name(source)}/` (`eval/`, `timings.json` with every invocation's record, `REPORT.md`)."
     )
     columns = ["system", "N-output WER:", "WER-PC:", "PER:", "punct F1:", "CER:", "N-output WER, test_seen:"]
     return "\n".join([head, "", *_table(columns, rows), *_demo_real_speech(source, config)]) + "\n"
+
+
+def _folder_name(folder: Path) -> str:
+    """A demo folder as a block names it: from the repository root, else by its own name (no machine's path)."""
+    name = source_name(folder)
+    return folder.name if Path(name).is_absolute() else name
 
 
 def render_demo_steps(source: Path) -> str:

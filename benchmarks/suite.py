@@ -135,23 +135,11 @@ def results_path(script: str | Path, suffix: str = ".json") -> Path:
 
 
 def revision() -> str | None:
-    """The checkout's commit, with ``+dirty`` when tracked files differ from it. A tree exported without its git
-    folder (``git archive``, as ``scripts/device_check.sh`` runs) gives ``$NEMO_PC_REVISION`` when set, else
-    ``None``: the git folder of an enclosing checkout is not this tree's."""
-    if os.environ.get("NEMO_PC_REVISION"):
-        return os.environ["NEMO_PC_REVISION"]
-    try:
-        top = subprocess.run(
-            ["git", "rev-parse", "--show-toplevel"], cwd=REPO, capture_output=True, text=True, check=True
-        )
-        if Path(top.stdout.strip()).resolve() != Path(REPO).resolve():
-            return None
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True)
-        status = ["git", "status", "--porcelain", "--untracked-files=no"]
-        dirty = subprocess.run(status, cwd=REPO, capture_output=True, text=True, check=True)
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+    """The checkout's commit, with ``+dirty`` when tracked files differ from it; ``$NEMO_PC_REVISION`` when set, else
+    ``None`` for a tree exported without its git folder (:func:`nemo_pc.parts.provenance.revision`)."""
+    from nemo_pc.parts.provenance import revision as checkout_revision
+
+    return checkout_revision(REPO)
 
 
 def provenance(argv: Sequence[str] | None = None) -> dict:

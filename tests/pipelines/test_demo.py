@@ -12,6 +12,7 @@ from nemo_pc.parts.manifest import read_manifest
 from nemo_pc.parts.text import normalize
 from nemo_pc.pipelines.demo.config import DemoConfig
 from nemo_pc.pipelines.demo.pipeline import Demo
+from nemo_pc.pipelines.demo.runs import read_runs
 from nemo_pc.testing.sdists import real_speech_sdists
 from nemo_pc.testing.text import TINY_REWRITER_OVERRIDES as TINY_REWRITER
 
@@ -358,10 +359,15 @@ def test_without_real_speech_a_resumed_run_neither_builds_nor_reports_them(demo,
 def test_a_rerun_reuses_every_model(demo):
     runner, _ = demo
     before = {p.name: p.stat().st_mtime_ns for p in runner.path("models").glob("*.nemo")}
+    runs = read_runs(runner.out)
     again = Demo(runner.cfg, log=lambda message: None)
-    again.run()
+    text = again.run().read_text()
     after = {p.name: p.stat().st_mtime_ns for p in runner.path("models").glob("*.nemo")}
     assert before == after
+    # the rerun appends its own record: the folder was made by the first, from an empty folder, and resumed
+    assert runs[0]["from_empty_folder"] and len(read_runs(runner.out)) == len(runs) + 1
+    assert not read_runs(runner.out)[-1]["from_empty_folder"]
+    assert f"`out/` was made by {len(runs) + 1} invocations (resumed)" in text and str(runner.out) not in text
 
 
 def test_unknown_system_is_refused():

@@ -27,7 +27,8 @@ Layout of ``out_dir``::
     eval/<system>.json      nemo-pc evaluate reports (eval/<system>@<split>.json on another split; on a real one
                             with the N-WER's bootstrap interval and the scores of the clips with marks);
                             eval/<system>_per.png the per-mark PER plots
-    REPORT.md, timings.json (step seconds of every run; a resumed run skips what is done)
+    REPORT.md, timings.json (one record per invocation: command, revision, dates, machine and step seconds; a
+                            resumed invocation skips what is done; :mod:`nemo_pc.pipelines.demo.runs`)
 """
 
 from __future__ import annotations
@@ -40,9 +41,10 @@ from dataclasses import asdict
 from pathlib import Path
 
 from nemo_pc.data.recipes.synth import SEEN_TEST_SPLIT
-from nemo_pc.parts.manifest import atomic_open, iter_manifest, write_manifest, write_text_atomic
+from nemo_pc.parts.manifest import iter_manifest, write_manifest, write_text_atomic
 from nemo_pc.parts.modes import MODES
 from nemo_pc.parts.output_lock import hold_output_folder
+from nemo_pc.parts.provenance import utc_now
 from nemo_pc.parts.text import normalize
 from nemo_pc.pipelines.demo.aed_steps import AedSteps
 from nemo_pc.pipelines.demo.config import (
@@ -63,6 +65,7 @@ from nemo_pc.pipelines.demo.layout import REAL_SPLITS, manifest_path, split_syst
 from nemo_pc.pipelines.demo.layout import step_done as _done
 from nemo_pc.pipelines.demo.real_speech_steps import RealSpeechSteps
 from nemo_pc.pipelines.demo.report import LM_CASCADE
+from nemo_pc.pipelines.demo.runs import append_run, folder_is_empty, invocation_record
 from nemo_pc.pipelines.demo.scoring import score_predictions, score_real_speech
 
 
@@ -519,6 +522,7 @@ class Demo(AedSteps, FormatterSteps, RealSpeechSteps):
             return self._steps()
 
     def _steps(self) -> Path:
+        started, from_empty_folder = utc_now(), folder_is_empty(self.out)
         write_text_atomic(self.path("config.json"), json.dumps(asdict(self.cfg), indent=2) + "\n")
         self._timed("corpus", self.corpus)
         if self.cfg.real_speech:  # before any training: an sdist that cannot be had stops the run at once
@@ -552,11 +556,7 @@ class Demo(AedSteps, FormatterSteps, RealSpeechSteps):
         reports |= self._anchor_step()
         from nemo_pc.pipelines.demo.report import write_report
 
-        runs = self._timing_runs()
-        runs.append({"finished": time.strftime("%Y-%m-%d %H:%M:%S"), "seconds": self.timings})
-        with atomic_open(self.path("timings.json")) as handle:
-            handle.write(json.dumps({"runs": runs}, indent=2) + "\n")
-        return write_report(self.out, reports, runs, source)
+        return write_report(self.out, reports, self._record_invocation(started, from_empty_folder), source)
 
     def _anchor_step(self) -> dict[str, dict]:
         from nemo_pc.pipelines.anchor import WHISPER_SYSTEM, anchor_available
@@ -570,12 +570,6 @@ class Demo(AedSteps, FormatterSteps, RealSpeechSteps):
                 )
         return self._timed(f"transcribe and evaluate {WHISPER_SYSTEM}", self.anchor)
 
-    def _timing_runs(self) -> list[dict]:
-        """Step timings of the earlier runs in ``out_dir`` (a resumed run skips finished steps)."""
-        path = self.path("timings.json")
-        if not path.is_file():
-            return []
-        try:
-            return list(json.loads(path.read_text())["runs"])
-        except (ValueError, KeyError, TypeError):
-            return []
+    def _record_invocation(self, started: str, from_empty_folder: bool) -> list[dict]:
+        """Appends this invocation's record (its step seconds so far) to ``timings.json``; returns every record."""
+        return append_run(self.out, invocation_record(self.timings, started, from_empty_folder))

@@ -14,6 +14,7 @@ from nemo_pc.pipelines.anchor import INSTALL_HINT, WHISPER_SYSTEM, anchor_availa
 from nemo_pc.pipelines.demo.curves_report import curve_table, plot_curves
 from nemo_pc.pipelines.demo.interpolation_report import interpolation_section
 from nemo_pc.pipelines.demo.layout import REAL_DEV, REAL_SPEECH_DIR, REAL_TEST, model_stats, split_system
+from nemo_pc.pipelines.demo.runs import made_by_section
 
 COLUMNS = (
     # (metric key, header)
@@ -404,13 +405,15 @@ def _start(name: str, stats: Mapping, config: Mapping) -> str:
 
 
 def write_report(out_dir: str | Path, reports: Mapping[str, dict], runs: Sequence[Mapping], source: str) -> Path:
-    """Writes ``out_dir/REPORT.md`` from the evaluation reports and the step timings of every run (oldest first,
-    each ``{"finished", "seconds": {step: seconds}}``); returns its path."""
+    """Writes ``out_dir/REPORT.md`` from the evaluation reports and the record of every invocation (oldest first, each
+    at least ``{"finished", "seconds": {step: seconds}}``; :mod:`nemo_pc.pipelines.demo.runs`); returns its path."""
     out_dir = Path(out_dir)
     config = json.loads((out_dir / "config.json").read_text())
     first = next(iter(reports.values()))
     lines = [
         "# nemo_pc demo report",
+        "",
+        *made_by_section(runs, out_dir),
         "",
         "## Held-out voices (test)",
         "",

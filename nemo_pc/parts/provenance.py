@@ -1,0 +1,109 @@
+"""What made a result: the code revision, the command line, the date and the machine.
+
+One home for the record that a demo folder's ``timings.json`` and ``benchmarks/suite.py``'s results files keep, so
+that a number can be traced to the code that wrote it. Torch-free at import: :func:`machine` imports torch only when
+it is called.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shlex
+import subprocess
+import sys
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+
+CHECKOUT = Path(__file__).resolve().parents[2]
+"""The folder that holds the ``nemo_pc`` package: a git checkout's root when the package runs from one."""
+REVISION_ENV = "NEMO_PC_REVISION"
+DIRTY = "+dirty"
+
+
+def _git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def revision(root: str | Path = CHECKOUT) -> str | None:
+    """The commit of the checkout at ``root``, with ``+dirty`` when tracked files differ from it.
+
+    ``$NEMO_PC_REVISION`` wins when set: a tree exported without its git folder (``git archive``) names its revision
+    that way. ``None`` when ``root`` is no checkout's root: the git folder of an enclosing checkout (or none at all,
+    an installed package) is not this tree's.
+    """
+    if os.environ.get(REVISION_ENV):
+        return os.environ[REVISION_ENV]
+    root = Path(root)
+    try:
+        if Path(_git(root, "rev-parse", "--show-toplevel")).resolve() != root.resolve():
+            return None
+        head = _git(root, "rev-parse", "HEAD")
+        dirty = _git(root, "status", "--porcelain", "--untracked-files=no")
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + (DIRTY if dirty else "")
+
+
+def is_dirty(recorded: str | None) -> bool:
+    """Whether a recorded revision had tracked files that differ from its commit."""
+    return bool(recorded and recorded.endswith(DIRTY))
+
+
+def utc_now() -> str:
+    """The date and time now, UTC, ISO 8601 to the second (``2026-11-27T15:46:15+00:00``)."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def command_line(argv: Sequence[str] | None = None) -> str:
+    """``argv`` (default ``sys.argv``) as one shell line, its arguments as given; a script (``*.py``) is prefixed
+    with ``python`` and an installed entry point (an absolute ``argv[0]``) is named without its folder."""
+    argv = list(sys.argv if argv is None else argv)
+    if not argv:
+        return ""
+    program = Path(argv[0]).name if Path(argv[0]).is_absolute() and not argv[0].endswith(".py") else argv[0]
+    words = ["python", program] if program.endswith(".py") else [program]
+    return shlex.join([*words, *argv[1:]])
+
+
+def without_machine_paths(command: str) -> str:
+    """``command`` with each absolute path (a word, or the value of ``--key=/path``) cut to its last name, for text
+    that other machines read."""
+
+    def short(word: str) -> str:
+        key, equals, value = word.rpartition("=") if word.startswith("-") else ("", "", word)
+        return f"{key}{equals}{Path(value).name}" if value.startswith("/") else word
+
+    try:
+        words = shlex.split(command)
+    except ValueError:  # an unclosed quote: the words as written
+        words = command.split()
+    return shlex.join(short(word) for word in words)
+
+
+def _version(distribution: str) -> str | None:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def machine() -> dict:
+    """``{"cpus", "torch_threads", "platform", "python", "torch", "nemo"}`` of this process (a version or thread
+    count that cannot be had is ``None``)."""
+    try:
+        import torch
+
+        threads = torch.get_num_threads()
+    except ImportError:
+        threads = None
+    return {
+        "cpus": os.cpu_count(),
+        "torch_threads": threads,
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "torch": _version("torch"),
+        "nemo": _version("nemo_toolkit"),
+    }

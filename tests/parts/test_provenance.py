@@ -1,0 +1,51 @@
+"""The record of what made a result: a checkout's revision (``+dirty`` with changed tracked files), the command line
+without machine paths, and the machine."""
+
+import subprocess
+
+import pytest
+
+from nemo_pc.parts import provenance
+
+
+def _git(root, *args):
+    subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+
+
+@pytest.fixture
+def checkout(tmp_path, monkeypatch):
+    monkeypatch.delenv(provenance.REVISION_ENV, raising=False)
+    _git(tmp_path, "init", "-q")
+    (tmp_path / "a.txt").write_text("one\n")
+    _git(tmp_path, "add", "a.txt")
+    _git(tmp_path, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "one")
+    return tmp_path
+
+
+def test_a_clean_checkout_gives_its_commit_and_a_changed_one_adds_dirty(checkout):
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=checkout, capture_output=True, text=True).stdout.strip()
+    assert provenance.revision(checkout) == head and not provenance.is_dirty(head)
+    (checkout / "b.txt").write_text("untracked files leave the revision clean\n")
+    assert provenance.revision(checkout) == head
+    (checkout / "a.txt").write_text("two\n")
+    assert provenance.revision(checkout) == f"{head}+dirty" and provenance.is_dirty(provenance.revision(checkout))
+
+
+def test_the_environment_names_an_exported_tree_and_a_subfolder_is_no_checkout(checkout, monkeypatch, tmp_path):
+    (checkout / "sub").mkdir()
+    assert provenance.revision(checkout / "sub") is None  # the enclosing checkout's commit is not this tree's
+    assert provenance.revision(tmp_path.parent / "nowhere") is None
+    monkeypatch.setenv(provenance.REVISION_ENV, "abc1234")
+    assert provenance.revision(checkout / "sub") == "abc1234"
+    assert not provenance.is_dirty(None)
+
+
+def test_command_line_and_machine():
+    assert provenance.command_line(["examples/demo_pc.py", "--out", "a b"]) == "python examples/demo_pc.py --out 'a b'"
+    assert provenance.command_line(["/opt/venv/bin/nemo-pc", "demo", "--out", "/data/run"]).startswith("nemo-pc demo")
+    shown = provenance.without_machine_paths("nemo-pc demo --out '/data/my run' --dir=/x/y --n 3")
+    assert shown == "nemo-pc demo --out 'my run' --dir=y --n 3"
+    found = provenance.machine()
+    assert set(found) == {"cpus", "torch_threads", "platform", "python", "torch", "nemo"}
+    assert found["cpus"] >= 1 and found["torch_threads"] >= 1
+    assert provenance.utc_now().endswith("+00:00")
