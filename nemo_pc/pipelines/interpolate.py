@@ -62,6 +62,38 @@ def _mode_wer(hypotheses: list[str], rows: list[dict], mode: str) -> dict:
     return {"wer": errors / max(words, 1), "errors": errors, "words": words}
 
 
+def interpolate_at(
+    model_path: str | Path, output: str | Path, weight: float, modules: Sequence[str] | None = None
+) -> Path:
+    """Saves the AED of ``model_path`` at ``weight`` between its zero-shot start (0) and its fine-tuned weights (1)
+    to ``output`` (atomically; its config records ``interpolation``), with no dev set scored."""
+
+    from nemo_pc.models.interpolation import interpolated_state, zero_shot_state
+    from nemo_pc.pipelines.inference import load_asr_model
+
+    (weight,) = check_weights([weight])
+    model = load_asr_model(model_path)
+    fine_tuned = {key: value.clone() for key, value in model.state_dict().items()}
+    model.load_state_dict(interpolated_state(zero_shot_state(model), fine_tuned, weight, modules))
+    return _save_interpolated(model, model_path, output, weight, modules)
+
+
+def _save_interpolated(model, model_path, output, weight: float, modules) -> Path:
+    from omegaconf import open_dict
+
+    output = Path(output)
+    with open_dict(model.cfg):
+        model.cfg.interpolation = {
+            "weight": weight,
+            "fine_tuned": str(model_path),
+            "modules": None if modules is None else list(modules),
+        }
+    tmp = output.with_name(output.name + ".tmp")
+    model.save_to(str(tmp))
+    tmp.replace(output)
+    return output
+
+
 def sweep_interpolation(
     model_path: str | Path,
     dev_manifests: dict[str, str | Path],
@@ -91,8 +123,6 @@ def sweep_interpolation(
         ``{"chosen": weight, "rows": [{"weight", "set", "normalized": {...}, "punctuated": {...}}, ...], ...}``.
     """
     import json
-
-    from omegaconf import open_dict
 
     from nemo_pc.models.interpolation import interpolated_state, zero_shot_state
     from nemo_pc.pipelines.inference import load_asr_model, transcribe_both
@@ -129,15 +159,7 @@ def sweep_interpolation(
         means[weight] = sum(scores) / len(scores)
     chosen = min(weights, key=lambda w: (means[w], -w))
     model.load_state_dict(interpolated_state(zero_shot, fine_tuned, chosen, modules))
-    with open_dict(model.cfg):
-        model.cfg.interpolation = {
-            "weight": chosen,
-            "fine_tuned": str(model_path),
-            "modules": None if modules is None else list(modules),
-        }
-    tmp = output.with_name(output.name + ".tmp")
-    model.save_to(str(tmp))
-    tmp.replace(output)
+    _save_interpolated(model, model_path, output, chosen, modules)
     report = {
         "model": str(model_path),
         "output": str(output),

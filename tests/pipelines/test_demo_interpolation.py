@@ -174,6 +174,41 @@ def test_weight_one_alone_keeps_the_fine_tune_without_a_sweep(corpus, tmp_path, 
     assert demo.interpolation_dev_sets() == {"dev": demo.manifest("dev")}  # no real_dev without real speech
 
 
+def test_one_weight_is_interpolated_without_transcribing_a_dev_set(corpus, tmp_path, monkeypatch):
+    from nemo_pc.models.interpolation import interpolated_state, zero_shot_state
+
+    demo = _demo(tmp_path / "out", corpus, aed_interpolation_weights=(0.75,))
+    monkeypatch.setattr("nemo_pc.pipelines.train.train_model", _stand_in_training(corpus, []))
+    monkeypatch.setattr("nemo_pc.pipelines.interpolate.sweep_interpolation", _refuse)
+    monkeypatch.setattr("nemo_pc.pipelines.inference.transcribe_both", _refuse)
+    demo.train_asr(NAME)
+    demo.interpolate_aeds()
+    tuned = EncDecAEDPCModel.restore_from(str(corpus["tuned"]), map_location="cpu")
+    fine = {key: value.clone() for key, value in tuned.state_dict().items()}
+    want = interpolated_state(zero_shot_state(tuned), fine, 0.75)
+    model = EncDecAEDPCModel.restore_from(str(demo.model_path(NAME)), map_location="cpu")
+    assert model.cfg.interpolation.weight == 0.75
+    key = "encoder.layers.0.attn.qkv.weight"
+    assert not torch.equal(want[key], fine[key])
+    torch.testing.assert_close(model.state_dict()[key], want[key])
+    stats = json.loads(demo.model_path(NAME).with_suffix(".json").read_text())
+    assert stats["interpolation_weight"] == 0.75
+    assert not demo.path("models", f"{NAME}.interpolation.json").exists()
+
+
+def test_the_fine_tune_recipe_is_a_demo_setting(corpus, tmp_path, monkeypatch):
+    demo = _demo(tmp_path / "out", corpus, aed_finetune="ema")
+    assert "finetune=ema" in demo.asr_overrides(NAME)
+    assert "finetune=full" in _demo(tmp_path / "full", corpus).asr_overrides(NAME)
+    with pytest.raises(ValueError, match="aed_finetune must be one of .*ema.*, got 'emma'"):
+        Demo(DemoConfig(out_dir=str(tmp_path / "bad"), aed_finetune="emma"))
+    assert not (tmp_path / "bad").exists()
+    seen = []
+    monkeypatch.setattr(command.Demo, "run", lambda self: seen.append(self.cfg) or "REPORT.md")
+    command.main(["--out", str(tmp_path / "c"), "--aed-finetune", "low_lr"])
+    assert seen[0].aed_finetune == "low_lr"
+
+
 @pytest.mark.parametrize(
     ("value", "message"),
     [

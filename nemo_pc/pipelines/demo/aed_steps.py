@@ -28,6 +28,11 @@ class AedSteps:
             check_weights(self.cfg.aed_interpolation_weights)
         except ValueError as err:
             raise ValueError(f"aed_interpolation_weights: {err}") from err
+        from nemo_pc.parts.configs import group_options
+
+        recipes = group_options("aed", "finetune")
+        if self.cfg.aed_finetune not in recipes:
+            raise ValueError(f"aed_finetune must be one of {', '.join(recipes)}, got {self.cfg.aed_finetune!r}")
         if self.cfg.aed_interpolation_dev_utterances < 1:
             count = self.cfg.aed_interpolation_dev_utterances
             raise ValueError(f"aed_interpolation_dev_utterances must be 1 or more, got {count}")
@@ -64,10 +69,17 @@ class AedSteps:
         finetuned = finetuned_path(self.out, name)
         table = interpolation_path(self.out, name)
         start = time.perf_counter()
-        if set(self.cfg.aed_interpolation_weights) == {1.0}:
+        weights = set(self.cfg.aed_interpolation_weights)
+        if weights == {1.0}:
             _link_or_copy(finetuned, target)
             table.unlink(missing_ok=True)  # a sweep of an earlier run with other weights
             weight = 1.0
+        elif len(weights) == 1:  # one weight: nothing to choose, so no dev transcription
+            from nemo_pc.pipelines.interpolate import interpolate_at
+
+            (weight,) = weights
+            interpolate_at(finetuned, target, weight)
+            table.unlink(missing_ok=True)
         else:
             from nemo_pc.pipelines.interpolate import sweep_interpolation
 

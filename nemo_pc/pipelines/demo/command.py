@@ -12,6 +12,7 @@ import argparse
 import dataclasses
 
 from nemo_pc.data.recipes.sdist import SdistError
+from nemo_pc.parts.configs import group_options
 from nemo_pc.parts.output_lock import OutputFolderLocked
 from nemo_pc.pipelines.demo.config import (
     ASR_SYSTEMS,
@@ -64,6 +65,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--rnnt-steps", type=int, default=None, help=f"steps per RNN-T model ({defaults.rnnt_steps})")
     parser.add_argument(
         "--aed-steps", type=int, default=None, help=f"steps per attention encoder-decoder ({defaults.aed_steps})"
+    )
+    parser.add_argument(
+        "--aed-finetune",
+        choices=group_options("aed", "finetune"),
+        default=defaults.aed_finetune,
+        help=f"the AED's fine-tune recipe, an option of configs/aed/finetune ({defaults.aed_finetune})",
     )
     parser.add_argument(
         "--aed-interpolation-weights",
@@ -164,6 +171,7 @@ def main(argv: list[str] | None = None) -> None:
         asr_steps=args.asr_steps or defaults.asr_steps * scale,
         rnnt_steps=args.rnnt_steps or defaults.rnnt_steps * scale,
         aed_steps=args.aed_steps or defaults.aed_steps * scale,
+        aed_finetune=args.aed_finetune,
         aed_interpolation_weights=args.aed_interpolation_weights,
         base_steps=DEFAULT_BASE_STEPS[args.backbone] * scale if args.base_steps is None else args.base_steps,
         base_speed_perturb=args.base_speed_perturb,

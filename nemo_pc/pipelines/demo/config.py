@@ -125,10 +125,13 @@ class DemoConfig:
             which starts from Whisper tiny.en's encoder and decoder. 300 steps: over a 1,000-step run its dev WER
             was 22.9% at step 166 and 22.5% at the end (``benchmarks/results/demo_default_aed/models``). Training
             writes ``models/<name>_finetuned.nemo``.
+        aed_finetune: the AED's fine-tune recipe, an option of ``configs/aed/finetune`` (``full``, ``ema``,
+            ``low_lr``, ``frozen``, ``adapters``; docs/aed.md measures them side by side).
         aed_interpolation_weights: the weights between each AED's zero-shot start (0: Whisper tiny.en's weights)
             and its fine-tune (1) tried on ``dev`` and, with ``real_speech``, ``real_dev``; the one with the lowest
             mean N-output WER over them is ``models/<name>.nemo`` (``nemo-pc interpolate``; the table:
-            ``models/<name>.interpolation.json``). ``(1.0,)``: no sweep, the fine-tune as it is. The demo leaves out
+            ``models/<name>.interpolation.json``). ``(1.0,)``: the fine-tune as it is; one other weight: that
+            interpolation, with no dev transcription. The demo leaves out
             the weights below 0.5: near the zero-shot end the unpadded decoder runs to its length cap, and its sweep
             point costs the most minutes (docs/aed.md).
         aed_interpolation_dev_utterances: at most this many utterances of each of those dev sets, spread over it.
@@ -213,6 +216,7 @@ class DemoConfig:
     rnnt_batch_size: int = 8
     aed_steps: int = 300
     aed_batch_size: int = 8
+    aed_finetune: str = "full"
     aed_interpolation_weights: tuple[float, ...] = (0.5, 0.75, 1.0)
     aed_interpolation_dev_utterances: int = 60
     rnnt_layers: int = 6

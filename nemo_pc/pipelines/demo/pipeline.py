@@ -236,6 +236,7 @@ class Demo(AedSteps, FormatterSteps, RealSpeechSteps):
         return [
             *variant,
             *AED_OVERRIDES,
+            f"finetune={self.cfg.aed_finetune}",
             f"model.aux_ctc.tokenizer.dir={self.tokenizers()['plain']}",
             f"model.train_ds.manifest_filepath={self.manifest('train')}",
             self.validation_override(),
