@@ -197,9 +197,8 @@ def test_one_weight_is_interpolated_without_transcribing_a_dev_set(corpus, tmp_p
 
 
 def test_the_fine_tune_recipe_is_a_demo_setting(corpus, tmp_path, monkeypatch):
-    demo = _demo(tmp_path / "out", corpus, aed_finetune="ema")
-    assert "finetune=ema" in demo.asr_overrides(NAME)
-    assert "finetune=full" in _demo(tmp_path / "full", corpus).asr_overrides(NAME)
+    assert "finetune=ema" in _demo(tmp_path / "out", corpus).asr_overrides(NAME)  # the default
+    assert "finetune=full" in _demo(tmp_path / "full", corpus, aed_finetune="full").asr_overrides(NAME)
     with pytest.raises(ValueError, match="aed_finetune must be one of .*ema.*, got 'emma'"):
         Demo(DemoConfig(out_dir=str(tmp_path / "bad"), aed_finetune="emma"))
     assert not (tmp_path / "bad").exists()
@@ -236,4 +235,4 @@ def test_interpolation_settings_are_checked_before_any_work_and_passed_by_the_co
     monkeypatch.setattr(command.Demo, "run", lambda self: seen.append(self.cfg) or "REPORT.md")
     command.main(["--out", str(tmp_path / "c"), "--aed-interpolation-weights", "0,0.5,1"])
     command.main(["--out", str(tmp_path / "d")])
-    assert [config.aed_interpolation_weights for config in seen] == [(0.0, 0.5, 1.0), (0.5, 0.75, 1.0)]
+    assert [config.aed_interpolation_weights for config in seen] == [(0.0, 0.5, 1.0), (1.0,)]
