@@ -1157,6 +1157,69 @@ def render_aed_finetune(source: Path) -> str:
     return "\n".join(_table(columns, rows)) + "\n"
 
 
+# The real-speech issue's targets: no step back on the synthetic test voices, real_test within 1.25x Whisper's N-WER
+AED_TARGETS = {"n_wer": 0.23, "per": 0.39, "f1": 0.71, "real_ratio": 1.25}
+
+
+def render_aed_recipes(source: Path) -> str:
+    """``quality_aed_finetune.py`` as one row per recipe: the synthetic ``test`` voices (N-WER, PER, F1), ``real_dev``
+    and ``real_test`` N-WER (with the ratio to Whisper tiny.en's on the same clips), training minutes, and whether
+    the recipe meets the targets (``AED_TARGETS``, rounded to the table's one decimal)."""
+    rows = _read_json(source)["rows"]
+    by_system: dict[str, dict[str, dict]] = {}
+    for row in rows:
+        by_system.setdefault(row["system"], {})[row["split"]] = row
+    whisper = by_system.get("whisper_tiny_en", {})
+    table = []
+    for system, splits in by_system.items():
+        test, real_dev, real_test = (splits.get(name, {}) for name in ("test", "real_dev", "real_test"))
+        anchor = whisper.get("real_test", {}).get("n_wer")
+        ratio = real_test["n_wer"] / anchor if real_test and anchor else None
+        minutes = next((row.get("train_minutes") for row in splits.values() if row.get("train_minutes")), None)
+        verdict = "-"
+        if system != "whisper_tiny_en" and test.get("per") is not None and ratio is not None:
+            rounded = {key: round(100 * test[key], 1) for key in ("n_wer", "per", "f1")}
+            synthetic = rounded["n_wer"] <= 100 * AED_TARGETS["n_wer"] and rounded["per"] <= 100 * AED_TARGETS["per"]
+            synthetic = synthetic and rounded["f1"] >= 100 * AED_TARGETS["f1"]
+            real = round(ratio, 2) <= AED_TARGETS["real_ratio"]
+            verdict = {(True, True): "both", (True, False): "synthetic", (False, True): "real"}.get(
+                (synthetic, real), "neither"
+            )
+        table.append(
+            [
+                f"`{system}`",
+                _pct(test.get("n_wer")),
+                _pct(test.get("per")),
+                _pct(test.get("f1")),
+                _pct(real_dev.get("n_wer")),
+                _pct(real_test.get("n_wer")),
+                "-" if ratio is None else f"{ratio:.2f}x",
+                _pct(real_test.get("wer")),
+                "-" if minutes is None else f"{minutes:.1f}",
+                verdict,
+            ]
+        )
+    columns = [
+        "recipe",
+        "test N-WER:",
+        "test PER:",
+        "test F1:",
+        "real_dev N-WER:",
+        "real_test N-WER:",
+        "/ Whisper's:",
+        "real_test WER:",
+        "train min:",
+        "targets met",
+    ]
+    counts = {name: next((r["utterances"] for r in rows if r["split"] == name), 0) for name in ("test", "real_test")}
+    note = (
+        f"`test`: {counts['test']} utterances of held-out synthetic voices; `real_test`: {counts['real_test']} real "
+        f"clips. Targets: test N-WER <= {100 * AED_TARGETS['n_wer']:.0f}%, PER <= {100 * AED_TARGETS['per']:.0f}%, "
+        f"F1 >= {100 * AED_TARGETS['f1']:.0f}%; real_test N-WER <= {AED_TARGETS['real_ratio']}x Whisper tiny.en's."
+    )
+    return "\n".join([*_table(columns, table), "", note]) + "\n"
+
+
 def render_aed_interpolation(source: Path) -> str:
     """``nemo-pc interpolate``: the AED at each weight between its zero-shot start (0) and its fine-tune (1) on each
     dev set, and the weight chosen (lowest mean normalized WER over the dev sets)."""
@@ -1172,7 +1235,9 @@ def render_aed_interpolation(source: Path) -> str:
         for row in report["rows"]
     ]
     table = _table(["weight:", "dev set", "utterances:", "N-WER:", "P-WER:"], rows)
-    return "\n".join([*table, "", f"Chosen weight: {report['chosen']:.2f}."]) + "\n"
+    moved = report.get("modules")
+    scope = f" (only {', '.join(f'`{name}`' for name in moved)} moves; the rest stays fine-tuned)" if moved else ""
+    return "\n".join([*table, "", f"Chosen weight: {report['chosen']:.2f}{scope}."]) + "\n"
 
 
 RENDERERS: dict[str, Callable[[Path], str]] = {
@@ -1205,6 +1270,7 @@ RENDERERS: dict[str, Callable[[Path], str]] = {
     "longform_trained": render_longform_trained,
     "aed_step_zero": render_aed_step0,
     "aed_finetune": render_aed_finetune,
+    "aed_recipes": render_aed_recipes,
     "aed_interpolation": render_aed_interpolation,
 }
 

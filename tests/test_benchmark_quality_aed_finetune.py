@@ -88,6 +88,52 @@ def test_the_three_tables_render_from_their_results(tmp_path):
     assert "| 0.50 | dev | 4 | 20.0% | 30.0% |" in text and "Chosen weight: 0.50." in text
 
 
+def _row(system, split, n_wer, per=None, f1=None, minutes=None):
+    return {
+        "system": system,
+        "split": split,
+        "utterances": 4,
+        "n_wer": n_wer,
+        "wer": n_wer,
+        "per": per,
+        "f1": f1,
+        "train_minutes": minutes,
+    }
+
+
+def test_the_recipes_table_pivots_the_splits_and_decides_the_targets(tmp_path):
+    render = load_benchmark("render_results")
+    rows = [
+        _row("whisper_tiny_en", "test", 0.5, 0.7, 0.3, 0.0),
+        _row("whisper_tiny_en", "real_test", 0.2, minutes=0.0),
+        _row("keeps", "test", 0.2, 0.3904, 0.72, 17.0),  # PER 39.0% once rounded: met
+        _row("keeps", "real_dev", 0.5, minutes=17.0),
+        _row("keeps", "real_test", 0.25, minutes=17.0),  # 1.25x
+        _row("forgets", "test", 0.2, 0.38, 0.72, 17.0),
+        _row("forgets", "real_test", 0.3, minutes=17.0),  # 1.50x
+        _row("blurs", "test", 0.2, 0.45, 0.65),
+        _row("blurs", "real_test", 0.22),
+        _row("neither", "test", 0.3, 0.45, 0.65),
+        _row("neither", "real_test", 0.4),
+    ]
+    (tmp_path / "recipes.json").write_text(json.dumps({"rows": rows}))
+    text = render.render_aed_recipes(tmp_path / "recipes.json")
+    assert "| `keeps` | 20.0% | 39.0% | 72.0% | 50.0% | 25.0% | 1.25x | 25.0% | 17.0 | both |" in text
+    assert "| `forgets` | 20.0% | 38.0% | 72.0% | - | 30.0% | 1.50x | 30.0% | 17.0 | synthetic |" in text
+    assert "| `blurs` | 20.0% | 45.0% | 65.0% | - | 22.0% | 1.10x | 22.0% | - | real |" in text
+    assert "| `neither` | 30.0% | 45.0% | 65.0% | - | 40.0% | 2.00x | 40.0% | - | neither |" in text
+    assert "| `whisper_tiny_en` | 50.0% | 70.0% | 30.0% | - | 20.0% | 1.00x | 20.0% | - | - |" in text
+    assert "real_test N-WER <= 1.25x Whisper tiny.en's" in text
+
+
+def test_an_interpolation_of_some_modules_says_which(tmp_path):
+    render = load_benchmark("render_results")
+    report = {"chosen": 0.75, "modules": ["encoder"], "rows": []}
+    (tmp_path / "sweep.json").write_text(json.dumps(report))
+    text = render.render_aed_interpolation(tmp_path / "sweep.json")
+    assert "Chosen weight: 0.75 (only `encoder` moves; the rest stays fine-tuned)." in text
+
+
 @pytest.mark.parametrize(
     ("script", "argv", "message"),
     [
