@@ -9,7 +9,7 @@ real clips whose reference carries marks), and training minutes.
 
     .venv/bin/python benchmarks/quality_aed_finetune.py --demo-dir demo_out --real-dir demo_out/real_speech \
         --model full=demo_out/models/aed_prompt.nemo --train adapters=finetune=adapters \
-        --json benchmarks/results/aed_finetune.json
+        --json benchmarks/results/aed_finetune_options.json
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--splits", default="test,real_dev,real_test")
     parser.add_argument("--work", default=".bench/aed_finetune")
     parser.add_argument("--no-anchor", action="store_true")
-    parser.add_argument("--json", default="benchmarks/results/aed_finetune.json")
+    parser.add_argument("--json", default="benchmarks/results/aed_finetune_options.json")
     args = parser.parse_args(argv)
     demo_dir, real_dir, work = Path(args.demo_dir), Path(args.real_dir), Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
