@@ -40,6 +40,8 @@ class PauseRules:
         threshold: where the quiet frames end, as a fraction of the way from the floor to the speech level.
         silence_db: frames below this energy (dB relative to a full-scale square wave) are quiet.
         min_range_db: the least spread between the floor and the speech level for ``threshold`` to apply.
+        edge_seconds: the quiet audio kept on each side of a piece's speech when it is decoded (a decoder trained
+            on utterances has heard little silence around them).
     """
 
     max_seconds: float = 10.0
@@ -50,14 +52,15 @@ class PauseRules:
     threshold: float = 0.3
     silence_db: float = -60.0
     min_range_db: float = 10.0
+    edge_seconds: float = 0.05
 
     def __post_init__(self) -> None:
         if not self.max_seconds > 0 or not math.isfinite(self.max_seconds):
             raise ValueError(f"the longest piece must be a positive number of seconds, got {self.max_seconds}")
         if not self.frame_seconds > 0 or self.frame_seconds > self.max_seconds:
             raise ValueError(f"frame_seconds must be positive and at most max_seconds, got {self.frame_seconds}")
-        if self.min_seconds < 0 or self.min_pause_seconds < 0 or self.min_voice_seconds < 0:
-            raise ValueError("min_seconds, min_pause_seconds and min_voice_seconds must not be negative")
+        if min(self.min_seconds, self.min_pause_seconds, self.min_voice_seconds, self.edge_seconds) < 0:
+            raise ValueError("min_seconds, min_pause_seconds, min_voice_seconds and edge_seconds must not be negative")
         if not 0.0 <= self.threshold <= 1.0:
             raise ValueError(f"threshold must lie in [0, 1], got {self.threshold}")
 
@@ -68,11 +71,20 @@ class PauseRules:
 
 @dataclass(frozen=True)
 class Piece:
-    """A piece of a recording, in samples ``[start, end)``, and whether it holds speech."""
+    """A piece of a recording, in samples ``[start, end)``, and whether it holds speech; ``speech_start`` and
+    ``speech_end`` bound what is decoded (the speech and ``edge_seconds`` around it; ``None``: the whole piece)."""
 
     start: int
     end: int
     voiced: bool
+    speech_start: int | None = None
+    speech_end: int | None = None
+
+    @property
+    def span(self) -> tuple[int, int]:
+        """The samples ``[first, last)`` that are decoded."""
+        first = self.start if self.speech_start is None else self.speech_start
+        return first, self.end if self.speech_end is None else self.speech_end
 
 
 def frame_energy_db(audio: np.ndarray, frame: int) -> np.ndarray:
@@ -150,9 +162,17 @@ def plan_pieces(energy_db: np.ndarray, total: int, frame: int, rules: PauseRules
     voiced = ~quiet_frames(energy_db, rules)
     bounds = [0, *cut_frames(energy_db, rules), len(energy_db)]
     pieces = []
+    edge = rules.frames(rules.edge_seconds)
     for first, last in zip(bounds, bounds[1:], strict=False):
-        speech = int(voiced[first:last].sum()) >= max(1, rules.frames(rules.min_voice_seconds))
-        pieces.append(Piece(first * frame, min(last * frame, total), speech))
+        inside = voiced[first:last]
+        speech = int(inside.sum()) >= max(1, rules.frames(rules.min_voice_seconds))
+        if not speech:
+            pieces.append(Piece(first * frame, min(last * frame, total), False))
+            continue
+        begin = max(first, first + int(np.argmax(inside)) - edge)
+        finish = min(last, last - int(np.argmax(inside[::-1])) + edge)
+        end = min(last * frame, total)
+        pieces.append(Piece(first * frame, end, True, begin * frame, min(finish * frame, end)))
     return pieces
 
 

@@ -115,7 +115,7 @@ def transcribe_pieces(
 def _decode(model, reader, batch: Sequence[Piece]) -> list[tuple[list[TimedWord], list[TimedWord], bool]]:
     """Each piece's normalized and punctuated words in the recording's seconds, and whether they were spread."""
     device = next(model.parameters()).device
-    audio = [reader.read(piece.start, piece.end) for piece in batch]
+    audio = [reader.read(*piece.span) for piece in batch]
     lengths = torch.tensor([len(a) for a in audio], device=device)
     signal = torch.zeros(len(audio), int(lengths.max()), device=device)
     for row, samples in enumerate(audio):
@@ -127,7 +127,7 @@ def _decode(model, reader, batch: Sequence[Piece]) -> list[tuple[list[TimedWord]
     frame_seconds = model.encoder_frame_seconds
     out = []
     for row, piece in enumerate(batch):
-        start, end = piece.start / reader.sample_rate, piece.end / reader.sample_rate
+        start, end = (sample / reader.sample_rate for sample in piece.span)
         frames = min(int(encoded_len[row]), math.ceil((end - start) / frame_seconds))
         row_log_probs = None if log_probs is None else log_probs[row, :frames]
         normalized = _normalized_times(model, row_log_probs, texts[NORMALIZED_ID][row].split(), start, frame_seconds)

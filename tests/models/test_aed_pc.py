@@ -239,8 +239,8 @@ def test_a_long_recording_is_transcribed_piece_by_piece_in_both_modes(trained, c
     result = transcribe_long(model, path, max_piece_seconds=1.5)
     assert result.chunks == len(entries)
     assert result.text("normalized") == " ".join(entry["text_normalized"] for entry in entries)
-    # each piece holds the halves of the pauses around its utterance, which the memorized model never heard; the
-    # normalized mode still gives every utterance, the punctuated one the first two
+    # each piece is decoded from its utterance and 0.05 s of the pauses around it (PauseRules.edge_seconds), which
+    # the memorized model never heard; the normalized mode gives every utterance, the punctuated one the first two
     assert result.text("punctuated").startswith(" ".join(entry["text"] for entry in entries[:2]))
     times = [(segment.start, segment.end) for segment in result.segments]
     assert times and all(0 <= start <= end <= result.seconds + 1e-6 for start, end in times)

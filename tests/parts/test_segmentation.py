@@ -51,6 +51,18 @@ def test_utterances_separated_by_silences_are_cut_at_the_silences():
     assert all(piece.voiced for piece in pieces)
 
 
+@pytest.mark.parametrize("edge", [0.0, 0.05, 0.2])
+def test_a_piece_is_decoded_from_its_speech_and_a_short_edge_of_quiet(edge):
+    audio, _ = _talk([2.0, 3.0, 2.5], pause=0.6)
+    pieces = _pieces(audio, PauseRules(max_seconds=4.0, edge_seconds=edge))
+    speech = [(0.0, 2.0), (2.6, 5.6), (6.2, 8.7)]
+    for piece, (start, end) in zip(pieces, speech, strict=True):
+        first, last = (sample / RATE for sample in piece.span)
+        assert piece.start / RATE <= first <= last <= piece.end / RATE
+        assert first == pytest.approx(max(piece.start / RATE, start - edge), abs=0.02)
+        assert last == pytest.approx(min(piece.end / RATE, end + edge), abs=0.02)
+
+
 def test_short_utterances_share_a_piece_and_the_longest_pause_is_taken():
     audio, middles = _talk([1.5, 1.5, 1.5, 1.5], pause=0.3)
     long_pause = np.zeros(int(1.0 * RATE), np.float32)
