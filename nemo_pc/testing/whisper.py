@@ -148,3 +148,15 @@ def tiny_aed_config(weights: str | Path, tokenizer_dir: str | Path, manifest: st
 
     overrides = tiny_aed_overrides(weights, tokenizer_dir, manifest, *extra)
     return compose_config("aed", overrides).model
+
+
+def tiny_aed_corpus(folder: str | Path) -> dict:
+    """What the tiny AED tests train on, under ``folder``: the P&C tone manifest (``manifest``), its CTC tokenizer
+    (``tokenizer``) and the tiny random Whisper the AED starts from (``weights``, for :func:`tiny_aed_config`)."""
+    from nemo_pc.testing.asr import train_tokenizer, write_pc_manifest
+
+    folder = Path(folder)
+    manifest = write_pc_manifest(folder)
+    weights = folder / "whisper"
+    tiny_hf_whisper(weights, 2, 2, positions=1500, vocab_size=TINY_AED_VOCABULARY, target_positions=448)
+    return {"manifest": manifest, "tokenizer": train_tokenizer(manifest, folder / "tokenizer"), "weights": weights}

