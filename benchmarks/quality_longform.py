@@ -17,6 +17,8 @@ each utterance once by default), so every utterance's span in it is known. Per m
   whole long-form transcript against the joined references (one alignment, no assignment to utterances);
 * ``agreement``: ``speed_longform.seam_agreement``'s word disagreement with per-utterance transcription for the
   utterances that a chunk seam cuts and for the others;
+* ``boundary_times``: how far the normalized words' times lie from the utterances' starts and ends in the recording
+  (:func:`boundary_times`);
 * ``cues``: the SRT file's cues (rendered and read back): count, duration, lines, characters, and why each cue
   ended (a sentence mark, a pause, or a cap of lines or duration).
 
@@ -98,6 +100,41 @@ def corpus_scores(references: list[str], hypotheses: list[str]) -> dict:
         "words": report["support"]["wer"],
         "hypothesis_words": sum(len(text_variants(h)["np_nc"]) for h in hypotheses),
         "per_operations": report["support"]["per"],
+    }
+
+
+def boundary_times(rows: list[list], spans: list[list], references: list[str], limit: float = 0.3) -> dict:
+    """How far the long-form word times lie from the utterances' bounds in the recording: the long-form words
+    (``[text, start, end]``) are aligned to the joined references (:func:`nemo_pc.metrics.align.align_pairs`, no
+    times involved); each utterance's first reference word that a long-form word matches or replaces gives the
+    distance of that word's start to the utterance's start, and its last such word the distance of its end to the
+    utterance's end. Median, 90th percentile, and the share within ``limit`` seconds."""
+    import numpy as np
+
+    from nemo_pc.metrics.align import align_pairs
+
+    reference_words, owner = [], []
+    for (start, end, _), text in zip(spans, references, strict=True):
+        words = text.split()
+        reference_words += words
+        owner += [(start, end)] * len(words)
+    hypothesis = [text for text, _, _ in rows]
+    matched: dict[tuple[float, float], list[int]] = {}
+    for ref, hyp in align_pairs(reference_words, hypothesis):
+        if ref is not None and hyp is not None:
+            matched.setdefault(owner[ref], []).append(hyp)
+    errors = []
+    for (start, end), hyps in matched.items():
+        errors += [abs(rows[hyps[0]][1] - start), abs(rows[hyps[-1]][2] - end)]
+    errors = np.asarray(errors)
+    if not len(errors):
+        return {"bounds": 0, "median_seconds": None, "p90_seconds": None, "within_limit": None, "limit": limit}
+    return {
+        "bounds": int(len(errors)),
+        "median_seconds": float(np.median(errors)),
+        "p90_seconds": float(np.percentile(errors, 90)),
+        "within_limit": float(np.mean(errors <= limit)),
+        "limit": limit,
     }
 
 
@@ -184,6 +221,7 @@ def measure_window(
             "longform_vs_per_utterance": corpus_scores([alone[index][mode] for _, _, index in spans], longform),
             "joined_wer": corpus_scores([" ".join(references)], [result.text(mode)])["wer"],
         }
+    times = boundary_times(words["normalized"], spans, [entries[index]["text_normalized"] for _, _, index in spans])
     if pieces:
         seams = piece_seams(model, recording, max_piece_seconds)
     else:
@@ -199,6 +237,7 @@ def measure_window(
         "load_average": os.getloadavg()[0],
         "modes": modes,
         "agreement": seam_agreement({"seams": seams, "words": words}, spans, alone),
+        "boundary_times": times,
         "cues": cue_figures(result.segments, rules),
     }
 

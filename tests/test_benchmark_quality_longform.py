@@ -40,6 +40,21 @@ def test_cue_figures_say_why_each_cue_ended():
     assert (figures["max_lines"], figures["max_line_chars"], figures["max_cue_chars"]) == (1, 13, 13)
 
 
+def test_boundary_times_measure_the_matched_first_and_last_words():
+    bench = load_benchmark("quality_longform")
+    spans = [[0.0, 2.0, 0], [2.5, 4.0, 1]]
+    rows = [["a", 0.1, 0.5], ["b", 0.6, 1.9], ["x", 2.0, 2.2], ["c", 2.6, 3.0], ["d", 3.1, 3.5]]
+    # "x" is an insertion (no time counted); "d" replaces "e", so its end counts against the second utterance's end
+    times = bench.boundary_times(rows, spans, ["a b", "c e"], limit=0.3)
+    assert times["bounds"] == 4
+    assert times["median_seconds"] == pytest.approx(0.1)  # errors 0.1, 0.1, 0.1, 0.5
+    assert times["within_limit"] == pytest.approx(0.75)
+    # a word given to the wrong utterance shows: "b" timed in the second utterance's span
+    late = [["a", 0.1, 0.5], ["b", 2.6, 2.9], ["c", 3.0, 3.2], ["e", 3.3, 3.9]]
+    assert bench.boundary_times(late, spans, ["a b", "c e"])["within_limit"] == pytest.approx(0.5)
+    assert bench.boundary_times([], spans, ["a b", "c e"])["bounds"] == 0
+
+
 def test_windows_are_chunk_and_context_pairs():
     bench = load_benchmark("quality_longform")
     assert bench.parse_windows("16:4,6:1") == [(16.0, 4.0), (6.0, 1.0)]

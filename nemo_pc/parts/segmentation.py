@@ -11,11 +11,15 @@ that no word is cut in two. The pauses come from a voice-activity detector on th
 * a pause is a run of at least ``min_pause_seconds`` of quiet frames (a shorter one may be the closure of a stop
   consonant inside a word).
 
-From each piece's start, the cut is the middle of the longest pause (the quieter one among equally long pauses, then
-the later) that leaves a piece of ``min_seconds`` to ``max_seconds``; without a pause there, the cut is at the
-quietest frame (energy smoothed over 50 ms) of the second half of the allowed span. The pieces tile the recording
-without gaps or overlaps; a piece with less than ``min_voice_seconds`` of frames that are not quiet holds no
-speech, and the decoder skips it.
+From each piece's start, a piece may end anywhere that leaves it ``min_seconds`` to ``max_seconds`` long and
+``min_seconds`` after it. It ends at the first pause of at least ``sentence_pause_seconds`` that reaches into that
+span (at the pause's middle, or the nearest point of the span inside the pause): the decoder was trained on single
+utterances, which begin and end at such pauses, and a piece that holds one utterance gives its words to that
+utterance whatever their times inside it. Without one, a piece that can hold the rest of the recording ends with
+it; otherwise it ends at the middle of the longest pause in reach (the quieter one among equally long pauses, then
+the later), or, without a pause, at the quietest frame (energy smoothed over 50 ms) of the second half of the
+allowed span. The pieces tile the recording without gaps or overlaps; a piece with less than ``min_voice_seconds``
+of frames that are not quiet holds no speech, and the decoder skips it.
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ class PauseRules:
         max_seconds: the longest piece.
         min_seconds: the shortest piece that a cut at a pause leaves (at most half of ``max_seconds`` is used).
         min_pause_seconds: the shortest run of quiet frames that is a pause.
+        sentence_pause_seconds: a pause at least this long ends a piece where both sides keep ``min_seconds``
+            (``inf``: pieces are cut only where they would be too long).
         min_voice_seconds: a piece with fewer seconds of frames that are not quiet holds no speech.
         frame_seconds: the detector's frame.
         threshold: where the quiet frames end, as a fraction of the way from the floor to the speech level.
@@ -47,6 +53,7 @@ class PauseRules:
     max_seconds: float = 10.0
     min_seconds: float = 1.0
     min_pause_seconds: float = 0.15
+    sentence_pause_seconds: float = 0.4
     min_voice_seconds: float = 0.1
     frame_seconds: float = 0.01
     threshold: float = 0.3
@@ -61,6 +68,8 @@ class PauseRules:
             raise ValueError(f"frame_seconds must be positive and at most max_seconds, got {self.frame_seconds}")
         if min(self.min_seconds, self.min_pause_seconds, self.min_voice_seconds, self.edge_seconds) < 0:
             raise ValueError("min_seconds, min_pause_seconds, min_voice_seconds and edge_seconds must not be negative")
+        if not self.sentence_pause_seconds > 0:
+            raise ValueError(f"sentence_pause_seconds must be positive, got {self.sentence_pause_seconds}")
         if not 0.0 <= self.threshold <= 1.0:
             raise ValueError(f"threshold must lie in [0, 1], got {self.threshold}")
 
@@ -126,27 +135,40 @@ def cut_frames(energy_db: np.ndarray, rules: PauseRules) -> list[int]:
     total, longest = len(energy_db), max(1, rules.frames(rules.max_seconds))
     shortest = min(rules.frames(rules.min_seconds), longest // 2)
     runs = quiet_runs(quiet_frames(energy_db, rules), rules.frames(rules.min_pause_seconds))
+    sentence = rules.sentence_pause_seconds / rules.frame_seconds - 1e-9
     smooth = np.convolve(energy_db, np.ones(5) / 5, mode="same") if total >= 5 else energy_db
     cuts, start, first_run = [], 0, 0
-    while total - start > longest:
-        low, high = start + max(shortest, 1), start + longest
+    while True:
+        # a piece of shortest to longest frames that leaves at least shortest frames after it
+        low, high = start + max(shortest, 1), min(start + longest, total - shortest)
         while first_run < len(runs) and runs[first_run][1] <= low:
             first_run += 1
-        best = None
-        for run_start, run_end in runs[first_run:]:
-            if run_start > high:
+        reach = []
+        for run in runs[first_run:] if low <= high else []:
+            if run[0] > high:
                 break
-            cut = min(max((run_start + run_end) // 2, low), high)
-            key = (run_end - run_start, -float(energy_db[run_start:run_end].mean()), cut)
-            best = key if best is None or key > best else best
-        if best is None:
-            window = smooth[max(low, start + longest // 2) : high + 1]
-            cut = max(low, start + longest // 2) + int(len(window) - 1 - np.argmin(window[::-1]))
+            reach.append(run)
+        pause = next((run for run in reach if run[1] - run[0] >= sentence), None)
+        if pause is not None:  # the first sentence pause in reach ends the piece
+            cut = min(max((pause[0] + pause[1]) // 2, low), high)
+        elif total - start <= longest:
+            return cuts
+        elif reach:  # the longest pause, then the quietest, then the later
+            key = max(
+                (
+                    run_end - run_start,
+                    -float(energy_db[run_start:run_end].mean()),
+                    min(max((run_start + run_end) // 2, low), high),
+                )
+                for run_start, run_end in reach
+            )
+            cut = key[2]
         else:
-            cut = best[2]
+            first = min(max(low, start + longest // 2), high)
+            window = smooth[first : high + 1]
+            cut = first + int(len(window) - 1 - np.argmin(window[::-1]))
         cuts.append(cut)
         start = cut
-    return cuts
 
 
 def plan_pieces(energy_db: np.ndarray, total: int, frame: int, rules: PauseRules) -> list[Piece]:

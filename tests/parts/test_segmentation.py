@@ -43,8 +43,9 @@ def test_utterances_separated_by_silences_are_cut_at_the_silences():
     pieces = _pieces(audio, PauseRules(max_seconds=4.0))
     cuts = [piece.end / RATE for piece in pieces[:-1]]
     assert cuts == pytest.approx(middles, abs=0.02)
-    # a pause whose middle lies past the longest piece is cut inside, not at a word
-    pieces = _pieces(audio, PauseRules(max_seconds=3.5))
+    # packed up to the limit (no sentence pauses), a pause whose middle lies past the longest piece is cut inside,
+    # not at a word
+    pieces = _pieces(audio, PauseRules(max_seconds=3.5, sentence_pause_seconds=float("inf")))
     cuts = [piece.end / RATE for piece in pieces[:-1]]
     assert len(cuts) == len(middles)
     assert all(abs(cut - middle) < 0.3 for cut, middle in zip(cuts, middles, strict=True))
@@ -70,6 +71,34 @@ def test_short_utterances_share_a_piece_and_the_longest_pause_is_taken():
     audio = np.concatenate([audio, long_pause, tone_audio(1, 2.0, RATE)])
     pieces = _pieces(audio, PauseRules(max_seconds=9.0))
     assert [piece.end / RATE for piece in pieces[:-1]] == pytest.approx([cut], abs=0.02)
+
+
+def test_a_sentence_pause_ends_a_piece_that_could_hold_more():
+    audio, middles = _talk([2.0, 3.0, 2.5, 1.5], pause=0.6)
+    pieces = _pieces(audio, PauseRules(max_seconds=12.0))
+    assert [piece.end / RATE for piece in pieces[:-1]] == pytest.approx(middles, abs=0.02)
+    # without the rule the four utterances (10.8 s) share one piece of up to 12 s
+    packed = _pieces(audio, PauseRules(max_seconds=12.0, sentence_pause_seconds=float("inf")))
+    assert len(packed) == 1
+    # shorter pauses do not end a piece
+    assert len(_pieces(audio, PauseRules(max_seconds=12.0, sentence_pause_seconds=0.8))) == 1
+
+
+def test_a_piece_shorter_than_the_least_joins_its_neighbour():
+    audio, middles = _talk([2.0, 0.2, 2.0], pause=0.45)
+    pieces = _pieces(audio, PauseRules(max_seconds=10.0, min_seconds=1.0))
+    # the 0.2-s utterance and the pauses around it (under 1 s) cannot stand alone: it joins the utterance after it
+    assert [piece.end / RATE for piece in pieces[:-1]] == pytest.approx([middles[0]], abs=0.02)
+    assert all(piece.end - piece.start >= 1.0 * RATE for piece in pieces)
+
+
+def test_a_piece_that_would_be_too_long_ends_inside_its_sentence_pause():
+    audio, _ = _talk([1.0, 1.0, 1.0, 1.0], pause=0.6)
+    pieces = _pieces(audio, PauseRules(max_seconds=1.5))
+    # from the middle of a pause to the next one is 1.6 s: the piece ends inside the next pause, not in speech
+    assert len(pieces) == 4
+    pauses = [(1.0, 1.6), (2.6, 3.2), (4.2, 4.8)]
+    assert all(a <= piece.end / RATE <= b for piece, (a, b) in zip(pieces, pauses, strict=False))
 
 
 def test_thirty_seconds_without_a_pause_are_cut_into_pieces_of_at_most_ten_seconds():
@@ -108,8 +137,9 @@ def test_bad_rules_and_inputs_are_refused():
 @given(
     layout=st.lists(st.tuples(st.floats(0.05, 14.0), st.booleans()), min_size=1, max_size=8),
     max_seconds=st.floats(0.5, 10.0),
+    sentence_pause=st.sampled_from([0.2, 0.4, 1.0, float("inf")]),
 )
-def test_pieces_tile_the_recording_and_none_is_too_long(layout, max_seconds):
+def test_pieces_tile_the_recording_and_none_is_too_long(layout, max_seconds, sentence_pause):
     """Stretches of tone or silence in any order: the pieces cover the audio without gaps or overlaps, in order,
     each at most ``max_seconds`` long."""
     audio = np.concatenate(
@@ -120,7 +150,7 @@ def test_pieces_tile_the_recording_and_none_is_too_long(layout, max_seconds):
     )
     if len(audio) == 0:
         return
-    pieces = _pieces(audio, PauseRules(max_seconds=max_seconds))
+    pieces = _pieces(audio, PauseRules(max_seconds=max_seconds, sentence_pause_seconds=sentence_pause))
     assert pieces[0].start == 0 and pieces[-1].end == len(audio)
     assert all(a.end == b.start for a, b in zip(pieces, pieces[1:], strict=False))
     assert all(0 < piece.end - piece.start <= max_seconds * RATE + 1e-6 for piece in pieces)
