@@ -926,7 +926,16 @@ def _longform_cue_row(window: dict) -> list:
         cues["max_lines"],
         cues["max_line_chars"],
         f"{ended['mark']} / {ended['pause']} / {ended['cap']}",
+        _bound_times(window.get("boundary_times")),
     ]
+
+
+def _bound_times(times: dict | None) -> str:
+    """The median distance of word times to the utterances' bounds and the share within the limit, or ``-`` (a
+    results file without them)."""
+    if not times or times.get("median_seconds") is None:
+        return "-"
+    return f"{times['median_seconds']:.2f} s ({times['within_limit']:.0%} ≤ {times['limit']:g} s)"
 
 
 def _longform_window(window: dict) -> str:
@@ -978,6 +987,7 @@ def render_longform_trained(source: Path) -> str:
         "most lines:",
         "longest line:",
         "ended by mark / pause / cap:",
+        "word times to bounds:",
     ]
     return "\n".join([head, "", *_table(columns, rows), "", *_table(cue_columns, cue_rows)]) + "\n"
 

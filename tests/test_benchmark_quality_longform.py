@@ -119,7 +119,15 @@ def test_the_table_renders_from_the_results_file(tmp_path):
     # PER against per-utterance text with no mark on either side is no figure; the normalized mode has no PER
     assert "| `rnnt_dual` | 16 + 4 s | P | 25.0% | 25.0% | 20.0% | 50.0% | 50.0% | 25.0% | - | 10.0% | 0.0% |" in text
     assert "| `rnnt_dual` | 16 + 4 s | N | 25.0% | 25.0% | 20.0% | - | - | 25.0% | - | 10.0% | 0.0% |" in text
-    assert "| `rnnt_dual` | 16 + 4 s | 3 | 0.050 | 7 / 8 | 5 | 2.0 s | 6.5 s | 2 | 41 | 1 / 2 / 1 |" in text
+    # a results file from before the word-time figure shows none
+    assert "| `rnnt_dual` | 16 + 4 s | 3 | 0.050 | 7 / 8 | 5 | 2.0 s | 6.5 s | 2 | 41 | 1 / 2 / 1 | - |" in text
+    window["boundary_times"] = {"bounds": 4, "median_seconds": 0.12, "within_limit": 0.75, "limit": 0.3}
+    path.write_text(
+        path.read_text().replace(
+            '"cues": {', '"boundary_times": ' + json.dumps(window["boundary_times"]) + ', "cues": {'
+        )
+    )
+    assert "| 1 / 2 / 1 | 0.12 s (75% ≤ 0.3 s) |" in render.render_longform_trained(path)
 
 
 def test_an_aed_row_names_its_pieces(tmp_path):
