@@ -105,8 +105,16 @@ def describe_measured(claim: Mapping) -> str:
             f"{m['encoder_calls']} encoder calls / {m['batches']} batches; N-output WER "
             f"{pct(m['wer_normalized'], 2)}, P-output PER {pct(m['per_punctuated'], 2)}"
         )
+    if "systems" not in m:  # a claim of several comparisons: one row per key
+        rows = [row for row in m.values() if isinstance(row, Mapping) and "systems" in row and "metric" in row]
+        return "; ".join(_describe_row(row) for row in rows) or "-"
+    return _describe_row(m)
+
+
+def _describe_row(m: Mapping) -> str:
+    """One comparison of two systems (``systems``, ``metric``, ``a``, ``b``, ``delta``, ``ci95``)."""
     a, b = m["systems"]
-    name = {"per": "PER", "wer": "WER", "pc_wer": "PC-WER", "wer_pc": "WER-PC", "i_wer": "I-WER"}.get(
+    name = {"per": "PER", "wer": "WER", "pc_wer": "PC-WER", "wer_pc": "WER-PC", "i_wer": "I-WER", "ter": "TER"}.get(
         m["metric"], m["metric"]
     )
     text = f"{name} {pct(m['a'], 2)} ({a}) vs {pct(m['b'], 2)} ({b}), delta {100.0 * m['delta']:+.2f}"

@@ -150,6 +150,95 @@ def test_pn_sweep_needs_the_5_percent_model_to_punctuate(tmp_path):
     assert claim["reproduced"] is False and "PER 100.0%" in claim["note"]
 
 
+def write_aed_designs(demo: Path, style_layers=no_marks, mixed_m2=no_marks, prompt=no_marks, mixed=None) -> None:
+    write_system(demo, "aed_style_layers", written=style_layers)
+    write_system(demo, "aed_mixed_m2", written=mixed_m2)
+    write_system(demo, "aed_prompt", written=prompt)
+    if mixed is not None:
+        write_system(demo, "aed_mixed", written=mixed)
+
+
+def test_aed_designs_need_both_a_and_m2_below_the_prompt(tmp_path):
+    write_aed_designs(tmp_path, style_layers=lambda t: t, mixed_m2=lambda t: t, mixed=drop_word)
+    claim = C.claim_aed_designs(tmp_path, RESAMPLES)
+    assert claim["id"] == "C8" and claim["paper"] == "001" and "Table 3" in claim["claim"]
+    measured = claim["measured"]
+    assert set(measured) == {"style_layers", "mixed_m2", "mixed_m0_vs_m2"}
+    assert measured["style_layers"]["systems"] == ["aed_style_layers", "aed_prompt"]
+    assert measured["mixed_m2"]["metric"] == "ter" and measured["mixed_m2"]["a"] == 0.0
+    assert measured["mixed_m0_vs_m2"]["a"] > measured["mixed_m0_vs_m2"]["b"] == 0.0  # informative only
+    assert claim["reproduced"] is True and claim["p_value"] < 0.05
+    assert claim["p_value"] == max(row["p_bootstrap"] for row in (measured["style_layers"], measured["mixed_m2"]))
+    assert "TER 0.0% (`aed_style_layers`) against" in claim["note"] and "M0 against M2" in claim["note"]
+    check_p(claim)
+    # the renderer draws a claim of several rows, one per comparison
+    described = render_results().describe_measured(claim)
+    assert described.count("TER ") == 3 and "(aed_mixed_m2)" in described and "(aed_mixed)" in described
+    line = next(row for row in render_results().claims_markdown([claim]).splitlines() if row.startswith("| C8"))
+    assert line.endswith("| yes |")
+
+
+def test_aed_designs_not_reproduced_when_m2_is_not_lower(tmp_path):
+    write_aed_designs(tmp_path, style_layers=lambda t: t)  # M2 ties with the prompt
+    claim = C.claim_aed_designs(tmp_path, RESAMPLES)
+    assert claim["measured"]["mixed_m2"]["delta"] == 0.0 and "mixed_m0_vs_m2" not in claim["measured"]
+    assert claim["reproduced"] is False
+    check_p(claim)
+
+
+def test_aed_designs_not_measured_names_the_missing_systems(tmp_path):
+    write_system(tmp_path, "aed_prompt")
+    claim = C.claim_aed_designs(tmp_path, RESAMPLES)
+    assert claim["reproduced"] is None and claim["p_value"] is None and claim["measured"] == {}
+    assert claim["note"] == f"{C.NOT_MEASURED} (no predictions for aed_style_layers, aed_mixed_m2)"
+    assert render_results().describe_measured(claim) == "-"
+
+
+def test_aed_designs_degenerate_system_is_not_measurable(tmp_path):
+    write_aed_designs(tmp_path, style_layers=lambda t: "", mixed_m2=lambda t: t)
+    claim = C.claim_aed_designs(tmp_path, RESAMPLES)
+    assert claim["reproduced"] is None and claim["note"].startswith("not measurable")
+    assert claim["measured"]["style_layers"]["constant_share"]["aed_style_layers"] == 1.0
+
+
+def test_multi_vs_single_style_aed(tmp_path):
+    write_system(tmp_path, "aed_prompt", written=drop_word)
+    write_system(tmp_path, "aed_punctuated", written=drop_word)
+    write_system(tmp_path, "aed_normalized", normalized=drop_word)  # the prompt AED is better: still on par
+    claim = C.claim_multi_vs_single_style(tmp_path, RESAMPLES)
+    assert claim["id"] == "C9" and "Table 2" in claim["claim"]
+    punctuated, normalized = claim["measured"]["punctuated"], claim["measured"]["normalized"]
+    assert punctuated["metric"] == "ter" and punctuated["pred_field"] == "pred_text"
+    assert normalized["metric"] == "wer" and normalized["pred_field"] == "pred_text_normalized"
+    assert normalized["a"] == 0.0 < normalized["b"]
+    assert claim["reproduced"] is True and claim["p_value"] == normalized["p_bootstrap"]
+    assert "punctuated: TER" in claim["note"] and "normalized: WER 0.0% (`aed_prompt`)" in claim["note"]
+    check_p(claim)
+    write_system(tmp_path, "aed_normalized")  # now significantly worse on the normalized output
+    write_system(tmp_path, "aed_prompt", written=drop_word, normalized=drop_word)
+    claim = C.claim_multi_vs_single_style(tmp_path, RESAMPLES)
+    assert claim["measured"]["punctuated"]["delta"] == 0.0 and claim["p_value"] < 0.05
+    assert claim["reproduced"] is False
+    missing = C.claim_multi_vs_single_style(tmp_path / "none", RESAMPLES)
+    assert missing["reproduced"] is None and "aed_prompt, aed_punctuated, aed_normalized" in missing["note"]
+
+
+def test_aed_less_punctuated_follows_the_pn_sweep_rule(tmp_path):
+    write_system(tmp_path, "aed_prompt_p05")
+    write_system(tmp_path, "aed_prompt_p50")
+    claim = C.claim_aed_less_punctuated(tmp_path, RESAMPLES)
+    assert claim["id"] == "C10" and claim["paper"] == "001" and "§3.3" in claim["claim"]
+    assert claim["rule"] == C.claim_pn_sweep(tmp_path)["rule"].replace("rnnt_conditioned", "aed_prompt")
+    assert claim["measured"]["metric"] == "pc_wer" and claim["measured"]["per"]["delta"] == 0.0
+    assert claim["reproduced"] is True
+    check_p(claim)
+    write_system(tmp_path, "aed_prompt_p05", written=no_marks)
+    claim = C.claim_aed_less_punctuated(tmp_path, RESAMPLES)
+    assert claim["measured"]["delta"] > C.PN_MAX_INCREASE and claim["reproduced"] is False
+    missing = C.claim_aed_less_punctuated(tmp_path / "none", RESAMPLES)
+    assert missing["reproduced"] is None and "aed_prompt_p05, aed_prompt_p50" in missing["note"]
+
+
 def test_intermediate_ctc(tmp_path):
     write_system(tmp_path, "ctc_inter")
     write_system(tmp_path, "ctc_punctuated", written=drop_word)
@@ -160,7 +249,16 @@ def test_intermediate_ctc(tmp_path):
 
 def test_missing_predictions_are_not_measured(tmp_path):
     write_system(tmp_path, "rnnt_conditioned")
-    for func in (C.claim_e2e_vs_cascade, C.claim_joint_vs_punctuated, C.claim_pn_sweep, C.claim_intermediate_ctc):
+    funcs = (
+        C.claim_e2e_vs_cascade,
+        C.claim_joint_vs_punctuated,
+        C.claim_pn_sweep,
+        C.claim_intermediate_ctc,
+        C.claim_aed_designs,
+        C.claim_multi_vs_single_style,
+        C.claim_aed_less_punctuated,
+    )
+    for func in funcs:
         claim = func(tmp_path, RESAMPLES)
         assert claim["reproduced"] is None and claim["p_value"] is None
         assert claim["note"].startswith(C.NOT_MEASURED)
@@ -259,13 +357,14 @@ def test_compute_claims_and_markdown(tmp_path):
     claims = C.compute_claims(
         tmp_path, formatter_section(formatter_iwer=0.1), measure_one_pass=False, num_resamples=RESAMPLES
     )
-    assert [c["id"] for c in claims] == ["C1", "C2", "C3", "C4", "C5a", "C5b", "C5c", "C6", "C7"]
-    assert [c["reproduced"] for c in claims] == [True, None, None, None, True, True, False, None, None]
+    ids = ["C1", "C2", "C3", "C4", "C5a", "C5b", "C5c", "C6", "C7", "C8", "C9", "C10"]
+    assert [c["id"] for c in claims] == ids
+    assert [c["reproduced"] for c in claims] == [True, None, None, None, True, True, False] + [None] * 5
     table = render_results().claims_markdown(claims)
     lines = table.splitlines()
     assert lines[0].startswith("| id | paper | claim |")
     rows = [line for line in lines if line.startswith("| C")]
-    assert len(rows) == 9
+    assert len(rows) == 12
     assert all(row.count(" | ") == lines[0].count(" | ") for row in rows)  # pipes in cells are escaped
     assert "PER 0.00% (rnnt_conditioned) vs 100.00% (cascade)" in rows[0] and rows[0].endswith("| yes |")
     assert rows[1].endswith("| not measured |")

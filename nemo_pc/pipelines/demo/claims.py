@@ -117,6 +117,40 @@ def _significant_lower(row: Mapping) -> bool:
     return row["a"] < row["b"] and row["p_bootstrap"] is not None and row["p_bootstrap"] < ALPHA
 
 
+def _not_worse(row: Mapping) -> bool:
+    """C2's rule: ``a`` is at most ``b``, or higher without significance (bootstrap p >= 0.05)."""
+    return row["a"] <= row["b"] or row["p_bootstrap"] is None or row["p_bootstrap"] >= ALPHA
+
+
+def _missing_note(missing: Sequence[str]) -> str:
+    return f"{NOT_MEASURED} (no predictions for {', '.join(missing)})"
+
+
+def _compare_row(
+    demo_dir: str | Path, systems: tuple[str, str], metric: str, pred_field: str, num_resamples: int
+) -> tuple[dict | None, str | None]:
+    """One :func:`compare_metric` row with each system's :func:`constant_share`, and why it cannot decide a claim.
+
+    Returns:
+        ``(row, problem)``: ``row`` is None when a manifest is bad or the utterances differ; ``problem`` is None
+        when the row can decide a claim, else the claim's note (a degenerate system keeps its row).
+    """
+    try:
+        constant = {name: constant_share(predictions_path(demo_dir, name), pred_field) for name in systems}
+        row = compare_metric(demo_dir, *systems, metric, pred_field=pred_field, num_resamples=num_resamples)
+    except (ManifestError, ValueError) as err:
+        return None, f"not measured: {err}"
+    row["constant_share"] = constant
+    degenerate = [name for name, share in constant.items() if share > MAX_CONSTANT_SHARE]
+    if not degenerate:
+        return row, None
+    shares = ", ".join(f"`{name}` {100 * constant[name]:.0f}%" for name in degenerate)
+    return row, (
+        f"not measurable: one output (e.g. empty) for more than {MAX_CONSTANT_SHARE:.0%} of the test utterances "
+        f"({shares}); the models are too briefly trained (more steps: examples/demo_pc.py --full)"
+    )
+
+
 def _comparison_claim(
     claim: dict,
     demo_dir: str | Path,
@@ -128,30 +162,61 @@ def _comparison_claim(
 ) -> dict:
     missing = _missing(demo_dir, systems)
     if missing:
-        claim["note"] = f"{NOT_MEASURED} (no predictions for {', '.join(missing)})"
+        claim["note"] = _missing_note(missing)
         return claim
-    try:
-        constant = {name: constant_share(predictions_path(demo_dir, name), pred_field) for name in systems}
-        row = compare_metric(demo_dir, *systems, metric, pred_field=pred_field, num_resamples=num_resamples)
-    except (ManifestError, ValueError) as err:
-        claim["note"] = f"not measured: {err}"
-        return claim
-    row["constant_share"] = constant
-    degenerate = [name for name, share in constant.items() if share > MAX_CONSTANT_SHARE]
-    if degenerate:
+    row, problem = _compare_row(demo_dir, systems, metric, pred_field, num_resamples)
+    if row is not None:
         claim["measured"] = row
-        shares = ", ".join(f"`{name}` {100 * constant[name]:.0f}%" for name in degenerate)
-        claim["note"] = (
-            f"not measurable: one output (e.g. empty) for more than {MAX_CONSTANT_SHARE:.0%} of the test utterances "
-            f"({shares}); the models are too briefly trained (more steps: examples/demo_pc.py --full)"
-        )
+    if problem:
+        claim["note"] = problem
         return claim
-    claim["measured"] = row
     claim["p_value"] = row["p_bootstrap"]
     claim["p_mapsswe"] = row["p_mapsswe"]
     claim["reproduced"] = bool(decide(row))
     claim["note"] = f"{row['utterances']} test utterances" + _significance_note(row["p_bootstrap"])
     return claim
+
+
+Comparison = tuple[str, str, str, str]
+"""One comparison of a claim with several: system a, system b, metric, prediction field."""
+
+
+def _measure_rows(
+    claim: dict, demo_dir: str | Path, comparisons: Mapping[str, Comparison], num_resamples: int
+) -> dict | None:
+    """The rows of several comparisons, put in ``claim["measured"]`` under the keys of ``comparisons``.
+
+    Returns None, with the claim's note saying why, when the rows cannot decide the claim: a system without
+    predictions (all of them named), a bad manifest, or a degenerate system (:func:`_compare_row`).
+    """
+    systems = list(dict.fromkeys(name for a, b, _, _ in comparisons.values() for name in (a, b)))
+    missing = _missing(demo_dir, systems)
+    if missing:
+        claim["note"] = _missing_note(missing)
+        return None
+    for key, (a, b, metric, pred_field) in comparisons.items():
+        row, problem = _compare_row(demo_dir, (a, b), metric, pred_field, num_resamples)
+        if row is not None:
+            claim["measured"][key] = row
+        if problem:
+            claim["note"] = problem
+            return None
+    return claim["measured"]
+
+
+def _figures(row: Mapping) -> str:
+    """A compare row in words: both figures, the systems and the bootstrap p."""
+    p_value = row["p_bootstrap"]
+    test = "no significance test" if p_value is None else f"bootstrap p={p_value:.3f}"
+    a, b = row["systems"]
+    return (
+        f"{row['metric'].upper().replace('_', '-')} {100 * row['a']:.1f}% (`{a}`) against {100 * row['b']:.1f}% "
+        f"(`{b}`), {test}"
+    )
+
+
+def _set_p(claim: dict, row: Mapping) -> None:
+    claim["p_value"], claim["p_mapsswe"] = row["p_bootstrap"], row["p_mapsswe"]
 
 
 FIT_FORMATTER_PER = 0.50
@@ -219,15 +284,12 @@ def claim_joint_vs_punctuated(demo_dir: str | Path, num_resamples: int = 1000) -
         "WER of `pred_text_normalized`: `rnnt_conditioned` <= `rnnt_punctuated`, or higher with bootstrap p >= 0.05",
     )
 
-    def decide(row: Mapping) -> bool:
-        return row["a"] <= row["b"] or row["p_bootstrap"] is None or row["p_bootstrap"] >= ALPHA
-
     return _comparison_claim(
         claim,
         demo_dir,
         ("rnnt_conditioned", "rnnt_punctuated"),
         "wer",
-        decide,
+        _not_worse,
         pred_field="pred_text_normalized",
         num_resamples=num_resamples,
     )
@@ -244,10 +306,18 @@ def claim_pn_sweep(demo_dir: str | Path, num_resamples: int = 1000) -> dict:
         "C3",
         "000",
         "P labels on 5% of training utterances are almost as good as on 50% (P:N sweep)",
-        "PC-WER and PER of `rnnt_conditioned_p05` each <= 2.5 points above `rnnt_conditioned_p50`'s (p tests "
-        "the PC-WER delta = 0)",
+        _pn_rule("rnnt_conditioned_p05", "rnnt_conditioned_p50"),
     )
-    systems = ("rnnt_conditioned_p05", "rnnt_conditioned_p50")
+    return _pn_claim(claim, demo_dir, ("rnnt_conditioned_p05", "rnnt_conditioned_p50"), num_resamples)
+
+
+def _pn_rule(p05: str, p50: str) -> str:
+    return f"PC-WER and PER of `{p05}` each <= 2.5 points above `{p50}`'s (p tests the PC-WER delta = 0)"
+
+
+def _pn_claim(claim: dict, demo_dir: str | Path, systems: tuple[str, str], num_resamples: int) -> dict:
+    """The P:N sweep rule of C3 on two systems (5% first, 50% second): PC-WER and PER each at most
+    :data:`PN_MAX_INCREASE` above the 50% system's."""
     claim = _comparison_claim(
         claim,
         demo_dir,
@@ -343,6 +413,92 @@ def claim_lm_fusion(
         + (f"; also {', '.join(others)}" if others else "")
     )
     return claim
+
+
+AED_DESIGNS = {"style_layers": ("aed_style_layers", "aed_prompt"), "mixed_m2": ("aed_mixed_m2", "aed_prompt")}
+
+
+def claim_aed_designs(demo_dir: str | Path, num_resamples: int = 1000) -> dict:
+    """papers/001 Table 3: the AEDs with style-dependent layers (design A) and with M2 mixed-style output (design B)
+    write readable text with a lower TER than the AED with a style prompt (design C).
+
+    Both comparisons must hold, so the claim's p-value is the larger of the two. The M0 mixed-style AED's TER
+    against M2's (paper: 18.9 against 18.5) is measured too, when ``aed_mixed`` was trained, and does not decide.
+    """
+    claim = _claim(
+        "C8",
+        "001",
+        "style-dependent layers (A) and mixed-style output M2 (B) write readable text with a lower TER than the "
+        "style prompt (C) (001 Table 3, task A: m.L_E6 16.6, m.M2 18.5 against m.P 21.7)",
+        "TER of `pred_text`: `aed_style_layers` < `aed_prompt` and `aed_mixed_m2` < `aed_prompt`, each bootstrap "
+        "p < 0.05",
+    )
+    comparisons = {key: (a, b, "ter", "pred_text") for key, (a, b) in AED_DESIGNS.items()}
+    rows = _measure_rows(claim, demo_dir, comparisons, num_resamples)
+    if rows is None:
+        return claim
+    deciding = max(rows.values(), key=lambda row: row["p_bootstrap"] if row["p_bootstrap"] is not None else 2.0)
+    _set_p(claim, deciding)
+    claim["reproduced"] = all(_significant_lower(row) for row in rows.values())
+    claim["note"] = f"{deciding['utterances']} test utterances; " + "; ".join(_figures(row) for row in rows.values())
+    claim["note"] += _m0_note(claim, demo_dir, num_resamples)
+    return claim
+
+
+def _m0_note(claim: dict, demo_dir: str | Path, num_resamples: int) -> str:
+    """C8's informative row: TER of the M0 mixed-style AED against M2's, in ``measured["mixed_m0_vs_m2"]``."""
+    if _missing(demo_dir, ["aed_mixed"]):
+        return ""
+    row, problem = _compare_row(demo_dir, ("aed_mixed", "aed_mixed_m2"), "ter", "pred_text", num_resamples)
+    if row is not None:
+        claim["measured"]["mixed_m0_vs_m2"] = row
+    if problem:
+        return f"; M0 against M2 (does not decide): {problem}"
+    return f"; M0 against M2 (does not decide, paper 18.9 against 18.5): {_figures(row)}"
+
+
+def claim_multi_vs_single_style(demo_dir: str | Path, num_resamples: int = 1000) -> dict:
+    """papers/001 Table 2 against Table 3: one multi-style AED (the prompt AED) is on par with single-style AEDs.
+
+    Its punctuated output is compared with the punctuated-only AED on TER, its normalized output with the
+    normalized-only AED on WER; each holds under C2's rule (:func:`_not_worse`). The claim's p-value is the
+    smaller of the two: the most significant difference.
+    """
+    claim = _claim(
+        "C9",
+        "001",
+        "one multi-style AED (prompt) is on par with single-style AEDs (001 Table 2 against Table 3)",
+        "TER of `pred_text`: `aed_prompt` <= `aed_punctuated`, and WER of `pred_text_normalized`: `aed_prompt` <= "
+        "`aed_normalized`; each may be higher with bootstrap p >= 0.05",
+    )
+    comparisons = {
+        "punctuated": ("aed_prompt", "aed_punctuated", "ter", "pred_text"),
+        "normalized": ("aed_prompt", "aed_normalized", "wer", "pred_text_normalized"),
+    }
+    rows = _measure_rows(claim, demo_dir, comparisons, num_resamples)
+    if rows is None:
+        return claim
+    deciding = min(rows.values(), key=lambda row: row["p_bootstrap"] if row["p_bootstrap"] is not None else 2.0)
+    _set_p(claim, deciding)
+    claim["reproduced"] = all(_not_worse(row) for row in rows.values())
+    claim["note"] = f"{deciding['utterances']} test utterances; " + "; ".join(
+        f"{key}: {_figures(row)}" for key, row in rows.items()
+    )
+    return claim
+
+
+def claim_aed_less_punctuated(demo_dir: str | Path, num_resamples: int = 1000) -> dict:
+    """papers/001 §3.3: the prompt AED transfers what its normalized targets teach to its punctuated output, so
+    punctuated targets on 5% of the utterances are almost as good as on 50%; held to papers/000 Table III's bound
+    with C3's rule (:func:`_pn_claim`)."""
+    claim = _claim(
+        "C10",
+        "001",
+        "the prompt AED transfers what the normalized targets teach: punctuated targets on 5% of the utterances "
+        "are almost as good as on 50% (001 §3.3's transfer, with 000 Table III's bound)",
+        _pn_rule("aed_prompt_p05", "aed_prompt_p50"),
+    )
+    return _pn_claim(claim, demo_dir, ("aed_prompt_p05", "aed_prompt_p50"), num_resamples)
 
 
 def _significance_note(p_value: float | None) -> str:
@@ -559,8 +715,8 @@ def compute_claims(
     batch_size: int = 16,
     lm_report: Mapping | None = None,
 ) -> list[dict]:
-    """Every claim of the README's table, in order (C1-C4 from predictions, C5 from the formatter section, C6, and
-    C7 from ``benchmarks/quality_lm_fusion.py``'s report)."""
+    """Every claim of the README's table, in order (C1-C4 from predictions, C5 from the formatter section, C6, C7
+    from ``benchmarks/quality_lm_fusion.py``'s report, and C8-C10 from the AEDs' predictions)."""
     claims = [
         claim_e2e_vs_cascade(demo_dir, num_resamples, formatter_section),
         claim_joint_vs_punctuated(demo_dir, num_resamples),
@@ -577,4 +733,7 @@ def compute_claims(
         claim["note"] = f"not measured: {err}"
         claims.append(claim)
     claims.append(claim_lm_fusion(lm_report, demo_dir=demo_dir, num_resamples=num_resamples))
+    claims.append(claim_aed_designs(demo_dir, num_resamples))
+    claims.append(claim_multi_vs_single_style(demo_dir, num_resamples))
+    claims.append(claim_aed_less_punctuated(demo_dir, num_resamples))
     return claims
