@@ -36,7 +36,15 @@ import sys
 import time
 from pathlib import Path
 
-from speed_longform import seam_agreement, seam_times, transcribe_each, utterance_texts, write_recording
+from speed_longform import (
+    is_aed,
+    piece_seams,
+    seam_agreement,
+    seam_times,
+    transcribe_each,
+    utterance_texts,
+    write_recording,
+)
 from suite import Stopwatch, results_path, write_results
 
 SCORES = ("wer", "wer_pc", "per")
@@ -167,28 +175,6 @@ def cue_figures(segments: list, rules) -> dict:
         "max_cue_chars": max((len(" ".join(cue)) for cue in lines), default=None),
         "ended_by": ended_by,
     }
-
-
-def is_aed(model) -> bool:
-    """Whether ``model`` is read in pieces cut at pauses rather than in chunk windows."""
-    from nemo_pc.models import EncDecAEDPCModel
-
-    return isinstance(model, EncDecAEDPCModel)
-
-
-def piece_seams(model, recording: Path, max_piece_seconds: float) -> list[float]:
-    """Seconds at which the AED's pieces of ``recording`` meet (:func:`nemo_pc.pipelines.longform_aed.plan_recording`,
-    the cut that :func:`transcribe_long` makes)."""
-    from nemo_pc.parts.segmentation import PauseRules
-    from nemo_pc.pipelines.longform import AudioReader, model_sample_rate
-    from nemo_pc.pipelines.longform_aed import plan_recording
-
-    reader = AudioReader(recording, model_sample_rate(model))
-    try:
-        pieces = plan_recording(reader, PauseRules(max_seconds=max_piece_seconds))
-    finally:
-        reader.close()
-    return [piece.start / reader.sample_rate for piece in pieces[1:]]
 
 
 def measure_window(

@@ -861,9 +861,15 @@ def render_longform(source: Path) -> str:
     """``speed_longform.py``: per recording length, memory, RTF and the word disagreement with per-utterance
     transcription of utterances cut by a seam and of the others (both modes)."""
     r = _read_json(source)
+    if r.get("max_piece_seconds") is not None:  # an AED, read in pieces cut at pauses
+        window = f"pieces of at most {r['max_piece_seconds']:g} s cut at pauses"
+    else:
+        window = f"{r['chunk_seconds']:g} s chunks, {r['context_seconds']:g} s context"
+    alone = r.get("per_utterance")
+    alone = f"; each utterance alone: CPU RTF {alone['cpu_rtf']:.4f}" if alone else ""
     lines = [
-        f"{r['model']}; {r['chunk_seconds']:g} s chunks, {r['context_seconds']:g} s context, {r['threads']} "
-        f"thread(s), utterances of `{r['manifest']}` with {r['pause_seconds']:g} s pauses:",
+        f"{r['model']}; {window}, {r['threads']} thread(s), utterances of `{r['manifest']}` with "
+        f"{r['pause_seconds']:g} s pauses{alone}:",
         "",
     ]
     rows = []

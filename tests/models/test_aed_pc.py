@@ -172,6 +172,36 @@ def test_a_normalized_only_batch_trains_only_the_normalized_prompt(model):
     assert rows.modes.tolist() == [NORMALIZED_ID]
 
 
+def test_a_single_style_aed_learns_one_mode_only(corpus):
+    """papers/001's single-style baselines: ``pc.train_modes`` keeps the rows of one mode; a punctuated-only model
+    on a batch without a P target has nothing to learn there and still returns a loss."""
+    torch.manual_seed(0)
+    model = EncDecAEDPCModel(cfg=aed_config(corpus, "model.pc.train_modes=[punctuated]"))
+    batch = batch_of(model, corpus)
+    rows = model.build_rows(batch)
+    assert set(rows.modes.tolist()) == {PUNCTUATED_ID} and len(rows.modes) == int(batch.p_mask.sum())
+    tokens = model.tokenizer.text_to_ids("the dog ran")
+    unmarked = collate_pc_batch(torch.zeros(1, 16000), torch.tensor([16000]), [(tokens, tokens, False)])
+    assert model.build_rows(unmarked) is None
+    loss, logs, _ = model.batch_loss(unmarked)
+    assert torch.isfinite(loss) and not any(key.startswith("loss_") for key in logs)
+    normalized = EncDecAEDPCModel(cfg=aed_config(corpus, "model.pc.train_modes=[normalized]"))
+    assert set(normalized.build_rows(batch).modes.tolist()) == {NORMALIZED_ID}
+
+
+@pytest.mark.parametrize(
+    "overrides, match",
+    [
+        (["model.pc.train_modes=[]"], "pc.train_modes"),
+        (["model.pc.train_modes=[readable]"], "pc.train_modes"),
+        (["variant=mixed", "model.pc.train_modes=[punctuated]"], "mixed variant"),
+    ],
+)
+def test_bad_train_modes_are_refused(corpus, overrides, match):
+    with pytest.raises(ValueError, match=match):
+        EncDecAEDPCModel(cfg=aed_config(corpus, *overrides))
+
+
 def test_the_punctuated_prompt_starts_as_whisper_tiny_en(model):
     """Before fine-tuning, the punctuated mode is Whisper tiny.en's own greedy output (faster-whisper's engine) on a
     clip padded to 30 s: ``<|punctuated|>`` starts as ``<|notimestamps|>``."""

@@ -22,6 +22,12 @@ ASR_SYSTEMS = {
     "aed_prompt": ("aed", ["variant=prompt"]),
     "aed_style_layers": ("aed", ["variant=style_layers"]),
     "aed_mixed": ("aed", ["variant=mixed"]),
+    "aed_mixed_m1": ("aed", ["variant=mixed", "model.pc.mixed_format=m1"]),
+    "aed_mixed_m2": ("aed", ["variant=mixed", "model.pc.mixed_format=m2"]),
+    "aed_punctuated": ("aed", ["variant=prompt", "model.pc.train_modes=[punctuated]"]),
+    "aed_normalized": ("aed", ["variant=prompt", "model.pc.train_modes=[normalized]"]),
+    "aed_prompt_p50": ("aed", ["variant=prompt", "model.train_ds.pc_fraction=0.5"]),
+    "aed_prompt_p05": ("aed", ["variant=prompt", "model.train_ds.pc_fraction=0.05"]),
 }
 DEMO_SYSTEMS = ("rnnt_conditioned", "rnnt_dual", "ctc_inter", "aed_prompt")
 # The shared starting encoder (``base_steps``) of the FastConformer from random weights: normalized CTC, trained for a
@@ -57,9 +63,23 @@ PC_FROM_START = [
     "model.optim.sched.warmup_steps=100",
     "~model.optim.sched.d_model",
 ]
-# The baselines the README's claims C2-C4 and C6 compare the default systems with (``--claims``); ``--full`` trains
-# every system, the other multi-style variants of papers/001 Table 3 included.
-CLAIM_SYSTEMS = ("rnnt_punctuated", "rnnt_conditioned_p50", "rnnt_conditioned_p05", "ctc_punctuated", "ctc_m2")
+# The baselines the README's claims C2-C4 and C6 compare the default systems with, and papers/001's own (C8-C10: the
+# AED designs A and B, single-style AEDs, punctuated targets on 50% and 5%) (``--claims``); ``--full`` trains every
+# system, the other multi-style variants of papers/001 Table 3 included.
+CLAIM_SYSTEMS = (
+    "rnnt_punctuated",
+    "rnnt_conditioned_p50",
+    "rnnt_conditioned_p05",
+    "ctc_punctuated",
+    "ctc_m2",
+    "aed_style_layers",
+    "aed_mixed",
+    "aed_mixed_m2",
+    "aed_punctuated",
+    "aed_normalized",
+    "aed_prompt_p50",
+    "aed_prompt_p05",
+)
 OTHER_SYSTEMS = tuple(name for name in ASR_SYSTEMS if name not in DEMO_SYSTEMS + CLAIM_SYSTEMS)
 # The AED (papers/001) starts from Whisper tiny.en's encoder and decoder, not from the base encoder: its decoder
 # already writes words, case and marks. Its data go through NeMo's lhotse loader (NeMo's AED reads no other), which
