@@ -213,8 +213,9 @@ def restoration_markdown(section: dict) -> list[str]:
     ]
 
 
-def run_all_markdown(results: dict) -> str:
-    """``benchmarks/results/run_all.md``: every section of a ``benchmarks/run_all.py`` JSON."""
+def run_all_markdown(results: dict, source: str | Path | None = None) -> str:
+    """``benchmarks/results/run_all.md``: every section of a ``benchmarks/run_all.py`` JSON; ``source``, the file that
+    holds ``results``, ends the page with the run's provenance (command, revision, date) when it records one."""
     lines = [
         "# nemo_pc: all benchmarks of one demo output",
         "",
@@ -236,7 +237,8 @@ def run_all_markdown(results: dict) -> str:
         "",
         claims_markdown(results["claims"]),
     ]
-    return "\n".join(lines)
+    made = _provenance_line(Path(source)) if source is not None else None
+    return "\n".join(lines) + (f"\n{made}\n" if made else "")
 
 
 def render_claims(source: Path) -> str:

@@ -277,7 +277,7 @@ def main(argv: list[str] | None = None) -> dict:
             lm_report=lm_fusion_report(args.lm_fusion, demo_dir),
         )
     write_results(args.json, results)
-    markdown = render_results.run_all_markdown(results)
+    markdown = render_results.run_all_markdown(results, args.json)
     write_text_atomic(args.markdown, markdown)
     print(markdown)
     if args.readme:

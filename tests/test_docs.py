@@ -152,27 +152,14 @@ def test_linked_pages_exist(doc):
 # results files and their runs
 
 # Results files (and folders) from before `suite.write_results` recorded a `provenance` (command, revision, date),
-# whose command no doc gives in full, each with the script that makes it again (made again, it records its run and
-# leaves this list). A file that no script can make again is moved to benchmarks/results/archive/ (not checked).
+# each with the script that makes it again (made again, it records its run and leaves this list). A file whose run
+# cannot be named afterwards (made by no script now, or its command or revision not recorded) is moved to
+# benchmarks/results/archive/ (not checked); one named afterwards gets a `provenance` whose `recorded` says from what.
 PREDATE_PROVENANCE = {
     # demo output folders: the demo writes no provenance; `config.json` holds the settings of the run
     "benchmarks/results/demo_default/": "examples/demo_pc.py",
     "benchmarks/results/demo_default_whisper/": "examples/demo_pc.py",
     "benchmarks/results/demo_default_aed/": "examples/demo_pc.py",
-    # `run_all.py` recorded its `command` only (revision and date missing); the claims blocks render these two
-    "benchmarks/results/run_all.json": "benchmarks/run_all.py",
-    "benchmarks/results/run_all_default.json": "benchmarks/run_all.py",
-    # the device check recorded the run's command, revision and date at the top level, with no `provenance`
-    "benchmarks/results/device_check/h200_run1.json": "scripts/device_check.sh",
-    "benchmarks/results/device_check/h200_run2.json": "scripts/device_check.sh",
-    # rounds of one benchmark gathered in one file: docs/training_speed.md gives each round's variants, not its command
-    "benchmarks/results/asr_recipe.json": "benchmarks/quality_asr_recipe.py",
-    # docs/training_speed.md gives these commands as changes to another ("--steps 4000 ...", "scored as above")
-    "benchmarks/results/asr_hours6_steps4000.json": "benchmarks/quality_asr_recipe.py",
-    "benchmarks/results/train_dev_gap_base3000_6h.json": "benchmarks/quality_train_dev_gap.py",
-    "benchmarks/results/train_dev_gap_base3000_6h_own.json": "benchmarks/quality_train_dev_gap.py",
-    "benchmarks/results/train_dev_gap_base4000_6h.json": "benchmarks/quality_train_dev_gap.py",
-    "benchmarks/results/train_dev_gap_base4000_6h_own.json": "benchmarks/quality_train_dev_gap.py",
 }
 
 
@@ -209,6 +196,31 @@ def test_results_files_name_their_run():
     assert not gone, f"PREDATE_PROVENANCE names files that are not results files any more: {gone}"
     scriptless = {known: script for known, script in PREDATE_PROVENANCE.items() if not (REPO / script).is_file()}
     assert not scriptless, f"no script makes these again: archive them (benchmarks/results/archive/): {scriptless}"
+
+
+def test_other_results_files_name_their_run():
+    """A results file that is not JSON (a log, a test report, a curve, ``run_all.md``) names its run through the JSON
+    of that run beside it: the one whose name it extends (``h200_run1_tests.xml``: ``h200_run1.json``), which records
+    its ``provenance``."""
+    tracked = _tracked()
+    if tracked is None:
+        pytest.skip("needs the git checkout")
+    others = sorted(
+        name
+        for name in tracked
+        if name.startswith("benchmarks/results/")
+        and not name.endswith(".json")
+        and not name.startswith("benchmarks/results/archive/")
+        and not any(_listed_as(name, known) for known in PREDATE_PROVENANCE)
+    )
+    unnamed = []
+    for name in others:
+        path = REPO / name
+        records = [p for p in path.parent.glob("*.json") if path.stem == p.stem or path.stem.startswith(p.stem + "_")]
+        made = json.loads(max(records, key=lambda p: len(p.stem)).read_text()).get("provenance") if records else None
+        if not (made and all(made.get(key) for key in ("command", "revision", "date"))):
+            unnamed.append(name)
+    assert not unnamed, f"results files with no run record beside them (archive them, or add one): {unnamed}"
 
 
 # scripts, commands and flags

@@ -488,6 +488,8 @@ def test_run_all_claims_only(tmp_path):
     assert verdicts["C4"] is True and verdicts["C1"] is None and verdicts["C5a"] is None
     markdown = out_md.read_text()
     assert "## a. RTF" in markdown and "Not measured: skipped (--skip)." in markdown
+    made = results["provenance"]  # the page ends with the run that its JSON records
+    assert markdown.endswith(f", revision {made['revision'] or 'unknown'}, {made['date']}.\n")
     text = readme.read_text()
     assert text.startswith(f"intro\n<!-- results:claims {out_json} -->\n")
     assert text.endswith("<!-- results:end -->\nend\n")
