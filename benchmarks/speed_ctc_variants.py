@@ -24,7 +24,7 @@ import torch
 from suite import Stopwatch, results_path, time_runs, write_results
 
 from nemo_pc.parts.manifest import write_text_atomic
-from nemo_pc.pipelines.demo.claims import empty_share
+from nemo_pc.pipelines.demo.claim_rules import empty_share
 
 ROOT = Path(__file__).resolve().parents[1]
 STYLES = ("punctuated", "normalized", "both")

@@ -10,6 +10,8 @@ import torch
 from benchmark_loader import load_benchmark
 
 from nemo_pc.parts.manifest import write_manifest
+from nemo_pc.pipelines.demo import aed_claims as A
+from nemo_pc.pipelines.demo import claim_rules as R
 from nemo_pc.pipelines.demo import claims as C
 
 RESAMPLES = 200
@@ -129,7 +131,7 @@ def test_pn_sweep_threshold(tmp_path):
     write_system(tmp_path, "rnnt_conditioned_p50")
     claim = C.claim_pn_sweep(tmp_path, RESAMPLES)
     assert claim["measured"]["metric"] == "pc_wer"
-    assert claim["measured"]["delta"] > C.PN_MAX_INCREASE
+    assert claim["measured"]["delta"] > R.PN_MAX_INCREASE
     assert claim["reproduced"] is False
     check_p(claim)
     write_system(tmp_path, "rnnt_conditioned_p05")
@@ -145,8 +147,8 @@ def test_pn_sweep_needs_the_5_percent_model_to_punctuate(tmp_path):
     write_system(tmp_path, "rnnt_conditioned_p05", written=no_marks, n=60)
     write_system(tmp_path, "rnnt_conditioned_p50", written=lambda t: t if next(count) % 12 == 0 else no_marks(t), n=60)
     claim = C.claim_pn_sweep(tmp_path, RESAMPLES)
-    assert claim["measured"]["delta"] <= C.PN_MAX_INCREASE
-    assert claim["measured"]["per"]["a"] == 1.0 and claim["measured"]["per"]["delta"] > C.PN_MAX_INCREASE
+    assert claim["measured"]["delta"] <= R.PN_MAX_INCREASE
+    assert claim["measured"]["per"]["a"] == 1.0 and claim["measured"]["per"]["delta"] > R.PN_MAX_INCREASE
     assert claim["reproduced"] is False and "PER 100.0%" in claim["note"]
 
 
@@ -160,7 +162,7 @@ def write_aed_designs(demo: Path, style_layers=no_marks, mixed_m2=no_marks, prom
 
 def test_aed_designs_need_both_a_and_m2_below_the_prompt(tmp_path):
     write_aed_designs(tmp_path, style_layers=lambda t: t, mixed_m2=lambda t: t, mixed=drop_word)
-    claim = C.claim_aed_designs(tmp_path, RESAMPLES)
+    claim = A.claim_aed_designs(tmp_path, RESAMPLES)
     assert claim["id"] == "C8" and claim["paper"] == "001" and "Table 3" in claim["claim"]
     measured = claim["measured"]
     assert set(measured) == {"style_layers", "mixed_m2", "mixed_m0_vs_m2"}
@@ -180,7 +182,7 @@ def test_aed_designs_need_both_a_and_m2_below_the_prompt(tmp_path):
 
 def test_aed_designs_not_reproduced_when_m2_is_not_lower(tmp_path):
     write_aed_designs(tmp_path, style_layers=lambda t: t)  # M2 ties with the prompt
-    claim = C.claim_aed_designs(tmp_path, RESAMPLES)
+    claim = A.claim_aed_designs(tmp_path, RESAMPLES)
     assert claim["measured"]["mixed_m2"]["delta"] == 0.0 and "mixed_m0_vs_m2" not in claim["measured"]
     assert claim["reproduced"] is False
     check_p(claim)
@@ -188,15 +190,15 @@ def test_aed_designs_not_reproduced_when_m2_is_not_lower(tmp_path):
 
 def test_aed_designs_not_measured_names_the_missing_systems(tmp_path):
     write_system(tmp_path, "aed_prompt")
-    claim = C.claim_aed_designs(tmp_path, RESAMPLES)
+    claim = A.claim_aed_designs(tmp_path, RESAMPLES)
     assert claim["reproduced"] is None and claim["p_value"] is None and claim["measured"] == {}
-    assert claim["note"] == f"{C.NOT_MEASURED} (no predictions for aed_style_layers, aed_mixed_m2)"
+    assert claim["note"] == f"{R.NOT_MEASURED} (no predictions for aed_style_layers, aed_mixed_m2)"
     assert render_results().describe_measured(claim) == "-"
 
 
 def test_aed_designs_degenerate_system_is_not_measurable(tmp_path):
     write_aed_designs(tmp_path, style_layers=lambda t: "", mixed_m2=lambda t: t)
-    claim = C.claim_aed_designs(tmp_path, RESAMPLES)
+    claim = A.claim_aed_designs(tmp_path, RESAMPLES)
     assert claim["reproduced"] is None and claim["note"].startswith("not measurable")
     assert claim["measured"]["style_layers"]["constant_share"]["aed_style_layers"] == 1.0
 
@@ -205,7 +207,7 @@ def test_multi_vs_single_style_aed(tmp_path):
     write_system(tmp_path, "aed_prompt", written=drop_word)
     write_system(tmp_path, "aed_punctuated", written=drop_word)
     write_system(tmp_path, "aed_normalized", normalized=drop_word)  # the prompt AED is better: still on par
-    claim = C.claim_multi_vs_single_style(tmp_path, RESAMPLES)
+    claim = A.claim_multi_vs_single_style(tmp_path, RESAMPLES)
     assert claim["id"] == "C9" and "Table 2" in claim["claim"]
     punctuated, normalized = claim["measured"]["punctuated"], claim["measured"]["normalized"]
     assert punctuated["metric"] == "ter" and punctuated["pred_field"] == "pred_text"
@@ -216,26 +218,26 @@ def test_multi_vs_single_style_aed(tmp_path):
     check_p(claim)
     write_system(tmp_path, "aed_normalized")  # now significantly worse on the normalized output
     write_system(tmp_path, "aed_prompt", written=drop_word, normalized=drop_word)
-    claim = C.claim_multi_vs_single_style(tmp_path, RESAMPLES)
+    claim = A.claim_multi_vs_single_style(tmp_path, RESAMPLES)
     assert claim["measured"]["punctuated"]["delta"] == 0.0 and claim["p_value"] < 0.05
     assert claim["reproduced"] is False
-    missing = C.claim_multi_vs_single_style(tmp_path / "none", RESAMPLES)
+    missing = A.claim_multi_vs_single_style(tmp_path / "none", RESAMPLES)
     assert missing["reproduced"] is None and "aed_prompt, aed_punctuated, aed_normalized" in missing["note"]
 
 
 def test_aed_less_punctuated_follows_the_pn_sweep_rule(tmp_path):
     write_system(tmp_path, "aed_prompt_p05")
     write_system(tmp_path, "aed_prompt_p50")
-    claim = C.claim_aed_less_punctuated(tmp_path, RESAMPLES)
+    claim = A.claim_aed_less_punctuated(tmp_path, RESAMPLES)
     assert claim["id"] == "C10" and claim["paper"] == "001" and "§3.3" in claim["claim"]
     assert claim["rule"] == C.claim_pn_sweep(tmp_path)["rule"].replace("rnnt_conditioned", "aed_prompt")
     assert claim["measured"]["metric"] == "pc_wer" and claim["measured"]["per"]["delta"] == 0.0
     assert claim["reproduced"] is True
     check_p(claim)
     write_system(tmp_path, "aed_prompt_p05", written=no_marks)
-    claim = C.claim_aed_less_punctuated(tmp_path, RESAMPLES)
-    assert claim["measured"]["delta"] > C.PN_MAX_INCREASE and claim["reproduced"] is False
-    missing = C.claim_aed_less_punctuated(tmp_path / "none", RESAMPLES)
+    claim = A.claim_aed_less_punctuated(tmp_path, RESAMPLES)
+    assert claim["measured"]["delta"] > R.PN_MAX_INCREASE and claim["reproduced"] is False
+    missing = A.claim_aed_less_punctuated(tmp_path / "none", RESAMPLES)
     assert missing["reproduced"] is None and "aed_prompt_p05, aed_prompt_p50" in missing["note"]
 
 
@@ -254,14 +256,14 @@ def test_missing_predictions_are_not_measured(tmp_path):
         C.claim_joint_vs_punctuated,
         C.claim_pn_sweep,
         C.claim_intermediate_ctc,
-        C.claim_aed_designs,
-        C.claim_multi_vs_single_style,
-        C.claim_aed_less_punctuated,
+        A.claim_aed_designs,
+        A.claim_multi_vs_single_style,
+        A.claim_aed_less_punctuated,
     )
     for func in funcs:
         claim = func(tmp_path, RESAMPLES)
         assert claim["reproduced"] is None and claim["p_value"] is None
-        assert claim["note"].startswith(C.NOT_MEASURED)
+        assert claim["note"].startswith(R.NOT_MEASURED)
     claim = C.claim_one_pass_styles(tmp_path)
     assert claim["reproduced"] is None and "models/ctc_m2.nemo" in claim["note"]
 
@@ -547,11 +549,11 @@ def test_silent_systems_make_a_claim_not_measurable(tmp_path):
     claim = C.claim_joint_vs_punctuated(tmp_path, RESAMPLES)
     assert claim["reproduced"] is None and claim["note"].startswith("not measurable")
     assert claim["measured"]["constant_share"] == {"rnnt_conditioned": 1.0, "rnnt_punctuated": 1.0}
-    assert C.empty_share(tmp_path / "predictions" / "rnnt_conditioned.json") == 1.0
+    assert R.empty_share(tmp_path / "predictions" / "rnnt_conditioned.json") == 1.0
 
 
 def test_constant_share_counts_the_most_frequent_output(tmp_path):
     path = write_system(tmp_path, "ctc_inter", written=lambda t: "the", n=10)
-    assert C.constant_share(path) == 1.0 and C.empty_share(path) == 0.0
+    assert R.constant_share(path) == 1.0 and R.empty_share(path) == 0.0
     path = write_system(tmp_path, "ctc_punctuated", n=12)  # six sentences, each twice
-    assert C.constant_share(path) == pytest.approx(2 / 12)
+    assert R.constant_share(path) == pytest.approx(2 / 12)

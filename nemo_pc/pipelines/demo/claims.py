@@ -14,6 +14,9 @@ This module computes the claims and renders nothing: ``benchmarks/run_all.py`` s
 ``benchmarks/render_results.py`` (``claims`` blocks) draws the README's table from that JSON. Its inputs besides the
 demo folder are plain dicts: the formatter section of ``run_all.py`` and the report of
 ``benchmarks/quality_lm_fusion.py``.
+
+The comparison machinery and the rules the claims share lie in :mod:`nemo_pc.pipelines.demo.claim_rules`,
+papers/001's AED claims (C8-C10) in :mod:`nemo_pc.pipelines.demo.aed_claims`.
 """
 
 from __future__ import annotations
@@ -24,199 +27,26 @@ from pathlib import Path
 
 from nemo_pc.parts.manifest import ManifestError, iter_manifest, require_text
 from nemo_pc.parts.modes import MODES
+from nemo_pc.pipelines.demo.aed_claims import claim_aed_designs, claim_aed_less_punctuated, claim_multi_vs_single_style
+from nemo_pc.pipelines.demo.claim_rules import (
+    ALPHA,
+    NOT_MEASURED,
+    compare_metric,
+    comparison_claim,
+    make_claim,
+    missing_systems,
+    not_worse,
+    pn_claim,
+    pn_rule,
+    significance_note,
+    significantly_lower,
+)
 from nemo_pc.pipelines.demo.layout import model_path, predictions_path
 
-NOT_MEASURED = "not measured: run examples/demo_pc.py --claims"
-ALPHA = 0.05
-PN_MAX_INCREASE = 0.025  # papers/000 Table III: PC-WER and PuncER of P:N 5% at most 2.5 points above P:N 50%
 PAPER_SPEEDUP = 30.7  # papers/003: full seq2seq time over the formatter's on long text
 ONE_PASS_MIN_SHARE = 0.9  # share of utterances with both M2 styles non-empty
-MAX_CONSTANT_SHARE = 0.5  # a system with one output for more utterances than this can't support or refute a claim
 ONE_PASS_CLAIM = "a mixed-style (M2) CTC model yields both styles from one encoder pass"
 ONE_PASS_RULE = f"encoder calls == batches and both styles non-empty on >= {ONE_PASS_MIN_SHARE:.0%} of the utterances"
-
-
-def _claim(cid: str, paper: str, claim: str, rule: str) -> dict:
-    return {
-        "id": cid,
-        "paper": paper,
-        "claim": claim,
-        "rule": rule,
-        "measured": {},
-        "p_value": None,
-        "p_mapsswe": None,
-        "reproduced": None,
-        "note": NOT_MEASURED,
-    }
-
-
-def _missing(demo_dir: str | Path, systems: Sequence[str]) -> list[str]:
-    return [name for name in systems if not predictions_path(demo_dir, name).is_file()]
-
-
-def compare_metric(
-    demo_dir: str | Path,
-    system_a: str,
-    system_b: str,
-    metric: str,
-    pred_field: str = "pred_text",
-    num_resamples: int = 1000,
-    seed: int = 0,
-) -> dict:
-    """One metric of two systems' prediction manifests on the same utterances, with both p-values.
-
-    Returns:
-        ``{"metric", "pred_field", "systems": [a, b], "a", "b", "delta", "ci95", "p_bootstrap", "p_mapsswe",
-        "utterances"}``; ``delta`` is ``a - b``.
-
-    Raises:
-        ManifestError: a bad prediction line (file and line named).
-        ValueError: the two manifests do not hold the same utterances.
-    """
-    from nemo_pc.metrics.evaluate import EvalConfig, evaluate
-
-    config = EvalConfig(pred_field=pred_field, progress=False)
-    report = evaluate(
-        predictions_path(demo_dir, system_a),
-        config,
-        compare=predictions_path(demo_dir, system_b),
-        num_resamples=num_resamples,
-        seed=seed,
-    )
-    row = report["compare"]["metrics"][metric]
-    return {
-        "metric": metric,
-        "pred_field": pred_field,
-        "systems": [system_a, system_b],
-        "a": row["a"],
-        "b": row["b"],
-        "delta": row["delta"],
-        "ci95": row["ci95"],
-        "p_bootstrap": row["p"],
-        "p_mapsswe": row.get("p_mapsswe"),
-        "utterances": report["num_utterances"],
-    }
-
-
-def empty_share(path: str | Path, pred_field: str = "pred_text") -> float:
-    """The share of utterances of a prediction manifest whose ``pred_field`` is empty (0 for an empty manifest)."""
-    texts = [require_text(entry, pred_field, path, line) for line, entry in iter_manifest(path)]
-    return sum(not text.strip() for text in texts) / len(texts) if texts else 0.0
-
-
-def constant_share(path: str | Path, pred_field: str = "pred_text") -> float:
-    """The share of utterances that get the manifest's most frequent output (e.g. empty, or always "the"): a
-    briefly trained model first emits one output for every input."""
-    from collections import Counter
-
-    texts = [" ".join(require_text(entry, pred_field, path, line).split()) for line, entry in iter_manifest(path)]
-    return Counter(texts).most_common(1)[0][1] / len(texts) if len(texts) > 1 else 0.0
-
-
-def _significant_lower(row: Mapping) -> bool:
-    return row["a"] < row["b"] and row["p_bootstrap"] is not None and row["p_bootstrap"] < ALPHA
-
-
-def _not_worse(row: Mapping) -> bool:
-    """C2's rule: ``a`` is at most ``b``, or higher without significance (bootstrap p >= 0.05)."""
-    return row["a"] <= row["b"] or row["p_bootstrap"] is None or row["p_bootstrap"] >= ALPHA
-
-
-def _missing_note(missing: Sequence[str]) -> str:
-    return f"{NOT_MEASURED} (no predictions for {', '.join(missing)})"
-
-
-def _compare_row(
-    demo_dir: str | Path, systems: tuple[str, str], metric: str, pred_field: str, num_resamples: int
-) -> tuple[dict | None, str | None]:
-    """One :func:`compare_metric` row with each system's :func:`constant_share`, and why it cannot decide a claim.
-
-    Returns:
-        ``(row, problem)``: ``row`` is None when a manifest is bad or the utterances differ; ``problem`` is None
-        when the row can decide a claim, else the claim's note (a degenerate system keeps its row).
-    """
-    try:
-        constant = {name: constant_share(predictions_path(demo_dir, name), pred_field) for name in systems}
-        row = compare_metric(demo_dir, *systems, metric, pred_field=pred_field, num_resamples=num_resamples)
-    except (ManifestError, ValueError) as err:
-        return None, f"not measured: {err}"
-    row["constant_share"] = constant
-    degenerate = [name for name, share in constant.items() if share > MAX_CONSTANT_SHARE]
-    if not degenerate:
-        return row, None
-    shares = ", ".join(f"`{name}` {100 * constant[name]:.0f}%" for name in degenerate)
-    return row, (
-        f"not measurable: one output (e.g. empty) for more than {MAX_CONSTANT_SHARE:.0%} of the test utterances "
-        f"({shares}); the models are too briefly trained (more steps: examples/demo_pc.py --full)"
-    )
-
-
-def _comparison_claim(
-    claim: dict,
-    demo_dir: str | Path,
-    systems: tuple[str, str],
-    metric: str,
-    decide: Callable[[Mapping], bool],
-    pred_field: str = "pred_text",
-    num_resamples: int = 1000,
-) -> dict:
-    missing = _missing(demo_dir, systems)
-    if missing:
-        claim["note"] = _missing_note(missing)
-        return claim
-    row, problem = _compare_row(demo_dir, systems, metric, pred_field, num_resamples)
-    if row is not None:
-        claim["measured"] = row
-    if problem:
-        claim["note"] = problem
-        return claim
-    claim["p_value"] = row["p_bootstrap"]
-    claim["p_mapsswe"] = row["p_mapsswe"]
-    claim["reproduced"] = bool(decide(row))
-    claim["note"] = f"{row['utterances']} test utterances" + _significance_note(row["p_bootstrap"])
-    return claim
-
-
-Comparison = tuple[str, str, str, str]
-"""One comparison of a claim with several: system a, system b, metric, prediction field."""
-
-
-def _measure_rows(
-    claim: dict, demo_dir: str | Path, comparisons: Mapping[str, Comparison], num_resamples: int
-) -> dict | None:
-    """The rows of several comparisons, put in ``claim["measured"]`` under the keys of ``comparisons``.
-
-    Returns None, with the claim's note saying why, when the rows cannot decide the claim: a system without
-    predictions (all of them named), a bad manifest, or a degenerate system (:func:`_compare_row`).
-    """
-    systems = list(dict.fromkeys(name for a, b, _, _ in comparisons.values() for name in (a, b)))
-    missing = _missing(demo_dir, systems)
-    if missing:
-        claim["note"] = _missing_note(missing)
-        return None
-    for key, (a, b, metric, pred_field) in comparisons.items():
-        row, problem = _compare_row(demo_dir, (a, b), metric, pred_field, num_resamples)
-        if row is not None:
-            claim["measured"][key] = row
-        if problem:
-            claim["note"] = problem
-            return None
-    return claim["measured"]
-
-
-def _figures(row: Mapping) -> str:
-    """A compare row in words: both figures, the systems and the bootstrap p."""
-    p_value = row["p_bootstrap"]
-    test = "no significance test" if p_value is None else f"bootstrap p={p_value:.3f}"
-    a, b = row["systems"]
-    return (
-        f"{row['metric'].upper().replace('_', '-')} {100 * row['a']:.1f}% (`{a}`) against {100 * row['b']:.1f}% "
-        f"(`{b}`), {test}"
-    )
-
-
-def _set_p(claim: dict, row: Mapping) -> None:
-    claim["p_value"], claim["p_mapsswe"] = row["p_bootstrap"], row["p_mapsswe"]
 
 
 FIT_FORMATTER_PER = 0.50
@@ -259,14 +89,14 @@ def claim_e2e_vs_cascade(
     The cascade is a fair baseline only when its formatter is fit (:func:`formatter_fitness`); otherwise the claim
     is measured but reads "not measurable".
     """
-    claim = _claim(
+    claim = make_claim(
         "C1",
         "002, 004",
         "E2E punctuated ASR has a lower PER than the ASR + formatter cascade",
         "PER(`rnnt_conditioned`) < PER(`cascade`), bootstrap p < 0.05, with a fit formatter",
     )
-    claim = _comparison_claim(
-        claim, demo_dir, ("rnnt_conditioned", "cascade"), "per", _significant_lower, num_resamples=num_resamples
+    claim = comparison_claim(
+        claim, demo_dir, ("rnnt_conditioned", "cascade"), "per", significantly_lower, num_resamples=num_resamples
     )
     unfit = formatter_fitness(formatter_section)
     if unfit and claim.get("reproduced") is not None:
@@ -277,19 +107,19 @@ def claim_e2e_vs_cascade(
 
 def claim_joint_vs_punctuated(demo_dir: str | Path, num_resamples: int = 1000) -> dict:
     """papers/000: the joint model's normalized output is not worse than a punctuated-only model's (normalized)."""
-    claim = _claim(
+    claim = make_claim(
         "C2",
         "000",
         "joint P&N training keeps the normalized WER of a punctuated-only model",
         "WER of `pred_text_normalized`: `rnnt_conditioned` <= `rnnt_punctuated`, or higher with bootstrap p >= 0.05",
     )
 
-    return _comparison_claim(
+    return comparison_claim(
         claim,
         demo_dir,
         ("rnnt_conditioned", "rnnt_punctuated"),
         "wer",
-        _not_worse,
+        not_worse,
         pred_field="pred_text_normalized",
         num_resamples=num_resamples,
     )
@@ -302,53 +132,25 @@ def claim_pn_sweep(demo_dir: str | Path, num_resamples: int = 1000) -> dict:
     model that writes no marks at all loses few PC-WER points when both models misrecognize most words, so the PER
     increase is held to the same bound.
     """
-    claim = _claim(
+    claim = make_claim(
         "C3",
         "000",
         "P labels on 5% of training utterances are almost as good as on 50% (P:N sweep)",
-        _pn_rule("rnnt_conditioned_p05", "rnnt_conditioned_p50"),
+        pn_rule("rnnt_conditioned_p05", "rnnt_conditioned_p50"),
     )
-    return _pn_claim(claim, demo_dir, ("rnnt_conditioned_p05", "rnnt_conditioned_p50"), num_resamples)
-
-
-def _pn_rule(p05: str, p50: str) -> str:
-    return f"PC-WER and PER of `{p05}` each <= 2.5 points above `{p50}`'s (p tests the PC-WER delta = 0)"
-
-
-def _pn_claim(claim: dict, demo_dir: str | Path, systems: tuple[str, str], num_resamples: int) -> dict:
-    """The P:N sweep rule of C3 on two systems (5% first, 50% second): PC-WER and PER each at most
-    :data:`PN_MAX_INCREASE` above the 50% system's."""
-    claim = _comparison_claim(
-        claim,
-        demo_dir,
-        systems,
-        "pc_wer",
-        lambda row: row["delta"] <= PN_MAX_INCREASE + 1e-12,
-        num_resamples=num_resamples,
-    )
-    if claim["reproduced"] is None:
-        return claim
-    per = compare_metric(demo_dir, *systems, "per", num_resamples=num_resamples)
-    claim["measured"]["per"] = {key: per[key] for key in ("a", "b", "delta", "ci95", "p_bootstrap")}
-    claim["note"] += (
-        f"; PER {100 * per['a']:.1f}% against {100 * per['b']:.1f}% ({100 * per['delta']:+.1f} points, bootstrap "
-        f"p={per['p_bootstrap']:.3f})"
-    )
-    if per["delta"] > PN_MAX_INCREASE + 1e-12:
-        claim["reproduced"] = False
-    return claim
+    return pn_claim(claim, demo_dir, ("rnnt_conditioned_p05", "rnnt_conditioned_p50"), num_resamples)
 
 
 def claim_intermediate_ctc(demo_dir: str | Path, num_resamples: int = 1000) -> dict:
     """papers/004: an intermediate normalized CTC lowers the WER of a punctuated CTC model."""
-    claim = _claim(
+    claim = make_claim(
         "C4",
         "004",
         "an intermediate normalized CTC loss lowers the WER of punctuated CTC",
         "WER(`ctc_inter`) < WER(`ctc_punctuated`), bootstrap p < 0.05",
     )
-    return _comparison_claim(
-        claim, demo_dir, ("ctc_inter", "ctc_punctuated"), "wer", _significant_lower, num_resamples=num_resamples
+    return comparison_claim(
+        claim, demo_dir, ("ctc_inter", "ctc_punctuated"), "wer", significantly_lower, num_resamples=num_resamples
     )
 
 
@@ -368,7 +170,7 @@ def claim_lm_fusion(
     report of ``benchmarks/quality_lm_fusion.py`` (the LM weight tuned on dev, then a paired test on the test
     split), or, without one, from the demo's own LM rows (``predictions/<system>_lm.json`` against
     ``predictions/<system>.json``, the weight tuned on dev by the demo, ``lm/<system>.json``)."""
-    claim = _claim(
+    claim = make_claim(
         "C7",
         "002",
         "an n-gram LM over the punctuated, cased tokens lowers WER-PC",
@@ -377,7 +179,7 @@ def claim_lm_fusion(
     systems = (lm_report or {}).get("systems") or {}
     entry = systems.get(system)
     if entry is None:
-        if demo_dir is not None and not _missing(demo_dir, [system, f"{system}_lm"]):
+        if demo_dir is not None and not missing_systems(demo_dir, [system, f"{system}_lm"]):
             return _lm_rows_claim(claim, demo_dir, system, num_resamples)
         claim["note"] = LM_NOT_MEASURED
         return claim
@@ -409,106 +211,10 @@ def claim_lm_fusion(
     claim["note"] = (
         f"{entry['test']['num_utterances']} test utterances, {decoding} decoding, an order-{entry['lm']['order']} LM "
         f"over {lm_text}, LM weight {entry['best_alpha']} (dev)"
-        + _significance_note(paired["p"])
+        + significance_note(paired["p"])
         + (f"; also {', '.join(others)}" if others else "")
     )
     return claim
-
-
-AED_DESIGNS = {"style_layers": ("aed_style_layers", "aed_prompt"), "mixed_m2": ("aed_mixed_m2", "aed_prompt")}
-
-
-def claim_aed_designs(demo_dir: str | Path, num_resamples: int = 1000) -> dict:
-    """papers/001 Table 3: the AEDs with style-dependent layers (design A) and with M2 mixed-style output (design B)
-    write readable text with a lower TER than the AED with a style prompt (design C).
-
-    Both comparisons must hold, so the claim's p-value is the larger of the two. The M0 mixed-style AED's TER
-    against M2's (paper: 18.9 against 18.5) is measured too, when ``aed_mixed`` was trained, and does not decide.
-    """
-    claim = _claim(
-        "C8",
-        "001",
-        "style-dependent layers (A) and mixed-style output M2 (B) write readable text with a lower TER than the "
-        "style prompt (C) (001 Table 3, task A: m.L_E6 16.6, m.M2 18.5 against m.P 21.7)",
-        "TER of `pred_text`: `aed_style_layers` < `aed_prompt` and `aed_mixed_m2` < `aed_prompt`, each bootstrap "
-        "p < 0.05",
-    )
-    comparisons = {key: (a, b, "ter", "pred_text") for key, (a, b) in AED_DESIGNS.items()}
-    rows = _measure_rows(claim, demo_dir, comparisons, num_resamples)
-    if rows is None:
-        return claim
-    deciding = max(rows.values(), key=lambda row: row["p_bootstrap"] if row["p_bootstrap"] is not None else 2.0)
-    _set_p(claim, deciding)
-    claim["reproduced"] = all(_significant_lower(row) for row in rows.values())
-    claim["note"] = f"{deciding['utterances']} test utterances; " + "; ".join(_figures(row) for row in rows.values())
-    claim["note"] += _m0_note(claim, demo_dir, num_resamples)
-    return claim
-
-
-def _m0_note(claim: dict, demo_dir: str | Path, num_resamples: int) -> str:
-    """C8's informative row: TER of the M0 mixed-style AED against M2's, in ``measured["mixed_m0_vs_m2"]``."""
-    if _missing(demo_dir, ["aed_mixed"]):
-        return ""
-    row, problem = _compare_row(demo_dir, ("aed_mixed", "aed_mixed_m2"), "ter", "pred_text", num_resamples)
-    if row is not None:
-        claim["measured"]["mixed_m0_vs_m2"] = row
-    if problem:
-        return f"; M0 against M2 (does not decide): {problem}"
-    return f"; M0 against M2 (does not decide, paper 18.9 against 18.5): {_figures(row)}"
-
-
-def claim_multi_vs_single_style(demo_dir: str | Path, num_resamples: int = 1000) -> dict:
-    """papers/001 Table 2 against Table 3: one multi-style AED (the prompt AED) is on par with single-style AEDs.
-
-    Its punctuated output is compared with the punctuated-only AED on TER, its normalized output with the
-    normalized-only AED on WER; each holds under C2's rule (:func:`_not_worse`). The claim's p-value is the
-    smaller of the two: the most significant difference.
-    """
-    claim = _claim(
-        "C9",
-        "001",
-        "one multi-style AED (prompt) is on par with single-style AEDs (001 Table 2 against Table 3)",
-        "TER of `pred_text`: `aed_prompt` <= `aed_punctuated`, and WER of `pred_text_normalized`: `aed_prompt` <= "
-        "`aed_normalized`; each may be higher with bootstrap p >= 0.05",
-    )
-    comparisons = {
-        "punctuated": ("aed_prompt", "aed_punctuated", "ter", "pred_text"),
-        "normalized": ("aed_prompt", "aed_normalized", "wer", "pred_text_normalized"),
-    }
-    rows = _measure_rows(claim, demo_dir, comparisons, num_resamples)
-    if rows is None:
-        return claim
-    deciding = min(rows.values(), key=lambda row: row["p_bootstrap"] if row["p_bootstrap"] is not None else 2.0)
-    _set_p(claim, deciding)
-    claim["reproduced"] = all(_not_worse(row) for row in rows.values())
-    claim["note"] = f"{deciding['utterances']} test utterances; " + "; ".join(
-        f"{key}: {_figures(row)}" for key, row in rows.items()
-    )
-    return claim
-
-
-def claim_aed_less_punctuated(demo_dir: str | Path, num_resamples: int = 1000) -> dict:
-    """papers/001 §3.3: the prompt AED transfers what its normalized targets teach to its punctuated output, so
-    punctuated targets on 5% of the utterances are almost as good as on 50%; held to papers/000 Table III's bound
-    with C3's rule (:func:`_pn_claim`)."""
-    claim = _claim(
-        "C10",
-        "001",
-        "the prompt AED transfers what the normalized targets teach: punctuated targets on 5% of the utterances "
-        "are almost as good as on 50% (001 §3.3's transfer, with 000 Table III's bound)",
-        _pn_rule("aed_prompt_p05", "aed_prompt_p50"),
-    )
-    return _pn_claim(claim, demo_dir, ("aed_prompt_p05", "aed_prompt_p50"), num_resamples)
-
-
-def _significance_note(p_value: float | None) -> str:
-    if p_value is None:
-        return "; no significance test"
-    return (
-        "; significant at 0.05"
-        if p_value < ALPHA
-        else f"; the difference is not significant at 0.05 (p={p_value:.3f})"
-    )
 
 
 FIT_SEQ2SEQ_CER = 0.10
@@ -526,19 +232,19 @@ def formatter_claims(section: Mapping | None) -> list[dict]:
             compare row}}}`` with systems ``formatter``, ``full seq2seq`` and ``NeMo WFST ITN``; ``compare`` holds
             the formatter (a) against each baseline (b). None or a section without results: not measured.
     """
-    speed = _claim(
+    speed = make_claim(
         "C5a",
         "003",
         f"the span formatter is faster than a full seq2seq formatter on long text (paper: {PAPER_SPEEDUP}x)",
         "time(`full seq2seq`) / time(formatter) on a long text > 1",
     )
-    per = _claim(
+    per = make_claim(
         "C5b",
         "003",
         "the span formatter punctuates at least as well as a full seq2seq formatter",
         "PER(formatter) <= PER(`full seq2seq`) on the test documents",
     )
-    iwer = _claim(
+    iwer = make_claim(
         "C5c",
         "003",
         "the formatter's ITN beats NeMo's WFST ITN",
@@ -575,7 +281,7 @@ def formatter_claims(section: Mapping | None) -> list[dict]:
             p_value = claim["p_value"]
             better = mine[metric] < results[other][metric] and p_value is not None and p_value < ALPHA
         claim["reproduced"] = bool(better)
-        claim["note"] = f"{documents} test documents of the formatter data" + _significance_note(claim["p_value"])
+        claim["note"] = f"{documents} test documents of the formatter data" + significance_note(claim["p_value"])
     if "full seq2seq" in results:
         ratio = results["full seq2seq"]["time_long_s"] / mine["time_long_s"]
         speed["measured"] = {
@@ -655,7 +361,7 @@ def claim_one_pass_styles(
     """
     from nemo_pc.metrics.evaluate import EvalConfig, evaluate
 
-    claim = _claim("C6", "001", ONE_PASS_CLAIM, ONE_PASS_RULE)
+    claim = make_claim("C6", "001", ONE_PASS_CLAIM, ONE_PASS_RULE)
     path, predictions = model_path(demo_dir, "ctc_m2"), predictions_path(demo_dir, "ctc_m2")
     missing = [str(p.relative_to(demo_dir)) for p in (path, predictions) if not p.is_file()]
     if missing:
@@ -702,7 +408,7 @@ def _lm_rows_claim(claim: dict, demo_dir: str | Path, system: str, num_resamples
     claim["note"] = (
         f"{row['utterances']} test utterances, beam {summary.get('beam_size', '?')} decoding, the demo's LM over the "
         f"source texts without the documents dev, test and test_seen read, LM weight {weight} (dev)"
-        + _significance_note(row["p_bootstrap"])
+        + significance_note(row["p_bootstrap"])
     )
     return claim
 
@@ -729,7 +435,7 @@ def compute_claims(
             raise RuntimeError("skipped")
         claims.append(claim_one_pass_styles(demo_dir, batch_size=batch_size))
     except (OSError, RuntimeError, ValueError) as err:
-        claim = _claim("C6", "001", ONE_PASS_CLAIM, ONE_PASS_RULE)
+        claim = make_claim("C6", "001", ONE_PASS_CLAIM, ONE_PASS_RULE)
         claim["note"] = f"not measured: {err}"
         claims.append(claim)
     claims.append(claim_lm_fusion(lm_report, demo_dir=demo_dir, num_resamples=num_resamples))

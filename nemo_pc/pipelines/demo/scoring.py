@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from nemo_pc.parts.manifest import iter_manifest
-from nemo_pc.pipelines.demo.claims import empty_share
+from nemo_pc.pipelines.demo.claim_rules import empty_share
 
 BOOTSTRAP_RESAMPLES = 1000
 """Resamples of the real sets' bootstrap intervals."""
