@@ -11,12 +11,14 @@ import json
 import os
 import secrets
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 PC_SOURCES = ("book", "formatter", "none")
+T = TypeVar("T")
 
 
 class ManifestError(ValueError):
@@ -122,6 +124,16 @@ def audio_path(path: str, manifest: str | Path) -> Path:
     if not candidate.is_absolute() and not candidate.exists():
         candidate = Path(manifest).parent / candidate
     return candidate
+
+
+def spread_subset(entries: Sequence[T], count: int | None) -> list[T]:
+    """At most ``count`` of ``entries``, evenly spaced over them and in their order (every one of them when
+    ``count`` is 0 or ``None``, or not below their number): a subset of a speaker-sorted split that keeps its
+    speakers."""
+    if not count or len(entries) <= count:
+        return list(entries)
+    step = len(entries) / count
+    return [entries[int(index * step)] for index in range(count)]
 
 
 def read_manifest(path: str | Path) -> list[dict]:

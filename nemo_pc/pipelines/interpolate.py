@@ -8,7 +8,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from nemo_pc.parts.manifest import read_manifest, write_manifest, write_text_atomic
+from nemo_pc.parts.manifest import read_manifest, spread_subset, write_manifest, write_text_atomic
 from nemo_pc.parts.modes import NORMALIZED, PUNCTUATED
 
 DEFAULT_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -40,10 +40,7 @@ def parse_weights(text: str) -> tuple[float, ...]:
 
 
 def _dev_subset(manifest: str | Path, max_utterances: int | None, folder: Path, name: str) -> tuple[Path, list]:
-    rows = read_manifest(manifest)
-    if max_utterances and len(rows) > max_utterances:
-        step = len(rows) / max_utterances
-        rows = [rows[int(i * step)] for i in range(max_utterances)]
+    rows = spread_subset(read_manifest(manifest), max_utterances)
     return write_manifest(folder / f"{name}.json", rows), rows
 
 

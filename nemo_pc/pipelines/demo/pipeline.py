@@ -239,7 +239,7 @@ class Demo(AedSteps, FormatterSteps, RealSpeechSteps):
             f"finetune={self.cfg.aed_finetune}",
             f"model.aux_ctc.tokenizer.dir={self.tokenizers()['plain']}",
             f"model.train_ds.manifest_filepath={self.manifest('train')}",
-            self.validation_override(),
+            self.validation_override(self.curve_dev()),
             f"model.train_ds.batch_size={self.cfg.aed_batch_size}",
             f"model.train_ds.max_duration={self.cfg.max_duration}",
             f"model.train_ds.num_workers={workers}",
@@ -316,12 +316,23 @@ class Demo(AedSteps, FormatterSteps, RealSpeechSteps):
             self.train_asr(self.cfg.rnnt_init)  # kept when it is trained already
         return self._train(name, family, self.cfg.rnnt_steps, start)
 
-    def _train(self, name: str, family: str, steps: int, init_from: Path | None, target: Path | None = None) -> Path:
-        """Trains ``name`` into ``target`` (default :meth:`model_path`) with its stats beside it, unless done."""
+    def _train(
+        self,
+        name: str,
+        family: str,
+        steps: int,
+        init_from: Path | None,
+        target: Path | None = None,
+        curve_points: int | None = None,
+        stats_extra: dict | None = None,
+    ) -> Path:
+        """Trains ``name`` into ``target`` (default :meth:`model_path`) with its stats beside it, unless done; it
+        validates ``curve_points`` times (default ``cfg.curve_points``), and ``stats_extra`` joins its stats."""
         from nemo_pc.pipelines.train import train_model
 
         target = target or self.model_path(name)
         if not _done(target):
+            points = self.cfg.curve_points if curve_points is None else curve_points
             stats = train_model(
                 family,
                 self.asr_overrides(name),
@@ -330,9 +341,10 @@ class Demo(AedSteps, FormatterSteps, RealSpeechSteps):
                 seed=self.cfg.seed,
                 log_dir=self.path("logs"),
                 init_from=init_from,
-                val_every=max(1, steps // max(1, self.cfg.curve_points)),
+                val_every=max(1, steps // max(1, points)),
             )
             stats["init_from"] = init_from.name if init_from else None
+            stats.update(stats_extra or {})
             write_text_atomic(target.with_suffix(".json"), json.dumps(stats, indent=2) + "\n")
         return target
 

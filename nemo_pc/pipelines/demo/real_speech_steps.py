@@ -34,13 +34,14 @@ class RealSpeechSteps:
             prepare_real_speech(self.path(REAL_SPEECH_DIR), sdist_dir=self.cfg.real_speech_sdists)
         return manifests
 
-    def validation_override(self) -> str:
-        """The Hydra override of an ASR system's validation sets: the synthetic ``dev``, then ``real_dev`` when the
-        run built it. NeMo validates on each (its multiple validation loaders); ``dev`` stays the first, so its
-        metrics keep the plain names (``val_wer``, ``val_wer_normalized``) that the report's targets read, and
-        ``real_dev``'s are ``real_dev_val_*`` (:func:`nemo_pc.pipelines.train.curve_point`). A ``real_dev`` without
-        clips is left out (NeMo's epoch end of an empty loader fails)."""
-        manifests = [self.manifest("dev")]
+    def validation_override(self, dev: Path | None = None) -> str:
+        """The Hydra override of an ASR system's validation sets: the synthetic ``dev`` (or ``dev``, a subset of it),
+        then ``real_dev`` when the run built it. NeMo validates on each (its multiple validation loaders); the
+        synthetic set stays the first, so its metrics keep the plain names (``val_wer``, ``val_wer_normalized``) that
+        the report's targets read, and ``real_dev``'s are ``real_dev_val_*``
+        (:func:`nemo_pc.pipelines.train.curve_point`). A ``real_dev`` without clips is left out (NeMo's epoch end of
+        an empty loader fails)."""
+        manifests = [dev or self.manifest("dev")]
         real_dev = self.manifest(REAL_DEV)
         if REAL_DEV in self.real_splits() and real_dev.is_file() and next(iter_manifest(real_dev), None) is not None:
             manifests.append(real_dev)

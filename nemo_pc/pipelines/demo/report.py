@@ -317,7 +317,8 @@ def targets_table(out_dir: Path, reports: Mapping[str, dict]) -> list[str]:
     """Each ASR system against :data:`TARGETS`: the measured value, the target and by how much it is missed.
 
     Dev WER is the last validation of the model's learning curve (normalized output where the model has one,
-    else its main output); test WER is the same output on the test split.
+    else its main output; on the AEDs' dev subset, whose size the cell gives); test WER is the same output on the
+    test split.
     """
     lines = [
         "| system | test N-output WER | target | dev WER (curve) | dev - test | test PER | target |",
@@ -325,7 +326,7 @@ def targets_table(out_dir: Path, reports: Mapping[str, dict]) -> list[str]:
     ]
     for system, report in reports.items():
         stats_path = out_dir / "models" / f"{system}.json"
-        metric = "wer"
+        metric, subset = "wer", None  # subset: an AED's curve validates on that many dev utterances
         if system.endswith(LM_SUFFIX):
             modes = _lm_summary(out_dir, system).get("modes", {})
             # the tuned weight's dev WER; WER-PC where only the punctuated mode was tuned (its normalized output is
@@ -337,9 +338,11 @@ def targets_table(out_dir: Path, reports: Mapping[str, dict]) -> list[str]:
             dev, normalized = choice["dev_grid"][f"{choice['alpha']:g}"], mode == "normalized"
             metric = "wer" if normalized else "wer_pc"
         elif stats_path.is_file():
-            curve = json.loads(stats_path.read_text()).get("curve") or [{}]
+            stats = json.loads(stats_path.read_text())
+            curve = stats.get("curve") or [{}]
             normalized = "val_wer_normalized" in curve[-1]
             dev = curve[-1].get("val_wer_normalized", curve[-1].get("val_wer"))
+            subset = stats.get("curve_dev_utterances")
         else:
             continue
         test_wer = report["normalized_output"]["wer"]
@@ -356,6 +359,7 @@ def targets_table(out_dir: Path, reports: Mapping[str, dict]) -> list[str]:
             f"<= {100 * TARGETS['wer']:.0f}",
             _fmt(dev)
             + ("" if normalized else " (main output)" if metric == "wer" else " (WER-PC)")
+            + (f" ({subset} utterances)" if subset else "")
             + (" (LM tuning)" if system.endswith(LM_SUFFIX) else ""),
             "-" if gap is None else f"{100 * gap:+.1f}{miss(abs(gap), TARGETS['dev_gap'])}",
             f"{_fmt(per)}{miss(per, TARGETS['per'])}",
