@@ -108,6 +108,9 @@ def test_a_cascade_with_an_unfit_formatter_makes_c1_not_measurable(tmp_path, sec
     assert (
         claim["note"].startswith("not measurable: the cascade's baseline formatter is not fit")
         and reason in claim["note"]
+        and claim["note"].endswith(
+            "PER <= 50% and I-WER <= 0.5 x WFST's on the formatter benchmark's test documents would decide it"
+        )
     )
 
 

@@ -101,7 +101,11 @@ def claim_e2e_vs_cascade(
     unfit = formatter_fitness(formatter_section)
     if unfit and claim.get("reproduced") is not None:
         claim["reproduced"] = None
-        claim["note"] = f"not measurable: the cascade's baseline formatter is not fit ({unfit})"
+        claim["note"] = (
+            f"not measurable: the cascade's baseline formatter is not fit ({unfit}); a formatter with PER <= "
+            f"{100 * FIT_FORMATTER_PER:.0f}% and I-WER <= {FIT_FORMATTER_IWER_RATIO} x WFST's on the formatter "
+            "benchmark's test documents would decide it"
+        )
     return claim
 
 
