@@ -2,12 +2,12 @@
 the table rendered from its results file."""
 
 import argparse
-import json
 
 import pytest
 from benchmark_loader import load_benchmark
 
 from nemo_pc.parts.longform import CueRules, TimedWord, build_segments
+from nemo_pc.testing.longform import agreement_table, write_results
 
 
 def test_scores_sum_counts_over_utterances():
@@ -75,7 +75,6 @@ def test_the_table_renders_from_the_results_file(tmp_path):
         "per_operations": 4,
     }
     no_marks = {**score, "per": 0.0, "per_operations": 0}
-    split = {"seam": {"word_disagreement": 0.1}, "inside": {"word_disagreement": 0.0}}
     window = {
         "chunk_seconds": 16.0,
         "context_seconds": 4.0,
@@ -85,7 +84,7 @@ def test_the_table_renders_from_the_results_file(tmp_path):
             mode: {"longform_vs_reference": score, "longform_vs_per_utterance": no_marks, "joined_wer": 0.2}
             for mode in ("punctuated", "normalized")
         },
-        "agreement": {"punctuated": split, "normalized": split},
+        "agreement": agreement_table(0.1, 0.0),
         "cues": {
             "cues": 5,
             "mean_seconds": 2.0,
@@ -101,19 +100,15 @@ def test_the_table_renders_from_the_results_file(tmp_path):
         "windows": [window],
         "per_utterance_vs_reference": {"punctuated": score, "normalized": score},
     }
-    path = tmp_path / "longform_trained.json"
-    path.write_text(
-        json.dumps(
-            {
-                "utterances": 2,
-                "manifest": "test.json",
-                "pause_seconds": 0.5,
-                "audio_seconds": 600.0,
-                "threads": 1,
-                "models": [model],
-            }
-        )
-    )
+    results = {
+        "utterances": 2,
+        "manifest": "test.json",
+        "pause_seconds": 0.5,
+        "audio_seconds": 600.0,
+        "threads": 1,
+        "models": [model],
+    }
+    path = write_results(tmp_path / "longform_trained.json", results)
     text = render.render_longform_trained(path)
     assert "recording of 10.0 min" in text and "`rnnt_dual.nemo` (2026-11-27 11:42 UTC)" in text
     # PER against per-utterance text with no mark on either side is no figure; the normalized mode has no PER
@@ -122,11 +117,7 @@ def test_the_table_renders_from_the_results_file(tmp_path):
     # a results file from before the word-time figure shows none
     assert "| `rnnt_dual` | 16 + 4 s | 3 | 0.050 | 7 / 8 | 5 | 2.0 s | 6.5 s | 2 | 41 | 1 / 2 / 1 | - |" in text
     window["boundary_times"] = {"bounds": 4, "median_seconds": 0.12, "within_limit": 0.75, "limit": 0.3}
-    path.write_text(
-        path.read_text().replace(
-            '"cues": {', '"boundary_times": ' + json.dumps(window["boundary_times"]) + ', "cues": {'
-        )
-    )
+    write_results(path, results)
     assert "| 1 / 2 / 1 | 0.12 s (75% ≤ 0.3 s) |" in render.render_longform_trained(path)
 
 

@@ -4,6 +4,7 @@ import soundfile
 from benchmark_loader import load_benchmark
 
 from nemo_pc.testing.asr import write_pc_manifest
+from nemo_pc.testing.longform import agreement_table, write_results
 
 
 def test_the_recording_cycles_the_utterances_with_pauses(tmp_path):
@@ -41,10 +42,7 @@ def test_words_go_to_the_nearest_utterance_and_seams_mark_the_cut_ones():
 
 
 def test_the_table_names_an_aeds_pieces_and_its_per_utterance_rtf(tmp_path):
-    import json
-
     render = load_benchmark("render_results")
-    split = {"seam": {"word_disagreement": 0.1}, "inside": {"word_disagreement": 0.05}}
     row = {
         "audio_seconds": 600.0,
         "chunks": 160,
@@ -53,7 +51,7 @@ def test_the_table_names_an_aeds_pieces_and_its_per_utterance_rtf(tmp_path):
         "rtf": 0.2,
         "cpu_rtf": 0.17,
         "load_average": 2.0,
-        "agreement": {"punctuated": split, "normalized": split},
+        "agreement": agreement_table(0.1, 0.05),
     }
     report = {
         "model": "aed.nemo",
@@ -66,12 +64,11 @@ def test_the_table_names_an_aeds_pieces_and_its_per_utterance_rtf(tmp_path):
         "per_utterance": {"audio_seconds": 100.0, "seconds": 25.0, "cpu_seconds": 21.0, "cpu_rtf": 0.21},
         "rows": [row],
     }
-    path = tmp_path / "longform.json"
-    path.write_text(json.dumps(report))
+    path = write_results(tmp_path / "longform.json", report)
     text = render.render_longform(path)
     assert "pieces of at most 10 s cut at pauses" in text and "16 s chunks" not in text
     assert "each utterance alone: CPU RTF 0.2100" in text
     assert "| 10.00 min | 160 | 1000 MB | 1100 MB | 0.200 | 0.1700 | 2.0 | 10.0% | 5.0% | 10.0% | 5.0% |" in text
     del report["max_piece_seconds"], report["per_utterance"]
-    path.write_text(json.dumps(report))
+    write_results(path, report)
     assert "16 s chunks, 4 s context, 1 thread(s)" in render.render_longform(path)

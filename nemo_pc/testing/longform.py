@@ -11,6 +11,7 @@ with more context than that computes the owned frames as the whole-file pass doe
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -104,3 +105,16 @@ def parse_vtt(text: str) -> list[tuple[float, float, str]]:
         _require(not re.search(r"<|&(?!amp;|lt;|gt;)", "\n".join(body)), "unescaped cue text", block)
         cues.append((_seconds(timing[1]), _seconds(timing[2]), "\n".join(body)))
     return cues
+
+
+def agreement_table(seam: float, inside: float) -> dict:
+    """The ``agreement`` of a long-form benchmark's results (both modes), for the renderers' tests: the word
+    disagreement with per-utterance transcription of the utterances a seam cuts and of the others."""
+    split = {"seam": {"word_disagreement": seam}, "inside": {"word_disagreement": inside}}
+    return {"punctuated": split, "normalized": copy.deepcopy(split)}
+
+
+def write_results(path: Path, results: dict) -> Path:
+    """``results`` as a benchmark's JSON results file at ``path``, for the renderers' tests."""
+    path.write_text(json.dumps(results))
+    return path
