@@ -162,3 +162,17 @@ def test_a_bad_nonfinite_policy_is_refused_when_the_model_is_built(corpora):
     config.nonfinite_loss = "Skip"
     with pytest.raises(ValueError, match="model.nonfinite_loss must be one of"):
         EncDecCTCPCBPEModel(config)
+
+
+def test_a_mode_without_reference_words_gets_no_validation_wer():
+    """A set whose transcripts carry no marks (real_dev) has no punctuated words: no punctuated WER, not 0."""
+    counts = {"": (3.0, 10.0), "_normalized": (3.0, 10.0), "_punctuated": (0.0, 0.0)}
+    outputs = []
+    for batch in range(2):
+        outputs.append({})
+        for suffix, (errors, words) in counts.items():
+            outputs[-1][f"val_wer_num{suffix}"] = torch.tensor(errors + batch)
+            outputs[-1][f"val_wer_denom{suffix}"] = torch.tensor(words if suffix != "_punctuated" else 0.0)
+    logs = EncDecRNNTPCBPEModel._epoch_end(SimpleNamespace(), outputs, "val", {"log": {}})["log"]
+    assert set(logs) == {"val_wer", "val_wer_normalized"}
+    assert float(logs["val_wer_normalized"]) == pytest.approx(7 / 20)

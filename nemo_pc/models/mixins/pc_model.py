@@ -230,13 +230,16 @@ class PCModelMixin(PCTranscriptionMixin, PCDataMixin):
 
     def _epoch_end(self, outputs: list[dict], prefix: str, result: dict) -> dict:
         """WER, overall and per mode (every ``{prefix}_wer_num*`` key of the outputs), from errors and words summed
-        over batches and processes; each ``{prefix}_loss_*`` averaged over batches."""
+        over batches and processes; each ``{prefix}_loss_*`` averaged over batches. A mode with no reference words
+        in the set (e.g. punctuated on a set whose transcripts carry no marks) gets no WER, rather than 0."""
         logs = result["log"]
         for key in sorted(outputs[0]):
             if key.startswith(f"{prefix}_wer_num"):
                 suffix = key[len(f"{prefix}_wer_num") :]
                 num = _reduce_sum(torch.stack([out[key] for out in outputs]).sum().float())
                 denom = _reduce_sum(torch.stack([out[f"{prefix}_wer_denom{suffix}"] for out in outputs]).sum().float())
+                if suffix and denom.item() == 0:
+                    continue  # the same on every process: the sums are reduced over all of them
                 logs[f"{prefix}_wer{suffix}"] = num / denom.clamp(min=1.0)
             elif key.startswith(f"{prefix}_loss_"):
                 logs[key] = torch.stack([out[key].float() for out in outputs]).mean()
