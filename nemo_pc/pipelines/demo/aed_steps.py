@@ -66,9 +66,11 @@ class AedSteps:
 
     def curve_dev(self) -> Path:
         """The ``dev`` an AED validates on while it trains: ``manifests/dev_curve.json``, ``aed_curve_dev_utterances``
-        of ``dev`` spread evenly over it (so over its speakers), or ``dev`` itself when that is all of it. Written
-        each time from ``dev``, so it follows an edited ``dev``."""
+        of ``dev`` spread evenly over it (so over its speakers), or ``dev`` itself when that is all of it (or when
+        ``dev`` is not written yet). Written each time from ``dev``, so it follows an edited ``dev``."""
         dev = self.manifest("dev")
+        if not dev.is_file():
+            return dev
         rows = read_manifest(dev)
         subset = spread_subset(rows, self.cfg.aed_curve_dev_utterances)
         if len(subset) == len(rows):
