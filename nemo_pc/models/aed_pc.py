@@ -478,11 +478,13 @@ class EncDecAEDPCModel(PCModelMixin, AEDAdapterMixin, EncDecMultiTaskModel):
         return refs
 
     def mode_errors(self, states, mask, batch: PCBatch) -> dict[int, tuple[int, int]]:
-        """Each mode's greedy word errors and reference words over a batch (utterances with a target in it)."""
+        """Each mode's greedy word errors and reference words over a batch (utterances with a target in it); a mode
+        with no target in the batch is not decoded (``(0, 0)``), e.g. the punctuated mode on unmarked real speech."""
         refs = self.batch_references(batch)
-        hyps = self.decode_modes(states, mask, list(self.mode_ids))
-        counts = {}
-        for mode in self.mode_ids:
+        modes = [mode for mode in self.mode_ids if any(ref is not None for ref in refs[mode])]
+        hyps = self.decode_modes(states, mask, modes) if modes else {}
+        counts = {mode: (0, 0) for mode in self.mode_ids}
+        for mode in modes:
             pairs = [(hyp, ref) for hyp, ref in zip(hyps[mode], refs[mode], strict=True) if ref is not None]
             counts[mode] = text_errors([hyp for hyp, _ in pairs], [ref for _, ref in pairs])
         return counts

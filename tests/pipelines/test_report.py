@@ -87,6 +87,13 @@ def test_targets_say_by_how_much_a_model_misses(tmp_path):
     (tmp_path / "models" / "aed_prompt.json").write_text(json.dumps(stats))
     lines = targets_table(tmp_path, {"aed_prompt": report})
     assert "| 30.00 (80 utterances) | +5.0 |" in lines[2]
+    # an LM-decoded system's dev WER is its tuned weight's, on the dev subset the tuning read
+    (tmp_path / "lm").mkdir()
+    choice = {"alpha": 0.4, "dev_grid": {"0.4": 0.28, "0.8": 0.31}}
+    summary = {"beam_size": 8, "dev_utterances": 80, "modes": {"normalized": choice, "punctuated": choice}}
+    (tmp_path / "lm" / "rnnt_conditioned.json").write_text(json.dumps(summary))
+    lines = targets_table(tmp_path, {"rnnt_conditioned_lm": report})
+    assert "| 28.00 (80 utterances) (LM tuning) | +3.0 |" in lines[2]
 
 
 def _seen_eval(tmp_path, wer: float) -> None:

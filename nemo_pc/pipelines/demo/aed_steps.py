@@ -11,14 +11,11 @@ import shutil
 import time
 from pathlib import Path
 
-from nemo_pc.parts.manifest import read_manifest, spread_subset, write_manifest, write_text_atomic
+from nemo_pc.parts.manifest import write_text_atomic
 from nemo_pc.pipelines.demo.config import ASR_SYSTEMS
 from nemo_pc.pipelines.demo.layout import REAL_DEV, finetuned_path, interpolation_path
 from nemo_pc.pipelines.demo.layout import step_done as _done
 from nemo_pc.pipelines.interpolate import check_weights
-
-CURVE_DEV = "dev_curve.json"
-"""The AEDs' ``dev`` subset for their learning curves, beside ``manifests/dev.json``."""
 
 
 class AedSteps:
@@ -36,11 +33,8 @@ class AedSteps:
         recipes = group_options("aed", "finetune")
         if self.cfg.aed_finetune not in recipes:
             raise ValueError(f"aed_finetune must be one of {', '.join(recipes)}, got {self.cfg.aed_finetune!r}")
-        if self.cfg.aed_curve_points < 1 or self.cfg.aed_curve_dev_utterances < 0:
-            points, count = self.cfg.aed_curve_points, self.cfg.aed_curve_dev_utterances
-            raise ValueError(
-                f"aed_curve_points must be 1 or more and aed_curve_dev_utterances 0 or more, got {points} and {count}"
-            )
+        if self.cfg.aed_curve_points < 1:
+            raise ValueError(f"aed_curve_points must be 1 or more, got {self.cfg.aed_curve_points}")
         if self.cfg.aed_interpolation_dev_utterances < 1:
             count = self.cfg.aed_interpolation_dev_utterances
             raise ValueError(f"aed_interpolation_dev_utterances must be 1 or more, got {count}")
@@ -61,21 +55,7 @@ class AedSteps:
             None,
             target=finetuned_path(self.out, name),
             curve_points=self.cfg.aed_curve_points,
-            stats_extra={"curve_dev_utterances": len(read_manifest(self.curve_dev()))},
         )
-
-    def curve_dev(self) -> Path:
-        """The ``dev`` an AED validates on while it trains: ``manifests/dev_curve.json``, ``aed_curve_dev_utterances``
-        of ``dev`` spread evenly over it (so over its speakers), or ``dev`` itself when that is all of it (or when
-        ``dev`` is not written yet). Written each time from ``dev``, so it follows an edited ``dev``."""
-        dev = self.manifest("dev")
-        if not dev.is_file():
-            return dev
-        rows = read_manifest(dev)
-        subset = spread_subset(rows, self.cfg.aed_curve_dev_utterances)
-        if len(subset) == len(rows):
-            return dev
-        return write_manifest(dev.with_name(CURVE_DEV), subset)
 
     def interpolation_dev_sets(self) -> dict[str, Path]:
         """The dev sets the interpolation weight is chosen on: ``dev``, and ``real_dev`` with ``real_speech`` on."""

@@ -199,21 +199,22 @@ class DemoConfig:
             ``lm_alphas``, and reported as ``<system>_lm``. A CTC model whose normalized output is its punctuated
             one, normalized, decodes only the punctuated mode.
         lm_systems, lm_beam_size, lm_alphas: which systems, the beam size, the weights tried.
+        lm_dev_utterances: the ``dev`` utterances the LM weights are tuned on (``manifests/dev_lm.json``, spread
+            evenly over ``dev``; 0: all of it). 80: on all 325 the tuning took 2/3 of each RNN-T's LM decoding
+            (4 beam searches of ``dev`` beside 2 of ``test``), and the two weights' dev WERs differed by 0.1-2.4
+            points (``benchmarks/results/demo_clean/lm``).
         num_jobs: processes for synthesis, TN and data loading.
         seed: one seed for data and weights.
-        curve_points: validations per ASR training run, for the learning curves of the report: on ``dev`` and, with
-            ``real_speech``, on ``real_dev`` too (NeMo's multiple validation loaders; ``dev`` keeps the ``val_*``
-            names, ``real_dev``'s are ``real_dev_val_*``). Estimated from decoding times, not timed in training:
-            ``real_dev`` (44 clips, 4.1 min) adds about 5 s a validation to a CTC or RNN-T model (greedy, RTF about
-            0.02 on the test split, ``benchmarks/results/demo_default/predictions/*.rtf.json``) and about 65 s to an
-            AED, whose validation decodes both modes autoregressively (its fine-tune decoded ``real_dev`` in 65.5 s,
-            ``benchmarks/results/aed_interpolation.json``): at 6 points, about 30 s per CTC or RNN-T model and
-            6.5 min per AED. ``real_speech=False`` (``--no-real-speech``) leaves it out.
-        aed_curve_points, aed_curve_dev_utterances: the AEDs' own curve settings, since their validations decode
-            both modes autoregressively: at ``curve_points`` (6) on all of ``dev`` and ``real_dev`` they took about
-            19 of the AED step's 30.9 minutes (docs/aed.md, "Minutes of the AED in the demo"). ``aed_curve_points``
-            validations, each on ``aed_curve_dev_utterances`` of ``dev`` spread evenly over its speakers
-            (``manifests/dev_curve.json``; 0: all of it) and on all of ``real_dev``.
+        curve_points: validations per CTC or RNN-T training run, for the learning curves of the report: on
+            ``curve_dev_utterances`` of ``dev`` and, with ``real_speech``, on ``real_dev`` too (NeMo's multiple
+            validation loaders; ``dev`` keeps the ``val_*`` names, ``real_dev``'s are ``real_dev_val_*``).
+        curve_dev_utterances: the ``dev`` utterances every ASR model validates on while it trains
+            (``manifests/dev_curve.json``, spread evenly over ``dev`` and so over its speakers; 0: all of it). 80: on
+            all 325 of ``dev`` and ``real_dev`` at 6 points an RNN-T's validations took about 4.8 of its 12 minutes
+            (the gaps in its training log, ``benchmarks/results/demo_clean``), an AED's at 6 points about 19 of 30.9
+            (docs/aed.md, "Minutes of the AED in the demo").
+        aed_curve_points: the AEDs' validations, fewer than ``curve_points`` since theirs decode autoregressively
+            (the modes with references only: ``real_dev`` has no marks, so its punctuated mode is not decoded).
         anchor: also transcribe and score the test split with Whisper tiny.en (what a user would pick instead), when
             ``nemo_pc[anchor]`` is installed; the report says when it is not.
         anchor_cache: read the anchor's transcripts from its cache where the same audio was transcribed before
@@ -273,11 +274,12 @@ class DemoConfig:
     lm_systems: tuple[str, ...] = DEMO_SYSTEMS
     lm_beam_size: int = 8
     lm_alphas: tuple[float, ...] = (0.4, 0.8)
+    lm_dev_utterances: int = 80
     num_jobs: int = 2
     seed: int = 0
     curve_points: int = 6
+    curve_dev_utterances: int = 80
     aed_curve_points: int = 3
-    aed_curve_dev_utterances: int = 80
     anchor: bool = True
     anchor_cache: bool = True
     real_speech: bool = True

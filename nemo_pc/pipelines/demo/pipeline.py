@@ -41,7 +41,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from nemo_pc.data.recipes.synth import SEEN_TEST_SPLIT
-from nemo_pc.parts.manifest import iter_manifest, write_manifest, write_text_atomic
+from nemo_pc.parts.manifest import iter_manifest, read_manifest, spread_subset, write_manifest, write_text_atomic
 from nemo_pc.parts.modes import MODES
 from nemo_pc.parts.output_lock import hold_output_folder
 from nemo_pc.parts.provenance import utc_now
@@ -67,6 +67,11 @@ from nemo_pc.pipelines.demo.real_speech_steps import RealSpeechSteps
 from nemo_pc.pipelines.demo.report import LM_CASCADE
 from nemo_pc.pipelines.demo.runs import append_run, folder_is_empty, invocation_record
 from nemo_pc.pipelines.demo.scoring import score_predictions, score_real_speech
+
+CURVE_DEV = "dev_curve.json"
+"""The ``dev`` subset of the learning curves, beside ``manifests/dev.json``."""
+LM_DEV = "dev_lm.json"
+"""The ``dev`` subset the LM weights are tuned on."""
 
 
 class Demo(AedSteps, FormatterSteps, RealSpeechSteps):
@@ -119,6 +124,11 @@ class Demo(AedSteps, FormatterSteps, RealSpeechSteps):
                 f"base_steps={config.base_steps} starts every encoder from one base encoder: rnnt_layers "
                 f"({config.rnnt_layers}) must equal ctc_layers ({config.ctc_layers}), or set base_steps=0"
             )
+        if config.curve_points < 1 or config.curve_dev_utterances < 0 or config.lm_dev_utterances < 0:
+            raise ValueError(
+                f"curve_points must be 1 or more, curve_dev_utterances and lm_dev_utterances 0 or more, got "
+                f"{config.curve_points}, {config.curve_dev_utterances} and {config.lm_dev_utterances}"
+            )
         self._check_aed_settings()
         if config.real_speech_sdists and not Path(config.real_speech_sdists).is_dir():
             raise ValueError(f"real_speech_sdists {config.real_speech_sdists}: no such folder")
@@ -138,6 +148,27 @@ class Demo(AedSteps, FormatterSteps, RealSpeechSteps):
 
     def model_path(self, name: str) -> Path:
         return self.path("models", f"{name}.nemo")
+
+    def curve_dev(self) -> Path:
+        """The ``dev`` every ASR model validates on while it trains (:meth:`dev_subset`, ``curve_dev_utterances``)."""
+        return self.dev_subset(self.cfg.curve_dev_utterances, CURVE_DEV)
+
+    def lm_dev(self) -> Path:
+        """The ``dev`` the LM weights are tuned on (:meth:`dev_subset`, ``lm_dev_utterances``)."""
+        return self.dev_subset(self.cfg.lm_dev_utterances, LM_DEV)
+
+    def dev_subset(self, count: int, name: str) -> Path:
+        """``manifests/<name>``: ``count`` utterances of ``dev`` spread evenly over it (so over its speakers), or
+        ``dev`` itself when that is all of it (``count`` 0 or more than it holds) or when ``dev`` is not written yet.
+        Written each time from ``dev``, so it follows an edited ``dev``."""
+        dev = self.manifest("dev")
+        if not dev.is_file():
+            return dev
+        rows = read_manifest(dev)
+        subset = spread_subset(rows, count)
+        if len(subset) == len(rows):
+            return dev
+        return write_manifest(dev.with_name(name), subset)
 
     def _timed(self, name: str, func: Callable[[], object]) -> object:
         self.log(f"== {name}")
@@ -214,7 +245,7 @@ class Demo(AedSteps, FormatterSteps, RealSpeechSteps):
             *variant,
             f"model.tokenizer.dir={tokenizer}",
             f"model.train_ds.manifest_filepath={self.manifest('train')}",
-            self.validation_override(),
+            self.validation_override(self.curve_dev()),
             f"model.train_ds.batch_size={self.cfg.batch_size}",
             f"model.train_ds.max_duration={self.cfg.max_duration}",
             f"model.train_ds.num_workers={workers}",
@@ -324,10 +355,10 @@ class Demo(AedSteps, FormatterSteps, RealSpeechSteps):
         init_from: Path | None,
         target: Path | None = None,
         curve_points: int | None = None,
-        stats_extra: dict | None = None,
     ) -> Path:
         """Trains ``name`` into ``target`` (default :meth:`model_path`) with its stats beside it, unless done; it
-        validates ``curve_points`` times (default ``cfg.curve_points``), and ``stats_extra`` joins its stats."""
+        validates ``curve_points`` times (default ``cfg.curve_points``) on :meth:`curve_dev` (and ``real_dev``), whose
+        size its stats give."""
         from nemo_pc.pipelines.train import train_model
 
         target = target or self.model_path(name)
@@ -344,7 +375,7 @@ class Demo(AedSteps, FormatterSteps, RealSpeechSteps):
                 val_every=max(1, steps // max(1, points)),
             )
             stats["init_from"] = init_from.name if init_from else None
-            stats.update(stats_extra or {})
+            stats["curve_dev_utterances"] = sum(1 for _ in iter_manifest(self.curve_dev()))
             write_text_atomic(target.with_suffix(".json"), json.dumps(stats, indent=2) + "\n")
         return target
 
@@ -483,10 +514,9 @@ class Demo(AedSteps, FormatterSteps, RealSpeechSteps):
         # a CTC model whose normalized output is its punctuated output normalized (papers/004) decodes once
         derived = getattr(model, "normalized_by_rules", False)
         modes = ("punctuated",) if derived else MODES
+        dev = self.lm_dev()
         choices = {
-            mode: tune_lm_weight(
-                model, mode, lms[mode], self.manifest("dev"), self.cfg.lm_alphas, beam_size=beam, batch_size=batch
-            )
+            mode: tune_lm_weight(model, mode, lms[mode], dev, self.cfg.lm_alphas, beam_size=beam, batch_size=batch)
             for mode in modes
         }
         outputs = transcribe_with_lms(
@@ -494,6 +524,7 @@ class Demo(AedSteps, FormatterSteps, RealSpeechSteps):
         )
         summary = {
             "beam_size": beam,
+            "dev_utterances": sum(1 for _ in iter_manifest(dev)),
             "modes": {mode: choice.as_dict() for mode, choice in choices.items()},
             "normalized_output": "the punctuated output, normalized" if derived else "its own decoding",
         }

@@ -70,10 +70,12 @@ def describe(system: str, source: str, out_dir: Path | None = None) -> str:
     if system.endswith(LM_SUFFIX):
         summary = _lm_summary(out_dir, system) if out_dir else {}
         weights = ", ".join(f"{mode} {choice['alpha']:g}" for mode, choice in summary.get("modes", {}).items())
+        count = summary.get("dev_utterances")
+        dev = f"{count} dev utterances" if count else "dev"
         return (
             f"`{system[: -len(LM_SUFFIX)]}` decoded with beam search ({summary.get('beam_size', '?')}) and a token "
             "n-gram LM per output mode, built from the source books without the sentences of dev and test "
-            f"(`lm/`); LM weights tuned on dev: {weights or '?'}"
+            f"(`lm/`); LM weights tuned on {dev}: {weights or '?'}"
         )
     return DESCRIPTIONS.get(system, "").format(source=source)
 
@@ -317,8 +319,8 @@ def targets_table(out_dir: Path, reports: Mapping[str, dict]) -> list[str]:
     """Each ASR system against :data:`TARGETS`: the measured value, the target and by how much it is missed.
 
     Dev WER is the last validation of the model's learning curve (normalized output where the model has one,
-    else its main output; on the AEDs' dev subset, whose size the cell gives); test WER is the same output on the
-    test split.
+    else its main output), or an LM-decoded system's dev WER at its tuned weight, each on the dev subset whose size
+    the cell gives; test WER is the same output on the test split.
     """
     lines = [
         "| system | test N-output WER | target | dev WER (curve) | dev - test | test PER | target |",
@@ -326,9 +328,10 @@ def targets_table(out_dir: Path, reports: Mapping[str, dict]) -> list[str]:
     ]
     for system, report in reports.items():
         stats_path = out_dir / "models" / f"{system}.json"
-        metric, subset = "wer", None  # subset: an AED's curve validates on that many dev utterances
+        metric, subset = "wer", None  # subset: the curve or the LM tuning reads that many dev utterances
         if system.endswith(LM_SUFFIX):
-            modes = _lm_summary(out_dir, system).get("modes", {})
+            summary = _lm_summary(out_dir, system)
+            modes, subset = summary.get("modes", {}), summary.get("dev_utterances")
             # the tuned weight's dev WER; WER-PC where only the punctuated mode was tuned (its normalized output is
             # the punctuated one, normalized)
             mode = "normalized" if "normalized" in modes else "punctuated"
