@@ -146,3 +146,37 @@ def test_the_un_fine_tuned_model_stops_on_a_short_clip(model):
         assert len(hyp.y_sequence) <= budget
         assert hyp.text.lower().count("today") == 1, hyp.text
     assert "how are you today" in hyps[NORMALIZED_ID][0].text
+
+
+@pytest.mark.parametrize("strategy", ["greedy", "beam"])
+def test_the_fast_steps_change_no_output_and_leave_the_decoder_as_it_was(model, strategy, monkeypatch):
+    import nemo_pc.modules.aed_search as aed_search
+
+    generator = torch.Generator().manual_seed(3)
+    audio = torch.randn(2, 24000, generator=generator) * 0.1
+    modes = [NORMALIZED_ID, PUNCTUATED_ID]
+    fast = decode(model, audio, modes, strategy=strategy)
+    assert not [name for name, module in model.named_modules() if "forward" in vars(module)]  # all restored
+    monkeypatch.setattr(aed_search, "fast_steps", lambda search: contextmanager(lambda: (yield 0))())
+    plain = decode(model, audio, modes, strategy=strategy)
+    for mode in modes:
+        assert [hyp.y_sequence.tolist() for hyp in fast[mode]] == [hyp.y_sequence.tolist() for hyp in plain[mode]]
+
+
+def test_a_cross_attention_projection_is_reused_only_for_the_same_unchanged_tensor(model):
+    from types import SimpleNamespace
+
+    from nemo_pc.modules.aed_search import fast_steps
+
+    search = SimpleNamespace(decoder=model.transf_decoder, classifier=model.log_softmax)  # what fast_steps reads
+    key_net = next(m for m in model.modules() if hasattr(m, "second_sub_layer")).second_sub_layer.key_net
+    states = torch.randn(1, 5, key_net.in_features)
+    with torch.no_grad(), fast_steps(search) as blocks:
+        first = key_net(states)
+        assert key_net(states) is first  # the same tensor: reused
+        other = key_net(states.clone())
+        assert other is not first and torch.equal(other, first)  # another tensor: projected again
+        states.mul_(2.0)  # changed in place: projected again
+        assert torch.allclose(key_net(states), 2 * first - key_net.bias, atol=1e-5)
+    assert blocks == sum(1 for m in model.modules() if hasattr(m, "second_sub_layer"))
+    assert "forward" not in vars(key_net)
