@@ -8,6 +8,7 @@ from pathlib import Path
 
 from nemo_pc.pipelines.demo.claim_rules import (
     compare_row,
+    decide_rows,
     make_claim,
     measure_rows,
     missing_systems,
@@ -15,7 +16,6 @@ from nemo_pc.pipelines.demo.claim_rules import (
     pn_claim,
     pn_rule,
     row_figures,
-    set_p_values,
     significantly_lower,
 )
 
@@ -41,12 +41,7 @@ def claim_aed_designs(demo_dir: str | Path, num_resamples: int = 1000) -> dict:
     rows = measure_rows(claim, demo_dir, comparisons, num_resamples)
     if rows is None:
         return claim
-    deciding = max(rows.values(), key=lambda row: row["p_bootstrap"] if row["p_bootstrap"] is not None else 2.0)
-    set_p_values(claim, deciding)
-    claim["reproduced"] = all(significantly_lower(row) for row in rows.values())
-    claim["note"] = f"{deciding['utterances']} test utterances; " + "; ".join(
-        row_figures(row) for row in rows.values()
-    )
+    decide_rows(claim, rows, max, significantly_lower)
     claim["note"] += _m0_note(claim, demo_dir, num_resamples)
     return claim
 
@@ -84,13 +79,7 @@ def claim_multi_vs_single_style(demo_dir: str | Path, num_resamples: int = 1000)
     rows = measure_rows(claim, demo_dir, comparisons, num_resamples)
     if rows is None:
         return claim
-    deciding = min(rows.values(), key=lambda row: row["p_bootstrap"] if row["p_bootstrap"] is not None else 2.0)
-    set_p_values(claim, deciding)
-    claim["reproduced"] = all(not_worse(row) for row in rows.values())
-    claim["note"] = f"{deciding['utterances']} test utterances; " + "; ".join(
-        f"{key}: {row_figures(row)}" for key, row in rows.items()
-    )
-    return claim
+    return decide_rows(claim, rows, min, not_worse, named=True)
 
 
 def claim_aed_less_punctuated(demo_dir: str | Path, num_resamples: int = 1000) -> dict:

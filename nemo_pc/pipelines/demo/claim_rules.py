@@ -209,6 +209,26 @@ def set_p_values(claim: dict, row: Mapping) -> None:
     claim["p_value"], claim["p_mapsswe"] = row["p_bootstrap"], row["p_mapsswe"]
 
 
+def decide_rows(
+    claim: dict,
+    rows: Mapping[str, Mapping],
+    pick: Callable,
+    holds: Callable[[Mapping], bool],
+    named: bool = False,
+) -> dict:
+    """A claim of several compare rows, decided: its p-values from the row ``pick`` (``max`` or ``min``) chooses by
+    bootstrap p (a row without a test counts as p = 2: ``max`` picks it, ``min`` only when no row has a test),
+    reproduced when every row ``holds``, and the note: the deciding row's utterances and each row's figures (after
+    its key with ``named``)."""
+    deciding = pick(rows.values(), key=lambda row: 2.0 if row["p_bootstrap"] is None else row["p_bootstrap"])
+    set_p_values(claim, deciding)
+    claim["reproduced"] = all(holds(row) for row in rows.values())
+    claim["note"] = f"{deciding['utterances']} test utterances; " + "; ".join(
+        (f"{key}: " if named else "") + row_figures(row) for key, row in rows.items()
+    )
+    return claim
+
+
 def pn_rule(p05: str, p50: str) -> str:
     """The rule text of a P:N sweep claim (:func:`pn_claim`) on the 5% and the 50% system."""
     return f"PC-WER and PER of `{p05}` each <= 2.5 points above `{p50}`'s (p tests the PC-WER delta = 0)"
