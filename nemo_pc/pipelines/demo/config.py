@@ -202,7 +202,7 @@ class DemoConfig:
         lm_dev_utterances: the ``dev`` utterances the LM weights are tuned on (``manifests/dev_lm.json``, spread
             evenly over ``dev``; 0: all of it). 80: on all 325 the tuning took 2/3 of each RNN-T's LM decoding
             (4 beam searches of ``dev`` beside 2 of ``test``), and the two weights' dev WERs differed by 0.1-2.4
-            points (``benchmarks/results/demo_clean/lm``).
+            points (``benchmarks/results/demo_clean_e99f256/lm``).
         num_jobs: processes for synthesis, TN and data loading.
         seed: one seed for data and weights.
         curve_points: validations per CTC or RNN-T training run, for the learning curves of the report: on
@@ -211,8 +211,8 @@ class DemoConfig:
         curve_dev_utterances: the ``dev`` utterances every ASR model validates on while it trains
             (``manifests/dev_curve.json``, spread evenly over ``dev`` and so over its speakers; 0: all of it). 80: on
             all 325 of ``dev`` and ``real_dev`` at 6 points an RNN-T's validations took about 4.8 of its 12 minutes
-            (the gaps in its training log, ``benchmarks/results/demo_clean``), an AED's at 6 points about 19 of 30.9
-            (docs/aed.md, "Minutes of the AED in the demo").
+            (the gaps in its training log in the run of ``benchmarks/results/demo_clean_e99f256``), an AED's at 6
+            points about 19 of 30.9 (docs/aed.md, "Minutes of the AED in the demo").
         aed_curve_points: the AEDs' validations, fewer than ``curve_points`` since theirs decode autoregressively
             (the modes with references only: ``real_dev`` has no marks, so its punctuated mode is not decoded).
         anchor: also transcribe and score the test split with Whisper tiny.en (what a user would pick instead), when

@@ -1,0 +1,234 @@
+"""CTC heads on cached outputs of the fine-tuned AED's frozen encoder: what a step costs and what the heads learn.
+
+The transducer issue's "cheaper steps": the AED's encoder (Whisper tiny.en's, after the AED's fine-tune on the
+corpus) runs once over the training, dev and test audio, and its outputs are kept in memory; a small head then trains
+on them with CTC, one output per mode (normalized and punctuated pieces of the demo's 128-piece tokenizer), so a step
+costs the head alone. ``--stack`` frames are stacked into one (50 frames/s from Whisper's encoder is more than the
+pieces need), then a projection, ``--layers`` transformer layers and the two CTC outputs. The head is scored every
+``--every`` steps on the demo's dev subset (N-WER) and at the end on ``test`` (N-WER, PER, punctuation F1 by
+``nemo-pc evaluate``) and ``real_test`` (N-WER). Minutes: encoding and head training, apart.
+
+    .venv/bin/python benchmarks/quality_cached_heads.py --model demo_out/models/aed_prompt.nemo --demo-dir demo_out \\
+        --steps 3000 --layers 1 --json benchmarks/results/cached_heads.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+from suite import write_results
+from torch import nn
+
+from nemo_pc.parts.manifest import read_manifest, write_manifest
+from nemo_pc.parts.text import normalize, preprocess_punctuated
+
+MODES = ("normalized", "punctuated")
+
+
+def stack_frames(frames: torch.Tensor, k: int) -> torch.Tensor:
+    """``(T, D)`` frames as ``(ceil(T / k), k * D)``: each ``k`` frames side by side, the last group zero-padded."""
+    steps = -(-frames.shape[0] // k)
+    padded = torch.zeros(steps * k, frames.shape[1], dtype=frames.dtype)
+    padded[: frames.shape[0]] = frames
+    return padded.reshape(steps, k * frames.shape[1])
+
+
+class CachedHeads(nn.Module):
+    """Projection, ``layers`` transformer layers and one CTC output per mode over stacked encoder frames."""
+
+    def __init__(self, in_dim: int, vocab_size: int, hidden: int = 384, layers: int = 1, heads: int = 4):
+        super().__init__()
+        self.proj = nn.Sequential(nn.Linear(in_dim, hidden), nn.GELU(), nn.Dropout(0.1))
+        layer = nn.TransformerEncoderLayer(hidden, heads, 4 * hidden, 0.1, batch_first=True, norm_first=True)
+        self.body = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False) if layers else None
+        self.out = nn.ModuleDict({mode: nn.Linear(hidden, vocab_size + 1) for mode in MODES})  # + blank, the last
+
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Log-probabilities ``(B, T, V + 1)`` per mode."""
+        h = self.proj(x)
+        if self.body is not None:
+            h = self.body(h, src_key_padding_mask=torch.arange(x.shape[1])[None] >= lengths[:, None])
+        return {mode: head(h).log_softmax(-1) for mode, head in self.out.items()}
+
+
+def pad_batch(items: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    lengths = torch.tensor([item.shape[0] for item in items])
+    x = torch.zeros(len(items), int(lengths.max()), items[0].shape[1])
+    for k, item in enumerate(items):
+        x[k, : item.shape[0]] = item.float()
+    return x, lengths
+
+
+def greedy_ids(log_probs: torch.Tensor, lengths: torch.Tensor) -> list[list[int]]:
+    """Greedy CTC: the best piece per frame, repeats merged, blanks (the last id) dropped."""
+    blank, out = log_probs.shape[-1] - 1, []
+    for row, length in zip(log_probs.argmax(-1).tolist(), lengths.tolist(), strict=True):
+        ids, previous = [], None
+        for token in row[:length]:
+            if token != previous and token != blank:
+                ids.append(token)
+            previous = token
+        out.append(ids)
+    return out
+
+
+def train_heads(heads: CachedHeads, feats: list, targets: dict, steps: int, batch_size: int, lr: float,
+                seed: int = 0, every: int = 0, on_point=None) -> list[dict]:  # fmt: skip
+    """AdamW on the sum of both modes' CTC losses over random batches of ``feats`` (cosine decay, 5% warm-up);
+    ``on_point(step)`` after every ``every`` steps and at the end. Returns the loss every 100 steps."""
+    rng = random.Random(seed)
+    optimizer = torch.optim.AdamW(heads.parameters(), lr=lr, weight_decay=0.01)
+    warmup = max(1, steps // 20)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer,
+        lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (1 + torch.cos(torch.tensor(torch.pi * s / steps)).item()),
+    )
+    ctc, losses = nn.CTCLoss(blank=heads.out[MODES[0]].out_features - 1, zero_infinity=True), []
+    heads.train()
+    for step in range(1, steps + 1):
+        index = rng.sample(range(len(feats)), min(batch_size, len(feats)))
+        x, lengths = pad_batch([feats[i] for i in index])
+        outputs = heads(x, lengths)
+        loss = sum(
+            ctc(
+                outputs[mode].transpose(0, 1),
+                torch.cat([torch.tensor(targets[mode][i]) for i in index]),
+                lengths,
+                torch.tensor([len(targets[mode][i]) for i in index]),
+            )
+            for mode in MODES
+        )
+        optimizer.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_norm_(heads.parameters(), 1.0)
+        optimizer.step()
+        schedule.step()
+        if step % 100 == 0:
+            losses.append({"step": step, "loss": round(float(loss), 4)})
+        if on_point is not None and ((every and step % every == 0) or step == steps):
+            on_point(step)
+            heads.train()
+    return losses
+
+
+def transcribe(heads: CachedHeads, feats: list, detokenize, batch_size: int = 32) -> dict[str, list[str]]:
+    heads.eval()
+    out = {mode: [] for mode in MODES}
+    with torch.no_grad():
+        for start in range(0, len(feats), batch_size):
+            x, lengths = pad_batch(feats[start : start + batch_size])
+            for mode, log_probs in heads(x, lengths).items():
+                out[mode].extend(detokenize(ids) for ids in greedy_ids(log_probs, lengths))
+    out["normalized"] = [normalize(text) for text in out["normalized"]]
+    return out
+
+
+def encode(model, rows: list[dict], stack: int, batch_size: int = 16) -> list[torch.Tensor]:
+    """The frozen encoder's output per utterance, ``(T, D)`` float16 after :func:`stack_frames`."""
+    import soundfile
+
+    order = sorted(range(len(rows)), key=lambda i: float(rows[i]["duration"]))
+    out: list = [None] * len(rows)
+    with torch.inference_mode():
+        for start in range(0, len(order), batch_size):
+            index = order[start : start + batch_size]
+            audio = [torch.from_numpy(soundfile.read(rows[i]["audio_filepath"], dtype="float32")[0]) for i in index]
+            signal, lengths = pad_batch([a[:, None] for a in audio])
+            encoded, encoded_len = model.encode(signal[..., 0], lengths)
+            for k, i in enumerate(index):
+                out[i] = stack_frames(encoded[k, :, : encoded_len[k]].T.contiguous(), stack).to(torch.float16)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", required=True, help="the demo's AED (models/aed_prompt.nemo)")
+    parser.add_argument("--demo-dir", required=True, help="its demo folder (manifests, real_speech)")
+    parser.add_argument("--steps", type=int, default=3000)
+    parser.add_argument("--every", type=int, default=1000)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--layers", type=int, default=1)
+    parser.add_argument("--stack", type=int, default=2)
+    parser.add_argument("--json", required=True)
+    args = parser.parse_args(argv)
+
+    from nemo_pc.pipelines.demo.scoring import score_predictions, score_real_speech
+    from nemo_pc.pipelines.inference import load_asr_model
+
+    torch.manual_seed(0)
+    model = load_asr_model(args.model).eval()
+    tokenizer, demo = model.ctc_tokenizer, Path(args.demo_dir)
+    splits = {
+        "train": demo / "manifests" / "train.json",
+        "dev": demo / "manifests" / "dev_curve.json",
+        "test": demo / "manifests" / "test.json",
+        "real_test": demo / "real_speech" / "real_test.json",
+    }
+    rows = {split: read_manifest(path) for split, path in splits.items()}
+    start = time.perf_counter()
+    feats = {split: encode(model, split_rows, args.stack) for split, split_rows in rows.items()}
+    encode_seconds = time.perf_counter() - start
+    marks = "".join(model.cfg.train_ds.get("marks", ".,?"))
+    targets = {
+        "normalized": [tokenizer.text_to_ids(normalize(row["text"])) for row in rows["train"]],
+        "punctuated": [tokenizer.text_to_ids(preprocess_punctuated(row["text"], marks)) for row in rows["train"]],
+    }
+    heads = CachedHeads(feats["train"][0].shape[1], tokenizer.vocab_size, layers=args.layers)
+    detokenize, curve, clock = tokenizer.ids_to_text, [], {"train": 0.0, "since": time.perf_counter()}
+
+    def on_point(step: int) -> None:
+        clock["train"] += time.perf_counter() - clock["since"]
+        hyps = transcribe(heads, feats["dev"], detokenize)["normalized"]
+        refs = [normalize(row["text"]) for row in rows["dev"]]
+        import jiwer
+
+        curve.append(
+            {"step": step, "train_minutes": round(clock["train"] / 60, 2), "dev_n_wer": jiwer.wer(refs, hyps)}
+        )
+        print(json.dumps(curve[-1]), file=sys.stderr)
+        clock["since"] = time.perf_counter()
+
+    losses = train_heads(heads, feats["train"], targets, args.steps, args.batch_size, args.lr, every=args.every,
+                         on_point=on_point)  # fmt: skip
+    scores = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for split in ("test", "real_test"):
+            outputs = transcribe(heads, feats[split], detokenize)
+            predictions = [
+                {**row, "pred_text": outputs["punctuated"][k], "pred_text_normalized": outputs["normalized"][k]}
+                for k, row in enumerate(rows[split])
+            ]
+            path = write_manifest(Path(tmp) / f"{split}.json", predictions)
+            if split == "test":
+                report = score_predictions(path)
+                scores[split] = {
+                    "n_wer": report["normalized_output"]["wer"],
+                    "per": report["metrics"]["per"],
+                    "punct_f1": report["metrics"]["punct_micro_f1"],
+                }
+            else:  # PER and F1 only on its few clips with marks: the N-WER and its interval
+                report = score_real_speech(path, seed=0)
+                scores[split] = {key: report["normalized_output"][key] for key in ("wer", "ci95")}
+    results = {
+        "settings": vars(args) | {"parameters": sum(p.numel() for p in heads.parameters())},
+        "encode_minutes": round(encode_seconds / 60, 2),
+        "utterances": {split: len(split_rows) for split, split_rows in rows.items()},
+        "curve": curve,
+        "losses": losses,
+        "scores": scores,
+    }
+    write_results(args.json, results, sys.argv if argv is None else ["quality_cached_heads.py", *argv])
+    print(json.dumps(scores), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,27 @@
+"""benchmarks/quality_cached_heads.py: stacked frames, and CTC heads that memorize cached encoder outputs."""
+
+import torch
+from benchmark_loader import load_benchmark
+
+
+def test_frames_are_stacked_side_by_side_and_the_last_group_padded():
+    bench = load_benchmark("quality_cached_heads")
+    frames = torch.arange(10.0).reshape(5, 2)
+    stacked = bench.stack_frames(frames, 2)
+    assert stacked.shape == (3, 4)
+    assert stacked[0].tolist() == [0.0, 1.0, 2.0, 3.0] and stacked[2].tolist() == [8.0, 9.0, 0.0, 0.0]
+
+
+def test_the_heads_memorize_two_utterances_in_both_modes():
+    bench = load_benchmark("quality_cached_heads")
+    torch.manual_seed(0)
+    feats = [torch.randn(12, 8), torch.randn(9, 8)]
+    targets = {"normalized": [[1, 2, 3], [4, 4, 2]], "punctuated": [[1, 2, 5], [4, 6]]}
+    heads = bench.CachedHeads(8, vocab_size=7, hidden=32, layers=1, heads=2)
+    points = []
+    losses = bench.train_heads(heads, feats, targets, 300, batch_size=2, lr=3e-3, every=150, on_point=points.append)
+    assert points == [150, 300]
+    assert losses[-1]["loss"] < losses[0]["loss"]
+    out = bench.transcribe(heads, feats, detokenize=lambda ids: " ".join(map(str, ids)))
+    assert out["punctuated"] == ["1 2 5", "4 6"]
+    assert out["normalized"] == ["1 2 3", "4 4 2"]  # a repeated piece needs a blank between: CTC learned it
