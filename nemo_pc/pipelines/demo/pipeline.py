@@ -42,7 +42,6 @@ from pathlib import Path
 
 from nemo_pc.data.recipes.synth import SEEN_TEST_SPLIT
 from nemo_pc.parts.manifest import iter_manifest, read_manifest, spread_subset, write_manifest, write_text_atomic
-from nemo_pc.parts.modes import MODES
 from nemo_pc.parts.output_lock import hold_output_folder
 from nemo_pc.parts.provenance import utc_now
 from nemo_pc.parts.text import normalize
@@ -63,6 +62,7 @@ from nemo_pc.pipelines.demo.config import (
 from nemo_pc.pipelines.demo.formatter_steps import FormatterSteps
 from nemo_pc.pipelines.demo.layout import REAL_SPLITS, manifest_path, split_system, system_split
 from nemo_pc.pipelines.demo.layout import step_done as _done
+from nemo_pc.pipelines.demo.lm_steps import LmSteps
 from nemo_pc.pipelines.demo.real_speech_steps import RealSpeechSteps
 from nemo_pc.pipelines.demo.report import LM_CASCADE
 from nemo_pc.pipelines.demo.runs import append_run, folder_is_empty, invocation_record
@@ -70,11 +70,9 @@ from nemo_pc.pipelines.demo.scoring import score_predictions, score_real_speech
 
 CURVE_DEV = "dev_curve.json"
 """The ``dev`` subset of the learning curves, beside ``manifests/dev.json``."""
-LM_DEV = "dev_lm.json"
-"""The ``dev`` subset the LM weights are tuned on."""
 
 
-class Demo(AedSteps, FormatterSteps, RealSpeechSteps):
+class Demo(AedSteps, FormatterSteps, LmSteps, RealSpeechSteps):
     """Runs the steps of :class:`DemoConfig`; each step is a method and skips work that is already done."""
 
     def __init__(self, config: DemoConfig, log: Callable[[str], None] = print) -> None:
@@ -152,10 +150,6 @@ class Demo(AedSteps, FormatterSteps, RealSpeechSteps):
     def curve_dev(self) -> Path:
         """The ``dev`` every ASR model validates on while it trains (:meth:`dev_subset`, ``curve_dev_utterances``)."""
         return self.dev_subset(self.cfg.curve_dev_utterances, CURVE_DEV)
-
-    def lm_dev(self) -> Path:
-        """The ``dev`` the LM weights are tuned on (:meth:`dev_subset`, ``lm_dev_utterances``)."""
-        return self.dev_subset(self.cfg.lm_dev_utterances, LM_DEV)
 
     def dev_subset(self, count: int, name: str) -> Path:
         """``manifests/<name>``: ``count`` utterances of ``dev`` spread evenly over it (so over its speakers), or
@@ -453,83 +447,6 @@ class Demo(AedSteps, FormatterSteps, RealSpeechSteps):
             )
             self._write_timing(replace(timing, system=system))
         return {system: self.evaluate(system)}
-
-    def lm_systems(self) -> list[str]:
-        """The systems also decoded with the LMs (those of ``lm_systems`` that are trained and use the plain
-        tokenizer the LMs are built with)."""
-        if not self.cfg.lm_order:
-            return []
-        return [
-            name
-            for name in self.cfg.lm_systems
-            if name in self.cfg.systems and name != "ctc_m2" and ASR_SYSTEMS[name][0] != "aed"
-        ]
-
-    def language_models(self) -> dict[str, Path]:
-        """The LM text from the source books, then one LM per output mode (NGPU-LM ``.nemo``) over the plain
-        tokenizer's pieces.
-
-        Every book chapter that an utterance of dev, test or test_seen (when the corpus has it) reads is left out
-        whole, as the corpus's ``CHAPTERS.TXT`` names it, and so is any other sentence sharing 6 words with one of
-        those utterances (:func:`nemo_pc.data.recipes.lm_text.write_lm_text`); ``lm/text.report.json`` counts both.
-        """
-        from nemo_pc.data.recipes.lm_text import write_lm_text
-        from nemo_pc.parts.ngram_lm import build_token_lm
-
-        folder = self.path("lm")
-        text = folder / "text.json"
-        if not (text.is_file() and (folder / "text.report.json").is_file()):
-            splits = ["dev", "test", *([SEEN_TEST_SPLIT] if self.manifest(SEEN_TEST_SPLIT).is_file() else [])]
-            report = write_lm_text(
-                list(self._synth_sources()),
-                text,
-                [self.manifest(split) for split in splits],
-                progress=False,
-                corpus=self.path("corpus"),
-            )
-            write_text_atomic(folder / "text.report.json", json.dumps(report.as_dict(), indent=2) + "\n")
-        tokenizer = self.tokenizers()["plain"]
-        lms = {}
-        for mode, field_name in (("normalized", "text_normalized"), ("punctuated", "text")):
-            target = folder / f"{mode}_order{self.cfg.lm_order}.nemo"
-            if not _done(target):
-                built = build_token_lm(
-                    text, tokenizer, target, self.cfg.lm_order, field_name=field_name, progress=False
-                )
-                write_text_atomic(target.with_suffix(".json"), json.dumps(built.as_dict(), indent=2) + "\n")
-            lms[mode] = target
-        return lms
-
-    def transcribe_lm(self, name: str, lms: dict[str, Path]) -> Path:
-        """Both outputs of ``name`` on the test split with beam search and each mode's LM at its dev-tuned weight,
-        as the prediction manifest of ``<name>_lm``; the weights and dev grids go to ``lm/<name>.json``."""
-        target = self.path("predictions", f"{name}_lm.json")
-        if target.is_file():
-            return target
-        from nemo_pc.pipelines.inference import load_asr_model
-        from nemo_pc.pipelines.lm import transcribe_with_lms, tune_lm_weight
-
-        model = load_asr_model(self.model_path(name))
-        beam, batch = self.cfg.lm_beam_size, self.cfg.batch_size
-        # a CTC model whose normalized output is its punctuated output normalized (papers/004) decodes once
-        derived = getattr(model, "normalized_by_rules", False)
-        modes = ("punctuated",) if derived else MODES
-        dev = self.lm_dev()
-        choices = {
-            mode: tune_lm_weight(model, mode, lms[mode], dev, self.cfg.lm_alphas, beam_size=beam, batch_size=batch)
-            for mode in modes
-        }
-        outputs = transcribe_with_lms(
-            model, self.manifest("test"), choices, beam_size=beam, batch_size=batch, modes=modes
-        )
-        summary = {
-            "beam_size": beam,
-            "dev_utterances": sum(1 for _ in iter_manifest(dev)),
-            "modes": {mode: choice.as_dict() for mode, choice in choices.items()},
-            "normalized_output": "the punctuated output, normalized" if derived else "its own decoding",
-        }
-        write_text_atomic(self.path("lm", f"{name}.json"), json.dumps(summary, indent=2) + "\n")
-        return self._write_predictions(target, outputs["punctuated"], outputs.get("normalized"))
 
     def _write_predictions(
         self, target: Path, written: list[str], normalized: list[str] | None, split: str = "test"

@@ -1,0 +1,103 @@
+"""The demo's LM steps: the LM text from the source books without what dev, test and test_seen read, one token
+n-gram LM per output mode, and each LM system decoded with beam search and both LMs, its weights tuned on a ``dev``
+subset. :class:`~nemo_pc.pipelines.demo.pipeline.Demo` runs them with its other steps."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from nemo_pc.data.recipes.synth import SEEN_TEST_SPLIT
+from nemo_pc.parts.manifest import iter_manifest, write_text_atomic
+from nemo_pc.parts.modes import MODES
+from nemo_pc.pipelines.demo.config import ASR_SYSTEMS
+from nemo_pc.pipelines.demo.layout import step_done as _done
+
+LM_DEV = "dev_lm.json"
+"""The ``dev`` subset the LM weights are tuned on, beside ``manifests/dev.json``."""
+
+
+class LmSteps:
+    """The LM steps of :class:`~nemo_pc.pipelines.demo.pipeline.Demo`, which gives them ``cfg``, ``path``,
+    ``manifest``, ``model_path``, ``dev_subset``, ``tokenizers``, ``_synth_sources`` and ``_write_predictions``."""
+
+    def lm_dev(self) -> Path:
+        """The ``dev`` the LM weights are tuned on (:meth:`dev_subset`, ``lm_dev_utterances``)."""
+        return self.dev_subset(self.cfg.lm_dev_utterances, LM_DEV)
+
+    def lm_systems(self) -> list[str]:
+        """The systems also decoded with the LMs (those of ``lm_systems`` that are trained and use the plain
+        tokenizer the LMs are built with)."""
+        if not self.cfg.lm_order:
+            return []
+        return [
+            name
+            for name in self.cfg.lm_systems
+            if name in self.cfg.systems and name != "ctc_m2" and ASR_SYSTEMS[name][0] != "aed"
+        ]
+
+    def language_models(self) -> dict[str, Path]:
+        """The LM text from the source books, then one LM per output mode (NGPU-LM ``.nemo``) over the plain
+        tokenizer's pieces.
+
+        Every book chapter that an utterance of dev, test or test_seen (when the corpus has it) reads is left out
+        whole, as the corpus's ``CHAPTERS.TXT`` names it, and so is any other sentence sharing 6 words with one of
+        those utterances (:func:`nemo_pc.data.recipes.lm_text.write_lm_text`); ``lm/text.report.json`` counts both.
+        """
+        from nemo_pc.data.recipes.lm_text import write_lm_text
+        from nemo_pc.parts.ngram_lm import build_token_lm
+
+        folder = self.path("lm")
+        text = folder / "text.json"
+        if not (text.is_file() and (folder / "text.report.json").is_file()):
+            splits = ["dev", "test", *([SEEN_TEST_SPLIT] if self.manifest(SEEN_TEST_SPLIT).is_file() else [])]
+            report = write_lm_text(
+                list(self._synth_sources()),
+                text,
+                [self.manifest(split) for split in splits],
+                progress=False,
+                corpus=self.path("corpus"),
+            )
+            write_text_atomic(folder / "text.report.json", json.dumps(report.as_dict(), indent=2) + "\n")
+        tokenizer = self.tokenizers()["plain"]
+        lms = {}
+        for mode, field_name in (("normalized", "text_normalized"), ("punctuated", "text")):
+            target = folder / f"{mode}_order{self.cfg.lm_order}.nemo"
+            if not _done(target):
+                built = build_token_lm(
+                    text, tokenizer, target, self.cfg.lm_order, field_name=field_name, progress=False
+                )
+                write_text_atomic(target.with_suffix(".json"), json.dumps(built.as_dict(), indent=2) + "\n")
+            lms[mode] = target
+        return lms
+
+    def transcribe_lm(self, name: str, lms: dict[str, Path]) -> Path:
+        """Both outputs of ``name`` on the test split with beam search and each mode's LM at its dev-tuned weight,
+        as the prediction manifest of ``<name>_lm``; the weights and dev grids go to ``lm/<name>.json``."""
+        target = self.path("predictions", f"{name}_lm.json")
+        if target.is_file():
+            return target
+        from nemo_pc.pipelines.inference import load_asr_model
+        from nemo_pc.pipelines.lm import transcribe_with_lms, tune_lm_weight
+
+        model = load_asr_model(self.model_path(name))
+        beam, batch = self.cfg.lm_beam_size, self.cfg.batch_size
+        # a CTC model whose normalized output is its punctuated output normalized (papers/004) decodes once
+        derived = getattr(model, "normalized_by_rules", False)
+        modes = ("punctuated",) if derived else MODES
+        dev = self.lm_dev()
+        choices = {
+            mode: tune_lm_weight(model, mode, lms[mode], dev, self.cfg.lm_alphas, beam_size=beam, batch_size=batch)
+            for mode in modes
+        }
+        outputs = transcribe_with_lms(
+            model, self.manifest("test"), choices, beam_size=beam, batch_size=batch, modes=modes
+        )
+        summary = {
+            "beam_size": beam,
+            "dev_utterances": sum(1 for _ in iter_manifest(dev)),
+            "modes": {mode: choice.as_dict() for mode, choice in choices.items()},
+            "normalized_output": "the punctuated output, normalized" if derived else "its own decoding",
+        }
+        write_text_atomic(self.path("lm", f"{name}.json"), json.dumps(summary, indent=2) + "\n")
+        return self._write_predictions(target, outputs["punctuated"], outputs.get("normalized"))
