@@ -111,7 +111,7 @@ def train_heads(heads: CachedHeads, feats: list, targets: dict, steps: int, batc
         optimizer.step()
         schedule.step()
         if step % 100 == 0:
-            losses.append({"step": step, "loss": round(float(loss), 4)})
+            losses.append({"step": step, "loss": round(float(loss.detach()), 4)})
         if on_point is not None and ((every and step % every == 0) or step == steps):
             on_point(step)
             heads.train()
@@ -130,12 +130,14 @@ def transcribe(heads: CachedHeads, feats: list, detokenize, batch_size: int = 32
     return out
 
 
-def encode(model, rows: list[dict], stack: int, batch_size: int = 16) -> list[torch.Tensor]:
-    """The frozen encoder's output per utterance, ``(T, D)`` float16 after :func:`stack_frames`."""
+def encode(model, rows: list[dict], stack: int, batch_size: int = 16) -> tuple[list[torch.Tensor], list[str]]:
+    """The frozen encoder's output per utterance, ``(T, D)`` float16 after :func:`stack_frames`, and the greedy
+    normalized text of the AED's own CTC head (``aux_ctc``, trained with the AED) on the same frames."""
     import soundfile
 
     order = sorted(range(len(rows)), key=lambda i: float(rows[i]["duration"]))
     out: list = [None] * len(rows)
+    aux: list = [""] * len(rows)
     with torch.inference_mode():
         for start in range(0, len(order), batch_size):
             index = order[start : start + batch_size]
@@ -144,7 +146,45 @@ def encode(model, rows: list[dict], stack: int, batch_size: int = 16) -> list[to
             encoded, encoded_len = model.encode(signal[..., 0], lengths)
             for k, i in enumerate(index):
                 out[i] = stack_frames(encoded[k, :, : encoded_len[k]].T.contiguous(), stack).to(torch.float16)
-    return out
+            if model.ctc_decoder is not None:
+                ids = greedy_ids(model.ctc_decoder(encoder_output=encoded), encoded_len)
+                for k, i in enumerate(index):
+                    aux[i] = normalize(model.ctc_tokenizer.ids_to_text(ids[k]))
+    return out, aux
+
+
+def head_tokenizer(model, vocab_size: int, train_manifest: Path, work: Path):
+    """The AED's ``aux_ctc`` tokenizer (``vocab_size`` 0), or a cased, punctuated SentencePiece of ``vocab_size``
+    pieces trained here on the training manifest, as the demo trains its own."""
+    if not vocab_size:
+        return model.ctc_tokenizer
+    from nemo.collections.common.tokenizers.sentencepiece_tokenizer import SentencePieceTokenizer
+
+    from nemo_pc.data.tokenizers.pc_tokenizer import build_tokenizer
+
+    marks = "".join(model.cfg.train_ds.get("marks", ".,?"))
+    folder = build_tokenizer([train_manifest], work, vocab_size=vocab_size, marks=marks)
+    return SentencePieceTokenizer(model_path=str(folder / "tokenizer.model"))
+
+
+def score_split(split: str, rows: list[dict], punctuated: list[str], normalized: list[str], tmp: Path,
+                words_only: bool = False) -> dict:  # fmt: skip
+    """``test``: N-WER, PER and punctuation F1 (N-WER alone with ``words_only``); ``real_test``: the N-WER and its
+    bootstrap interval (its few clips with marks are too few for PER)."""
+    from nemo_pc.pipelines.demo.scoring import score_predictions, score_real_speech
+
+    predictions = [
+        {**row, "pred_text": punctuated[k], "pred_text_normalized": normalized[k]} for k, row in enumerate(rows)
+    ]
+    path = write_manifest(tmp / f"{split}.json", predictions)
+    if split != "test":
+        report = score_real_speech(path, seed=0)
+        return {key: report["normalized_output"][key] for key in ("wer", "ci95")}
+    report = score_predictions(path)
+    scores = {"n_wer": report["normalized_output"]["wer"]}
+    if not words_only:
+        scores |= {"per": report["metrics"]["per"], "punct_f1": report["metrics"]["punct_micro_f1"]}
+    return scores
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -157,15 +197,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--layers", type=int, default=1)
     parser.add_argument("--stack", type=int, default=2)
+    parser.add_argument(
+        "--vocab-size", type=int, default=0, help="pieces of the heads' tokenizer; 0: the AED's aux_ctc tokenizer"
+    )
     parser.add_argument("--json", required=True)
     args = parser.parse_args(argv)
 
-    from nemo_pc.pipelines.demo.scoring import score_predictions, score_real_speech
     from nemo_pc.pipelines.inference import load_asr_model
 
     torch.manual_seed(0)
     model = load_asr_model(args.model).eval()
-    tokenizer, demo = model.ctc_tokenizer, Path(args.demo_dir)
+    demo, work = Path(args.demo_dir), tempfile.TemporaryDirectory()
+    tokenizer = head_tokenizer(model, args.vocab_size, demo / "manifests" / "train.json", Path(work.name))
     splits = {
         "train": demo / "manifests" / "train.json",
         "dev": demo / "manifests" / "dev_curve.json",
@@ -174,8 +217,9 @@ def main(argv: list[str] | None = None) -> int:
     }
     rows = {split: read_manifest(path) for split, path in splits.items()}
     start = time.perf_counter()
-    feats = {split: encode(model, split_rows, args.stack) for split, split_rows in rows.items()}
+    encoded = {split: encode(model, split_rows, args.stack) for split, split_rows in rows.items()}
     encode_seconds = time.perf_counter() - start
+    feats = {split: pair[0] for split, pair in encoded.items()}
     marks = "".join(model.cfg.train_ds.get("marks", ".,?"))
     targets = {
         "normalized": [tokenizer.text_to_ids(normalize(row["text"])) for row in rows["train"]],
@@ -198,25 +242,14 @@ def main(argv: list[str] | None = None) -> int:
 
     losses = train_heads(heads, feats["train"], targets, args.steps, args.batch_size, args.lr, every=args.every,
                          on_point=on_point)  # fmt: skip
-    scores = {}
+    scores, aux_scores = {}, {}
     with tempfile.TemporaryDirectory() as tmp:
         for split in ("test", "real_test"):
             outputs = transcribe(heads, feats[split], detokenize)
-            predictions = [
-                {**row, "pred_text": outputs["punctuated"][k], "pred_text_normalized": outputs["normalized"][k]}
-                for k, row in enumerate(rows[split])
-            ]
-            path = write_manifest(Path(tmp) / f"{split}.json", predictions)
-            if split == "test":
-                report = score_predictions(path)
-                scores[split] = {
-                    "n_wer": report["normalized_output"]["wer"],
-                    "per": report["metrics"]["per"],
-                    "punct_f1": report["metrics"]["punct_micro_f1"],
-                }
-            else:  # PER and F1 only on its few clips with marks: the N-WER and its interval
-                report = score_real_speech(path, seed=0)
-                scores[split] = {key: report["normalized_output"][key] for key in ("wer", "ci95")}
+            scores[split] = score_split(split, rows[split], outputs["punctuated"], outputs["normalized"], Path(tmp))
+            if model.ctc_decoder is not None:  # the AED's own CTC head writes normalized text alone: N-WER only
+                aux = encoded[split][1]
+                aux_scores[split] = score_split(split, rows[split], aux, aux, Path(tmp), words_only=True)
     results = {
         "settings": vars(args) | {"parameters": sum(p.numel() for p in heads.parameters())},
         "encode_minutes": round(encode_seconds / 60, 2),
@@ -224,9 +257,11 @@ def main(argv: list[str] | None = None) -> int:
         "curve": curve,
         "losses": losses,
         "scores": scores,
+        "aed_aux_ctc": aux_scores,
     }
     write_results(args.json, results, sys.argv if argv is None else ["quality_cached_heads.py", *argv])
-    print(json.dumps(scores), file=sys.stderr)
+    print(json.dumps({"heads": scores, "aed_aux_ctc": aux_scores}), file=sys.stderr)
+    work.cleanup()
     return 0
 
 

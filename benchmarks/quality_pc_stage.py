@@ -28,6 +28,14 @@ Variants (name: how the system starts and trains):
                         encoder after the AED's steps on the corpus; its minutes count the AED's training minutes
                         (its stats file's ``train_seconds``)
     ctc_aed_frozen      ``ctc_aed`` with the encoder frozen for the first half of the steps (the heads learn first)
+    ctc_aed_lower2      ``ctc_aed`` with the front end and the lower 2 of the 4 encoder blocks frozen throughout
+                        (``model.encoder.frozen_layers=2``): cheaper steps, and less of the AED's encoder moved
+    ctc_aed_v512        ``ctc_aed`` over a 512-piece SentencePiece vocabulary (``_v1024``: 1,024 pieces), built
+                        from the demo folder's train split as the demo builds its own
+    rnnt_cond_aed_v512  ``rnnt_conditioned`` from ``ctc_aed_v512``'s encoder with the same vocabulary (``_v1024``;
+                        ``rnnt_dual_aed_v512``, ``rnnt_dual_aed_v1024``: ``rnnt_dual``)
+    ctc_aed_v512_lower2 ``ctc_aed_lower2`` over the 512-piece vocabulary (``rnnt_cond_aed_v512_lower2``,
+                        ``rnnt_dual_aed_v512_lower2``: the RNN-Ts from its encoder)
     rnnt_cond_aed       ``rnnt_conditioned`` from ``ctc_aed``'s encoder, the demo's fine-tune
     rnnt_dual_aed       ``rnnt_dual`` from ``ctc_aed``'s encoder, the demo's fine-tune
 """
@@ -84,6 +92,22 @@ VARIANTS: dict[str, dict] = {
     # perturbation without a base encoder)
     "ctc_aed": {"system": "ctc_inter", "start": "aed"},
     "ctc_aed_frozen": {"system": "ctc_inter", "start": "aed", "freeze_encoder": 0.5},
+    "ctc_aed_lower2": {"system": "ctc_inter", "start": "aed", "overrides": ["model.encoder.frozen_layers=2"]},
+    # a larger SentencePiece vocabulary (the demo folder's tokenizer is built beside its own, from its train split)
+    "ctc_aed_v512": {"system": "ctc_inter", "start": "aed", "vocab_size": 512},
+    "ctc_aed_v1024": {"system": "ctc_inter", "start": "aed", "vocab_size": 1024},
+    "ctc_aed_v512_lower2": {
+        "system": "ctc_inter",
+        "start": "aed",
+        "vocab_size": 512,
+        "overrides": ["model.encoder.frozen_layers=2"],
+    },
+    "rnnt_cond_aed_v512_lower2": {"system": "rnnt_conditioned", "start": "ctc_aed_v512_lower2", "vocab_size": 512},
+    "rnnt_dual_aed_v512_lower2": {"system": "rnnt_dual", "start": "ctc_aed_v512_lower2", "vocab_size": 512},
+    "rnnt_cond_aed_v512": {"system": "rnnt_conditioned", "start": "ctc_aed_v512", "vocab_size": 512},
+    "rnnt_dual_aed_v512": {"system": "rnnt_dual", "start": "ctc_aed_v512", "vocab_size": 512},
+    "rnnt_cond_aed_v1024": {"system": "rnnt_conditioned", "start": "ctc_aed_v1024", "vocab_size": 1024},
+    "rnnt_dual_aed_v1024": {"system": "rnnt_dual", "start": "ctc_aed_v1024", "vocab_size": 1024},
     "rnnt_cond_aed": {"system": "rnnt_conditioned", "start": "ctc_aed"},
     "rnnt_dual_aed": {"system": "rnnt_dual", "start": "ctc_aed"},
     "rnnt_dual_ctc": {"system": "rnnt_dual", "start": "ctc_direct"},
@@ -152,6 +176,30 @@ def _scores(predictions: Path) -> dict:
     }
 
 
+def split_manifest(demo_dir: Path, split: str) -> Path:
+    """A demo folder's manifest of ``split``: ``manifests/<split>.json``, or ``real_speech/<split>.json`` for the
+    real recordings (``real_dev``, ``real_test``)."""
+    folder = "real_speech" if split.startswith("real_") else "manifests"
+    path = demo_dir / folder / f"{split}.json"
+    if not path.is_file():
+        raise SystemExit(f"--final-splits: {path} does not exist")
+    return path
+
+
+def score_final(model_path: Path, demo_dir: Path, folder: Path, splits: list[str]) -> dict:
+    """The final model on each held-out split: PER, F1, WER-PC and N-WER; a real recorded set adds the N-WER's
+    bootstrap interval (clips resampled, seed 0), since most of its clips carry no marks."""
+    from nemo_pc.pipelines.demo.scoring import score_real_speech
+
+    out = {}
+    for split in splits:
+        target = folder / f"{split}_final.json"
+        out[split] = score(model_path, split_manifest(demo_dir, split), target)
+        if split.startswith("real_"):
+            out[split]["wer_normalized_ci95"] = score_real_speech(target, seed=0)["normalized_output"]["ci95"]
+    return out
+
+
 def score_anchor(variant: str, demo_dir: Path, folder: Path, stride: int) -> dict:
     """Whisper tiny.en zero-shot on the dev subset: one point at 0 training minutes."""
     from nemo_pc.pipelines.anchor import transcribe_whisper
@@ -217,16 +265,20 @@ def run_one(
     stride: int,
     train: bool = True,
     aed_model: Path | None = None,
+    final_splits: tuple[str, ...] = (),
 ) -> dict:
     """Trains one variant in this process, scores its snapshots and returns its row; ``train=False`` scores the
-    snapshots of a run that was stopped (the row then says at which step)."""
+    snapshots of a run that was stopped (the row then says at which step). ``final_splits``: the held-out splits
+    the last model is also scored on (the row's ``final``)."""
     from nemo_pc.pipelines.train import train_model
 
     spec = VARIANTS[variant]
     steps = spec.get("steps", steps)
     folder = work / variant
     if spec.get("existing"):
-        return score_existing(variant, spec["system"], demo_dir, folder, stride)
+        row = score_existing(variant, spec["system"], demo_dir, folder, stride)
+        model = demo_dir / "models" / f"{spec['system']}.nemo"
+        return row | {"final": score_final(model, demo_dir, folder, list(final_splits))}
     if spec.get("anchor"):
         return score_anchor(variant, demo_dir, folder, stride)
     folder.mkdir(parents=True, exist_ok=True)
@@ -237,7 +289,7 @@ def run_one(
     config = json.loads((demo_dir / "config.json").read_text())
     demo_cfg = demo_settings.DemoConfig(
         out_dir=str(folder),
-        vocab_size=config["vocab_size"],
+        vocab_size=spec.get("vocab_size", config["vocab_size"]),
         backbone=config["backbone"],
         base_steps=config["base_steps"] if spec["start"] == "base" else 0,
         num_jobs=1,
@@ -288,7 +340,9 @@ def run_one(
         metrics = score(snapshots / f"step{step}.nemo", manifest, folder / f"dev_step{step}.json")
         curve.append({"step": step, "minutes": round(start_minutes + seconds[str(step)] / 60, 2), **metrics})
     stopped = None if final.is_file() else curve[-1]["step"]
+    last = snapshots / f"step{curve[-1]['step']}.nemo"
     return {
+        "final": score_final(last, demo_dir, folder, list(final_splits)),
         "variant": variant,
         "system": spec["system"],
         "start": spec["start"],
@@ -315,6 +369,23 @@ def table(rows: list[dict]) -> list[str]:
     return lines
 
 
+def final_table(rows: list[dict]) -> list[str]:
+    """The last model of each row on the held-out splits (``--final-splits``)."""
+    lines = [
+        "| variant | split | minutes | PER | punct F1 | N-WER | N-WER 95% CI |",
+        "|---|---|---:|---:|---:|---:|---|",
+    ]
+    for row in rows:
+        for split, m in (row.get("final") or {}).items():
+            ci = m.get("wer_normalized_ci95")
+            interval = f"[{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]" if ci else ""
+            lines.append(
+                f"| {row['variant']} | {split} | {row['curve'][-1]['minutes']:.1f} | {100 * m['per']:.1f} | "
+                f"{100 * m['punct_micro_f1']:.1f} | {100 * m['wer_normalized']:.1f} | {interval} |"
+            )
+    return lines
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--demo-dir", default="demo_out", help="a finished demo folder (manifests, tokenizers, base)")
@@ -332,14 +403,28 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--aed-model", default=None, help="the fine-tuned AED .nemo that the *_aed variants start from"
     )
+    parser.add_argument(
+        "--final-splits",
+        default="",
+        help="comma-separated held-out splits the last model is scored on: test, test_seen, real_dev, real_test",
+    )
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     demo_dir = Path(args.demo_dir)
     work = Path(args.work_dir) if args.work_dir else demo_dir / ".pc_stage"
+    final_splits = tuple(split for split in args.final_splits.split(",") if split)
     if args.one:
         aed = Path(args.aed_model) if args.aed_model else None
         row = run_one(
-            args.one, demo_dir, work, args.steps, args.every, args.dev_stride, train=not args.stopped, aed_model=aed
+            args.one,
+            demo_dir,
+            work,
+            args.steps,
+            args.every,
+            args.dev_stride,
+            train=not args.stopped,
+            aed_model=aed,
+            final_splits=final_splits,
         )
         write_text_atomic(work / args.one / "row.json", json.dumps(row) + "\n")
         return
@@ -365,6 +450,7 @@ def main(argv: list[str] | None = None) -> None:
         str(args.dev_stride),
         *(["--stopped"] if args.stopped else []),
         *(["--aed-model", args.aed_model] if args.aed_model else []),
+        *(["--final-splits", args.final_splits] if final_splits else []),
     ]
     rows = []
     for round_, row in variant_rounds(__file__, variants, work, arguments, args.jobs, threads, resume=True):
@@ -372,6 +458,8 @@ def main(argv: list[str] | None = None) -> None:
         row["threads"] = threads
         rows.append(row)
     print("\n".join(table(rows)))
+    if final_splits:
+        print("\n".join(["", *final_table(rows)]))
     if args.json:
         write_results(args.json, {"demo_dir": str(demo_dir), "dev_stride": args.dev_stride, "rows": rows})
 

@@ -1131,7 +1131,35 @@ def render_pc_stage(source: Path) -> str:
         f"One dev utterance in {r['dev_stride']} (voices no training utterance uses), greedy, both outputs of one "
         "encoder pass. Minutes are training minutes, those of the model a run starts from included:"
     )
-    return "\n".join([head, "", *_table(columns, rows)]) + "\n"
+    lines = [head, "", *_table(columns, rows)]
+    final = [row for row in r["rows"] if row.get("final")]
+    if final:
+        lines += ["", *_pc_stage_final(final)]
+    return "\n".join(lines) + "\n"
+
+
+def _pc_stage_final(rows: list[dict]) -> list[str]:
+    """The last model of each recipe on the held-out splits (``--final-splits``): ``test`` with its marks, a real
+    recorded set by its N-WER and the interval (most of its clips carry no marks)."""
+    splits = list(dict.fromkeys(split for row in rows for split in row["final"]))
+    columns = ["recipe", "minutes:"]
+    for split in splits:
+        columns += [f"{split} N-WER:"] if split.startswith("real_") else [f"{split} N-WER:", "PER:", "punct F1:"]
+    table = []
+    for row in rows:
+        cells = [f"`{row['variant']}`", f"{row['curve'][-1]['minutes']:.1f}"]
+        for split in splits:
+            m = row["final"].get(split)
+            if m is None:
+                cells += ["-"] if split.startswith("real_") else ["-", "-", "-"]
+            elif split.startswith("real_"):
+                low, high = m["wer_normalized_ci95"]
+                cells.append(f"{pct(m['wer_normalized'])} [{100 * low:.1f}, {100 * high:.1f}]")
+            else:
+                cells += [pct(m["wer_normalized"]), pct(m["per"]), pct(m["punct_micro_f1"])]
+        table.append(cells)
+    head = f"The last model of each recipe on the held-out splits ({', '.join(splits)}), greedy:"
+    return [head, "", *_table(columns, table)]
 
 
 def _pct(value) -> str:

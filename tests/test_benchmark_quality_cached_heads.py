@@ -25,3 +25,20 @@ def test_the_heads_memorize_two_utterances_in_both_modes():
     out = bench.transcribe(heads, feats, detokenize=lambda ids: " ".join(map(str, ids)))
     assert out["punctuated"] == ["1 2 5", "4 6"]
     assert out["normalized"] == ["1 2 3", "4 4 2"]  # a repeated piece needs a blank between: CTC learned it
+
+
+def test_the_heads_read_the_aeds_tokenizer_or_one_of_the_size_asked(tmp_path):
+    from types import SimpleNamespace
+
+    from omegaconf import OmegaConf
+
+    from nemo_pc.parts.manifest import write_manifest
+
+    bench = load_benchmark("quality_cached_heads")
+    model = SimpleNamespace(ctc_tokenizer="the AED's", cfg=OmegaConf.create({"train_ds": {"marks": [".", ",", "?"]}}))
+    assert bench.head_tokenizer(model, 0, tmp_path / "unused.json", tmp_path) == "the AED's"
+    text = "And God said, let there be light: and there was light. Who is like unto thee? They went out, two by two."
+    manifest = write_manifest(tmp_path / "train.json", [{"audio_filepath": "a.wav", "duration": 1, "text": text}] * 30)
+    tokenizer = bench.head_tokenizer(model, 48, manifest, tmp_path / "tok")
+    assert tokenizer.vocab_size == 48
+    assert tokenizer.ids_to_text(tokenizer.text_to_ids("Who is like unto thee?")) == "Who is like unto thee?"

