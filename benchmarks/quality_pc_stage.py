@@ -36,6 +36,10 @@ Variants (name: how the system starts and trains):
                         ``rnnt_dual_aed_v512``, ``rnnt_dual_aed_v1024``: ``rnnt_dual``)
     ctc_aed_v512_lower2 ``ctc_aed_lower2`` over the 512-piece vocabulary (``rnnt_cond_aed_v512_lower2``,
                         ``rnnt_dual_aed_v512_lower2``: the RNN-Ts from its encoder)
+    ctc_aed_v512_head   ``ctc_aed_v512`` with every encoder block frozen and an MLP head: 4 frames stacked,
+                        projected to 384 with a GELU (``out_activation``), then the linear CTC heads, all at 2e-3 (the
+                        heads of ``quality_cached_heads.py`` inside the model; ``rnnt_cond_aed_v512_head``,
+                        ``rnnt_dual_aed_v512_head``: the RNN-Ts on the same frozen encoder)
     rnnt_cond_aed       ``rnnt_conditioned`` from ``ctc_aed``'s encoder, the demo's fine-tune
     rnnt_dual_aed       ``rnnt_dual`` from ``ctc_aed``'s encoder, the demo's fine-tune
 """
@@ -64,6 +68,14 @@ DIRECT_CTC = [
     "model.train_ds.batch_size=8",
 ]
 SPEED = {"speed_perturb": 0.8}
+FROZEN_MLP = [
+    "model.encoder.frozen_layers=-1",
+    "model.encoder.stack=4",
+    "model.encoder.feat_out=384",
+    "model.encoder.out_activation=gelu",
+    "model.encoder.dropout=0.0",
+    "++model.optim_param_groups.encoder.lr=0.002",
+]
 VARIANTS: dict[str, dict] = {
     "ctc_base": {"system": "ctc_inter", "start": "base", "steps": 200},
     "ctc_direct": {"system": "ctc_inter", "start": None, "overrides": DIRECT_CTC, **SPEED},
@@ -103,6 +115,21 @@ VARIANTS: dict[str, dict] = {
         "overrides": ["model.encoder.frozen_layers=2"],
     },
     "rnnt_cond_aed_v512_lower2": {"system": "rnnt_conditioned", "start": "ctc_aed_v512_lower2", "vocab_size": 512},
+    # the heads on the frozen AED encoder of quality_cached_heads.py, inside the model: every block frozen, 4 frames
+    # stacked and projected with a GELU after (an MLP with the linear heads), at the heads' rate
+    "ctc_aed_v512_head": {"system": "ctc_inter", "start": "aed", "vocab_size": 512, "overrides": FROZEN_MLP},
+    "rnnt_cond_aed_v512_head": {
+        "system": "rnnt_conditioned",
+        "start": "ctc_aed_v512_head",
+        "vocab_size": 512,
+        "overrides": FROZEN_MLP,
+    },
+    "rnnt_dual_aed_v512_head": {
+        "system": "rnnt_dual",
+        "start": "ctc_aed_v512_head",
+        "vocab_size": 512,
+        "overrides": FROZEN_MLP,
+    },
     "rnnt_dual_aed_v512_lower2": {"system": "rnnt_dual", "start": "ctc_aed_v512_lower2", "vocab_size": 512},
     "rnnt_cond_aed_v512": {"system": "rnnt_conditioned", "start": "ctc_aed_v512", "vocab_size": 512},
     "rnnt_dual_aed_v512": {"system": "rnnt_dual", "start": "ctc_aed_v512", "vocab_size": 512},

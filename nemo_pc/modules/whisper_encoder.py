@@ -164,13 +164,20 @@ class WhisperLayer(nn.Module, adapter_mixins.AdapterModuleMixin):
 
 class WhisperOutput(nn.Module):
     """The encoder's last step: Whisper's final layer norm, then optionally ``stack`` frames concatenated and
-    projected to ``feat_out`` (extra subsampling for the heads); ``(B, T, D) -> (B, T / stack, feat_out)``."""
+    projected to ``feat_out`` (extra subsampling for the heads), and a GELU after the projection with
+    ``activation="gelu"`` (a linear head on top is then a one-hidden-layer MLP); ``(B, T, D) -> (B, T / stack,
+    feat_out)``."""
 
-    def __init__(self, d_model: int, stack: int, feat_out: int) -> None:
+    def __init__(self, d_model: int, stack: int, feat_out: int, activation: str | None = None) -> None:
         super().__init__()
         self.ln = nn.LayerNorm(d_model)
         self.stack = stack
         self.proj = nn.Linear(stack * d_model, feat_out) if stack > 1 or feat_out != d_model else None
+        if activation not in (None, "gelu"):
+            raise ValueError(f"out_activation must be null or 'gelu', got {activation!r}")
+        if activation is not None and self.proj is None:
+            raise ValueError("out_activation needs the output projection: set stack > 1 or feat_out != d_model")
+        self.activation = activation
 
     def forward(self, x: torch.Tensor, pad_mask: torch.Tensor | None = None) -> torch.Tensor:
         x = self.ln(x)
@@ -180,7 +187,8 @@ class WhisperOutput(nn.Module):
             x = x.masked_fill(pad_mask[..., None], 0.0)
         extra = -x.shape[1] % self.stack
         x = F.pad(x, (0, 0, 0, extra))
-        return self.proj(x.reshape(x.shape[0], x.shape[1] // self.stack, -1))
+        x = self.proj(x.reshape(x.shape[0], x.shape[1] // self.stack, -1))
+        return F.gelu(x) if self.activation == "gelu" else x
 
 
 class WhisperEncoder(NeuralModule):
@@ -198,6 +206,8 @@ class WhisperEncoder(NeuralModule):
         feat_out: output width (-1: ``d_model``); with ``stack`` > 1 a new projection maps to it.
         frozen_layers: the convolutions and the first ``frozen_layers`` blocks take no gradient (0: none; -1: the
             whole encoder but the output step).
+        out_activation: ``gelu`` after the output projection (it needs one), so that a linear CTC or joint head
+            reads a non-linear layer trained with it, e.g. on a frozen encoder (``frozen_layers: -1``); ``null``: none.
         conv_norm_type: ``layer_norm`` only: the key of NeMo's Conformer that variants set to keep batch-norm
             statistics from mixing two styles' passes (configs/ctc/variant/style_embedding.yaml); Whisper's blocks
             have layer norms only, so the variant composes with this backbone too.
@@ -216,6 +226,7 @@ class WhisperEncoder(NeuralModule):
         stack: int = 1,
         feat_out: int = -1,
         frozen_layers: int = 0,
+        out_activation: str | None = None,
         conv_norm_type: str = "layer_norm",
     ) -> None:
         super().__init__()
@@ -230,7 +241,7 @@ class WhisperEncoder(NeuralModule):
         self.conv2 = nn.Conv1d(d_model, d_model, kernel_size=3, stride=2, padding=1)
         self.register_buffer("positions", sinusoids(n_positions, d_model))
         self.layers = nn.ModuleList(WhisperLayer(d_model, n_heads, ff_dim, dropout) for _ in range(n_layers))
-        self.out_proj = WhisperOutput(d_model, stack, self._feat_out)
+        self.out_proj = WhisperOutput(d_model, stack, self._feat_out, out_activation)
         if pretrained:
             from nemo.core.classes.modelPT import ModelPT
 

@@ -157,6 +157,37 @@ def test_frozen_layers_take_no_gradient():
     assert not any(frozen) and all(trained)
 
 
+def test_the_output_activation_is_a_gelu_after_the_projection():
+    torch.manual_seed(0)
+    plain = WhisperEncoder(**TINY, stack=2, feat_out=24).eval()
+    mlp = WhisperEncoder(**TINY, stack=2, feat_out=24, out_activation="gelu").eval()
+    mlp.load_state_dict(plain.state_dict())  # the same weights: an activation adds none
+    features, lengths = torch.randn(2, 16, 60), torch.tensor([60, 44])
+    want, want_lengths = _encode(plain, features, lengths)
+    got, got_lengths = _encode(mlp, features, lengths)
+    assert torch.equal(got_lengths, want_lengths) and got.shape == (2, 15, 24)
+    torch.testing.assert_close(got, torch.nn.functional.gelu(want))
+    with pytest.raises(ValueError, match="out_activation must be null or 'gelu', got 'relu'"):
+        WhisperEncoder(**TINY, stack=2, out_activation="relu")
+    with pytest.raises(ValueError, match="out_activation needs the output projection"):
+        WhisperEncoder(**TINY, out_activation="gelu")
+
+
+def test_a_ctc_model_learns_with_an_mlp_head_on_a_frozen_encoder(data):
+    """The whole encoder frozen (``frozen_layers: -1``) and a GELU after its stacking projection: only the output step
+    (final layer norm and projection) and the CTC heads train, and the loss falls."""
+    from nemo_pc.models.ctc_pc import EncDecCTCPCBPEModel
+
+    torch.manual_seed(0)
+    encoder = {"stack": 2, "frozen_layers": -1, "out_activation": "gelu"}  # the projection: 2 x 32 -> 32
+    model = EncDecCTCPCBPEModel(OmegaConf.create(_ctc_config(data, encoder)))
+    start = {name: value.detach().clone() for name, value in model.encoder.state_dict().items()}
+    losses = fit_steps(model, 40, gradient_clip_val=None)
+    assert losses[-1] < 0.6 * losses[0]
+    moved = {name for name, value in model.encoder.state_dict().items() if not torch.equal(value, start[name])}
+    assert moved == {f"out_proj.{part}.{kind}" for part in ("ln", "proj") for kind in ("weight", "bias")}
+
+
 def test_the_style_embedding_variant_composes_with_the_whisper_backbone():
     """configs/ctc/variant/style_embedding.yaml sets the Conformer's conv_norm_type=layer_norm; Whisper's blocks have
     layer norms only, so it is accepted there, and a batch-norm request is refused by name."""
