@@ -23,6 +23,7 @@ def main(argv: list[str] | None = None) -> dict:
     from nemo_pc.data.recipes.synth import SEEN_TEST_SPLIT
     from nemo_pc.parts.manifest import read_manifest
     from nemo_pc.parts.ngram_lm import build_token_lm
+    from nemo_pc.pipelines.demo.lm_steps import lm_file
     from nemo_pc.pipelines.inference import load_asr_model
     from nemo_pc.pipelines.lm import LMChoice, error_rate, transcribe_with_lms
 
@@ -47,7 +48,8 @@ def main(argv: list[str] | None = None) -> dict:
     text = lm_dir / f"text_without_{args.leave_out}.json"
     # the chapters that dev, test and test_seen read are left out whole (demo/corpus/CHAPTERS.TXT names them)
     write_lm_text(specs, text, held + ([seen] if seen.is_file() else []), progress=False, corpus=demo / "corpus")
-    tokenizer = next((demo / "tokenizers").glob("tokenizer_spe_bpe_v*[0-9]"))
+    model = load_asr_model(demo / "models" / f"{args.system}.nemo")
+    tokenizer = demo / "tokenizers" / Path(model.cfg.tokenizer.dir).name  # the system's own (the demo's LM's)
     partial = build_token_lm(
         text,
         tokenizer,
@@ -61,10 +63,9 @@ def main(argv: list[str] | None = None) -> dict:
     # book ids of source k (nemo_pc.data.recipes.synth.load_sources)
     first = 10001 + 10000 * sources.index(args.leave_out)
     left_out = {i for i, e in enumerate(test) if first <= chapters[int(e["chapter"])].book_id < first + 10000}
-    model = load_asr_model(demo / "models" / f"{args.system}.nemo")
     lms = {
         "no LM": (None, 0.0),
-        "all sources": (lm_dir / f"normalized_order{args.order}.nemo", args.alpha),
+        "all sources": (lm_file(lm_dir, "normalized", args.order, tokenizer), args.alpha),
         f"without {args.leave_out}": (partial.output, args.alpha),
     }
     results = {}

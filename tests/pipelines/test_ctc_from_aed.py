@@ -108,10 +108,11 @@ def test_the_demo_command_takes_ctc_init_and_the_vocabulary_size(monkeypatch, tm
     command.main(["--out", str(tmp_path / "b"), "--ctc-init", "aed_mixed"])
     command.main(["--out", str(tmp_path / "c")])
     command.main(["--out", str(tmp_path / "d"), "--backbone", "fastconformer"])
-    command.main(["--out", str(tmp_path / "e"), "--vocab-size", "256"])
+    command.main(["--out", str(tmp_path / "e"), "--vocab-size", "256", "--rnnt-vocab-size", "64"])
     assert [cfg.ctc_init for cfg in seen] == ["", "aed_mixed", "aed_prompt", "", "aed_prompt"]
-    # the tokenizer's size by backbone: 512 pieces on Whisper's encoder, 128 on the FastConformer
+    # the CTC tokenizer's size by backbone: 512 pieces on Whisper's encoder, 128 on the FastConformer
     assert [cfg.vocab_size for cfg in seen] == [512, 512, 512, 128, 256]
+    assert [cfg.rnnt_vocab_size for cfg in seen] == [128, 128, 128, 128, 64]
     assert {cfg.aed_ctc_vocab_size for cfg in seen} == {128}
 
 
@@ -123,15 +124,33 @@ def test_on_the_fastconformer_the_aeds_encoder_does_not_start_the_ctc(config):
     assert based.ctc_start().name == "base.nemo"
 
 
-def test_the_aeds_ctc_head_keeps_its_own_tokenizer_size(config):
+def test_the_rnnts_and_the_aeds_ctc_head_keep_their_own_tokenizer_sizes(config):
     from nemo_pc.parts.manifest import write_manifest
 
-    demo = Demo(dataclasses.replace(config, vocab_size=60, aed_ctc_vocab_size=40))
+    demo = Demo(dataclasses.replace(config, vocab_size=60, rnnt_vocab_size=50, aed_ctc_vocab_size=40))
     words = "the lord said unto moses, go down and speak to the people; they came at evening. who is there?"
     rows = [{"audio_filepath": f"{k}.wav", "duration": 1.0, "text": words.capitalize()} for k in range(20)]
     write_manifest(demo.manifest("train"), rows)
     tokenizers = demo.tokenizers()
-    assert tokenizers["plain"].name.endswith("_v60") and tokenizers["aed_ctc"].name.endswith("_v40")
-    assert all((tokenizers[kind] / "tokenizer.model").is_file() for kind in ("plain", "aed_ctc"))
+    assert [tokenizers[kind].name[-4:] for kind in ("plain", "rnnt", "aed_ctc")] == ["_v60", "_v50", "_v40"]
+    assert all((tokenizers[kind] / "tokenizer.model").is_file() for kind in ("plain", "rnnt", "aed_ctc"))
+    assert f"model.tokenizer.dir={tokenizers['rnnt']}" in demo.asr_overrides("rnnt_dual")
     assert f"model.aux_ctc.tokenizer.dir={tokenizers['aed_ctc']}" in demo.asr_overrides("aed_prompt")
     assert f"model.tokenizer.dir={tokenizers['plain']}" in demo.asr_overrides("ctc_inter")
+
+
+def test_a_transducer_validates_in_small_batches(config, tmp_path):
+    """The joint's output of a batch of long real_dev clips over 512 pieces does not fit a 24 GiB machine at 16."""
+    from nemo_pc.parts.manifest import write_manifest
+    from nemo_pc.pipelines.demo.config import RNNT_VALIDATION_BATCH_SIZE
+
+    demo = Demo(config)
+    kinds = {"plain": tmp_path / "p", "styles": tmp_path / "s", "rnnt": tmp_path / "r", "aed_ctc": tmp_path / "a"}
+    demo.tokenizers = lambda: kinds
+    write_manifest(demo.manifest("dev"), [{"audio_filepath": "a.wav", "duration": 1.0, "text": "A line."}])
+    assert RNNT_VALIDATION_BATCH_SIZE == 4
+    for name in ("rnnt_conditioned", "rnnt_dual"):
+        assert "model.validation_ds.batch_size=4" in demo.asr_overrides(name)
+        assert f"model.tokenizer.dir={tmp_path / 'r'}" in demo.asr_overrides(name)  # the RNN-Ts' own pieces
+    assert not any(o.startswith("model.validation_ds.batch_size") for o in demo.asr_overrides("ctc_inter"))
+    assert f"model.tokenizer.dir={tmp_path / 'p'}" in demo.asr_overrides("ctc_inter")

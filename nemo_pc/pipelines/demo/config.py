@@ -50,6 +50,9 @@ BASE_OVERRIDES = [
 # Fine-tuning a transducer on the base encoder (measured in docs/rnnt_pc.md): batches of ``rnnt_batch_size``, no
 # SpecAugment, lr 3e-3, and the encoder fixed for the first half of the ``rnnt_steps`` (NeMo's ``freeze_updates``).
 RNNT_FINETUNE_OVERRIDES = ["model.spec_augment=null", "model.optim.lr=0.003"]
+# A transducer's validation loss holds the joint's output for a whole batch (B x T x U x V): real_dev's clips of up to
+# 27 s in batches of 16 over 512 pieces took the 24 GiB of a 2-core machine, where 128 pieces had fit; batches of 4.
+RNNT_VALIDATION_BATCH_SIZE = 4
 # On a pretrained encoder (Whisper tiny.en) there is no normalized base: each CTC system learns its own targets, marks
 # included, from the first step, under the base's schedule (cosine from a peak of 2e-3 on the heads, 100 warm-up
 # steps, no SpecAugment) with the encoder at 3e-4, batches of ``ctc_batch_size`` and speed perturbation
@@ -104,7 +107,7 @@ DEFAULT_BASE_STEPS = {"whisper_tiny": 0, "fastconformer": 3000}
 # The AED whose fine-tuned encoder starts the CTC systems, by backbone (``DemoConfig.ctc_init``): on the FastConformer
 # from random weights the base encoder starts them, and the AED's encoder is another size.
 DEFAULT_CTC_INIT = {"whisper_tiny": "aed_prompt", "fastconformer": ""}
-# The CTC and RNN-T tokenizer's size by backbone (``DemoConfig.vocab_size``).
+# The CTC systems' tokenizer size by backbone (``DemoConfig.vocab_size``; the RNN-Ts keep ``rnnt_vocab_size``).
 DEFAULT_VOCAB_SIZE = {"whisper_tiny": 512, "fastconformer": 128}
 # A pretrained encoder learns at 3e-4 in every model (NeMo's optim_param_groups), while the new heads keep the
 # recipe's rates: over 400 base steps it matched one rate of 5e-4 for all (dev WER 88.2% against 89.1%,
@@ -197,13 +200,16 @@ class DemoConfig:
             split's transcripts, starting at any word, with no word errors (0: none). 0.3 moved the cascade's PER on
             held-out voices from 86.3% to 82.2% where adding the measured recognition errors made it worse
             (``benchmarks/results/formatter_asr_input*.json``, docs/formatter.md).
-        vocab_size: the CTC and RNN-T systems' tokenizer size (``DEFAULT_VOCAB_SIZE`` by backbone). On the
+        vocab_size: the CTC systems' tokenizer size (``DEFAULT_VOCAB_SIZE`` by backbone). On the
             FastConformer from random weights 128 (near characters: about 35 merges over the corpus's characters)
             reached dev WER 75.0% at step 750 of a 1,000-step base run where 256 was at 83.6%
             (``benchmarks/quality_asr_recipe.py``). From the AED's Whisper encoder 512 pieces learn words sooner:
             ``ctc_inter``'s test N-WER 66.9% against 70.1% at 128, real_test 85.4% against 91.6%
             (``benchmarks/results/pc_stage_aed_test.json``), and a head on the frozen encoder 60.7% against 77.9%
             (``benchmarks/results/cached_heads_mlp_v512.json``).
+        rnnt_vocab_size: the RNN-T systems' tokenizer size. From the AED's encoder 512 pieces made both RNN-Ts
+            worse than 128 (test N-WER 70.6% and 70.8% against 62.1% and 61.0%, punctuation F1 33-35% against
+            55-59%) in 1.5x the minutes (``benchmarks/results/pc_stage_aed_test.json``), so they keep 128.
         aed_ctc_vocab_size: the size of the tokenizer of each AED's auxiliary CTC head (papers/001's 0.2 CTC), built
             apart from the CTC and RNN-T systems' when the sizes differ.
         backbone: the ASR models' features and encoder, an option of the ``backbone`` config group:
@@ -287,6 +293,7 @@ class DemoConfig:
     formatter_asr_like: float = 0.3
     formatter_tn: str = "nemo"
     vocab_size: int = 512
+    rnnt_vocab_size: int = 128
     aed_ctc_vocab_size: int = 128
     backbone: str = "whisper_tiny"
     lm_order: int = 6

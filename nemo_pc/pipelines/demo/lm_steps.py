@@ -19,15 +19,16 @@ LM_DEV = "dev_lm.json"
 
 class LmSteps:
     """The LM steps of :class:`~nemo_pc.pipelines.demo.pipeline.Demo`, which gives them ``cfg``, ``path``,
-    ``manifest``, ``model_path``, ``dev_subset``, ``tokenizers``, ``_synth_sources`` and ``_write_predictions``."""
+    ``manifest``, ``model_path``, ``dev_subset``, ``tokenizers``, ``tokenizer_kind``, ``_synth_sources`` and
+    ``_write_predictions``."""
 
     def lm_dev(self) -> Path:
         """The ``dev`` the LM weights are tuned on (:meth:`dev_subset`, ``lm_dev_utterances``)."""
         return self.dev_subset(self.cfg.lm_dev_utterances, LM_DEV)
 
     def lm_systems(self) -> list[str]:
-        """The systems also decoded with the LMs (those of ``lm_systems`` that are trained and use the plain
-        tokenizer the LMs are built with)."""
+        """The systems also decoded with the LMs (those of ``lm_systems`` that are trained and write plain pieces:
+        not the AEDs, nor ``ctc_m2`` with its style tags)."""
         if not self.cfg.lm_order:
             return []
         return [
@@ -36,9 +37,10 @@ class LmSteps:
             if name in self.cfg.systems and name != "ctc_m2" and ASR_SYSTEMS[name][0] != "aed"
         ]
 
-    def language_models(self) -> dict[str, Path]:
-        """The LM text from the source books, then one LM per output mode (NGPU-LM ``.nemo``) over the plain
-        tokenizer's pieces.
+    def language_models(self) -> dict[str, dict[str, Path]]:
+        """The LM text from the source books, then one LM per output mode (NGPU-LM ``.nemo``) over the pieces of each
+        tokenizer that a system of :meth:`lm_systems` writes with (:meth:`tokenizer_kind`), keyed by that kind and
+        then the mode; each file is named for its tokenizer (:func:`lm_file`).
 
         Every book chapter that an utterance of dev, test or test_seen (when the corpus has it) reads is left out
         whole, as the corpus's ``CHAPTERS.TXT`` names it, and so is any other sentence sharing 6 words with one of
@@ -59,24 +61,26 @@ class LmSteps:
                 corpus=self.path("corpus"),
             )
             write_text_atomic(folder / "text.report.json", json.dumps(report.as_dict(), indent=2) + "\n")
-        tokenizer = self.tokenizers()["plain"]
-        lms = {}
-        for mode, field_name in (("normalized", "text_normalized"), ("punctuated", "text")):
-            target = folder / f"{mode}_order{self.cfg.lm_order}.nemo"
-            if not _done(target):
-                built = build_token_lm(
-                    text, tokenizer, target, self.cfg.lm_order, field_name=field_name, progress=False
-                )
-                write_text_atomic(target.with_suffix(".json"), json.dumps(built.as_dict(), indent=2) + "\n")
-            lms[mode] = target
+        tokenizers, lms = self.tokenizers(), {}
+        for kind in dict.fromkeys(self.tokenizer_kind(name) for name in self.lm_systems()):
+            for mode, field_name in (("normalized", "text_normalized"), ("punctuated", "text")):
+                target = lm_file(folder, mode, self.cfg.lm_order, tokenizers[kind])
+                if not _done(target):
+                    built = build_token_lm(
+                        text, tokenizers[kind], target, self.cfg.lm_order, field_name=field_name, progress=False
+                    )
+                    write_text_atomic(target.with_suffix(".json"), json.dumps(built.as_dict(), indent=2) + "\n")
+                lms.setdefault(kind, {})[mode] = target
         return lms
 
-    def transcribe_lm(self, name: str, lms: dict[str, Path]) -> Path:
-        """Both outputs of ``name`` on the test split with beam search and each mode's LM at its dev-tuned weight,
-        as the prediction manifest of ``<name>_lm``; the weights and dev grids go to ``lm/<name>.json``."""
+    def transcribe_lm(self, name: str, lms: dict[str, dict[str, Path]]) -> Path:
+        """Both outputs of ``name`` on the test split with beam search and each mode's LM (over its tokenizer's
+        pieces) at its dev-tuned weight, as the prediction manifest of ``<name>_lm``; the weights and dev grids go to
+        ``lm/<name>.json``."""
         target = self.path("predictions", f"{name}_lm.json")
         if target.is_file():
             return target
+        lms = lms[self.tokenizer_kind(name)]
         from nemo_pc.pipelines.inference import load_asr_model
         from nemo_pc.pipelines.lm import transcribe_with_lms, tune_lm_weight
 
@@ -101,3 +105,10 @@ class LmSteps:
         }
         write_text_atomic(self.path("lm", f"{name}.json"), json.dumps(summary, indent=2) + "\n")
         return self._write_predictions(target, outputs["punctuated"], outputs.get("normalized"))
+
+
+def lm_file(folder: Path, mode: str, order: int, tokenizer: Path) -> Path:
+    """The demo's LM of ``mode`` over the pieces of the tokenizer folder ``tokenizer``, e.g.
+    ``lm/normalized_order6_bpe_v128.nemo``: named for its tokenizer, so a run with another vocabulary builds its
+    own."""
+    return folder / f"{mode}_order{order}_{tokenizer.name.removeprefix('tokenizer_spe_')}.nemo"

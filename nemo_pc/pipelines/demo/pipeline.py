@@ -55,6 +55,7 @@ from nemo_pc.pipelines.demo.config import (
     PC_FROM_START,
     PRETRAINED_ENCODER,
     RNNT_FINETUNE_OVERRIDES,
+    RNNT_VALIDATION_BATCH_SIZE,
     SMALL_ENCODER,
     DemoConfig,
     speed_perturb_override,
@@ -220,10 +221,20 @@ class Demo(AedSteps, FormatterSteps, LmSteps, RealSpeechSteps):
             build_tokenizer([self.manifest("train")], folder, vocab_size=self.cfg.vocab_size)
         if "ctc_m2" in self.cfg.systems and not (styles / "tokenizer.model").is_file():
             build_style_tokenizer([self.manifest("train")], folder, vocab_size=self.cfg.vocab_size)
-        aed_ctc = folder / tokenizer_dir_name(self.cfg.aed_ctc_vocab_size)
-        if self.aed_systems() and not (aed_ctc / "tokenizer.model").is_file():
-            build_tokenizer([self.manifest("train")], folder, vocab_size=self.cfg.aed_ctc_vocab_size)
-        return {"plain": plain, "styles": styles, "aed_ctc": aed_ctc}
+        families = {ASR_SYSTEMS[name][0] for name in self.training_order()}
+        others = {"rnnt": (self.cfg.rnnt_vocab_size, "rnnt"), "aed_ctc": (self.cfg.aed_ctc_vocab_size, "aed")}
+        folders = {"plain": plain, "styles": styles}
+        for kind, (size, family) in others.items():
+            folders[kind] = folder / tokenizer_dir_name(size)
+            if family in families and not (folders[kind] / "tokenizer.model").is_file():
+                build_tokenizer([self.manifest("train")], folder, vocab_size=size)
+        return folders
+
+    def tokenizer_kind(self, name: str) -> str:
+        """Which of :meth:`tokenizers` a CTC or RNN-T system (or the base) writes with."""
+        if name == "ctc_m2":
+            return "styles"
+        return "rnnt" if name != BASE_SYSTEM and ASR_SYSTEMS[name][0] == "rnnt" else "plain"
 
     def asr_overrides(self, name: str) -> list[str]:
         if name == BASE_SYSTEM:
@@ -232,8 +243,7 @@ class Demo(AedSteps, FormatterSteps, LmSteps, RealSpeechSteps):
             family, variant = ASR_SYSTEMS[name]
         if family == "aed":
             return self._aed_overrides(name, variant)
-        tokenizers = self.tokenizers()
-        tokenizer = tokenizers["styles" if name == "ctc_m2" else "plain"]
+        tokenizer = self.tokenizers()[self.tokenizer_kind(name)]
         layers = self.cfg.rnnt_layers if family == "rnnt" else self.cfg.ctc_layers
         workers = max(0, self.cfg.num_jobs - 1)
         half = max(1, layers // 2)  # the papers' branch point: layer l/2 of l (1-based)
@@ -257,6 +267,7 @@ class Demo(AedSteps, FormatterSteps, LmSteps, RealSpeechSteps):
             *(self._base_data() if name == BASE_SYSTEM else []),
             *self._pc_from_start(family, name),
             *self._rnnt_finetune(family, name),
+            *([f"model.validation_ds.batch_size={RNNT_VALIDATION_BATCH_SIZE}"] if family == "rnnt" else []),
             *self.cfg.extra.get(name, []),
         ]
 
