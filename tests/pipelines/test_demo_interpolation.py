@@ -58,7 +58,7 @@ def _demo(out_dir, corpus, **settings) -> Demo:
         **settings,
     )
     demo = Demo(config, log=lambda message: None)
-    demo.tokenizers = lambda: {"plain": corpus["tokenizer"]}
+    demo.tokenizers = lambda: {"plain": corpus["tokenizer"], "aed_ctc": corpus["tokenizer"]}
     rows = corpus["rows"]
     for split, count in (("dev", 4), ("real_dev", 3), ("test", 2)):
         write_manifest(demo.manifest(split), rows[:count])

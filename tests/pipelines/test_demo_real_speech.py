@@ -167,7 +167,8 @@ def test_an_sdist_that_cannot_be_had_stops_the_demo_before_training_with_one_lin
 def test_every_asr_system_validates_on_dev_then_real_dev_when_the_run_built_it(demo, monkeypatch):
     from nemo_pc.parts.configs import compose_config
 
-    monkeypatch.setattr(Demo, "tokenizers", lambda self: {"plain": demo.path("tok"), "styles": demo.path("tok_s")})
+    kinds = {kind: demo.path(f"tok_{kind}") for kind in ("plain", "styles", "rnnt", "aed_ctc")}
+    monkeypatch.setattr(Demo, "tokenizers", lambda self: kinds)
 
     def validation_sets(name, family):
         return compose_config(family, demo.asr_overrides(name)).model.validation_ds.manifest_filepath
