@@ -36,6 +36,9 @@ Variants (name: how the system starts and trains):
                         ``rnnt_dual_aed_v512``, ``rnnt_dual_aed_v1024``: ``rnnt_dual``)
     ctc_aed_v512_lower2 ``ctc_aed_lower2`` over the 512-piece vocabulary (``rnnt_cond_aed_v512_lower2``,
                         ``rnnt_dual_aed_v512_lower2``: the RNN-Ts from its encoder)
+    ctc_aed_v512_enc1e-4
+                        ``ctc_aed_v512`` with the encoder at 1e-4 (a third of the demo's rate); ``_frozen_enc1e-4``:
+                        also frozen for the first half of the steps
     ctc_aed_v512_head   ``ctc_aed_v512`` with every encoder block frozen and an MLP head: 4 frames stacked,
                         projected to 384 with a GELU (``out_activation``), then the linear CTC heads, all at 2e-3 (the
                         heads of ``quality_cached_heads.py`` inside the model; ``rnnt_cond_aed_v512_head``,
@@ -115,6 +118,20 @@ VARIANTS: dict[str, dict] = {
         "overrides": ["model.encoder.frozen_layers=2"],
     },
     "rnnt_cond_aed_v512_lower2": {"system": "rnnt_conditioned", "start": "ctc_aed_v512_lower2", "vocab_size": 512},
+    # the encoder kept nearer the AED's: a third of the demo's encoder rate, and with the heads trained alone first
+    "ctc_aed_v512_enc1e-4": {
+        "system": "ctc_inter",
+        "start": "aed",
+        "vocab_size": 512,
+        "overrides": ["++model.optim_param_groups.encoder.lr=0.0001"],
+    },
+    "ctc_aed_v512_frozen_enc1e-4": {
+        "system": "ctc_inter",
+        "start": "aed",
+        "vocab_size": 512,
+        "freeze_encoder": 0.5,
+        "overrides": ["++model.optim_param_groups.encoder.lr=0.0001"],
+    },
     # the heads on the frozen AED encoder of quality_cached_heads.py, inside the model: every block frozen, 4 frames
     # stacked and projected with a GELU after (an MLP with the linear heads), at the heads' rate
     "ctc_aed_v512_head": {"system": "ctc_inter", "start": "aed", "vocab_size": 512, "overrides": FROZEN_MLP},

@@ -14,7 +14,8 @@ with its real recordings table when the run transcribed them, and its seconds pe
 ``formatter_sources`` and ``real_speech_sets`` (the JSON of ``data_formatter_sources``, ``data_real_speech``);
 ``train_speed``, ``lhotse_speed``, ``builder_scale``, ``rnnt_loss``, ``longform`` (the JSON of ``speed_train``,
 ``speed_lhotse``, ``speed_builder``, ``speed_rnnt_loss``, ``speed_longform``); ``longform_trained`` (the JSON of
-``quality_longform``); ``streaming_train`` (a training curve). A kind is named after the results files it reads, which
+``quality_longform``); ``streaming_train`` (a training curve); ``encoder_interpolation`` (the JSON of
+``quality_encoder_interpolation``). A kind is named after the results files it reads, which
 keep the names they were written under.
 
 This script owns every table made from a results file, the README's claims table included: ``run_all.py`` stores the
@@ -331,6 +332,26 @@ def _demo_real_speech(source: Path, config: dict) -> list[str]:
     return ["", head, "", *_table(columns, rows)]
 
 
+def _demo_tokenizers(config: dict) -> str:
+    """``tokenizer 128 pieces``, or ``CTC tokenizer 512 pieces, RNN-T 128`` where the RNN-Ts have their own size."""
+    rnnt = config.get("rnnt_vocab_size")
+    if rnnt and rnnt != config["vocab_size"]:
+        return f"CTC tokenizer {config['vocab_size']} pieces, RNN-T {rnnt}"
+    return f"tokenizer {config['vocab_size']} pieces"
+
+
+def _demo_starts(config: dict) -> str:
+    """Where the CTC and RNN-T encoders start when no base encoder is trained (``ctc_init``, ``rnnt_init``)."""
+    if config.get("base_steps"):
+        return ""
+    starts = [
+        f"{family} from `{config[key]}`'s encoder"
+        for family, key in (("CTC", "ctc_init"), ("RNN-Ts", "rnnt_init"))
+        if config.get(key)
+    ]
+    return f", the {' and the '.join(starts)}" if starts else ""
+
+
 def render_demo(source: Path) -> str:
     """One table of a demo output folder: N-output WER, WER-PC, PER, punctuation F1 and CER on test, N-output WER on
     test_seen; and, when the run transcribed the real recordings, their table (:func:`_demo_real_speech`)."""
@@ -365,9 +386,10 @@ def render_demo(source: Path) -> str:
     head = (
         f"{_demo_made_by(runs)}: {config['hours']} h corpus planned, seed {config['seed']}, backbone "
         f"`{config.get('backbone') or 'fastconformer'}`, base encoder {config['base_steps']} steps, RNN-T "
-        f"{config['rnnt_steps']} steps, CTC {config['asr_steps']} steps, {aed}tokenizer {config['vocab_size']} "
-        f"pieces. **{_minutes(total)}** of steps in its last invocation ({_minutes(total - anchor)} without the "
-        "Whisper anchor; a resumed invocation skips what an earlier one finished)"
+        f"{config['rnnt_steps']} steps, CTC {config['asr_steps']} steps, {aed}{_demo_tokenizers(config)}"
+        f"{_demo_starts(config)}. **{_minutes(total)}** of steps in its last invocation "
+        f"({_minutes(total - anchor)} without the Whisper anchor; a resumed invocation skips what an earlier one "
+        "finished)"
         + (f", {_minutes(60 * step_minutes(runs))} over all {len(runs)}. " if len(runs) > 1 else ". ")
         + f"Test: {n_test} utterances of {config['held_out_voices']} voices that no training utterance uses; "
         f"test_seen: {n_seen} utterances of training voices reading chapters no other split reads. {lm}"
@@ -1166,6 +1188,33 @@ def _pct(value) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
 
 
+def render_encoder_interpolation(source: Path) -> str:
+    """``quality_encoder_interpolation.py``: a system's encoder at each weight between its start (0) and its fine-tune
+    (1), heads as trained: N-WER, PER and punctuation F1 of each split (a real recorded set: N-WER), the weight chosen
+    on the dev splits marked."""
+    r = _read_json(source)
+    splits = [*r["choose_on"], *r["splits"]]
+    columns = ["encoder weight"]
+    for split in splits:
+        columns += [f"{split} N-WER:"] if split.startswith("real_") else [f"{split} N-WER:", "PER:", "punct F1:"]
+    table = []
+    for row in r["rows"]:
+        cells = [f"**{row['weight']:.2f}** (chosen)" if row["weight"] == r["chosen"] else f"{row['weight']:.2f}"]
+        for split in splits:
+            m = row["scores"][split]
+            if split.startswith("real_"):
+                cells.append(pct(m["wer_normalized"]))
+            else:
+                cells += [pct(m["wer_normalized"]), pct(m["per"]), pct(m["punct_micro_f1"])]
+        table.append(cells)
+    head = (
+        f"`{r['system']}`'s encoder between `{Path(r['start']).name}`'s (weight 0) and its own fine-tune (1), its "
+        f"heads as trained, greedy; the weight is chosen on {' and '.join(r['choose_on'])} (lowest mean N-WER; dev: "
+        f"one utterance in {r['dev_stride']}):"
+    )
+    return "\n".join([head, "", *_table(columns, table)]) + "\n"
+
+
 def render_aed_step0(source: Path) -> str:
     """``quality_aed_step0.py``: the un-fine-tuned AED through NeMo on real recordings, unpadded or padded to 30 s,
     with and without the search limits, beside Whisper tiny.en (faster-whisper)."""
@@ -1296,6 +1345,7 @@ def render_aed_interpolation(source: Path) -> str:
 
 RENDERERS: dict[str, Callable[[Path], str]] = {
     "pc_stage": render_pc_stage,
+    "encoder_interpolation": render_encoder_interpolation,
     "aed_minutes": render_aed_minutes,
     "real_speech": render_real_speech,
     "real_speech_sets": render_real_speech_sets,

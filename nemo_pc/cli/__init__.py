@@ -30,7 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "formatter-data": ("nemo_pc.cli.formatter_data", "build text-formatter training data from written text"),
     "format": ("nemo_pc.cli.format", "punctuate, truecase and inverse-normalize text or manifests"),
     "adapt": ("nemo_pc.cli.adapt", "a P&C model from a stock NeMo RNN-T, TDT, hybrid or CTC checkpoint"),
-    "interpolate": ("nemo_pc.cli.interpolate", "the AED between its zero-shot start and its fine-tune, chosen on dev"),
+    "interpolate": ("nemo_pc.cli.interpolate", "a model between its start and its fine-tune, chosen on dev"),
     "transcribe": ("nemo_pc.cli.transcribe", "long recordings to timed subtitle cues: SRT, WebVTT, JSON lines"),
 }
 

@@ -1,5 +1,6 @@
-"""``nemo-pc interpolate``: the AED between its zero-shot start and its fine-tune, the weight chosen on dev sets
-(see :mod:`nemo_pc.pipelines.interpolate`)."""
+"""``nemo-pc interpolate``: a model between its start and its fine-tune, the weight chosen on dev sets (see
+:mod:`nemo_pc.pipelines.interpolate`): an AED and its zero-shot Whisper, or a CTC or RNN-T model and the encoder it
+started from (``--start``)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ def _weights(value: str) -> tuple[float, ...]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", help="the fine-tuned AED (.nemo)")
+    parser.add_argument("model", help="the fine-tuned model (.nemo)")
     parser.add_argument("output", help="the interpolated model (.nemo); the table goes beside it as .json")
     parser.add_argument(
         "--dev", type=_dev_set, action="append", required=True, help="NAME=MANIFEST, a dev set (repeatable)"
@@ -37,6 +38,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="comma-separated top-level modules that move, e.g. encoder (the decoder stays fine-tuned); default: all",
     )
+    parser.add_argument(
+        "--start",
+        default=None,
+        help="the .nemo whose encoder is the weight-0 end (e.g. the AED a CTC model started from; use with "
+        "--modules encoder); default: the pretrained weights the model was built from",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,8 +52,9 @@ def run(args: argparse.Namespace) -> int:
     for _, path in args.dev:
         if not Path(path).is_file():
             raise FileNotFoundError(2, "No such file", path)
-    if not Path(args.model).is_file():
-        raise FileNotFoundError(2, "No such file", args.model)
+    for path in (args.model, args.start):
+        if path is not None and not Path(path).is_file():
+            raise FileNotFoundError(2, "No such file", path)
     weights = args.weights if isinstance(args.weights, tuple) else _weights(args.weights)
     report = sweep_interpolation(
         args.model,
@@ -56,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
         max_utterances=args.max_utterances,
         batch_size=args.batch_size,
         modules=[name for name in args.modules.split(",") if name] if args.modules else None,
+        start=args.start,
     )
     print(f"weight {report['chosen']}: {report['output']}")
     return 0

@@ -5,6 +5,9 @@ speech); the weights on the line between the two often keep most of both (Wortsm
 zero-shot models", 2022). For the AED, the zero-shot end is the same model with Whisper's encoder and decoder
 weights loaded again (the mode rows back to ``<|notimestamps|>``); the parts that have no pretrained origin (the
 auxiliary CTC head, adapters) are the same at both ends, so they keep their fine-tuned values.
+
+A CTC or RNN-T model that started from another model's encoder (the demo's systems start from the fine-tuned AED's)
+has a second start: :func:`encoder_start_state` puts that model's encoder back under the fine-tuned heads.
 """
 
 from __future__ import annotations
@@ -43,6 +46,29 @@ def zero_shot_state(model) -> dict[str, torch.Tensor]:
         return {key: value.clone() for key, value in model.state_dict().items()}
     finally:
         model.load_state_dict(fine_tuned)
+
+
+def encoder_start_state(model, start_state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The state dict of ``model`` with the encoder weights of ``start_state`` (another model's state dict, e.g. the
+    AED whose encoder started a CTC model) in place of its own: every ``encoder.`` tensor that both hold with the same
+    shape. The rest (the heads, a projection the start does not have) keeps its fine-tuned values.
+
+    Raises:
+        InterpolationError: no encoder tensor of ``start_state`` matches the model's in name and shape.
+    """
+    own = {key: value.clone() for key, value in model.state_dict().items()}
+    shared = [
+        key
+        for key, value in start_state.items()
+        if key.startswith("encoder.") and key in own and tuple(own[key].shape) == tuple(value.shape)
+    ]
+    if not shared:
+        raise InterpolationError(
+            f"{type(model).__name__}: the start holds no encoder weight of the model's names and shapes"
+        )
+    for key in shared:
+        own[key] = start_state[key].detach().to(own[key].dtype).clone()
+    return own
 
 
 def interpolated_state(

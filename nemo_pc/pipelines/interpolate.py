@@ -1,5 +1,6 @@
-"""Choose the weight between a fine-tuned AED and its zero-shot start on several dev sets together, and save the
-interpolated model (:mod:`nemo_pc.models.interpolation`)."""
+"""Choose the weight between a fine-tuned model and its start on several dev sets together, and save the
+interpolated model (:mod:`nemo_pc.models.interpolation`). The start of an AED is its zero-shot Whisper; that of a CTC
+or RNN-T model, the encoder of the model it started from (``start``)."""
 
 from __future__ import annotations
 
@@ -59,23 +60,41 @@ def _mode_wer(hypotheses: list[str], rows: list[dict], mode: str) -> dict:
     return {"wer": errors / max(words, 1), "errors": errors, "words": words}
 
 
-def interpolate_at(
-    model_path: str | Path, output: str | Path, weight: float, modules: Sequence[str] | None = None
-) -> Path:
-    """Saves the AED of ``model_path`` at ``weight`` between its zero-shot start (0) and its fine-tuned weights (1)
-    to ``output`` (atomically; its config records ``interpolation``), with no dev set scored."""
+def start_state(model, start: str | Path | None = None) -> dict:
+    """The state dict at weight 0: the pretrained weights the model was built from (``start`` None), or the model
+    with the encoder of the ``.nemo`` at ``start`` (:func:`~nemo_pc.models.interpolation.encoder_start_state`)."""
+    from nemo_pc.models.interpolation import encoder_start_state, zero_shot_state
 
-    from nemo_pc.models.interpolation import interpolated_state, zero_shot_state
+    if start is None:
+        return zero_shot_state(model)
+    from nemo_pc.pipelines.inference import load_asr_model
+
+    if not Path(start).is_file():
+        raise FileNotFoundError(2, "No such file", str(start))
+    return encoder_start_state(model, load_asr_model(start).state_dict())
+
+
+def interpolate_at(
+    model_path: str | Path,
+    output: str | Path,
+    weight: float,
+    modules: Sequence[str] | None = None,
+    start: str | Path | None = None,
+) -> Path:
+    """Saves the model of ``model_path`` at ``weight`` between its start (0: :func:`start_state`) and its fine-tuned
+    weights (1) to ``output`` (atomically; its config records ``interpolation``), with no dev set scored."""
+
+    from nemo_pc.models.interpolation import interpolated_state
     from nemo_pc.pipelines.inference import load_asr_model
 
     (weight,) = check_weights([weight])
     model = load_asr_model(model_path)
     fine_tuned = {key: value.clone() for key, value in model.state_dict().items()}
-    model.load_state_dict(interpolated_state(zero_shot_state(model), fine_tuned, weight, modules))
-    return _save_interpolated(model, model_path, output, weight, modules)
+    model.load_state_dict(interpolated_state(start_state(model, start), fine_tuned, weight, modules))
+    return _save_interpolated(model, model_path, output, weight, modules, start)
 
 
-def _save_interpolated(model, model_path, output, weight: float, modules) -> Path:
+def _save_interpolated(model, model_path, output, weight: float, modules, start=None) -> Path:
     from omegaconf import open_dict
 
     output = Path(output)
@@ -84,6 +103,7 @@ def _save_interpolated(model, model_path, output, weight: float, modules) -> Pat
             "weight": weight,
             "fine_tuned": str(model_path),
             "modules": None if modules is None else list(modules),
+            "start": None if start is None else str(start),
         }
     tmp = output.with_name(output.name + ".tmp")
     model.save_to(str(tmp))
@@ -100,8 +120,9 @@ def sweep_interpolation(
     batch_size: int = 16,
     results: str | Path | None = None,
     modules: Sequence[str] | None = None,
+    start: str | Path | None = None,
 ) -> dict:
-    """Scores the AED at each weight between its zero-shot start (0) and its fine-tuned weights (1) on every dev
+    """Scores the model at each weight between its start (0) and its fine-tuned weights (1) on every dev
     manifest, picks the weight with the lowest mean normalized-output WER over the dev sets (ties: the higher
     weight), and saves that model to ``output`` (its config records ``interpolation.weight``).
 
@@ -115,19 +136,21 @@ def sweep_interpolation(
         results: where the table goes as JSON (default: ``output`` with ``.json``).
         modules: only these top-level modules move between the ends (e.g. ``["encoder"]``: the decoder stays as
             fine-tuned); ``None``: the whole model.
+        start: the ``.nemo`` whose encoder is the weight-0 end (a CTC or RNN-T model's start, with
+            ``modules=["encoder"]``); ``None``: the pretrained weights the model was built from (an AED's zero-shot).
 
     Returns:
         ``{"chosen": weight, "rows": [{"weight", "set", "normalized": {...}, "punctuated": {...}}, ...], ...}``.
     """
     import json
 
-    from nemo_pc.models.interpolation import interpolated_state, zero_shot_state
+    from nemo_pc.models.interpolation import interpolated_state
     from nemo_pc.pipelines.inference import load_asr_model, transcribe_both
 
     output = Path(output)
     model = load_asr_model(model_path)
     fine_tuned = {key: value.clone() for key, value in model.state_dict().items()}
-    zero_shot = zero_shot_state(model)
+    zero_shot = start_state(model, start)
     folder = output.parent / f".{output.stem}_dev"
     folder.mkdir(parents=True, exist_ok=True)
     subsets = {name: _dev_subset(path, max_utterances, folder, name) for name, path in dev_manifests.items()}
@@ -136,7 +159,7 @@ def sweep_interpolation(
         model.load_state_dict(interpolated_state(zero_shot, fine_tuned, weight, modules))
         scores = []
         for name, (manifest, entries) in subsets.items():
-            start = time.perf_counter()
+            began = time.perf_counter()
             outputs = transcribe_both(model, manifest, batch_size=batch_size, progress=False)
             row = {
                 "weight": weight,
@@ -144,7 +167,7 @@ def sweep_interpolation(
                 "utterances": len(entries),
                 NORMALIZED: _mode_wer(outputs[NORMALIZED], entries, NORMALIZED),
                 PUNCTUATED: _mode_wer(outputs[PUNCTUATED], entries, PUNCTUATED),
-                "seconds": round(time.perf_counter() - start, 1),
+                "seconds": round(time.perf_counter() - began, 1),
             }
             rows.append(row)
             scores.append(row[NORMALIZED]["wer"])
@@ -156,9 +179,10 @@ def sweep_interpolation(
         means[weight] = sum(scores) / len(scores)
     chosen = min(weights, key=lambda w: (means[w], -w))
     model.load_state_dict(interpolated_state(zero_shot, fine_tuned, chosen, modules))
-    _save_interpolated(model, model_path, output, chosen, modules)
+    _save_interpolated(model, model_path, output, chosen, modules, start)
     report = {
         "model": str(model_path),
+        "start": None if start is None else str(start),
         "output": str(output),
         "chosen": chosen,
         "modules": None if modules is None else list(modules),

@@ -139,12 +139,13 @@ def test_each_system_is_also_decoded_with_lms_of_the_books_without_dev_and_test(
     lm_text = read_manifest(runner.path("lm", "text.json"))
     assert lm_text and not any(held in row["text_normalized"] for row in lm_text for held in held_out)
     assert json.loads(runner.path("lm", "text.report.json").read_text())["dropped"]["total"] > 0
-    # one LM per mode over each tokenizer an LM system writes with: the CTC's 64 pieces and the RNN-T's 48
-    for mode in ("normalized", "punctuated"):
-        for pieces in (64, 48):
-            built = json.loads(runner.path("lm", f"{mode}_order2_bpe_v{pieces}.json").read_text())
-            assert built["order"] == 2 and built["sentences"] == len(lm_text)
-            assert built["vocab_size"] == pieces and runner.path("lm", f"{mode}_order2_bpe_v{pieces}.nemo").is_file()
+    # one LM per mode that a system decodes, over its tokenizer: the RNN-T's 48 pieces in both modes, the CTC's 64
+    # in the punctuated mode alone (its normalized output is the punctuated one, normalized)
+    for mode, pieces in (("normalized", 48), ("punctuated", 48), ("punctuated", 64)):
+        built = json.loads(runner.path("lm", f"{mode}_order2_bpe_v{pieces}.json").read_text())
+        assert built["order"] == 2 and built["sentences"] == len(lm_text)
+        assert built["vocab_size"] == pieces and runner.path("lm", f"{mode}_order2_bpe_v{pieces}.nemo").is_file()
+    assert not runner.path("lm", "normalized_order2_bpe_v64.nemo").exists()
     for name in ("rnnt_conditioned", "ctc_inter"):
         summary = json.loads(runner.path("lm", f"{name}.json").read_text())
         assert summary["beam_size"] == 2
@@ -528,17 +529,27 @@ def test_the_lm_text_leaves_out_every_chapter_that_dev_test_and_test_seen_read(t
     built = []
     # the default systems write with two tokenizers (the CTC's and the RNN-Ts'): one LM per mode over each
     monkeypatch.setattr(demo, "tokenizers", lambda: {"plain": tmp_path / "tok_v512", "rnnt": tmp_path / "tok_v128"})
-    monkeypatch.setattr(
-        "nemo_pc.parts.ngram_lm.build_token_lm",
-        lambda text, *args, **kwargs: built.append(text) or SimpleNamespace(as_dict=dict),
-    )
-    demo.language_models()
+
+    def build(text, tokenizer, target, *args, **kwargs):
+        built.append((text, tokenizer.name, kwargs["field_name"]))
+        target.write_text("lm")
+        return SimpleNamespace(as_dict=dict)
+
+    monkeypatch.setattr("nemo_pc.parts.ngram_lm.build_token_lm", build)
+    lms = demo.language_models()
+    assert lms == {
+        kind: {mode: demo.path("lm", f"{mode}_order6_tok_v{size}.nemo") for mode in ("normalized", "punctuated")}
+        for kind, size in (("plain", 512), ("rnnt", 128))
+    }
+    assert built == []  # an LM is built by the first system that decodes with it
+    assert demo.built_lm("plain", "punctuated", lms["plain"]["punctuated"]) == lms["plain"]["punctuated"]
+    assert demo.built_lm("plain", "punctuated", lms["plain"]["punctuated"]) == lms["plain"]["punctuated"]
+    assert built == [(demo.path("lm", "text.json"), "tok_v512", "text")]  # built once, on the punctuated text
     kept = [row["text"] for row in read_manifest(demo.path("lm", "text.json"))]
     assert kept == ["Stars came out.", "The town slept."]
     report = json.loads(demo.path("lm", "text.report.json").read_text())
     assert report["held_out_documents"]["left_out_titles"] == ["dawn, Chapter 1", "noon, Chapter 1", "dusk, Chapter 1"]
     assert report["dropped"]["by_reason"] == {"in a document a held-out utterance reads": 6}
-    assert built == [demo.path("lm", "text.json")] * 4
     # a corpus without test_seen: dev and test only
     for path in (demo.manifest("test_seen"), *demo.path("lm").iterdir()):
         path.unlink()

@@ -112,3 +112,18 @@ def test_the_readme_block_names_revision_invocations_and_machine(tmp_path):
     block = render.render_demo(_demo_folder(tmp_path / "old", OLD_RUNS))
     assert block.startswith("Run of 2026-11-27 20:03:30, revision not recorded, 2 invocations (resumed): ")
     assert str(tmp_path) not in block
+
+
+def test_the_block_names_each_familys_tokenizer_and_start(tmp_path):
+    render = load_benchmark("render_results")
+    folder = _demo_folder(tmp_path / "run", [_new_run("a" * 40, True, 60.0)])
+    assert "RNN-T 2 steps, CTC 2 steps, tokenizer 64 pieces. **" in render.render_demo(folder)
+    config = json.loads((folder / "config.json").read_text())
+    config |= {"rnnt_vocab_size": 32, "ctc_init": "aed_prompt", "rnnt_init": "ctc_inter"}
+    (folder / "config.json").write_text(json.dumps(config))
+    assert (
+        "CTC tokenizer 64 pieces, RNN-T 32, the CTC from `aed_prompt`'s encoder and the RNN-Ts from `ctc_inter`'s "
+        "encoder. **"
+    ) in render.render_demo(folder)
+    (folder / "config.json").write_text(json.dumps(config | {"base_steps": 100, "rnnt_vocab_size": 64}))
+    assert "base encoder 100 steps, RNN-T 2 steps, CTC 2 steps, tokenizer 64 pieces. **" in render.render_demo(folder)

@@ -1,6 +1,6 @@
 """The demo's LM steps: the LM text from the source books without what dev, test and test_seen read, one token
-n-gram LM per output mode, and each LM system decoded with beam search and both LMs, its weights tuned on a ``dev``
-subset. :class:`~nemo_pc.pipelines.demo.pipeline.Demo` runs them with its other steps."""
+n-gram LM per output mode that a system decodes, and each LM system decoded with beam search and its LMs, its weights
+tuned on a ``dev`` subset. :class:`~nemo_pc.pipelines.demo.pipeline.Demo` runs them with its other steps."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from nemo_pc.pipelines.demo.config import ASR_SYSTEMS
 from nemo_pc.pipelines.demo.layout import step_done as _done
 
 LM_DEV = "dev_lm.json"
+LM_FIELDS = {"normalized": "text_normalized", "punctuated": "text"}
+"""The manifest field each mode's LM is trained on."""
 """The ``dev`` subset the LM weights are tuned on, beside ``manifests/dev.json``."""
 
 
@@ -38,16 +40,17 @@ class LmSteps:
         ]
 
     def language_models(self) -> dict[str, dict[str, Path]]:
-        """The LM text from the source books, then one LM per output mode (NGPU-LM ``.nemo``) over the pieces of each
-        tokenizer that a system of :meth:`lm_systems` writes with (:meth:`tokenizer_kind`), keyed by that kind and
-        then the mode; each file is named for its tokenizer (:func:`lm_file`).
+        """The LM text from the source books, and the file of one LM per output mode (NGPU-LM ``.nemo``) over the
+        pieces of each tokenizer that a system of :meth:`lm_systems` writes with (:meth:`tokenizer_kind`), keyed by
+        that kind and then the mode; each file is named for its tokenizer (:func:`lm_file`). An LM is built when a
+        system first decodes with it (:meth:`built_lm`), so a mode that no system decodes costs nothing: a CTC model
+        whose normalized output is its punctuated output normalized needs no normalized LM.
 
         Every book chapter that an utterance of dev, test or test_seen (when the corpus has it) reads is left out
         whole, as the corpus's ``CHAPTERS.TXT`` names it, and so is any other sentence sharing 6 words with one of
         those utterances (:func:`nemo_pc.data.recipes.lm_text.write_lm_text`); ``lm/text.report.json`` counts both.
         """
         from nemo_pc.data.recipes.lm_text import write_lm_text
-        from nemo_pc.parts.ngram_lm import build_token_lm
 
         folder = self.path("lm")
         text = folder / "text.json"
@@ -61,26 +64,37 @@ class LmSteps:
                 corpus=self.path("corpus"),
             )
             write_text_atomic(folder / "text.report.json", json.dumps(report.as_dict(), indent=2) + "\n")
-        tokenizers, lms = self.tokenizers(), {}
-        for kind in dict.fromkeys(self.tokenizer_kind(name) for name in self.lm_systems()):
-            for mode, field_name in (("normalized", "text_normalized"), ("punctuated", "text")):
-                target = lm_file(folder, mode, self.cfg.lm_order, tokenizers[kind])
-                if not _done(target):
-                    built = build_token_lm(
-                        text, tokenizers[kind], target, self.cfg.lm_order, field_name=field_name, progress=False
-                    )
-                    write_text_atomic(target.with_suffix(".json"), json.dumps(built.as_dict(), indent=2) + "\n")
-                lms.setdefault(kind, {})[mode] = target
-        return lms
+        tokenizers = self.tokenizers()
+        return {
+            kind: {mode: lm_file(folder, mode, self.cfg.lm_order, tokenizers[kind]) for mode in MODES}
+            for kind in dict.fromkeys(self.tokenizer_kind(name) for name in self.lm_systems())
+        }
+
+    def built_lm(self, kind: str, mode: str, target: Path) -> Path:
+        """``target``, the LM of ``mode`` over the pieces of the tokenizer ``kind`` (:meth:`language_models`),
+        built from the LM text unless done."""
+        from nemo_pc.parts.ngram_lm import build_token_lm
+
+        if not _done(target):
+            field_name = LM_FIELDS[mode]
+            built = build_token_lm(
+                self.path("lm", "text.json"),
+                self.tokenizers()[kind],
+                target,
+                self.cfg.lm_order,
+                field_name=field_name,
+                progress=False,
+            )
+            write_text_atomic(target.with_suffix(".json"), json.dumps(built.as_dict(), indent=2) + "\n")
+        return target
 
     def transcribe_lm(self, name: str, lms: dict[str, dict[str, Path]]) -> Path:
         """Both outputs of ``name`` on the test split with beam search and each mode's LM (over its tokenizer's
-        pieces) at its dev-tuned weight, as the prediction manifest of ``<name>_lm``; the weights and dev grids go to
-        ``lm/<name>.json``."""
+        pieces; built here when no system built it before, :meth:`built_lm`) at its dev-tuned weight, as the
+        prediction manifest of ``<name>_lm``; the weights and dev grids go to ``lm/<name>.json``."""
         target = self.path("predictions", f"{name}_lm.json")
         if target.is_file():
             return target
-        lms = lms[self.tokenizer_kind(name)]
         from nemo_pc.pipelines.inference import load_asr_model
         from nemo_pc.pipelines.lm import transcribe_with_lms, tune_lm_weight
 
@@ -89,6 +103,8 @@ class LmSteps:
         # a CTC model whose normalized output is its punctuated output normalized (papers/004) decodes once
         derived = getattr(model, "normalized_by_rules", False)
         modes = ("punctuated",) if derived else MODES
+        kind = self.tokenizer_kind(name)
+        lms = {mode: self.built_lm(kind, mode, lms[kind][mode]) for mode in modes}
         dev = self.lm_dev()
         choices = {
             mode: tune_lm_weight(model, mode, lms[mode], dev, self.cfg.lm_alphas, beam_size=beam, batch_size=batch)
