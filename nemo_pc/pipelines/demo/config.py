@@ -155,6 +155,12 @@ class DemoConfig:
             Not used with a base encoder or on the FastConformer (the AED's is not the CTC's size). From
             ``aed_prompt``'s encoder every default CTC and RNN-T system had a lower test N-WER and PER than from
             Whisper's, in the same steps (``benchmarks/results/pc_stage_aed_test.json``, docs/pc_stage.md).
+        ctc_init_encoder_lr: the encoder's peak rate in a CTC system that starts from ``ctc_init``'s encoder (the
+            heads keep 2e-3); 3e-4, the pretrained encoders' rate. At 1e-4 ``ctc_inter`` wrote better words on every
+            set (test N-WER 64.1% against 66.5%, ``real_test`` 77.9% against 85.1%) and so did ``rnnt_dual`` from
+            its encoder (61.4% against 63.8%, 81.2% against 87.2%), but the marks were mixed: ``ctc_inter``'s test
+            F1 49.5% against 52.6%, ``rnnt_dual``'s dev F1 52.6% against 61.0%
+            (``benchmarks/results/pc_stage_enc_rate*.json``, docs/pc_stage.md). Not the default yet.
         aed_steps, aed_batch_size: optimizer steps and batch size of each attention encoder-decoder (``aed_*``),
             which starts from Whisper tiny.en's encoder and decoder. 300 steps: over a 1,000-step run its dev WER
             was 22.9% at step 166 and 22.5% at the end (``benchmarks/results/demo_default_aed/models``). Training
@@ -264,6 +270,7 @@ class DemoConfig:
     ctc_speed_perturb: float = 0.8
     rnnt_init: str = "ctc_inter"
     ctc_init: str = "aed_prompt"
+    ctc_init_encoder_lr: float = 3e-4
     rnnt_steps: int = 500
     rnnt_batch_size: int = 8
     aed_steps: int = 300

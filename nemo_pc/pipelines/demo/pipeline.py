@@ -93,6 +93,8 @@ class Demo(AedSteps, FormatterSteps, LmSteps, RealSpeechSteps):
         for field_name in ("vocab_size", "rnnt_vocab_size", "aed_ctc_vocab_size"):
             if getattr(config, field_name) < 2:  # SentencePiece needs two pieces or more
                 raise ValueError(f"{field_name} must be 2 or more, got {getattr(config, field_name)}")
+        if not config.ctc_init_encoder_lr > 0:
+            raise ValueError(f"ctc_init_encoder_lr must be above 0, got {config.ctc_init_encoder_lr}")
         if not 0.0 <= config.seen_test_share <= 1.0:
             raise ValueError(f"seen_test_share is a share of the hours (0 to 1), got {config.seen_test_share}")
         if config.rnnt_init and (config.rnnt_init not in ASR_SYSTEMS or ASR_SYSTEMS[config.rnnt_init][0] != "ctc"):
@@ -310,10 +312,13 @@ class Demo(AedSteps, FormatterSteps, LmSteps, RealSpeechSteps):
         return overrides
 
     def _pc_from_start(self, family: str, name: str) -> list[str]:
-        """A CTC system trained without a base encoder: :data:`PC_FROM_START` and its batches."""
+        """A CTC system trained without a base encoder: :data:`PC_FROM_START`, its batches, and the encoder's rate
+        when it starts from the AED (``ctc_init_encoder_lr``)."""
         if family != "ctc" or name == BASE_SYSTEM or self.cfg.base_steps:
             return []
         overrides = [*PC_FROM_START, f"model.train_ds.batch_size={self.cfg.ctc_batch_size}"]
+        if self._ctc_init():  # the rate of the AED's fine-tuned encoder (ctc_init_encoder_lr)
+            overrides.append(f"++model.optim_param_groups.encoder.lr={self.cfg.ctc_init_encoder_lr:g}")
         if self.cfg.ctc_speed_perturb > 0:
             overrides.append(speed_perturb_override(self.cfg.ctc_speed_perturb))
         return overrides
