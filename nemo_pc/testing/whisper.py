@@ -138,6 +138,29 @@ def tiny_aed_overrides(weights: str | Path, tokenizer_dir: str | Path, manifest:
     ]
 
 
+def tiny_ctc_overrides(corpus: dict, *extra: str) -> list[str]:
+    """The Hydra overrides of a P&C CTC model (``variant=inter``) on the tiny Whisper backbone of
+    :func:`tiny_aed_corpus` (d=32, 2 blocks, 16 mel bins), for :func:`nemo_pc.pipelines.train.train_model`; e.g. one
+    that starts from a tiny AED's encoder (``init_from``)."""
+    return [
+        "backbone=whisper_tiny",
+        "variant=inter",
+        "model.preprocessor.features=16",
+        f"model.encoder.pretrained={corpus['weights']}",
+        "model.encoder.d_model=32",
+        "model.encoder.n_layers=2",
+        "model.encoder.n_heads=2",
+        "model.encoder.ff_dim=64",
+        f"model.tokenizer.dir={corpus['tokenizer']}",
+        f"model.train_ds.manifest_filepath={corpus['manifest']}",
+        "model.train_ds.batch_size=4",
+        "model.train_ds.num_workers=0",
+        "model.validation_ds.manifest_filepath=null",
+        "~model.optim.sched",
+        *extra,
+    ]
+
+
 def tiny_aed_config(weights: str | Path, tokenizer_dir: str | Path, manifest: str | Path, *extra: str) -> DictConfig:
     """The packaged AED config (``aed_pc.yaml``) shrunk to Whisper's shape at d=32: 2 encoder and 2 decoder blocks
     of 2 heads and FFN 64 over 16 mel bins, starting from the tiny random Whisper that

@@ -13,7 +13,7 @@ from nemo_pc.pipelines.demo.pipeline import Demo
 def test_a_ctc_model_trained_from_an_aed_starts_from_its_encoder(tmp_path):
     from nemo_pc.models import EncDecAEDPCModel, EncDecCTCPCBPEModel
     from nemo_pc.pipelines.train import train_model
-    from nemo_pc.testing.whisper import tiny_aed_corpus, tiny_aed_overrides
+    from nemo_pc.testing.whisper import tiny_aed_corpus, tiny_aed_overrides, tiny_ctc_overrides
 
     corpus = tiny_aed_corpus(tmp_path)
     aed_path = tmp_path / "aed.nemo"
@@ -22,25 +22,10 @@ def test_a_ctc_model_trained_from_an_aed_starts_from_its_encoder(tmp_path):
     )
     train_model("aed", aed_overrides, aed_path, 2)
     ctc_path = tmp_path / "ctc.nemo"
-    ctc_overrides = [
-        "backbone=whisper_tiny",
-        "variant=inter",
-        "model.preprocessor.features=16",
-        f"model.encoder.pretrained={corpus['weights']}",
-        "model.encoder.d_model=32",
-        "model.encoder.n_layers=2",
-        "model.encoder.n_heads=2",
-        "model.encoder.ff_dim=64",
-        f"model.tokenizer.dir={corpus['tokenizer']}",
-        f"model.train_ds.manifest_filepath={corpus['manifest']}",
-        "model.train_ds.batch_size=4",
-        "model.train_ds.num_workers=0",
-        "model.validation_ds.manifest_filepath=null",
-        "~model.optim.sched",
-        # NeMo's dynamic freezing keeps the loaded encoder fixed for these steps, so it must equal the AED's
-        "model.freeze_updates.enabled=true",
-        "model.freeze_updates.modules.encoder=5",
-    ]
+    # NeMo's dynamic freezing keeps the loaded encoder fixed for these steps, so it must equal the AED's
+    ctc_overrides = tiny_ctc_overrides(
+        corpus, "model.freeze_updates.enabled=true", "model.freeze_updates.modules.encoder=5"
+    )
     stats = train_model("ctc", ctc_overrides, ctc_path, 2, init_from=aed_path)
     assert stats["steps"] == 2
     aed = EncDecAEDPCModel.restore_from(str(aed_path), map_location="cpu")

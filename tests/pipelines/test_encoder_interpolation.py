@@ -12,30 +12,14 @@ from nemo_pc.models.interpolation import InterpolationError, encoder_start_state
 def pair(tmp_path_factory):
     """A tiny AED trained 2 steps, and a CTC model trained 2 steps from its encoder with nothing frozen."""
     from nemo_pc.pipelines.train import train_model
-    from nemo_pc.testing.whisper import tiny_aed_corpus, tiny_aed_overrides
+    from nemo_pc.testing.whisper import tiny_aed_corpus, tiny_aed_overrides, tiny_ctc_overrides
 
     folder = tmp_path_factory.mktemp("encoder_interpolation")
     corpus = tiny_aed_corpus(folder)
     aed = folder / "aed.nemo"
     train_model("aed", tiny_aed_overrides(corpus["weights"], corpus["tokenizer"], corpus["manifest"]), aed, 2)
     ctc = folder / "ctc.nemo"
-    overrides = [
-        "backbone=whisper_tiny",
-        "variant=inter",
-        "model.preprocessor.features=16",
-        f"model.encoder.pretrained={corpus['weights']}",
-        "model.encoder.d_model=32",
-        "model.encoder.n_layers=2",
-        "model.encoder.n_heads=2",
-        "model.encoder.ff_dim=64",
-        f"model.tokenizer.dir={corpus['tokenizer']}",
-        f"model.train_ds.manifest_filepath={corpus['manifest']}",
-        "model.train_ds.batch_size=4",
-        "model.train_ds.num_workers=0",
-        "model.validation_ds.manifest_filepath=null",
-        "~model.optim.sched",
-        "model.optim.lr=0.01",
-    ]
+    overrides = tiny_ctc_overrides(corpus, "model.optim.lr=0.01")
     train_model("ctc", overrides, ctc, 2, init_from=aed)
     return {"aed": aed, "ctc": ctc, "manifest": corpus["manifest"], "folder": folder}
 
