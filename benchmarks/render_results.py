@@ -1343,6 +1343,51 @@ def render_aed_interpolation(source: Path) -> str:
     return "\n".join([*table, "", f"Chosen weight: {report['chosen']:.2f}{scope}."]) + "\n"
 
 
+REPEAT_COLUMNS = {
+    "n_wer": "N-output WER",
+    "wer_pc": "WER-PC",
+    "per": "PER",
+    "punct_micro_f1": "punct F1",
+    "cer": "CER",
+    "wer": "WER",
+}
+
+
+def render_demo_repeat(source: Path) -> str:
+    """``quality_demo_repeat.py``: two runs of one default demo, each figure of the README's demo block in both
+    (first run / second run, the difference in points), the largest difference and the runs' minutes."""
+    r = _read_json(source)
+    cells: dict[tuple[str, str], dict[str, str]] = {}
+    for row in r["rows"]:
+        both = f"{_pct(row['a'])} / {_pct(row['b'])}"
+        if row["difference"] is not None:
+            both += f" ({100 * row['difference']:+.1f})"
+        cells.setdefault((row["system"], row["split"]), {})[row["metric"]] = both
+    metrics = [key for key in REPEAT_COLUMNS if any(key in figures for figures in cells.values())]
+    table = [
+        [f"`{system}`", split, *(figures.get(key, "") for key in metrics)]
+        for (system, split), figures in cells.items()
+    ]
+    runs = "; ".join(
+        f"{side}: {revision_phrase(run)}, finished {run.get('finished', '?')}, "
+        f"{_minutes(60 * r['minutes'][side]['total'])} of steps"
+        for side, run in r["runs"].items()
+    )
+    largest = r["max_difference"]
+    outside = r["outside"]
+    where = sorted({f"`{row['system']}` {row['split']}" for row in outside})
+    verdict = (
+        f"Largest difference {'-' if largest is None else f'{100 * largest:.1f} points'}; "
+        f"{len(outside)} of {len(r['rows'])} figures differ by more than {100 * r['tolerance']:g} points"
+        + (f": {', '.join(where)}." if where else ".")
+    )
+    ignored = r.get("settings_ignored") or []
+    same = "Same settings" + (f" (not compared: {', '.join(f'`{k}`' for k in ignored)})" if ignored else "")
+    head = f"Two runs of the demo, a / b ({runs}). {same}. Each cell: a / b (b - a in points)."
+    columns = ["system", "split", *(f"{REPEAT_COLUMNS[key]}:" for key in metrics)]
+    return "\n".join([head, "", *_table(columns, table), "", verdict]) + "\n"
+
+
 RENDERERS: dict[str, Callable[[Path], str]] = {
     "pc_stage": render_pc_stage,
     "encoder_interpolation": render_encoder_interpolation,
@@ -1354,6 +1399,7 @@ RENDERERS: dict[str, Callable[[Path], str]] = {
     "run_all_rtf": render_run_all_rtf,
     "demo": render_demo,
     "demo_steps": render_demo_steps,
+    "demo_repeat": render_demo_repeat,
     "formatter_loso": render_formatter_loso,
     "formatter_loso_all": render_formatter_loso_all,
     "formatter_loso_gain": render_formatter_loso_gain,
