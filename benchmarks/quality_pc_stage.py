@@ -44,6 +44,11 @@ Variants (name: how the system starts and trains):
                         projected to 384 with a GELU (``out_activation``), then the linear CTC heads, all at 2e-3 (the
                         heads of ``quality_cached_heads.py`` inside the model; ``rnnt_cond_aed_v512_head``,
                         ``rnnt_dual_aed_v512_head``: the RNN-Ts on the same frozen encoder)
+    ctc_aed_v512_distill
+                        ``ctc_aed_v512`` trained on the labelled train split and, beside it, the demo's ``aed_prompt``
+                        outputs in both modes on copies of the train audio at speeds 0.9 and 1.1
+                        (:mod:`nemo_pc.pipelines.distill`, written once under ``WORK/distill/``); its minutes add the
+                        teacher's transcription minutes. ``_distill1``: the teacher's outputs on the audio as it is
     rnnt_cond_aed       ``rnnt_conditioned`` from ``ctc_aed``'s encoder, the demo's fine-tune
     rnnt_dual_aed       ``rnnt_dual`` from ``ctc_aed``'s encoder, the demo's fine-tune
 """
@@ -160,6 +165,9 @@ VARIANTS: dict[str, dict] = {
     "rnnt_dual_aed_v512": {"system": "rnnt_dual", "start": "ctc_aed_v512", "vocab_size": 512},
     "rnnt_cond_aed_v1024": {"system": "rnnt_conditioned", "start": "ctc_aed_v1024", "vocab_size": 1024},
     "rnnt_dual_aed_v1024": {"system": "rnnt_dual", "start": "ctc_aed_v1024", "vocab_size": 1024},
+    # distillation from the AED: its two outputs on (speed-perturbed copies of) the train audio as extra targets
+    "ctc_aed_v512_distill": {"system": "ctc_inter", "start": "aed", "vocab_size": 512, "distill": (0.9, 1.1)},
+    "ctc_aed_v512_distill1": {"system": "ctc_inter", "start": "aed", "vocab_size": 512, "distill": (1.0,)},
     "rnnt_cond_aed": {"system": "rnnt_conditioned", "start": "ctc_aed"},
     "rnnt_dual_aed": {"system": "rnnt_dual", "start": "ctc_aed"},
     "rnnt_dual_ctc": {"system": "rnnt_dual", "start": "ctc_direct"},
@@ -308,6 +316,38 @@ def aed_start(aed_model: Path | None) -> tuple[Path, float]:
     return aed_model, record.get("train_seconds", record.get("seconds", 0.0)) / 60
 
 
+TEACHER = "aed_prompt"
+
+
+def distilled_train(demo_dir: Path, work: Path, speeds: tuple[float, ...]) -> tuple[list[Path], dict]:
+    """The train manifests of a distillation variant: the demo's labelled train split and the teacher's outputs on
+    copies of its audio at ``speeds`` (written once under ``work/distill/``, reused while the teacher and the split
+    are unchanged), and the distillation's record (:class:`~nemo_pc.pipelines.distill.DistillRecord`: lines, drops,
+    the minutes the teacher's transcription took) with ``agreement``: the teacher's outputs scored against the labels
+    they replace (PER, punctuation F1, WER-PC, N-WER)."""
+    from dataclasses import asdict
+
+    from nemo_pc.pipelines.distill import distill
+
+    train = demo_dir / "manifests" / "train.json"
+    tag = "_".join(f"{speed:g}" for speed in speeds)
+    out = work / "distill" / f"train_{TEACHER}_sp{tag}.json"
+    record = asdict(distill(demo_dir / "models" / f"{TEACHER}.nemo", train, out, speeds=speeds, log=_stderr))
+    if out.is_file():
+        scored = [
+            {
+                "utt_id": row.get("utt_id", row["audio_filepath"]),
+                "text": row["text_reference"],
+                "text_normalized": row["text_normalized_reference"],
+                "pred_text": row["text"],
+                "pred_text_normalized": row["text_normalized"],
+            }
+            for _, row in iter_manifest(out)
+        ]
+        record["agreement"] = _scores(write_manifest(out.with_suffix(".agreement.json"), scored))
+    return [train, out], record
+
+
 def run_one(
     variant: str,
     demo_dir: Path,
@@ -374,6 +414,12 @@ def run_one(
             "model.freeze_updates.enabled=true",
             f"model.freeze_updates.modules.encoder={steps // 2}",
         ]
+    distilled = None
+    if spec.get("distill"):
+        manifests, distilled = distilled_train(demo_dir, work, spec["distill"])
+        overrides = [o for o in overrides if not o.startswith("model.train_ds.manifest_filepath=")]
+        overrides.append(f"model.train_ds.manifest_filepath=[{','.join(map(str, manifests))}]")
+        start_minutes += distilled["minutes"]
     snapshots = folder / "snapshots"
     snapshots.mkdir(exist_ok=True)
     final = folder / "final.nemo"
@@ -407,6 +453,7 @@ def run_one(
         "start_minutes": round(start_minutes, 2),
         "overrides": overrides,
         "curve": curve,
+        **({"distill": distilled} if distilled else {}),
     }
 
 

@@ -60,3 +60,30 @@ def test_the_final_scores_render_beside_the_curves(tmp_path):
     no_final = tmp_path / "dev_only.json"
     no_final.write_text(json.dumps({"dev_stride": 2, "rows": [row]}))
     assert "held-out" not in render.render_pc_stage(no_final)
+
+
+def test_a_distillation_variant_trains_on_the_labels_and_the_aeds_outputs_and_counts_their_minutes(
+    tmp_path, monkeypatch
+):
+    import nemo_pc.pipelines.distill as distill_module
+
+    bench = load_benchmark("quality_pc_stage")
+    assert bench.VARIANTS["ctc_aed_v512_distill"]["distill"] == (0.9, 1.1)
+    calls = []
+
+    def fake_distill(teacher, source, out, speeds, log):
+        calls.append((teacher, source, out, speeds))
+        return distill_module.DistillRecord(str(teacher), "t", str(source), "s", list(speeds), lines=4, minutes=7.5)
+
+    monkeypatch.setattr(distill_module, "distill", fake_distill)
+    demo = tmp_path / "demo_out"
+    out = tmp_path / "work" / "distill" / "train_aed_prompt_sp0.9_1.1.json"
+    out.parent.mkdir(parents=True)
+    row = {"audio_filepath": "a.wav", "utt_id": "u0-sp09", "text": "Yes, go.", "text_normalized": "yes go"}
+    row |= {"text_reference": "Yes. Go!", "text_normalized_reference": "yes go"}
+    out.write_text(json.dumps(row) + "\n")  # what the fake teacher "wrote"
+    manifests, record = bench.distilled_train(demo, tmp_path / "work", (0.9, 1.1))
+    assert manifests == [demo / "manifests" / "train.json", out] and record["minutes"] == 7.5
+    assert record["lines"] == 4 and record["agreement"]["wer_normalized"] == 0.0
+    assert 0 < record["agreement"]["per"] <= 1  # the teacher's comma where the labels have a full stop
+    assert calls == [(demo / "models" / "aed_prompt.nemo", demo / "manifests" / "train.json", out, (0.9, 1.1))]

@@ -82,7 +82,7 @@ def test_rendered_blocks_are_current(doc):
 
 def test_readme_renders_the_default_run_and_the_claims():
     text = (REPO / "README.md").read_text(encoding="utf-8")
-    assert "<!-- results:demo benchmarks/results/demo_clean -->" in text
+    assert "<!-- results:demo benchmarks/results/demo_clean_repeat -->" in text
     assert "<!-- results:claims benchmarks/results/" in text
     assert text.index("make demo") < text.index("## What it is") and "make test" in text.split("## What it is")[0]
 
