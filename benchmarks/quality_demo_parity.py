@@ -45,8 +45,9 @@ def _lines(path: Path) -> list[dict]:
     return rows
 
 
-def settings(old: Path, new: Path) -> dict:
-    """The demo settings both runs share (``config.json`` without ``out_dir``).
+def settings(old: Path, new: Path, ignore: tuple[str, ...] = ()) -> dict:
+    """The demo settings both runs share (``config.json`` without ``out_dir``). ``ignore``: settings left out of
+    the check, such as one that a later revision added with the earlier behaviour as its default.
 
     Raises:
         ValueError: the settings differ (the message names the keys), or a run has no ``config.json``.
@@ -56,7 +57,7 @@ def settings(old: Path, new: Path) -> dict:
         path = folder / "config.json"
         if not path.is_file():
             raise ValueError(f"{path}: missing; is {folder} a demo folder?")
-        configs.append({key: value for key, value in _read(path).items() if key != "out_dir"})
+        configs.append({key: value for key, value in _read(path).items() if key not in ("out_dir", *ignore)})
     differing = sorted(
         key for key in configs[0].keys() | configs[1].keys() if configs[0].get(key) != configs[1].get(key)
     )

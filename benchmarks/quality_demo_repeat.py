@@ -18,6 +18,7 @@ import json
 import sys
 from pathlib import Path
 
+from quality_demo_parity import settings
 from suite import write_results
 
 METRICS = ("n_wer", "wer_pc", "per", "punct_micro_f1", "cer")
@@ -43,28 +44,6 @@ def _metrics(folder: Path, name: str) -> dict | None:
         return None
     report = _json(path)
     return {**report.get("metrics", {}), "n_wer": (report.get("normalized_output") or {}).get("wer")}
-
-
-def settings(a: Path, b: Path, ignore: tuple[str, ...] = ()) -> dict:
-    """The demo settings both runs share (``config.json`` without ``out_dir``). ``ignore``: settings left out of
-    the check, such as one that a later revision added with the earlier behaviour as its default (the result
-    records them).
-
-    Raises:
-        ValueError: the settings differ (the message names the keys), or a run has no ``config.json``.
-    """
-    configs = []
-    for folder in (a, b):
-        path = folder / "config.json"
-        if not path.is_file():
-            raise ValueError(f"{path}: missing; is {folder} a demo folder?")
-        configs.append({key: value for key, value in _json(path).items() if key not in ("out_dir", *ignore)})
-    differing = sorted(
-        key for key in configs[0].keys() | configs[1].keys() if configs[0].get(key) != configs[1].get(key)
-    )
-    if differing:
-        raise ValueError(f"the two runs have different settings: {', '.join(differing)}")
-    return configs[0]
 
 
 def systems(folder: Path, config: dict) -> list[str]:
