@@ -49,6 +49,12 @@ Variants (name: how the system starts and trains):
                         outputs in both modes on copies of the train audio at speeds 0.9 and 1.1
                         (:mod:`nemo_pc.pipelines.distill`, written once under ``WORK/distill/``); its minutes add the
                         teacher's transcription minutes. ``_distill1``: the teacher's outputs on the audio as it is
+    ctc_aed_heads       the ``ctc_inter`` model of an AED trained with the punctuated CTC heads on its encoder
+                        (``--aed-model``, e.g. the demo's ``models/aed_prompt_heads.nemo``; ``nemo-pc aed-ctc-heads``):
+                        scored as written, no CTC step; its minutes are the AED's
+    ctc_aed_heads_ft    ``ctc_aed_heads`` with its heads trained on at 2e-3 on the frozen encoder (every weight loaded
+                        from the written model): the heads learned beside the raw encoder, the EMA recipe saves the
+                        averaged one
     rnnt_cond_aed       ``rnnt_conditioned`` from ``ctc_aed``'s encoder, the demo's fine-tune
     rnnt_dual_aed       ``rnnt_dual`` from ``ctc_aed``'s encoder, the demo's fine-tune
 """
@@ -168,6 +174,15 @@ VARIANTS: dict[str, dict] = {
     # distillation from the AED: its two outputs on (speed-perturbed copies of) the train audio as extra targets
     "ctc_aed_v512_distill": {"system": "ctc_inter", "start": "aed", "vocab_size": 512, "distill": (0.9, 1.1)},
     "ctc_aed_v512_distill1": {"system": "ctc_inter", "start": "aed", "vocab_size": 512, "distill": (1.0,)},
+    # one encoder, several heads: the CTC model of an AED trained with the punctuated CTC heads (AED_CTC_HEADS)
+    "ctc_aed_heads": {"system": "ctc_inter", "start": "aed", "vocab_size": 512, "heads": True, "steps": 0},
+    "ctc_aed_heads_ft": {
+        "system": "ctc_inter",
+        "start": "aed",
+        "vocab_size": 512,
+        "heads": True,
+        "overrides": ["model.encoder.frozen_layers=-1", "model.encoder.dropout=0.0"],
+    },
     "rnnt_cond_aed": {"system": "rnnt_conditioned", "start": "ctc_aed"},
     "rnnt_dual_aed": {"system": "rnnt_dual", "start": "ctc_aed"},
     "rnnt_dual_ctc": {"system": "rnnt_dual", "start": "ctc_direct"},
@@ -316,6 +331,37 @@ def aed_start(aed_model: Path | None) -> tuple[Path, float]:
     return aed_model, record.get("train_seconds", record.get("seconds", 0.0)) / 60
 
 
+def heads_model(aed_model: Path | None, folder: Path) -> tuple[Path, float]:
+    """The ``ctc_inter`` model of an AED's CTC heads (written once under ``folder``) and the AED's minutes."""
+    from nemo_pc.models.aed_ctc_export import export_aed_ctc_heads
+
+    aed, minutes = aed_start(aed_model)
+    target = folder / "heads.nemo"
+    if not target.is_file():
+        folder.mkdir(parents=True, exist_ok=True)
+        export_aed_ctc_heads(aed, target)
+    return target, minutes
+
+
+def score_heads(
+    variant: str, aed_model: Path | None, demo_dir: Path, folder: Path, stride: int, final_splits: tuple[str, ...]
+) -> dict:
+    """The row of an AED's CTC model as written: one point at the AED's minutes, no CTC step."""
+    model, minutes = heads_model(aed_model, folder)
+    metrics = score(model, dev_subset(demo_dir, folder, stride), folder / "dev_final.json")
+    return {
+        "final": score_final(model, demo_dir, folder, list(final_splits)),
+        "variant": variant,
+        "system": VARIANTS[variant]["system"],
+        "start": "aed",
+        "steps": 0,
+        "stopped_at_step": None,
+        "start_minutes": round(minutes, 2),
+        "overrides": None,
+        "curve": [{"step": 0, "minutes": round(minutes, 2), **metrics}],
+    }
+
+
 TEACHER = "aed_prompt"
 
 
@@ -367,6 +413,8 @@ def run_one(
     spec = VARIANTS[variant]
     steps = spec.get("steps", steps)
     folder = work / variant
+    if spec.get("heads") and not steps:
+        return score_heads(variant, aed_model, demo_dir, folder, stride, final_splits)
     if spec.get("existing"):
         row = score_existing(variant, spec["system"], demo_dir, folder, stride)
         model = demo_dir / "models" / f"{spec['system']}.nemo"
@@ -400,6 +448,9 @@ def run_one(
     if spec["start"] == "base":
         init_from = demo_dir / "models" / "base.nemo"
         start_minutes = json.loads(init_from.with_suffix(".json").read_text())["seconds"] / 60
+    elif spec["start"] == "aed" and spec.get("heads"):  # every weight from the AED's CTC model
+        written, start_minutes = heads_model(aed_model, folder)
+        overrides.append(f"+init_from_nemo_model.heads.path={written}")
     elif spec["start"] == "aed":
         init_from, start_minutes = aed_start(aed_model)
         if spec.get("freeze_encoder"):

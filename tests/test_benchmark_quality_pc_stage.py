@@ -87,3 +87,28 @@ def test_a_distillation_variant_trains_on_the_labels_and_the_aeds_outputs_and_co
     assert record["lines"] == 4 and record["agreement"]["wer_normalized"] == 0.0
     assert 0 < record["agreement"]["per"] <= 1  # the teacher's comma where the labels have a full stop
     assert calls == [(demo / "models" / "aed_prompt.nemo", demo / "manifests" / "train.json", out, (0.9, 1.1))]
+
+
+def test_the_heads_variants_write_the_aeds_ctc_model_once_and_count_the_aeds_minutes(tmp_path, monkeypatch):
+    import nemo_pc.models.aed_ctc_export as export_module
+
+    bench = load_benchmark("quality_pc_stage")
+    assert bench.VARIANTS["ctc_aed_heads"]["steps"] == 0 and bench.VARIANTS["ctc_aed_heads_ft"]["heads"]
+    assert "model.encoder.frozen_layers=-1" in bench.VARIANTS["ctc_aed_heads_ft"]["overrides"]
+    aed = tmp_path / "aed_prompt_heads.nemo"
+    aed.write_bytes(b"not read here")
+    aed.with_suffix(".json").write_text(json.dumps({"seconds": 700.0, "train_seconds": 720.0}))
+    calls = []
+
+    def fake_export(source, target):
+        calls.append((source, target))
+        target.write_bytes(b"a ctc model")
+        return target
+
+    monkeypatch.setattr(export_module, "export_aed_ctc_heads", fake_export)
+    folder = tmp_path / "work" / "ctc_aed_heads"
+    for _ in range(2):
+        assert bench.heads_model(aed, folder) == (folder / "heads.nemo", pytest.approx(12.0))
+    assert calls == [(aed, folder / "heads.nemo")]  # written once, then read
+    with pytest.raises(SystemExit, match="--aed-model"):
+        bench.heads_model(None, folder)

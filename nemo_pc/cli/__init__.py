@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "adapt": ("nemo_pc.cli.adapt", "a P&C model from a stock NeMo RNN-T, TDT, hybrid or CTC checkpoint"),
     "interpolate": ("nemo_pc.cli.interpolate", "a model between its start and its fine-tune, chosen on dev"),
     "distill": ("nemo_pc.cli.distill", "a teacher's two outputs on speed-perturbed training audio, as a manifest"),
+    "aed-ctc-heads": ("nemo_pc.cli.aed_ctc_heads", "the punctuated CTC model of an AED's encoder and CTC heads"),
     "transcribe": ("nemo_pc.cli.transcribe", "long recordings to timed subtitle cues: SRT, WebVTT, JSON lines"),
 }
 

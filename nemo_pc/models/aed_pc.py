@@ -28,8 +28,9 @@ Config keys (besides NeMo's AED keys ``tokenizer``, ``prompt_format``, ``model_d
         Hugging Face Whisper folder, or null); read when the model is built, not on restore.
     decoding.limits: the search limits of :mod:`nemo_pc.modules.aed_search` (a cap on tokens per second of audio, a
         repetition guard, the normalized prompt's vocabulary); null: NeMo's search as it is.
-    aux_ctc: ``ctc_loss_weight`` (0.2), ``tokenizer.dir`` (a SentencePiece folder; a ``.nemo`` carries it) and
-        ``decoder`` (NeMo's ``ConvASRDecoder``); null: no CTC term.
+    aux_ctc: ``ctc_loss_weight`` (0.2), ``tokenizer.dir`` (a SentencePiece folder; a ``.nemo`` carries it),
+        ``decoder`` (NeMo's ``ConvASRDecoder``), ``target`` and ``inter`` (the punctuated CTC model's heads on this
+        encoder, :mod:`nemo_pc.models.mixins.aed_ctc`); null: no CTC term.
     adapter_finetune: NeMo adapters on the encoder and decoder blocks with the base frozen, the mode rows trainable
         (``finetune=adapters``; :mod:`nemo_pc.models.mixins.adapters`); absent or null: every weight trains.
 """
@@ -39,19 +40,16 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import torch
 from lightning.pytorch import Trainer
-from nemo.collections.asr.losses.ctc import CTCLoss
 from nemo.collections.asr.models.aed_multitask_models import (
     EncDecMultiTaskModel,
     MultiTaskTranscriptionConfig,
     lens_to_mask,
 )
 from nemo.collections.asr.parts.submodules.multitask_decoding import MultiTaskDecoding, MultiTaskDecodingConfig
-from nemo.collections.common.tokenizers import SentencePieceTokenizer
 from nemo.utils import model_utils
 from omegaconf import DictConfig, OmegaConf, open_dict
 
@@ -66,6 +64,7 @@ from nemo_pc.data.tokenizers.whisper_bpe import (
 )
 from nemo_pc.metrics.mode_wer import text_errors
 from nemo_pc.models.mixins.adapters import AEDAdapterMixin
+from nemo_pc.models.mixins.aed_ctc import AEDCTCHeadsMixin
 from nemo_pc.models.mixins.pc_model import PCConfig, PCModelMixin
 from nemo_pc.modules.aed_search import SearchLimits, limit_search, normalized_token_ids
 from nemo_pc.modules.mode_decoders import VARIANTS, ModeDecoders
@@ -146,7 +145,7 @@ def full_decoding_cfg(decoding_cfg: DictConfig | None) -> DictConfig:
     return OmegaConf.merge(base, decoding_cfg or {})
 
 
-class EncDecAEDPCModel(PCModelMixin, AEDAdapterMixin, EncDecMultiTaskModel):
+class EncDecAEDPCModel(PCModelMixin, AEDAdapterMixin, AEDCTCHeadsMixin, EncDecMultiTaskModel):
     """The P&C attention encoder-decoder; see the module docstring for its config keys."""
 
     pc_config_class = AEDPCConfig
@@ -171,28 +170,6 @@ class EncDecAEDPCModel(PCModelMixin, AEDAdapterMixin, EncDecMultiTaskModel):
         """Whisper's byte-level BPE with the mode and style tokens (``tokenizer.file``, a ``.nemo`` artifact)."""
         path = self.register_artifact("tokenizer.file", tokenizer_cfg.file)
         self.tokenizer = WhisperPCTokenizer(path)
-
-    def setup_aux_ctc(self) -> None:
-        """The CTC head on the encoder (normalized text, the ``aux_ctc`` SentencePiece), its loss and weight."""
-        self.ctc_decoder, self.ctc_tokenizer, self.ctc_loss_weight = None, None, 0.0
-        aux = self.cfg.get("aux_ctc")
-        if not aux:
-            return
-        with open_dict(aux):
-            if not aux.tokenizer.get("model_path"):
-                aux.tokenizer.model_path = str(Path(aux.tokenizer.dir) / "tokenizer.model")
-            model_path = self.register_artifact("aux_ctc.tokenizer.model_path", aux.tokenizer.model_path)
-            self.ctc_tokenizer = SentencePieceTokenizer(model_path=model_path)
-            aux.decoder.feat_in = self.encoder._feat_out
-            aux.decoder.num_classes = self.ctc_tokenizer.vocab_size
-            aux.decoder.vocabulary = list(self.ctc_tokenizer.vocab)
-        self.ctc_decoder = self.from_config_dict(aux.decoder)
-        self.ctc_loss_weight = float(aux.get("ctc_loss_weight", 0.2))
-        self.ctc_loss = CTCLoss(
-            num_classes=self.ctc_tokenizer.vocab_size,
-            zero_infinity=True,
-            reduction=aux.get("ctc_reduction", "mean_volume"),
-        )
 
     def load_pretrained_decoder(self, source: str) -> None:
         """Whisper's decoder weights over NeMo's initialisation: ids 0-50362 keep their rows, the mode tokens start
@@ -338,7 +315,8 @@ class EncDecAEDPCModel(PCModelMixin, AEDAdapterMixin, EncDecMultiTaskModel):
         processed, processed_len = self.preprocessor(input_signal=audio, length=audio_len)
         if self.spec_augmentation is not None and self.training:
             processed = self.spec_augmentation(input_spec=processed, length=processed_len)
-        return self.encoder(audio_signal=processed, length=processed_len)
+        with self.ctc_taps():  # the intermediate CTC head's layer input (aux_ctc.inter), when there is one
+            return self.encoder(audio_signal=processed, length=processed_len)
 
     def cross_states(self, encoded: torch.Tensor, encoded_len: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """What the decoder attends to, ``(B, T, D)``, and its mask, as NeMo's AED forward makes them."""
@@ -428,22 +406,6 @@ class EncDecAEDPCModel(PCModelMixin, AEDAdapterMixin, EncDecMultiTaskModel):
             total, tokens = total + terms[mode] * count, tokens + count
         return total / max(tokens, 1), terms
 
-    def ctc_term(self, encoded: torch.Tensor, encoded_len: torch.Tensor, batch: PCBatch) -> torch.Tensor | None:
-        """The CTC loss of the normalized text (in the ``aux_ctc`` vocabulary) on the encoder; None without a head."""
-        if self.ctc_decoder is None:
-            return None
-        texts = [
-            self.tokenizer.ids_to_text(batch.tokens_n[i, : batch.tokens_n_len[i]].tolist())
-            for i in range(batch.audio.shape[0])
-        ]
-        targets = [self.ctc_tokenizer.text_to_ids(text) for text in texts]
-        target_len = torch.tensor([len(t) for t in targets], device=encoded.device)
-        padded = torch.zeros(len(targets), max(1, int(target_len.max())), dtype=torch.long, device=encoded.device)
-        for row, target in enumerate(targets):
-            padded[row, : len(target)] = torch.tensor(target, device=encoded.device)
-        log_probs = self.ctc_decoder(encoder_output=encoded)
-        return self.ctc_loss(log_probs=log_probs, targets=padded, input_lengths=encoded_len, target_lengths=target_len)
-
     def batch_loss(self, batch: PCBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor], tuple]:
         """(1 - w) CE + w CTC over a batch, the loss terms to log, and the encoder states."""
         encoded, encoded_len = self.encode(batch.audio, batch.audio_len)
@@ -454,10 +416,10 @@ class EncDecAEDPCModel(PCModelMixin, AEDAdapterMixin, EncDecMultiTaskModel):
         else:
             loss, terms = self.rows_loss(states, mask, rows)
         logs = {f"loss_{MODES[mode]}": term.detach() for mode, term in terms.items()}
-        ctc = self.ctc_term(encoded, encoded_len, batch)
+        ctc, ctc_logs = self.ctc_term(encoded, encoded_len, batch)
         if ctc is not None:
             loss = (1.0 - self.ctc_loss_weight) * loss + self.ctc_loss_weight * ctc
-            logs["ctc_loss"] = ctc.detach()
+            logs |= ctc_logs
         return loss, logs, (states, mask, batch)
 
     def training_losses(self, batch: PCBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor], tuple]:

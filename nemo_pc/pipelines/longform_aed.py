@@ -6,10 +6,10 @@ token. So the recording is cut at pauses into pieces no longer than the decoder 
 (:mod:`nemo_pc.parts.segmentation`; 10 s by default), and the pieces are decoded in batches the way the model's
 ``transcribe`` decodes a batch (:meth:`~nemo_pc.models.EncDecAEDPCModel.decode_modes` on the encoder states, both
 modes from one encoder pass) with the search limits of ``decoding.limits`` on (a model whose config switches them off
-gets their defaults for the call). The same encoder pass feeds the auxiliary CTC head (``ctc_decoder``): each piece's
-normalized words are force-aligned to its log probabilities (:func:`nemo_pc.parts.word_times.align_words`) and the
-punctuated words take the times of the normalized words they align with
-(:func:`~nemo_pc.parts.word_times.carry_times`).
+gets their defaults for the call). The same encoder pass feeds the CTC head that learns the normalized text
+(``aux_ctc``): each piece's normalized words are force-aligned to its log probabilities
+(:func:`nemo_pc.parts.word_times.align_words`) and the punctuated words take the times of the normalized words they
+align with (:func:`~nemo_pc.parts.word_times.carry_times`).
 Where the alignment fails (more tokens than frames), or the model has no CTC head, the piece's words are spread
 evenly over it, and the piece is counted.
 
@@ -123,7 +123,7 @@ def _decode(model, reader, batch: Sequence[Piece]) -> list[tuple[list[TimedWord]
     encoded, encoded_len = model.encode(signal, lengths)
     states, mask = model.cross_states(encoded, encoded_len)
     texts = model.decode_modes(states, mask, [NORMALIZED_ID, PUNCTUATED_ID])
-    log_probs = None if model.ctc_decoder is None else model.ctc_decoder(encoder_output=encoded)
+    log_probs = model.normalized_ctc_log_probs(encoded)
     frame_seconds = model.encoder_frame_seconds
     out = []
     for row, piece in enumerate(batch):

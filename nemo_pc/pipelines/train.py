@@ -6,6 +6,7 @@ train several models in a row; the configs, and therefore the models, are the sa
 
 from __future__ import annotations
 
+import copy
 import secrets
 import time
 from collections.abc import Mapping, Sequence
@@ -112,6 +113,17 @@ def _ema_callback(cfg):
     )
 
 
+def _not_averaged(model, cfg) -> dict:
+    """The modules whose trained weights are saved instead of their EMA average: an AED's CTC heads when
+    ``model.aux_ctc.averaged`` is false (they start from random weights, and over a short fine-tune their average would
+    keep part of that start, where the encoder's keeps part of Whisper's)."""
+    aux = cfg.model.get("aux_ctc") or {}
+    if aux.get("averaged", True):
+        return {}
+    names = ("ctc_decoder", "ctc_inter_decoder")
+    return {name: getattr(model, name) for name in names if getattr(model, name, None) is not None}
+
+
 INIT_KEYS = ("init_from_nemo_model", "init_from_pretrained_model", "init_from_ptl_ckpt")
 
 
@@ -187,7 +199,10 @@ def train_model(
     trainer.fit(model)
     seconds = time.perf_counter() - start
     if ema is not None and ema._ema_initialized(trainer):
+        trained = {name: copy.deepcopy(module.state_dict()) for name, module in _not_averaged(model, cfg).items()}
         ema.swap_model_weights(trainer)  # the averaged weights are the model that is saved
+        for name, state in trained.items():  # but for the heads that start from random weights (aux_ctc.averaged)
+            getattr(model, name).load_state_dict(state)
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     # a hidden temporary that a killed run's successor removes (nemo_pc.parts.output_lock.TEMPORARY), then a rename

@@ -182,3 +182,15 @@ def test_the_demo_command_takes_the_encoder_rate_and_refuses_zero(monkeypatch, t
         command.main(["--out", str(tmp_path / "c"), "--ctc-init-encoder-lr", "0"])
     assert exit_info.value.code == 2
     assert "ctc_init_encoder_lr must be above 0" in capsys.readouterr().err
+
+
+def test_the_aed_with_the_ctc_models_heads_writes_with_the_ctc_systems_pieces(config, tmp_path):
+    from nemo_pc.pipelines.demo.config import AED_CTC_HEADS, ASR_SYSTEMS
+
+    assert ASR_SYSTEMS["aed_prompt_heads"] == ("aed", ["variant=prompt", *AED_CTC_HEADS])
+    demo = Demo(dataclasses.replace(config, systems=("aed_prompt", "aed_prompt_heads")))
+    kinds = {"plain": tmp_path / "p", "styles": tmp_path / "s", "rnnt": tmp_path / "r", "aed_ctc": tmp_path / "a"}
+    demo.tokenizers = lambda: kinds
+    heads = demo.asr_overrides("aed_prompt_heads")
+    assert f"model.aux_ctc.tokenizer.dir={tmp_path / 'p'}" in heads and "model.aux_ctc.target=punctuated" in heads
+    assert f"model.aux_ctc.tokenizer.dir={tmp_path / 'a'}" in demo.asr_overrides("aed_prompt")

@@ -22,9 +22,9 @@ has added under ``model.adapters``, so the recipe's keys live apart from them:
     dim: the hidden width of each ``LinearAdapter``.
     encoder, decoder: whether the encoder's and the decoder's blocks take an adapter.
     mode_rows: whether the two mode rows of the token embedding train.
-    keep_trainable: model attributes that stay trainable (``ctc_decoder``, the CTC head: it starts from random
-        weights, and frozen it would steer the encoder adapters towards a random projection); one that is None
-        (no CTC head) is passed over.
+    keep_trainable: model attributes that stay trainable (``ctc_decoder`` and ``ctc_inter_decoder``, the CTC heads:
+        they start from random weights, and frozen they would steer the encoder adapters towards a random
+        projection); one that is None (no such head) is passed over.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ class AdapterFinetuneConfig:
     encoder: bool = True
     decoder: bool = True
     mode_rows: bool = True
-    keep_trainable: list[str] = field(default_factory=lambda: ["ctc_decoder"])
+    keep_trainable: list[str] = field(default_factory=lambda: ["ctc_decoder", "ctc_inter_decoder"])
 
 
 def adapter_finetune_config(cfg: DictConfig) -> DictConfig | None:

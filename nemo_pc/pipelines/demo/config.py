@@ -6,6 +6,20 @@ from dataclasses import dataclass, field
 
 from nemo_pc.formatter.sources import SOURCES as FORMATTER_SOURCES
 
+# One encoder, several heads: papers/004's punctuated CTC heads (a punctuated head on the encoder's output, a
+# normalized one after block 2 of 4, equal weights) trained on the AED's encoder beside its decoder, over the CTC
+# systems' pieces (Demo._aed_overrides), at the CTC heads' peak rate, at CTC weight 0.3 against the decoder's 0.7, and
+# saved as trained where the EMA recipe averages the rest (they start from random weights). `nemo-pc aed-ctc-heads`
+# writes them out with the encoder as a `ctc_inter` model.
+AED_CTC_HEADS = [
+    "model.aux_ctc.target=punctuated",
+    "+model.aux_ctc.inter.layer=2",
+    "+model.aux_ctc.inter.weight=0.5",
+    "model.aux_ctc.ctc_loss_weight=0.3",
+    "model.aux_ctc.averaged=false",
+    "+model.optim_param_groups.ctc_decoder.lr=0.002",
+    "+model.optim_param_groups.ctc_inter_decoder.lr=0.002",
+]
 # Systems: name -> (family, Hydra overrides of the model config). ``make demo`` trains the DEMO_SYSTEMS; ``--claims``
 # adds the baselines of the README's claims table and the other multi-style CTC variants (papers/001 Table 3).
 ASR_SYSTEMS = {
@@ -28,6 +42,8 @@ ASR_SYSTEMS = {
     "aed_normalized": ("aed", ["variant=prompt", "model.pc.train_modes=[normalized]"]),
     "aed_prompt_p50": ("aed", ["variant=prompt", "model.train_ds.pc_fraction=0.5"]),
     "aed_prompt_p05": ("aed", ["variant=prompt", "model.train_ds.pc_fraction=0.05"]),
+    # the prompt AED with the punctuated CTC model's heads on its encoder (AED_CTC_HEADS)
+    "aed_prompt_heads": ("aed", ["variant=prompt", *AED_CTC_HEADS]),
 }
 DEMO_SYSTEMS = ("rnnt_conditioned", "rnnt_dual", "ctc_inter", "aed_prompt")
 # The shared starting encoder (``base_steps``) of the FastConformer from random weights: normalized CTC, trained for a

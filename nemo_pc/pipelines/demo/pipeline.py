@@ -276,16 +276,22 @@ class Demo(AedSteps, FormatterSteps, LmSteps, RealSpeechSteps):
             *self.cfg.extra.get(name, []),
         ]
 
+    @staticmethod
+    def aed_ctc_tokenizer_kind(variant: list[str]) -> str:
+        """Which of :meth:`tokenizers` an AED's CTC heads write with: the CTC systems' (``plain``) for the punctuated
+        CTC model's heads (:data:`~nemo_pc.pipelines.demo.config.AED_CTC_HEADS`), else ``aed_ctc``."""
+        return "plain" if "model.aux_ctc.target=punctuated" in variant else "aed_ctc"
+
     def _aed_overrides(self, name: str, variant: list[str]) -> list[str]:
         """An AED's overrides: its CTC head's vocabulary is the ``aed_ctc_vocab_size`` tokenizer (its decoder writes
-        Whisper's)."""
+        Whisper's), or the CTC systems' for the punctuated CTC model's heads."""
         workers = max(0, self.cfg.num_jobs - 1)
         backbone = [] if self.cfg.backbone == "whisper_tiny" else [f"backbone={self.cfg.backbone}", *SMALL_ENCODER]
         return [
             *variant,
             *AED_OVERRIDES,
             f"finetune={self.cfg.aed_finetune}",
-            f"model.aux_ctc.tokenizer.dir={self.tokenizers()['aed_ctc']}",
+            f"model.aux_ctc.tokenizer.dir={self.tokenizers()[self.aed_ctc_tokenizer_kind(variant)]}",
             f"model.train_ds.manifest_filepath={self.manifest('train')}",
             self.validation_override(self.curve_dev()),
             f"model.train_ds.batch_size={self.cfg.aed_batch_size}",
