@@ -165,8 +165,9 @@ def _recipe(config: dict) -> str:
     return text
 
 
-def claims_block(results: dict) -> str:
-    """The README's claims block: the run a ``benchmarks/run_all.py`` JSON measured, then its claims table."""
+def claims_block(results: dict, ids: Sequence[str] | None = None) -> str:
+    """The README's claims block: the run a ``benchmarks/run_all.py`` JSON measured, then its claims table (only the
+    claims of ``ids`` when given)."""
     config = results.get("demo_config") or {}
     source = (
         f"Measured on a demo output ({config.get('hours', '?')} h corpus, {_recipe(config)}, seed "
@@ -176,7 +177,8 @@ def claims_block(results: dict) -> str:
         "over test utterances (documents for C5), the claim's test; MAPSSWE (SCTK's matched pairs) next to it for "
         "word error rates only, not for PER, whose denominator counts insertions."
     )
-    return source + "\n\n" + claims_markdown(results["claims"])
+    claims = [c for c in results["claims"] if ids is None or c["id"] in ids]
+    return source + "\n\n" + claims_markdown(claims)
 
 
 def formatter_markdown(section: dict) -> list[str]:
@@ -245,6 +247,16 @@ def run_all_markdown(results: dict, source: str | Path | None = None) -> str:
 def render_claims(source: Path) -> str:
     """The claims table of a ``benchmarks/run_all.py`` JSON, with the run it was measured on."""
     return claims_block(_read_json(source))
+
+
+AED_CLAIMS = ("C8", "C9", "C10")
+"""papers/001's own claims (:mod:`nemo_pc.pipelines.demo.aed_claims`)."""
+
+
+def render_claims_aed(source: Path) -> str:
+    """papers/001's claims (:data:`AED_CLAIMS`) of a ``benchmarks/run_all.py`` JSON, with the run they were measured
+    on: the table of a run that trained the AEDs they compare."""
+    return claims_block(_read_json(source), AED_CLAIMS)
 
 
 def _run_all_section(source: Path, name: str, lines: list[str]) -> str:
@@ -1395,6 +1407,7 @@ RENDERERS: dict[str, Callable[[Path], str]] = {
     "real_speech": render_real_speech,
     "real_speech_sets": render_real_speech_sets,
     "claims": render_claims,
+    "claims_aed": render_claims_aed,
     "run_all_formatter": render_run_all_formatter,
     "run_all_rtf": render_run_all_rtf,
     "demo": render_demo,

@@ -560,3 +560,19 @@ def test_constant_share_counts_the_most_frequent_output(tmp_path):
     assert R.constant_share(path) == 1.0 and R.empty_share(path) == 0.0
     path = write_system(tmp_path, "ctc_punctuated", n=12)  # six sentences, each twice
     assert R.constant_share(path) == pytest.approx(2 / 12)
+
+
+def test_the_aed_claims_block_holds_papers_001_claims_only(tmp_path):
+    write_aed_designs(tmp_path, style_layers=lambda t: t, mixed_m2=lambda t: t)
+    claims = [
+        C.claim_intermediate_ctc(tmp_path, RESAMPLES),  # no CTC systems here: not measured
+        A.claim_aed_designs(tmp_path, RESAMPLES),
+        A.claim_multi_vs_single_style(tmp_path, RESAMPLES),
+    ]
+    source = tmp_path / "run_all.json"
+    results = {"demo_config": {"hours": 3.0, "systems": ["aed_prompt"]}, "claims": claims}
+    source.write_text(json.dumps(results | {"command": "python run_all.py", "markdown": "x.md"}))
+    text = render_results().render_claims_aed(source)
+    rows = [line.split(" | ")[0] for line in text.splitlines() if line.startswith("| C")]
+    assert rows == ["| C8", "| C9"]  # C4 left out, C9 kept though not measured
+    assert "| C4" in render_results().render_claims(source)
