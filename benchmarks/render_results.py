@@ -148,20 +148,27 @@ def claims_markdown(claims: Sequence[Mapping]) -> str:
 
 
 def _recipe(config: dict) -> str:
-    """How a demo folder's ASR models were trained, from its ``config.json``."""
+    """How a demo folder's ASR models were trained, from its ``config.json``: only the families its systems hold
+    (every family when it names no systems)."""
     backbone = config.get("backbone", "fastconformer")
+    systems = config.get("systems") or ["ctc", "rnnt", "aed"]
+    has = {family: any(name.startswith(family) for name in systems) for family in ("ctc", "rnnt", "aed")}
     if config.get("base_steps"):
         start = f"{config['base_steps']} steps of the shared base encoder, then"
         rnnt_start = ""
     else:
         start = "Whisper tiny.en's encoder, then" if backbone == "whisper_tiny" else "random weights, then"
         rnnt_start = f" from `{config['rnnt_init']}`'s encoder" if config.get("rnnt_init") else ""
-    text = (
-        f"{start} {config.get('asr_steps', '?')} steps per CTC model and "
-        f"{config.get('rnnt_steps', config.get('asr_steps', '?'))} per RNN-T model{rnnt_start}"
-    )
-    if any(name.startswith("aed") for name in config.get("systems", [])):
-        text += f", {config.get('aed_steps', '?')} per AED"
+    asr = []
+    if has["ctc"]:
+        asr.append(f"{config.get('asr_steps', '?')} steps per CTC model")
+    if has["rnnt"]:
+        steps = config.get("rnnt_steps", config.get("asr_steps", "?"))
+        asr.append(f"{steps} {'per' if asr else 'steps per'} RNN-T model{rnnt_start}")
+    text = f"{start} {' and '.join(asr)}" if asr else start
+    if has["aed"]:
+        aed_steps = config.get("aed_steps", "?")
+        text += f", {aed_steps} per AED" if asr else f" {aed_steps} steps per AED"
     return text
 
 

@@ -12,12 +12,12 @@ does, through NeMo's ``transcribe_speech.py`` too, and trains on from there as a
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Sequence
 from pathlib import Path
 
 from omegaconf import OmegaConf, open_dict
 
+from nemo_pc.parts.manifest import save_model_atomic
 from nemo_pc.parts.modes import PUNCTUATED
 
 HEAD_NAMES = {"ctc_decoder.": "decoder.", "ctc_inter_decoder.": "inter_decoder."}
@@ -122,12 +122,4 @@ def export_aed_ctc_heads(
 
     aed = EncDecAEDPCModel.restore_from(str(aed_path), map_location="cpu")
     model = aed_ctc_model(aed, tokenizer_dir, overrides)
-    output = Path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    partial = output.with_name(f".{output.name}.{secrets.token_hex(6)}.tmp")
-    try:
-        model.save_to(str(partial))
-        partial.replace(output)
-    finally:
-        partial.unlink(missing_ok=True)
-    return output
+    return save_model_atomic(model, output)

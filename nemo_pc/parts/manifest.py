@@ -182,3 +182,17 @@ def write_text_atomic(path: str | Path, text: str) -> Path:
     with atomic_open(path) as handle:
         handle.write(text)
     return Path(path)
+
+
+def save_model_atomic(model, output: str | Path) -> Path:
+    """Saves a NeMo model (``model.save_to``) atomically: a hidden temporary next to ``output`` that a killed run's
+    successor removes (:data:`nemo_pc.parts.output_lock.TEMPORARY`), then a rename. Returns ``output``."""
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    partial = output.with_name(f".{output.name}.{secrets.token_hex(6)}.tmp")
+    try:
+        model.save_to(str(partial))
+        partial.replace(output)
+    finally:
+        partial.unlink(missing_ok=True)
+    return output

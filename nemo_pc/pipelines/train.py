@@ -7,7 +7,6 @@ train several models in a row; the configs, and therefore the models, are the sa
 from __future__ import annotations
 
 import copy
-import secrets
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 from omegaconf import open_dict
 
 from nemo_pc.parts.configs import RECIPES, compose_config
+from nemo_pc.parts.manifest import save_model_atomic
 
 MODEL_CLASSES = {
     "rnnt": "nemo_pc.models.rnnt_pc.EncDecRNNTPCBPEModel",
@@ -203,14 +203,6 @@ def train_model(
         ema.swap_model_weights(trainer)  # the averaged weights are the model that is saved
         for name, state in trained.items():  # but for the heads that start from random weights (aux_ctc.averaged)
             getattr(model, name).load_state_dict(state)
-    output = Path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    # a hidden temporary that a killed run's successor removes (nemo_pc.parts.output_lock.TEMPORARY), then a rename
-    partial = output.with_name(f".{output.name}.{secrets.token_hex(6)}.tmp")
-    try:
-        model.save_to(str(partial))
-        partial.replace(output)
-    finally:
-        partial.unlink(missing_ok=True)
+    save_model_atomic(model, output)
     parameters = sum(p.numel() for p in model.parameters())
     return {"seconds": round(seconds, 1), "steps": max_steps, "parameters": parameters, "curve": curve}

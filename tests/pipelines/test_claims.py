@@ -576,3 +576,23 @@ def test_the_aed_claims_block_holds_papers_001_claims_only(tmp_path):
     rows = [line.split(" | ")[0] for line in text.splitlines() if line.startswith("| C")]
     assert rows == ["| C8", "| C9"]  # C4 left out, C9 kept though not measured
     assert "| C4" in render_results().render_claims(source)
+
+
+@pytest.mark.parametrize(
+    "systems, recipe",
+    [
+        (
+            ["ctc_inter", "rnnt_dual", "aed_prompt"],
+            "1000 steps per CTC model and 500 per RNN-T model from `ctc_inter`'s encoder, 300 per AED",
+        ),
+        (["aed_prompt", "aed_normalized"], "Whisper tiny.en's encoder, then 300 steps per AED"),
+        (["rnnt_dual"], "then 500 steps per RNN-T model from `ctc_inter`'s encoder"),
+    ],
+)
+def test_the_claims_block_names_the_steps_of_the_families_the_run_trained(systems, recipe):
+    config = {"backbone": "whisper_tiny", "asr_steps": 1000, "rnnt_steps": 500, "rnnt_init": "ctc_inter"}
+    results = {"demo_config": config | {"aed_steps": 300, "systems": systems}, "claims": []}
+    block = render_results().claims_block(results | {"command": "python run_all.py", "markdown": "x.md"})
+    assert recipe in block
+    for family, phrase in (("ctc", "CTC model"), ("rnnt", "RNN-T model"), ("aed", "AED")):
+        assert (phrase in block) == any(name.startswith(family) for name in systems)

@@ -132,3 +132,11 @@ def test_engine_wer_is_tabled_for_each_test_split(tmp_path):
     lines = seen_engine_wer(tmp_path, ["rnnt_conditioned", "cascade"])
     assert "on the test_seen utterances of each engine" in lines[1]
     assert lines[3:] == ["| system | flite (words) |", "|---|---:|", "| `rnnt_conditioned@test_seen` | 33.3 (3) |"]
+
+
+def test_every_system_the_demo_can_train_is_described():
+    from nemo_pc.pipelines.demo.config import ASR_SYSTEMS
+    from nemo_pc.pipelines.demo.report import describe
+
+    undescribed = [name for name in ASR_SYSTEMS if not describe(name, "aed_prompt").strip()]
+    assert undescribed == []

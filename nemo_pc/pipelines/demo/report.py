@@ -49,6 +49,8 @@ DESCRIPTIONS = {
     "aed_normalized": "single-style AED: `aed_prompt` trained on the normalized mode only (papers/001 Table 2, s.L)",
     "aed_prompt_p50": "`aed_prompt` with punctuated targets on 50% of training utterances (papers/001 §3.3 transfer)",
     "aed_prompt_p05": "`aed_prompt` with punctuated targets on 5% of training utterances (papers/001 §3.3 transfer)",
+    "aed_prompt_heads": "`aed_prompt` with the punctuated CTC model's heads on its encoder (a punctuated head on the "
+    "last block, a normalized one on block 2; `nemo-pc aed-ctc-heads` writes them as a `ctc_inter` model), P output",
     "cascade": "normalized output of {source} + text formatter (tagger + span BART, papers/003)",
     "hybrid": "punctuated output of {source} + the formatter's ITN spans only",
     "lm_cascade": "normalized output of {source}_lm (LM-decoded) + text formatter: the cascade with fewer wrong words",
