@@ -90,9 +90,23 @@ def _version(distribution: str) -> str | None:
         return None
 
 
+def cpu_model() -> str | None:
+    """The processor's name (``model name`` of ``/proc/cpuinfo`` on Linux, else :func:`platform.processor`); two
+    machines of one platform can differ in it, and with it in speed and in float results; ``None`` when unknown."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and value.strip():
+                    return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
 def machine() -> dict:
-    """``{"cpus", "torch_threads", "platform", "python", "torch", "nemo"}`` of this process (a version or thread
-    count that cannot be had is ``None``)."""
+    """``{"cpus", "cpu_model", "torch_threads", "platform", "python", "torch", "nemo"}`` of this process (a version,
+    name or thread count that cannot be had is ``None``)."""
     try:
         import torch
 
@@ -101,6 +115,7 @@ def machine() -> dict:
         threads = None
     return {
         "cpus": os.cpu_count(),
+        "cpu_model": cpu_model(),
         "torch_threads": threads,
         "platform": platform.platform(),
         "python": platform.python_version(),

@@ -46,6 +46,7 @@ def test_command_line_and_machine():
     shown = provenance.without_machine_paths("nemo-pc demo --out '/data/my run' --dir=/x/y --n 3")
     assert shown == "nemo-pc demo --out 'my run' --dir=y --n 3"
     found = provenance.machine()
-    assert set(found) == {"cpus", "torch_threads", "platform", "python", "torch", "nemo"}
+    assert set(found) == {"cpus", "cpu_model", "torch_threads", "platform", "python", "torch", "nemo"}
+    assert found["cpu_model"] is None or found["cpu_model"].strip() == found["cpu_model"] != ""
     assert found["cpus"] >= 1 and found["torch_threads"] >= 1
     assert provenance.utc_now().endswith("+00:00")

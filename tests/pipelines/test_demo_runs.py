@@ -127,3 +127,12 @@ def test_the_block_names_each_familys_tokenizer_and_start(tmp_path):
     ) in render.render_demo(folder)
     (folder / "config.json").write_text(json.dumps(config | {"base_steps": 100, "rnnt_vocab_size": 64}))
     assert "base encoder 100 steps, RNN-T 2 steps, CTC 2 steps, tokenizer 64 pieces. **" in render.render_demo(folder)
+
+
+def test_the_report_names_the_processor_when_the_record_has_it(tmp_path):
+    with_model = _new_run("b" * 40, True, 60.0)
+    with_model["machine"] = with_model["machine"] | {"cpu_model": "Intel(R) Xeon(R) Processor"}
+    text = "\n".join(made_by_section([with_model], tmp_path / "demo_out"))
+    assert "Intel(R) Xeon(R) Processor, Linux, Python 3.11.7" in text
+    older = "\n".join(made_by_section([_new_run("b" * 40, True, 60.0)], tmp_path / "demo_out"))
+    assert "Xeon" not in older and "; Linux, Python 3.11.7" in older

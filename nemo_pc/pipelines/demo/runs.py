@@ -90,7 +90,7 @@ def machine_phrase(run: Mapping) -> str | None:
 
 
 def _software(found: Mapping) -> str:
-    names = (("platform", ""), ("python", "Python "), ("torch", "torch "), ("nemo", "NeMo "))
+    names = (("cpu_model", ""), ("platform", ""), ("python", "Python "), ("torch", "torch "), ("nemo", "NeMo "))
     return ", ".join(f"{label}{found[key]}" for key, label in names if found.get(key))
 
 
