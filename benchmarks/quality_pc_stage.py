@@ -55,6 +55,11 @@ Variants (name: how the system starts and trains):
     ctc_aed_heads_ft    ``ctc_aed_heads`` with its heads trained on at 2e-3 on the frozen encoder (every weight loaded
                         from the written model): the heads learned beside the raw encoder, the EMA recipe saves the
                         averaged one
+    rnnt_cond_demo_stack2
+                        ``rnnt_conditioned`` as the demo trains it (from the demo folder's ``ctc_inter``, the demo's
+                        fine-tune), its joint on 40 ms frames: two encoder frames stacked by a projection that starts
+                        as their mean (``model.encoder.stack=2 model.encoder.stack_init=mean``);
+                        ``rnnt_dual_demo_stack2``: ``rnnt_dual``; ``_nodrop``: also no dropout in the joint
     rnnt_cond_aed       ``rnnt_conditioned`` from ``ctc_aed``'s encoder, the demo's fine-tune
     rnnt_dual_aed       ``rnnt_dual`` from ``ctc_aed``'s encoder, the demo's fine-tune
 """
@@ -91,6 +96,7 @@ FROZEN_MLP = [
     "model.encoder.dropout=0.0",
     "++model.optim_param_groups.encoder.lr=0.002",
 ]
+STACK2 = ["model.encoder.stack=2", "model.encoder.stack_init=mean"]
 VARIANTS: dict[str, dict] = {
     "ctc_base": {"system": "ctc_inter", "start": "base", "steps": 200},
     "ctc_direct": {"system": "ctc_inter", "start": None, "overrides": DIRECT_CTC, **SPEED},
@@ -182,6 +188,15 @@ VARIANTS: dict[str, dict] = {
         "vocab_size": 512,
         "heads": True,
         "overrides": ["model.encoder.frozen_layers=-1", "model.encoder.dropout=0.0"],
+    },
+    # the demo's RNN-Ts from the demo folder's own ``ctc_inter`` (``start: demo``), their joint on 40 ms frames: the
+    # encoder's output projection stacks two 20 ms frames and starts as their mean (``stack_init: mean``)
+    "rnnt_cond_demo_stack2": {"system": "rnnt_conditioned", "start": "demo", "overrides": STACK2},
+    "rnnt_dual_demo_stack2": {"system": "rnnt_dual", "start": "demo", "overrides": STACK2},
+    "rnnt_cond_demo_stack2_nodrop": {
+        "system": "rnnt_conditioned",
+        "start": "demo",
+        "overrides": [*STACK2, "model.joint.jointnet.dropout=0.0"],
     },
     "rnnt_cond_aed": {"system": "rnnt_conditioned", "start": "ctc_aed"},
     "rnnt_dual_aed": {"system": "rnnt_dual", "start": "ctc_aed"},
@@ -447,6 +462,9 @@ def run_one(
     start_minutes, init_from = 0.0, None
     if spec["start"] == "base":
         init_from = demo_dir / "models" / "base.nemo"
+        start_minutes = json.loads(init_from.with_suffix(".json").read_text())["seconds"] / 60
+    elif spec["start"] == "demo":  # the demo folder's own model of its rnnt_init (ctc_inter), the demo's fine-tune
+        init_from = demo_dir / "models" / f"{config['rnnt_init']}.nemo"
         start_minutes = json.loads(init_from.with_suffix(".json").read_text())["seconds"] / 60
     elif spec["start"] == "aed" and spec.get("heads"):  # every weight from the AED's CTC model
         written, start_minutes = heads_model(aed_model, folder)

@@ -166,13 +166,24 @@ class WhisperOutput(nn.Module):
     """The encoder's last step: Whisper's final layer norm, then optionally ``stack`` frames concatenated and
     projected to ``feat_out`` (extra subsampling for the heads), and a GELU after the projection with
     ``activation="gelu"`` (a linear head on top is then a one-hidden-layer MLP); ``(B, T, D) -> (B, T / stack,
-    feat_out)``."""
+    feat_out)``. ``init="mean"`` starts the projection as the mean of the stacked frames (``feat_out == d_model``),
+    so that heads trained on 20 ms frames of the same encoder read its 40 ms frames from the first step."""
 
-    def __init__(self, d_model: int, stack: int, feat_out: int, activation: str | None = None) -> None:
+    def __init__(
+        self, d_model: int, stack: int, feat_out: int, activation: str | None = None, init: str = "random"
+    ) -> None:
         super().__init__()
         self.ln = nn.LayerNorm(d_model)
         self.stack = stack
         self.proj = nn.Linear(stack * d_model, feat_out) if stack > 1 or feat_out != d_model else None
+        if init not in ("random", "mean"):
+            raise ValueError(f"stack_init must be 'random' or 'mean', got {init!r}")
+        if init == "mean":
+            if self.proj is None or feat_out != d_model:
+                raise ValueError("stack_init=mean needs stack > 1 and feat_out equal to d_model (or -1)")
+            with torch.no_grad():
+                self.proj.weight.copy_(torch.eye(d_model).repeat(1, stack) / stack)
+                self.proj.bias.zero_()
         if activation not in (None, "gelu"):
             raise ValueError(f"out_activation must be null or 'gelu', got {activation!r}")
         if activation is not None and self.proj is None:
@@ -203,6 +214,9 @@ class WhisperEncoder(NeuralModule):
             restored from a ``.nemo``.
         dropout: dropout on each block's residual branches while fine-tuning (Whisper has none).
         stack: 1, or frames concatenated by the output projection (2: 40 ms frames for the heads).
+        stack_init: ``random`` (PyTorch's default) or ``mean``: the projection starts as the mean of the ``stack``
+            frames, so a head that read this encoder's 20 ms frames reads the same features at 40 ms (a transducer
+            started from a CTC model's encoder: half the frames for its joint and its loss).
         feat_out: output width (-1: ``d_model``); with ``stack`` > 1 a new projection maps to it.
         frozen_layers: the convolutions and the first ``frozen_layers`` blocks take no gradient (0: none; -1: the
             whole encoder but the output step).
@@ -227,6 +241,7 @@ class WhisperEncoder(NeuralModule):
         feat_out: int = -1,
         frozen_layers: int = 0,
         out_activation: str | None = None,
+        stack_init: str = "random",
         conv_norm_type: str = "layer_norm",
     ) -> None:
         super().__init__()
@@ -241,7 +256,7 @@ class WhisperEncoder(NeuralModule):
         self.conv2 = nn.Conv1d(d_model, d_model, kernel_size=3, stride=2, padding=1)
         self.register_buffer("positions", sinusoids(n_positions, d_model))
         self.layers = nn.ModuleList(WhisperLayer(d_model, n_heads, ff_dim, dropout) for _ in range(n_layers))
-        self.out_proj = WhisperOutput(d_model, stack, self._feat_out, out_activation)
+        self.out_proj = WhisperOutput(d_model, stack, self._feat_out, out_activation, stack_init)
         if pretrained:
             from nemo.core.classes.modelPT import ModelPT
 

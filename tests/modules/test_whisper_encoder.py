@@ -88,6 +88,30 @@ def test_a_padded_batch_equals_each_utterance_alone(stack):
         torch.testing.assert_close(out[k, : alone_length[0]], alone[0], atol=1e-5, rtol=1e-5)
 
 
+def test_stack_init_mean_gives_the_mean_of_the_20_ms_frames_with_their_encoder_weights():
+    torch.manual_seed(0)
+    plain = WhisperEncoder(**TINY).eval()
+    pooled = WhisperEncoder(**TINY, stack=2, stack_init="mean").eval()
+    missing, unexpected = pooled.load_state_dict(plain.state_dict(), strict=False)
+    assert sorted(missing) == ["out_proj.proj.bias", "out_proj.proj.weight"] and not unexpected
+    features, lengths = torch.randn(2, 16, 60), torch.tensor([60, 38])
+    frames, frame_lengths = _encode(plain, features, lengths)
+    out, out_lengths = _encode(pooled, features, lengths)
+    assert out_lengths.tolist() == [(n + 1) // 2 for n in frame_lengths.tolist()] == [15, 10]
+    torch.testing.assert_close(out[0], frames[0].reshape(15, 2, -1).mean(1), atol=1e-5, rtol=1e-5)
+    # the last 40 ms frame of an odd-length utterance averages its 20 ms frame with a zero (the padding)
+    torch.testing.assert_close(out[1, 9], frames[1, 18] / 2, atol=1e-5, rtol=1e-5)
+
+
+def test_stack_init_is_checked_by_name():
+    with pytest.raises(ValueError, match="stack_init must be"):
+        WhisperEncoder(**TINY, stack=2, stack_init="zeros")
+    with pytest.raises(ValueError, match="stack_init=mean needs stack > 1"):
+        WhisperEncoder(**TINY, stack_init="mean")
+    with pytest.raises(ValueError, match="stack_init=mean needs stack > 1"):
+        WhisperEncoder(**TINY, stack=2, feat_out=48, stack_init="mean")
+
+
 def test_weights_that_do_not_fit_the_config_are_refused_by_name(hf_whisper):
     folder, _ = hf_whisper
     with pytest.raises(WhisperWeightsError, match=r"d_model: config 64, weights 32"):
