@@ -59,7 +59,9 @@ Variants (name: how the system starts and trains):
                         ``rnnt_conditioned`` as the demo trains it (from the demo folder's ``ctc_inter``, the demo's
                         fine-tune), its joint on 40 ms frames: two encoder frames stacked by a projection that starts
                         as their mean (``model.encoder.stack=2 model.encoder.stack_init=mean``);
-                        ``rnnt_dual_demo_stack2``: ``rnnt_dual``; ``_nodrop``: also no dropout in the joint
+                        ``rnnt_dual_demo_stack2``: ``rnnt_dual``; both with the joint's dropout of 0.1; ``_nodrop``:
+                        none (the demo's recipe since); ``rnnt_cond_demo_20ms``: the demo's recipe before (20 ms
+                        frames, dropout 0.1)
     rnnt_cond_aed       ``rnnt_conditioned`` from ``ctc_aed``'s encoder, the demo's fine-tune
     rnnt_dual_aed       ``rnnt_dual`` from ``ctc_aed``'s encoder, the demo's fine-tune
 """
@@ -96,7 +98,9 @@ FROZEN_MLP = [
     "model.encoder.dropout=0.0",
     "++model.optim_param_groups.encoder.lr=0.002",
 ]
+STACK1 = ["model.encoder.stack=1", "model.encoder.stack_init=random"]
 STACK2 = ["model.encoder.stack=2", "model.encoder.stack_init=mean"]
+JOINT_DROPOUT = "model.joint.jointnet.dropout=0.1"
 VARIANTS: dict[str, dict] = {
     "ctc_base": {"system": "ctc_inter", "start": "base", "steps": 200},
     "ctc_direct": {"system": "ctc_inter", "start": None, "overrides": DIRECT_CTC, **SPEED},
@@ -190,9 +194,11 @@ VARIANTS: dict[str, dict] = {
         "overrides": ["model.encoder.frozen_layers=-1", "model.encoder.dropout=0.0"],
     },
     # the demo's RNN-Ts from the demo folder's own ``ctc_inter`` (``start: demo``), their joint on 40 ms frames: the
-    # encoder's output projection stacks two 20 ms frames and starts as their mean (``stack_init: mean``)
-    "rnnt_cond_demo_stack2": {"system": "rnnt_conditioned", "start": "demo", "overrides": STACK2},
-    "rnnt_dual_demo_stack2": {"system": "rnnt_dual", "start": "demo", "overrides": STACK2},
+    # encoder's output projection stacks two 20 ms frames and starts as their mean (``stack_init: mean``); the joint's
+    # dropout set explicitly, as the demo's recipe since 40 ms frames has none (RNNT_PRETRAINED_JOINT)
+    "rnnt_cond_demo_20ms": {"system": "rnnt_conditioned", "start": "demo", "overrides": [*STACK1, JOINT_DROPOUT]},
+    "rnnt_cond_demo_stack2": {"system": "rnnt_conditioned", "start": "demo", "overrides": [*STACK2, JOINT_DROPOUT]},
+    "rnnt_dual_demo_stack2": {"system": "rnnt_dual", "start": "demo", "overrides": [*STACK2, JOINT_DROPOUT]},
     "rnnt_cond_demo_stack2_nodrop": {
         "system": "rnnt_conditioned",
         "start": "demo",

@@ -360,11 +360,14 @@ def _demo_tokenizers(config: dict) -> str:
 
 
 def _demo_starts(config: dict) -> str:
-    """Where the CTC and RNN-T encoders start when no base encoder is trained (``ctc_init``, ``rnnt_init``)."""
+    """Where the CTC and RNN-T encoders start when no base encoder is trained (``ctc_init``, ``rnnt_init``), and the
+    RNN-Ts' frames where they stack the pretrained encoder's (``rnnt_stack``)."""
     if config.get("base_steps"):
         return ""
+    stack = config.get("rnnt_stack", 1) if config.get("backbone", "fastconformer") != "fastconformer" else 1
+    frames = {"CTC": "", "RNN-Ts": f" at {20 * stack} ms frames" if stack > 1 else ""}
     starts = [
-        f"{family} from `{config[key]}`'s encoder"
+        f"{family} from `{config[key]}`'s encoder{frames[family]}"
         for family, key in (("CTC", "ctc_init"), ("RNN-Ts", "rnnt_init"))
         if config.get(key)
     ]

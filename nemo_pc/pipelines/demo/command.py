@@ -173,6 +173,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=defaults.rnnt_vocab_size,
         help=f"pieces of the RNN-T systems' tokenizer ({defaults.rnnt_vocab_size})",
     )
+    parser.add_argument(
+        "--rnnt-stack",
+        type=int,
+        default=defaults.rnnt_stack,
+        help=f"20 ms encoder frames per RNN-T joint frame on a pretrained backbone ({defaults.rnnt_stack}: 40 ms)",
+    )
     parser.add_argument("--seed", type=int, default=defaults.seed)
     return parser
 
@@ -211,6 +217,7 @@ def main(argv: list[str] | None = None) -> None:
         ctc_init_encoder_lr=args.ctc_init_encoder_lr,
         vocab_size=DEFAULT_VOCAB_SIZE[args.backbone] if args.vocab_size is None else args.vocab_size,
         rnnt_vocab_size=args.rnnt_vocab_size,
+        rnnt_stack=args.rnnt_stack,
         anchor=not args.no_anchor,
         anchor_cache=not args.no_anchor_cache,
         real_speech=not args.no_real_speech,

@@ -66,6 +66,10 @@ BASE_OVERRIDES = [
 # Fine-tuning a transducer on the base encoder (measured in docs/rnnt_pc.md): batches of ``rnnt_batch_size``, no
 # SpecAugment, lr 3e-3, and the encoder fixed for the first half of the ``rnnt_steps`` (NeMo's ``freeze_updates``).
 RNNT_FINETUNE_OVERRIDES = ["model.spec_augment=null", "model.optim.lr=0.003"]
+# On a pretrained backbone the joint has no dropout: its mask over the (B x T x U x H) tensor was a fifth of a step's
+# time, and without it `rnnt_conditioned` did as well or better on dev, test and real_test (docs/pc_stage.md, "40 ms
+# frames for the transducers").
+RNNT_PRETRAINED_JOINT = ["model.joint.jointnet.dropout=0.0"]
 # A transducer's validation loss holds the joint's output for a whole batch (B x T x U x V): real_dev's clips of up to
 # 27 s in batches of 16 over 512 pieces took the 24 GiB of a 2-core machine, where 128 pieces had fit; batches of 4.
 RNNT_VALIDATION_BATCH_SIZE = 4
@@ -233,6 +237,11 @@ class DemoConfig:
         rnnt_vocab_size: the RNN-T systems' tokenizer size. From the AED's encoder 512 pieces made both RNN-Ts
             worse than 128 (test N-WER 70.6% and 70.8% against 62.1% and 61.0%, punctuation F1 33-35% against
             55-59%) in 1.5x the minutes (``benchmarks/results/pc_stage_aed_test.json``), so they keep 128.
+        rnnt_stack: on a pretrained backbone, the RNN-Ts' joint reads this many 20 ms encoder frames stacked into one
+            (``model.encoder.stack``), by a projection that starts as their mean (``stack_init: mean``), so an RNN-T
+            started from ``rnnt_init``'s encoder reads its features at 40 ms from the first step. The joint's
+            (B x T x U x H) tensor and the loss's lattice halve: measured in ``docs/pc_stage.md`` ("40 ms frames
+            for the transducers"). 1: the encoder's own frames.
         aed_ctc_vocab_size: the size of the tokenizer of each AED's auxiliary CTC head (papers/001's 0.2 CTC), built
             apart from the CTC and RNN-T systems' when the sizes differ.
         backbone: the ASR models' features and encoder, an option of the ``backbone`` config group:
@@ -318,6 +327,7 @@ class DemoConfig:
     formatter_tn: str = "nemo"
     vocab_size: int = 512
     rnnt_vocab_size: int = 128
+    rnnt_stack: int = 2
     aed_ctc_vocab_size: int = 128
     backbone: str = "whisper_tiny"
     lm_order: int = 6

@@ -55,6 +55,7 @@ from nemo_pc.pipelines.demo.config import (
     PC_FROM_START,
     PRETRAINED_ENCODER,
     RNNT_FINETUNE_OVERRIDES,
+    RNNT_PRETRAINED_JOINT,
     RNNT_VALIDATION_BATCH_SIZE,
     SMALL_ENCODER,
     DemoConfig,
@@ -86,7 +87,15 @@ class Demo(AedSteps, FormatterSteps, LmSteps, RealSpeechSteps):
             raise ValueError(f"unknown system(s) {unknown}; choose from {sorted(ASR_SYSTEMS)}")
         if config.base_steps < 0:
             raise ValueError(f"base_steps must be 0 (no base encoder) or more, got {config.base_steps}")
-        sizes = ("asr_steps", "ctc_batch_size", "rnnt_steps", "rnnt_batch_size", "aed_steps", "aed_batch_size")
+        sizes = (
+            "asr_steps",
+            "ctc_batch_size",
+            "rnnt_steps",
+            "rnnt_batch_size",
+            "rnnt_stack",
+            "aed_steps",
+            "aed_batch_size",
+        )
         for field_name in sizes:
             if getattr(config, field_name) < 1:  # Lightning reads max_steps=-1 as "no limit"
                 raise ValueError(f"{field_name} must be 1 or more, got {getattr(config, field_name)}")
@@ -272,6 +281,7 @@ class Demo(AedSteps, FormatterSteps, LmSteps, RealSpeechSteps):
             *(self._base_data() if name == BASE_SYSTEM else []),
             *self._pc_from_start(family, name),
             *self._rnnt_finetune(family, name),
+            *self._rnnt_joint(family),
             *([f"model.validation_ds.batch_size={RNNT_VALIDATION_BATCH_SIZE}"] if family == "rnnt" else []),
             *self.cfg.extra.get(name, []),
         ]
@@ -359,6 +369,15 @@ class Demo(AedSteps, FormatterSteps, LmSteps, RealSpeechSteps):
             "model.freeze_updates.enabled=true",
             f"model.freeze_updates.modules.encoder={self.cfg.rnnt_steps // 2}",
         ]
+
+    def _rnnt_joint(self, family: str) -> list[str]:
+        """An RNN-T's joint on a pretrained backbone: 40 ms frames (``rnnt_stack``: stacked encoder frames whose
+        projection starts as their mean, so the encoder of ``rnnt_init`` loads unchanged and the joint reads its
+        features) and no dropout in the joint (:data:`RNNT_PRETRAINED_JOINT`)."""
+        if family != "rnnt" or self.cfg.backbone == "fastconformer":
+            return []
+        stack = [f"model.encoder.stack={self.cfg.rnnt_stack}", "model.encoder.stack_init=mean"]
+        return [*(stack if self.cfg.rnnt_stack > 1 else []), *RNNT_PRETRAINED_JOINT]
 
     def training_order(self) -> list[str]:
         """The systems in training order: ``rnnt_init`` first when an RNN-T starts from it, and ``ctc_init`` before
