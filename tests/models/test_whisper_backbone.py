@@ -71,3 +71,40 @@ def test_stock_transcribe_speech_path_on_a_whisper_encoder(corpus, tmp_path):
     audio = sorted(str(p) for p in (corpus["folder"] / "wav").glob("*.wav"))
     want = [hyp.text for hyp in model.transcribe(audio, mode="punctuated", verbose=False)]
     assert name == "whisper_rnnt" and got == want and len(got) == len(audio)
+
+
+def _tiny_whisper(config, **encoder) -> None:
+    config.preprocessor = {"_target_": "nemo_pc.modules.WhisperLogMelPreprocessor", "features": 16}
+    config.encoder = {
+        "_target_": "nemo_pc.modules.WhisperEncoder",
+        **{"feat_in": 16, "d_model": 32, "n_layers": 2, "n_heads": 2, "ff_dim": 64, "n_positions": 100},
+        **encoder,
+    }
+
+
+def test_an_rnnt_at_40_ms_starts_from_a_20_ms_models_encoder_with_its_features(corpus, tmp_path):
+    """The demo's RNN-T start (``rnnt_stack``): NeMo's ``init_from_nemo_model`` loads a 20 ms model's encoder into a
+    ``stack=2, stack_init=mean`` encoder, whose frames are then the means of the start's frame pairs."""
+    torch.manual_seed(0)
+    start_config = OmegaConf.create(tiny_model_config(corpus["tokenizer"], hidden=32))
+    start_config.loss.loss_name = "scan"
+    _tiny_whisper(start_config)
+    start = EncDecRNNTPCBPEModel(cfg=start_config).eval()
+    path = tmp_path / "start.nemo"
+    start.save_to(str(path))
+    config = OmegaConf.create(tiny_model_config(corpus["tokenizer"], hidden=32))
+    config.loss.loss_name = "scan"
+    _tiny_whisper(config, stack=2, stack_init="mean")
+    torch.manual_seed(1)  # other random weights, so only the loaded encoder can make the two agree
+    model = EncDecRNNTPCBPEModel(cfg=config)
+    model.maybe_init_from_pretrained_checkpoint(
+        OmegaConf.create({"init_from_nemo_model": {"encoder": {"path": str(path), "include": ["encoder."]}}})
+    )
+    model.eval()
+    features, lengths = torch.randn(2, 16, 80), torch.tensor([80, 52])
+    with torch.no_grad():
+        frames, frame_lengths = start.encoder(audio_signal=features, length=lengths)
+        pooled, pooled_lengths = model.encoder(audio_signal=features, length=lengths)
+    assert frame_lengths.tolist() == [40, 26] and pooled_lengths.tolist() == [20, 13]
+    want = frames[0].T.reshape(20, 2, -1).mean(1)
+    torch.testing.assert_close(pooled[0].T, want, atol=1e-5, rtol=1e-5)

@@ -66,9 +66,9 @@ BASE_OVERRIDES = [
 # Fine-tuning a transducer on the base encoder (measured in docs/rnnt_pc.md): batches of ``rnnt_batch_size``, no
 # SpecAugment, lr 3e-3, and the encoder fixed for the first half of the ``rnnt_steps`` (NeMo's ``freeze_updates``).
 RNNT_FINETUNE_OVERRIDES = ["model.spec_augment=null", "model.optim.lr=0.003"]
-# On a pretrained backbone the joint has no dropout: its mask over the (B x T x U x H) tensor was a fifth of a step's
-# time, and without it `rnnt_conditioned` did as well or better on dev, test and real_test (docs/pc_stage.md, "40 ms
-# frames for the transducers").
+# On a pretrained backbone the joint has no dropout: its mask over the (B x T x U x H) tensor was the largest operator
+# of a profiled training step, and without it `rnnt_conditioned` did as well or better on dev, test and real_test
+# (docs/pc_stage.md, "40 ms frames for the transducers").
 RNNT_PRETRAINED_JOINT = ["model.joint.jointnet.dropout=0.0"]
 # A transducer's validation loss holds the joint's output for a whole batch (B x T x U x V): real_dev's clips of up to
 # 27 s in batches of 16 over 512 pieces took the 24 GiB of a 2-core machine, where 128 pieces had fit; batches of 4.
