@@ -62,6 +62,7 @@ Variants (name: how the system starts and trains):
                         ``rnnt_dual_demo_stack2``: ``rnnt_dual``; both with the joint's dropout of 0.1; ``_nodrop``:
                         none (the demo's recipe since); ``rnnt_cond_demo_20ms``: the demo's recipe before (20 ms
                         frames, dropout 0.1)
+    ctc_aed_v512_stack2 ``ctc_aed_v512`` (the demo's ``ctc_inter``) with its heads on 40 ms frames (``STACK2``)
     rnnt_cond_aed       ``rnnt_conditioned`` from ``ctc_aed``'s encoder, the demo's fine-tune
     rnnt_dual_aed       ``rnnt_dual`` from ``ctc_aed``'s encoder, the demo's fine-tune
 """
@@ -204,6 +205,8 @@ VARIANTS: dict[str, dict] = {
         "start": "demo",
         "overrides": [*STACK2, "model.joint.jointnet.dropout=0.0"],
     },
+    # the demo's ctc_inter (``ctc_aed_v512``) with its heads on 40 ms frames, the projection started as the mean
+    "ctc_aed_v512_stack2": {"system": "ctc_inter", "start": "aed", "vocab_size": 512, "overrides": STACK2},
     "rnnt_cond_aed": {"system": "rnnt_conditioned", "start": "ctc_aed"},
     "rnnt_dual_aed": {"system": "rnnt_dual", "start": "ctc_aed"},
     "rnnt_dual_ctc": {"system": "rnnt_dual", "start": "ctc_direct"},
