@@ -46,23 +46,15 @@ from nemo_pc.parts.output_lock import hold_output_folder
 from nemo_pc.parts.provenance import utc_now
 from nemo_pc.parts.text import normalize
 from nemo_pc.pipelines.demo.aed_steps import AedSteps
+from nemo_pc.pipelines.demo.asr_overrides import AsrOverrides
 from nemo_pc.pipelines.demo.config import (
-    AED_OVERRIDES,
     ASR_SYSTEMS,
     BACKBONES,
-    BASE_OVERRIDES,
     BASE_SYSTEM,
-    PC_FROM_START,
-    PRETRAINED_ENCODER,
-    RNNT_FINETUNE_OVERRIDES,
-    RNNT_PRETRAINED_JOINT,
-    RNNT_VALIDATION_BATCH_SIZE,
-    SMALL_ENCODER,
     DemoConfig,
-    speed_perturb_override,
 )
 from nemo_pc.pipelines.demo.formatter_steps import FormatterSteps
-from nemo_pc.pipelines.demo.layout import REAL_SPLITS, finetuned_path, manifest_path, split_system, system_split
+from nemo_pc.pipelines.demo.layout import REAL_SPLITS, manifest_path, split_system, system_split
 from nemo_pc.pipelines.demo.layout import step_done as _done
 from nemo_pc.pipelines.demo.lm_steps import LmSteps
 from nemo_pc.pipelines.demo.real_speech_steps import RealSpeechSteps
@@ -74,7 +66,7 @@ CURVE_DEV = "dev_curve.json"
 """The ``dev`` subset of the learning curves, beside ``manifests/dev.json``."""
 
 
-class Demo(AedSteps, FormatterSteps, LmSteps, RealSpeechSteps):
+class Demo(AedSteps, AsrOverrides, FormatterSteps, LmSteps, RealSpeechSteps):
     """Runs the steps of :class:`DemoConfig`; each step is a method and skips work that is already done."""
 
     def __init__(self, config: DemoConfig, log: Callable[[str], None] = print) -> None:
@@ -243,141 +235,6 @@ class Demo(AedSteps, FormatterSteps, LmSteps, RealSpeechSteps):
             if family in families and not (folders[kind] / "tokenizer.model").is_file():
                 build_tokenizer([self.manifest("train")], folder, vocab_size=size)
         return folders
-
-    def tokenizer_kind(self, name: str) -> str:
-        """Which of :meth:`tokenizers` a CTC or RNN-T system (or the base) writes with."""
-        if name == "ctc_m2":
-            return "styles"
-        return "rnnt" if name != BASE_SYSTEM and ASR_SYSTEMS[name][0] == "rnnt" else "plain"
-
-    def asr_overrides(self, name: str) -> list[str]:
-        if name == BASE_SYSTEM:
-            family, variant = "ctc", BASE_OVERRIDES
-        else:
-            family, variant = ASR_SYSTEMS[name]
-        if family == "aed":
-            return self._aed_overrides(name, variant)
-        tokenizer = self.tokenizers()[self.tokenizer_kind(name)]
-        layers = self.cfg.rnnt_layers if family == "rnnt" else self.cfg.ctc_layers
-        workers = max(0, self.cfg.num_jobs - 1)
-        half = max(1, layers // 2)  # the papers' branch point: layer l/2 of l (1-based)
-        depth = {
-            "ctc_style_layers": [f"model.pc.style_layers.branch_layer={half}"],
-            "ctc_style_embedding": [f"model.pc.style_embedding.layers=[{min(half + 1, layers)}]"],
-        }.get(name, [])
-        return [
-            *variant,
-            f"model.tokenizer.dir={tokenizer}",
-            f"model.train_ds.manifest_filepath={self.manifest('train')}",
-            self.validation_override(self.curve_dev()),
-            f"model.train_ds.batch_size={self.cfg.batch_size}",
-            f"model.train_ds.max_duration={self.cfg.max_duration}",
-            f"model.train_ds.num_workers={workers}",
-            f"model.train_ds.bucketing_window={self.cfg.bucketing_window}",
-            f"trainer.precision={self.cfg.precision}",
-            f"model.validation_ds.num_workers={workers}",
-            *self._backbone(name, layers),
-            *depth,
-            *(self._base_data() if name == BASE_SYSTEM else []),
-            *self._pc_from_start(family, name),
-            *self._rnnt_finetune(family, name),
-            *self._rnnt_joint(family),
-            *([f"model.validation_ds.batch_size={RNNT_VALIDATION_BATCH_SIZE}"] if family == "rnnt" else []),
-            *self.cfg.extra.get(name, []),
-        ]
-
-    @staticmethod
-    def aed_ctc_tokenizer_kind(variant: list[str]) -> str:
-        """Which of :meth:`tokenizers` an AED's CTC heads write with: the CTC systems' (``plain``) for the punctuated
-        CTC model's heads (:data:`~nemo_pc.pipelines.demo.config.AED_CTC_HEADS`), else ``aed_ctc``."""
-        return "plain" if "model.aux_ctc.target=punctuated" in variant else "aed_ctc"
-
-    def _aed_overrides(self, name: str, variant: list[str]) -> list[str]:
-        """An AED's overrides: its CTC head's vocabulary is the ``aed_ctc_vocab_size`` tokenizer (its decoder writes
-        Whisper's), or the CTC systems' for the punctuated CTC model's heads."""
-        workers = max(0, self.cfg.num_jobs - 1)
-        backbone = [] if self.cfg.backbone == "whisper_tiny" else [f"backbone={self.cfg.backbone}", *SMALL_ENCODER]
-        return [
-            *variant,
-            *AED_OVERRIDES,
-            f"finetune={self.cfg.aed_finetune}",
-            f"model.aux_ctc.tokenizer.dir={self.tokenizers()[self.aed_ctc_tokenizer_kind(variant)]}",
-            f"model.train_ds.manifest_filepath={self.manifest('train')}",
-            self.validation_override(self.curve_dev()),
-            f"model.train_ds.batch_size={self.cfg.aed_batch_size}",
-            f"model.train_ds.max_duration={self.cfg.max_duration}",
-            f"model.train_ds.num_workers={workers}",
-            f"model.validation_ds.num_workers={workers}",
-            "trainer.precision=32",  # float32: bf16 autocast was measured for the CTC and RNN-T runs only
-            *backbone,
-            *self.cfg.extra.get(name, []),
-        ]
-
-    def _backbone(self, name: str, layers: int) -> list[str]:
-        """The features and encoder: the small FastConformer from random weights, or a pretrained backbone of the
-        ``backbone`` config group (e.g. ``whisper_tiny``) at its own size, which learns slower than the new heads.
-        The fine-tunes keep that rate too, as in the default run (docs/training_speed.md)."""
-        if self.cfg.backbone == "fastconformer":
-            return [f"model.encoder.n_layers={layers}", *SMALL_ENCODER]
-        return [f"backbone={self.cfg.backbone}", *PRETRAINED_ENCODER]
-
-    def _base_data(self) -> list[str]:
-        overrides = [f"model.train_ds.batch_size={self.cfg.base_batch_size}"]
-        if self.cfg.base_speed_perturb > 0:
-            overrides.append(speed_perturb_override(self.cfg.base_speed_perturb))
-        return overrides
-
-    def _pc_from_start(self, family: str, name: str) -> list[str]:
-        """A CTC system trained without a base encoder: :data:`PC_FROM_START`, its batches, and the encoder's rate
-        when it starts from the AED (``ctc_init_encoder_lr``)."""
-        if family != "ctc" or name == BASE_SYSTEM or self.cfg.base_steps:
-            return []
-        overrides = [*PC_FROM_START, f"model.train_ds.batch_size={self.cfg.ctc_batch_size}"]
-        if self._ctc_init():  # the rate of the AED's fine-tuned encoder (ctc_init_encoder_lr)
-            overrides.append(f"++model.optim_param_groups.encoder.lr={self.cfg.ctc_init_encoder_lr:g}")
-        if self.cfg.ctc_speed_perturb > 0:
-            overrides.append(speed_perturb_override(self.cfg.ctc_speed_perturb))
-        return overrides
-
-    def ctc_start(self) -> Path | None:
-        """The ``.nemo`` whose encoder starts every CTC system: the base encoder, else ``ctc_init``'s fine-tuned AED
-        (on the pretrained backbone, where the two encoders have one shape), else none."""
-        if self.cfg.base_steps:
-            return self.model_path(BASE_SYSTEM)
-        return finetuned_path(self.out, self.cfg.ctc_init) if self._ctc_init() else None
-
-    def _ctc_init(self) -> str:
-        """``ctc_init`` where it applies: no base encoder, and the pretrained backbone."""
-        applies = not self.cfg.base_steps and self.cfg.backbone != "fastconformer"
-        return self.cfg.ctc_init if applies else ""
-
-    def rnnt_start(self) -> Path | None:
-        """The ``.nemo`` whose encoder starts every RNN-T: the base encoder, else ``rnnt_init``'s model, else none."""
-        if self.cfg.base_steps:
-            return self.model_path(BASE_SYSTEM)
-        return self.model_path(self.cfg.rnnt_init) if self.cfg.rnnt_init else None
-
-    def _rnnt_finetune(self, family: str, name: str) -> list[str]:
-        # A transducer's random predictor and joint would erase a trained encoder: fine-tuned end to end, the
-        # conditioned RNN-T stayed at the blank stage for 300 steps (docs/rnnt_pc.md). With NeMo's dynamic freezing
-        # the encoder stays fixed for the first half of the run. CTC heads start well on it without this.
-        if family != "rnnt" or name == BASE_SYSTEM or self.rnnt_start() is None:
-            return []
-        return [
-            *RNNT_FINETUNE_OVERRIDES,
-            f"model.train_ds.batch_size={self.cfg.rnnt_batch_size}",
-            "model.freeze_updates.enabled=true",
-            f"model.freeze_updates.modules.encoder={self.cfg.rnnt_steps // 2}",
-        ]
-
-    def _rnnt_joint(self, family: str) -> list[str]:
-        """An RNN-T's joint on a pretrained backbone: 40 ms frames (``rnnt_stack``: stacked encoder frames whose
-        projection starts as their mean, so the encoder of ``rnnt_init`` loads unchanged and the joint reads its
-        features) and no dropout in the joint (:data:`RNNT_PRETRAINED_JOINT`)."""
-        if family != "rnnt" or self.cfg.backbone == "fastconformer":
-            return []
-        stack = [f"model.encoder.stack={self.cfg.rnnt_stack}", "model.encoder.stack_init=mean"]
-        return [*(stack if self.cfg.rnnt_stack > 1 else []), *RNNT_PRETRAINED_JOINT]
 
     def training_order(self) -> list[str]:
         """The systems in training order: ``rnnt_init`` first when an RNN-T starts from it, and ``ctc_init`` before
