@@ -63,6 +63,9 @@ Variants (name: how the system starts and trains):
                         none (the demo's recipe since); ``rnnt_cond_demo_20ms``: the demo's recipe before (20 ms
                         frames, dropout 0.1)
     ctc_aed_v512_stack2 ``ctc_aed_v512`` (the demo's ``ctc_inter``) with its heads on 40 ms frames (``STACK2``)
+    rnnt_cond_ctc40     ``rnnt_conditioned`` with the demo's recipe (40 ms, no joint dropout, the demo's fine-tune)
+                        from ``ctc_aed_v512_stack2``'s encoder, its stacking projection loaded as trained;
+                        ``rnnt_dual_ctc40``: ``rnnt_dual``
     rnnt_cond_aed       ``rnnt_conditioned`` from ``ctc_aed``'s encoder, the demo's fine-tune
     rnnt_dual_aed       ``rnnt_dual`` from ``ctc_aed``'s encoder, the demo's fine-tune
 """
@@ -102,6 +105,8 @@ FROZEN_MLP = [
 STACK1 = ["model.encoder.stack=1", "model.encoder.stack_init=random"]
 STACK2 = ["model.encoder.stack=2", "model.encoder.stack_init=mean"]
 JOINT_DROPOUT = "model.joint.jointnet.dropout=0.1"
+NO_DROP = "model.joint.jointnet.dropout=0.0"
+CTC40_RNNT = {"vocab_size": 512, "rnnt_vocab_size": 128, "overrides": [*STACK2, NO_DROP]}
 VARIANTS: dict[str, dict] = {
     "ctc_base": {"system": "ctc_inter", "start": "base", "steps": 200},
     "ctc_direct": {"system": "ctc_inter", "start": None, "overrides": DIRECT_CTC, **SPEED},
@@ -207,6 +212,10 @@ VARIANTS: dict[str, dict] = {
     },
     # the demo's ctc_inter (``ctc_aed_v512``) with its heads on 40 ms frames, the projection started as the mean
     "ctc_aed_v512_stack2": {"system": "ctc_inter", "start": "aed", "vocab_size": 512, "overrides": STACK2},
+    # the demo's RNN-T recipe from the 40 ms CTC model: the stacking projection loads with the rest of its encoder
+    # (the CTC model's 512 pieces for its tokenizers, the demo's 128 for the RNN-T's own)
+    "rnnt_cond_ctc40": {"system": "rnnt_conditioned", "start": "ctc_aed_v512_stack2", **CTC40_RNNT},
+    "rnnt_dual_ctc40": {"system": "rnnt_dual", "start": "ctc_aed_v512_stack2", **CTC40_RNNT},
     "rnnt_cond_aed": {"system": "rnnt_conditioned", "start": "ctc_aed"},
     "rnnt_dual_aed": {"system": "rnnt_dual", "start": "ctc_aed"},
     "rnnt_dual_ctc": {"system": "rnnt_dual", "start": "ctc_direct"},

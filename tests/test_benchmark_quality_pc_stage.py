@@ -35,6 +35,12 @@ def test_a_variant_that_starts_from_another_keeps_its_vocabulary():
     for spec in chained:
         assert spec.get("vocab_size") == bench.VARIANTS[spec["start"]].get("vocab_size"), spec
     assert bench.VARIANTS["rnnt_dual_aed_v512"] == {"system": "rnnt_dual", "start": "ctc_aed_v512", "vocab_size": 512}
+    # the demo's chain on 40 ms frames: the RNN-Ts keep their 128 pieces over the CTC model's 512-piece folder
+    for name in ("rnnt_cond_ctc40", "rnnt_dual_ctc40"):
+        spec = bench.VARIANTS[name]
+        assert spec["start"] == "ctc_aed_v512_stack2" and spec["rnnt_vocab_size"] == 128
+        assert "model.encoder.stack=2" in spec["overrides"] and "model.joint.jointnet.dropout=0.0" in spec["overrides"]
+        assert "model.encoder.stack=2" in bench.VARIANTS[spec["start"]]["overrides"]
 
 
 def test_held_out_splits_are_read_from_the_demo_folder(tmp_path):
