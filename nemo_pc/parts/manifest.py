@@ -34,6 +34,10 @@ class ManifestError(ValueError):
         self.kind = kind
         super().__init__(f"{path}: {message}" if line is None else f"{path}:{line}: {message}")
 
+    def __reduce__(self):
+        # rebuilt from its fields, so that it crosses a process boundary (a spawned worker's error) unchanged
+        return type(self), (self.path, self.line, self.reason, self.kind)
+
 
 @dataclass
 class DropCounter:

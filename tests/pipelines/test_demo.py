@@ -519,6 +519,50 @@ def test_aed_systems_start_from_whisper_with_their_own_tokenizer_as_their_ctc_vo
     assert "aed_prompt" not in demo.lm_systems()  # the token n-gram LMs are over the CTC/RNN-T vocabulary
 
 
+def test_the_lms_the_systems_read_are_built_together_before_they_decode(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    demo = Demo(DemoConfig(out_dir=str(tmp_path / "out"), backbone="fastconformer", num_jobs=2))
+    assert demo.lm_systems() == ["rnnt_conditioned", "rnnt_dual", "ctc_inter"]
+    monkeypatch.setattr(demo, "tokenizers", lambda: {"plain": tmp_path / "tok_v512", "rnnt": tmp_path / "tok_v128"})
+    lms = {
+        kind: {mode: demo.path("lm", f"{mode}_{kind}.nemo") for mode in ("normalized", "punctuated")}
+        for kind in ("plain", "rnnt")
+    }
+    # ctc_inter's normalized output is its punctuated output normalized (papers/004): no normalized LM over its pieces
+    loaded = []
+
+    def load(path):
+        loaded.append(path.name)
+        return SimpleNamespace(normalized_by_rules=path.name == "ctc_inter.nemo")
+
+    calls = []
+    monkeypatch.setattr("nemo_pc.pipelines.inference.load_asr_model", load)
+    monkeypatch.setattr(
+        "nemo_pc.pipelines.demo.lm_steps.build_lms", lambda jobs, workers: calls.append((jobs, workers)) or []
+    )
+    demo.build_lms(lms)
+    ((jobs, workers),) = calls
+    assert workers == 2 and loaded == ["rnnt_conditioned.nemo", "rnnt_dual.nemo", "ctc_inter.nemo"]
+    assert [(job.target.name, job.tokenizer.name, job.field_name) for job in jobs] == [
+        ("normalized_rnnt.nemo", "tok_v128", "text_normalized"),
+        ("punctuated_rnnt.nemo", "tok_v128", "text"),
+        ("punctuated_plain.nemo", "tok_v512", "text"),
+    ]
+    assert {job.text for job in jobs} == {demo.path("lm", "text.json")} and {job.order for job in jobs} == {6}
+    # a system that has decoded, and an LM that is built, are not built again
+    demo.path("predictions").mkdir(parents=True)
+    demo.path("lm").mkdir(parents=True)
+    for name in ("rnnt_conditioned", "rnnt_dual"):
+        demo.path("predictions", f"{name}_lm.json").write_text("{}")
+    demo.build_lms(lms)
+    assert [job.target.name for job in calls[-1][0]] == ["punctuated_plain.nemo"]
+    for suffix in (".nemo", ".json"):
+        lms["plain"]["punctuated"].with_suffix(suffix).write_text("lm")
+    demo.build_lms(lms)
+    assert calls[-1][0] == []
+
+
 def test_the_lm_text_leaves_out_every_chapter_that_dev_test_and_test_seen_read(tmp_path, monkeypatch):
     from types import SimpleNamespace
 

@@ -12,6 +12,7 @@ from nemo_pc.parts.manifest import iter_manifest, write_text_atomic
 from nemo_pc.parts.modes import MODES
 from nemo_pc.pipelines.demo.config import ASR_SYSTEMS
 from nemo_pc.pipelines.demo.layout import step_done as _done
+from nemo_pc.pipelines.lm_build import LMJob, build_lms
 
 LM_DEV = "dev_lm.json"
 LM_FIELDS = {"normalized": "text_normalized", "punctuated": "text"}
@@ -42,8 +43,9 @@ class LmSteps:
     def language_models(self) -> dict[str, dict[str, Path]]:
         """The LM text from the source books, and the file of one LM per output mode (NGPU-LM ``.nemo``) over the
         pieces of each tokenizer that a system of :meth:`lm_systems` writes with (:meth:`tokenizer_kind`), keyed by
-        that kind and then the mode; each file is named for its tokenizer (:func:`lm_file`). An LM is built when a
-        system first decodes with it (:meth:`built_lm`), so a mode that no system decodes costs nothing: a CTC model
+        that kind and then the mode; each file is named for its tokenizer (:func:`lm_file`). The LMs are built
+        together before the systems decode (:meth:`build_lms`; or by the first system that decodes with one,
+        :meth:`built_lm`), only those a system reads, so a mode that no system decodes costs nothing: a CTC model
         whose normalized output is its punctuated output normalized needs no normalized LM.
 
         Every book chapter that an utterance of dev, test or test_seen (when the corpus has it) reads is left out
@@ -70,23 +72,33 @@ class LmSteps:
             for kind in dict.fromkeys(self.tokenizer_kind(name) for name in self.lm_systems())
         }
 
-    def built_lm(self, kind: str, mode: str, target: Path) -> Path:
-        """``target``, the LM of ``mode`` over the pieces of the tokenizer ``kind`` (:meth:`language_models`),
-        built from the LM text unless done."""
-        from nemo_pc.parts.ngram_lm import build_token_lm
+    def lm_job(self, kind: str, mode: str, target: Path) -> LMJob:
+        """The build of ``target``, the LM of ``mode`` over the pieces of the tokenizer ``kind``
+        (:meth:`language_models`), from the LM text."""
+        return LMJob(self.path("lm", "text.json"), self.tokenizers()[kind], target, self.cfg.lm_order, LM_FIELDS[mode])
 
+    def built_lm(self, kind: str, mode: str, target: Path) -> Path:
+        """``target`` (:meth:`lm_job`), built unless done."""
         if not _done(target):
-            field_name = LM_FIELDS[mode]
-            built = build_token_lm(
-                self.path("lm", "text.json"),
-                self.tokenizers()[kind],
-                target,
-                self.cfg.lm_order,
-                field_name=field_name,
-                progress=False,
-            )
-            write_text_atomic(target.with_suffix(".json"), json.dumps(built.as_dict(), indent=2) + "\n")
+            self.lm_job(kind, mode, target).run()
         return target
+
+    def build_lms(self, lms: dict[str, dict[str, Path]]) -> list[Path]:
+        """Every LM that a system of :meth:`lm_systems` still to decode reads (:func:`lm_modes` of its model), built
+        side by side over ``num_jobs`` processes (:func:`nemo_pc.pipelines.lm_build.build_lms`): the estimate runs
+        on one core, so on 2 cores two LMs build in about the time of one. An LM already built is kept."""
+        from nemo_pc.pipelines.inference import load_asr_model
+
+        needed: dict[Path, LMJob] = {}
+        for name in self.lm_systems():
+            if self.path("predictions", f"{name}_lm.json").is_file():  # decoded (transcribe_lm)
+                continue
+            kind = self.tokenizer_kind(name)
+            for mode in lm_modes(load_asr_model(self.model_path(name))):
+                target = lms[kind][mode]
+                if not _done(target):
+                    needed[target] = self.lm_job(kind, mode, target)
+        return build_lms(list(needed.values()), self.cfg.num_jobs)
 
     def transcribe_lm(self, name: str, lms: dict[str, dict[str, Path]]) -> Path:
         """Both outputs of ``name`` on the test split with beam search and each mode's LM (over its tokenizer's
@@ -100,9 +112,8 @@ class LmSteps:
 
         model = load_asr_model(self.model_path(name))
         beam, batch = self.cfg.lm_beam_size, self.cfg.batch_size
-        # a CTC model whose normalized output is its punctuated output normalized (papers/004) decodes once
-        derived = getattr(model, "normalized_by_rules", False)
-        modes = ("punctuated",) if derived else MODES
+        modes = lm_modes(model)
+        derived = modes != MODES
         kind = self.tokenizer_kind(name)
         lms = {mode: self.built_lm(kind, mode, lms[kind][mode]) for mode in modes}
         dev = self.lm_dev()
@@ -121,6 +132,12 @@ class LmSteps:
         }
         write_text_atomic(self.path("lm", f"{name}.json"), json.dumps(summary, indent=2) + "\n")
         return self._write_predictions(target, outputs["punctuated"], outputs.get("normalized"))
+
+
+def lm_modes(model) -> tuple[str, ...]:
+    """The output modes a model decodes with an LM: a CTC model whose normalized output is its punctuated output
+    normalized (papers/004) decodes once, the punctuated mode."""
+    return ("punctuated",) if getattr(model, "normalized_by_rules", False) else MODES
 
 
 def lm_file(folder: Path, mode: str, order: int, tokenizer: Path) -> Path:

@@ -426,7 +426,8 @@ class Demo(AedSteps, AsrOverrides, FormatterSteps, LmSteps, RealSpeechSteps):
         self._timed("cascade and hybrid", lambda: self.cascade_and_hybrid(source, tagger, rewriter))
         lm_systems = self.lm_systems()
         if lm_systems:
-            lms = self._timed("LM text", self.language_models)  # each LM is built by the first system it decodes
+            lms = self._timed("LM text", self.language_models)
+            self._timed("build LMs", lambda: self.build_lms(lms))
             for name in lm_systems:
                 self._timed(f"transcribe {name} with LM", lambda name=name: self.transcribe_lm(name, lms))
         cascades = ["cascade", "hybrid"]
