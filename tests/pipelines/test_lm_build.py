@@ -50,6 +50,16 @@ def test_a_bad_manifest_line_stops_the_build_with_its_file_and_line(data, tmp_pa
     with pytest.raises(ManifestError, match=r"bad\.json:2: "):
         build_lms([good, broken], workers=2)
     assert not broken.target.exists()
+    # in a spawned worker for certain (which process takes which job above is a race): the same error comes back
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from nemo_pc.pipelines.lm_build import _run_in_worker
+
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        with pytest.raises(ManifestError, match=r"bad\.json:2: "):
+            pool.submit(_run_in_worker, broken).result()
+    assert not broken.target.exists()
 
 
 def test_a_manifest_error_crosses_a_process_boundary_unchanged(tmp_path):
