@@ -361,11 +361,15 @@ def _demo_tokenizers(config: dict) -> str:
 
 def _demo_starts(config: dict) -> str:
     """Where the CTC and RNN-T encoders start when no base encoder is trained (``ctc_init``, ``rnnt_init``), and the
-    RNN-Ts' frames where they stack the pretrained encoder's (``rnnt_stack``)."""
+    frames of each where they stack the pretrained encoder's (``ctc_stack``, ``rnnt_stack``)."""
     if config.get("base_steps"):
         return ""
-    stack = config.get("rnnt_stack", 1) if config.get("backbone", "fastconformer") != "fastconformer" else 1
-    frames = {"CTC": "", "RNN-Ts": f" at {20 * stack} ms frames" if stack > 1 else ""}
+    pretrained = config.get("backbone", "fastconformer") != "fastconformer"
+    stacks = {
+        family: config.get(key, 1) if pretrained else 1
+        for family, key in (("CTC", "ctc_stack"), ("RNN-Ts", "rnnt_stack"))
+    }
+    frames = {family: f" at {20 * stack} ms frames" if stack > 1 else "" for family, stack in stacks.items()}
     starts = [
         f"{family} from `{config[key]}`'s encoder{frames[family]}"
         for family, key in (("CTC", "ctc_init"), ("RNN-Ts", "rnnt_init"))

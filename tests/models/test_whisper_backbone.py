@@ -108,3 +108,37 @@ def test_an_rnnt_at_40_ms_starts_from_a_20_ms_models_encoder_with_its_features(c
     assert frame_lengths.tolist() == [40, 26] and pooled_lengths.tolist() == [20, 13]
     want = frames[0].T.reshape(20, 2, -1).mean(1)
     torch.testing.assert_close(pooled[0].T, want, atol=1e-5, rtol=1e-5)
+
+
+def test_an_rnnt_at_40_ms_loads_a_40_ms_ctc_models_stacking_projection_as_trained(corpus, tmp_path):
+    """The demo's chain at ``ctc_stack=2``: ``ctc_inter``'s encoder, its stacking projection trained away from the
+    mean, starts an RNN-T at ``stack=2, stack_init=mean``, which then gives the CTC model's 40 ms frames."""
+    with initialize_config_dir(config_dir=str(CONFIGS / "ctc"), version_base=None):
+        cfg = compose(config_name="ctc_pc", overrides=["variant=inter"])
+    with open_dict(cfg):
+        cfg.model.tokenizer.dir = str(corpus["tokenizer"])
+        cfg.model.train_ds.manifest_filepath = None
+        cfg.model.validation_ds.manifest_filepath = None
+        _tiny_whisper(cfg.model, stack=2, stack_init="mean")
+    torch.manual_seed(0)
+    start = EncDecCTCPCBPEModel(cfg=cfg.model).eval()
+    with torch.no_grad():  # as if trained: no longer the mean of the two frames
+        start.encoder.out_proj.proj.weight.add_(0.1 * torch.randn_like(start.encoder.out_proj.proj.weight))
+    path = tmp_path / "ctc40.nemo"
+    start.save_to(str(path))
+    config = OmegaConf.create(tiny_model_config(corpus["tokenizer"], hidden=32))
+    config.loss.loss_name = "scan"
+    _tiny_whisper(config, stack=2, stack_init="mean")
+    torch.manual_seed(1)
+    model = EncDecRNNTPCBPEModel(cfg=config)
+    model.maybe_init_from_pretrained_checkpoint(
+        OmegaConf.create({"init_from_nemo_model": {"encoder": {"path": str(path), "include": ["encoder."]}}})
+    )
+    model.eval()
+    torch.testing.assert_close(model.encoder.out_proj.proj.weight, start.encoder.out_proj.proj.weight)
+    features, lengths = torch.randn(2, 16, 80), torch.tensor([80, 52])
+    with torch.no_grad():
+        want, want_lengths = start.encoder(audio_signal=features, length=lengths)
+        got, got_lengths = model.encoder(audio_signal=features, length=lengths)
+    assert got_lengths.tolist() == want_lengths.tolist() == [20, 13]
+    torch.testing.assert_close(got, want)

@@ -267,7 +267,8 @@ def test_lm_settings_out_of_range_are_refused_by_name(setting, message):
 
 
 @pytest.mark.parametrize(
-    "field_name", ["asr_steps", "rnnt_steps", "rnnt_batch_size", "rnnt_stack", "aed_steps", "aed_batch_size"]
+    "field_name",
+    ["asr_steps", "rnnt_steps", "rnnt_batch_size", "rnnt_stack", "ctc_stack", "aed_steps", "aed_batch_size"],
 )
 def test_step_counts_and_batch_sizes_below_one_are_refused_by_name(field_name):
     with pytest.raises(ValueError, match=f"{field_name} must be 1 or more, got -1"):
@@ -425,14 +426,20 @@ def test_whisper_backbone_overrides_replace_the_small_encoder(tmp_path):
     small.tokenizers = demo.tokenizers
     assert "model.encoder.d_model=144" in small.asr_overrides("base")
     # the RNN-Ts' joint on 40 ms frames of the pretrained encoder (rnnt_stack) without dropout, the CTC models' heads
-    # on its own 20 ms
+    # on 40 ms frames too (ctc_stack), the base encoder on its own 20 ms
     stack = ["model.encoder.stack=2", "model.encoder.stack_init=mean", "model.joint.jointnet.dropout=0.0"]
     for name in ("rnnt_conditioned", "rnnt_dual", "rnnt_punctuated"):
         assert set(stack) <= set(demo.asr_overrides(name))
-    assert not any(o.startswith("model.encoder.stack") for o in demo.asr_overrides("ctc_inter"))
-    assert not any(
-        o.startswith(("model.encoder.stack", "model.joint")) for o in small.asr_overrides("rnnt_conditioned")
-    )
+    for name in ("ctc_inter", "ctc_punctuated", "ctc_m2"):
+        assert set(stack[:2]) <= set(demo.asr_overrides(name))
+        assert not any(o.startswith("model.joint") for o in demo.asr_overrides(name))
+    assert not any(o.startswith("model.encoder.stack") for o in demo.asr_overrides("base"))
+    ctc20 = Demo(DemoConfig(out_dir=str(tmp_path / "ctc20"), ctc_stack=1))
+    ctc20.tokenizers = demo.tokenizers
+    assert not any(o.startswith("model.encoder.stack") for o in ctc20.asr_overrides("ctc_inter"))
+    assert set(stack) <= set(ctc20.asr_overrides("rnnt_dual"))
+    for name in ("rnnt_conditioned", "ctc_inter"):
+        assert not any(o.startswith(("model.encoder.stack", "model.joint")) for o in small.asr_overrides(name))
     own = Demo(DemoConfig(out_dir=str(tmp_path / "own"), rnnt_stack=1))
     own.tokenizers = demo.tokenizers
     assert not any(o.startswith("model.encoder.stack") for o in own.asr_overrides("rnnt_conditioned"))

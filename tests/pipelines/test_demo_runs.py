@@ -127,6 +127,13 @@ def test_the_block_names_each_familys_tokenizer_and_start(tmp_path):
     ) in render.render_demo(folder)
     (folder / "config.json").write_text(json.dumps(config | {"backbone": "whisper_tiny", "rnnt_stack": 2}))
     assert "and the RNN-Ts from `ctc_inter`'s encoder at 40 ms frames. **" in render.render_demo(folder)
+    (folder / "config.json").write_text(
+        json.dumps(config | {"backbone": "whisper_tiny", "rnnt_stack": 2, "ctc_stack": 2})
+    )
+    assert (
+        "the CTC from `aed_prompt`'s encoder at 40 ms frames and the RNN-Ts from `ctc_inter`'s encoder at 40 ms "
+        "frames. **"
+    ) in render.render_demo(folder)
     (folder / "config.json").write_text(json.dumps(config | {"base_steps": 100, "rnnt_vocab_size": 64}))
     assert "base encoder 100 steps, RNN-T 2 steps, CTC 2 steps, tokenizer 64 pieces. **" in render.render_demo(folder)
 

@@ -63,6 +63,7 @@ class AsrOverrides:
             *self._pc_from_start(family, name),
             *self._rnnt_finetune(family, name),
             *self._rnnt_joint(family),
+            *self._ctc_frames(family, name),
             *([f"model.validation_ds.batch_size={RNNT_VALIDATION_BATCH_SIZE}"] if family == "rnnt" else []),
             *self.cfg.extra.get(name, []),
         ]
@@ -159,3 +160,11 @@ class AsrOverrides:
             return []
         stack = [f"model.encoder.stack={self.cfg.rnnt_stack}", "model.encoder.stack_init=mean"]
         return [*(stack if self.cfg.rnnt_stack > 1 else []), *RNNT_PRETRAINED_JOINT]
+
+    def _ctc_frames(self, family: str, name: str) -> list[str]:
+        """A CTC system's heads on a pretrained backbone: ``ctc_stack`` encoder frames stacked into one by a
+        projection that starts as their mean, so the AED's fine-tuned encoder loads unchanged; an RNN-T started from
+        it at the same ``rnnt_stack`` loads the projection as trained."""
+        if family != "ctc" or name == BASE_SYSTEM or self.cfg.backbone == "fastconformer" or self.cfg.ctc_stack < 2:
+            return []
+        return [f"model.encoder.stack={self.cfg.ctc_stack}", "model.encoder.stack_init=mean"]

@@ -179,6 +179,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=defaults.rnnt_stack,
         help=f"20 ms encoder frames per RNN-T joint frame on a pretrained backbone ({defaults.rnnt_stack}: 40 ms)",
     )
+    parser.add_argument(
+        "--ctc-stack",
+        type=int,
+        default=defaults.ctc_stack,
+        help=f"20 ms encoder frames per CTC output frame on a pretrained backbone ({defaults.ctc_stack}: 40 ms)",
+    )
     parser.add_argument("--seed", type=int, default=defaults.seed)
     return parser
 
@@ -218,6 +224,7 @@ def main(argv: list[str] | None = None) -> None:
         vocab_size=DEFAULT_VOCAB_SIZE[args.backbone] if args.vocab_size is None else args.vocab_size,
         rnnt_vocab_size=args.rnnt_vocab_size,
         rnnt_stack=args.rnnt_stack,
+        ctc_stack=args.ctc_stack,
         anchor=not args.no_anchor,
         anchor_cache=not args.no_anchor_cache,
         real_speech=not args.no_real_speech,

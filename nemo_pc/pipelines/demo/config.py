@@ -242,6 +242,11 @@ class DemoConfig:
             started from ``rnnt_init``'s encoder reads its features at 40 ms from the first step. The joint's
             (B x T x U x H) tensor and the loss's lattice halve: measured in ``docs/pc_stage.md`` ("40 ms frames
             for the transducers"). 1: the encoder's own frames.
+        ctc_stack: the same for the CTC systems' heads on a pretrained backbone (their intermediate heads read the
+            encoder's blocks at 20 ms). 2 gave ``ctc_inter`` test N-WER 64.8% against 66.1% and PER 40.8% against
+            43.7%, its 1,000 steps in 8.9 min with validation against 11.0, and the RNN-Ts started from it (their
+            stacking projection loaded as trained) 57.8% and 58.9% against 60.5% and 62.0%
+            (``benchmarks/results/pc_stage_ctc_stack2.json``, ``pc_stage_ctc40_rnnt.json``; docs/pc_stage.md).
         aed_ctc_vocab_size: the size of the tokenizer of each AED's auxiliary CTC head (papers/001's 0.2 CTC), built
             apart from the CTC and RNN-T systems' when the sizes differ.
         backbone: the ASR models' features and encoder, an option of the ``backbone`` config group:
@@ -328,6 +333,7 @@ class DemoConfig:
     vocab_size: int = 512
     rnnt_vocab_size: int = 128
     rnnt_stack: int = 2
+    ctc_stack: int = 2
     aed_ctc_vocab_size: int = 128
     backbone: str = "whisper_tiny"
     lm_order: int = 6

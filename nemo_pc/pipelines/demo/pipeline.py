@@ -85,6 +85,7 @@ class Demo(AedSteps, AsrOverrides, FormatterSteps, LmSteps, RealSpeechSteps):
             "rnnt_steps",
             "rnnt_batch_size",
             "rnnt_stack",
+            "ctc_stack",
             "aed_steps",
             "aed_batch_size",
         )
