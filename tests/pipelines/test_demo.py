@@ -275,6 +275,14 @@ def test_step_counts_and_batch_sizes_below_one_are_refused_by_name(field_name):
         Demo(DemoConfig(**{field_name: -1}))
 
 
+def test_rnnt_frames_that_cannot_load_the_ctc_models_projection_are_refused_by_name():
+    with pytest.raises(ValueError, match=r"rnnt_stack \(2\) must equal ctc_stack \(3\)"):
+        Demo(DemoConfig(ctc_stack=3, rnnt_stack=2))
+    for ctc_stack, rnnt_stack in ((2, 1), (1, 2), (3, 3)):  # a 20 ms side loads or skips the projection
+        Demo(DemoConfig(ctc_stack=ctc_stack, rnnt_stack=rnnt_stack))
+    Demo(DemoConfig(ctc_stack=3, rnnt_stack=2, rnnt_init=""))  # the RNN-Ts start from nothing
+
+
 def test_test_voices_are_held_out(demo):
     runner, _ = demo
     speakers = {split: {e["speaker"] for e in read_manifest(runner.manifest(split))} for split in ("train", "test")}

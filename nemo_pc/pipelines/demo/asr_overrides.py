@@ -158,13 +158,17 @@ class AsrOverrides:
         features) and no dropout in the joint (:data:`RNNT_PRETRAINED_JOINT`)."""
         if family != "rnnt" or self.cfg.backbone == "fastconformer":
             return []
-        stack = [f"model.encoder.stack={self.cfg.rnnt_stack}", "model.encoder.stack_init=mean"]
-        return [*(stack if self.cfg.rnnt_stack > 1 else []), *RNNT_PRETRAINED_JOINT]
+        return [*_stacked(self.cfg.rnnt_stack), *RNNT_PRETRAINED_JOINT]
 
     def _ctc_frames(self, family: str, name: str) -> list[str]:
         """A CTC system's heads on a pretrained backbone: ``ctc_stack`` encoder frames stacked into one by a
         projection that starts as their mean, so the AED's fine-tuned encoder loads unchanged; an RNN-T started from
         it at the same ``rnnt_stack`` loads the projection as trained."""
-        if family != "ctc" or name == BASE_SYSTEM or self.cfg.backbone == "fastconformer" or self.cfg.ctc_stack < 2:
+        if family != "ctc" or name == BASE_SYSTEM or self.cfg.backbone == "fastconformer":
             return []
-        return [f"model.encoder.stack={self.cfg.ctc_stack}", "model.encoder.stack_init=mean"]
+        return _stacked(self.cfg.ctc_stack)
+
+
+def _stacked(stack: int) -> list[str]:
+    """``stack`` encoder frames into one, by a projection that starts as their mean; none for 1."""
+    return [f"model.encoder.stack={stack}", "model.encoder.stack_init=mean"] if stack > 1 else []

@@ -243,10 +243,12 @@ class DemoConfig:
             (B x T x U x H) tensor and the loss's lattice halve: measured in ``docs/pc_stage.md`` ("40 ms frames
             for the transducers"). 1: the encoder's own frames.
         ctc_stack: the same for the CTC systems' heads on a pretrained backbone (their intermediate heads read the
-            encoder's blocks at 20 ms). 2 gave ``ctc_inter`` test N-WER 64.8% against 66.1% and PER 40.8% against
-            43.7%, its 1,000 steps in 8.9 min with validation against 11.0, and the RNN-Ts started from it (their
-            stacking projection loaded as trained) 57.8% and 58.9% against 60.5% and 62.0%
-            (``benchmarks/results/pc_stage_ctc_stack2.json``, ``pc_stage_ctc40_rnnt.json``; docs/pc_stage.md).
+            encoder's blocks at 20 ms); the RNN-Ts load ``rnnt_init``'s stacking projection, so where both stack,
+            ``rnnt_stack`` must equal it. In a clean default run 2 moved the test figures of ``ctc_inter`` (N-WER
+            66.1% to 64.0%, PER 43.7% to 39.6%, punctuation F1 51.6% to 53.5%, real_test N-WER 84.8% to 83.0%) and
+            of the RNN-Ts started from it (N-WER 60.5% and 62.0% to 58.0% and 58.1%, F1 58.1% and 59.1% to 60.7% and
+            65.4%, real_test 84.2% and 83.9% to 79.7% and 83.3%; Whisper tiny.en on the same utterances 52.0%, F1
+            30.5%, real_test 14.9%; ``benchmarks/results/demo_repeat_d1a9863.json``, docs/pc_stage.md).
         aed_ctc_vocab_size: the size of the tokenizer of each AED's auxiliary CTC head (papers/001's 0.2 CTC), built
             apart from the CTC and RNN-T systems' when the sizes differ.
         backbone: the ASR models' features and encoder, an option of the ``backbone`` config group:

