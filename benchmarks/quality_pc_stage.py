@@ -63,9 +63,10 @@ Variants (name: how the system starts and trains):
                         none (the demo's recipe since); ``rnnt_cond_demo_20ms``: the demo's recipe before (20 ms
                         frames, dropout 0.1)
     ctc_aed_v512_stack2 ``ctc_aed_v512`` (the demo's ``ctc_inter``) with its heads on 40 ms frames (``STACK2``)
+                        (``_v1024_stack2``, ``_v2048_stack2``: over 1,024 and 2,048 pieces)
     rnnt_cond_ctc40     ``rnnt_conditioned`` with the demo's recipe (40 ms, no joint dropout, the demo's fine-tune)
                         from ``ctc_aed_v512_stack2``'s encoder, its stacking projection loaded as trained;
-                        ``rnnt_dual_ctc40``: ``rnnt_dual``
+                        ``rnnt_dual_ctc40``: ``rnnt_dual``; ``_v1024``: from ``ctc_aed_v1024_stack2``'s encoder
     rnnt_cond_aed       ``rnnt_conditioned`` from ``ctc_aed``'s encoder, the demo's fine-tune
     rnnt_dual_aed       ``rnnt_dual`` from ``ctc_aed``'s encoder, the demo's fine-tune
 """
@@ -107,6 +108,7 @@ STACK2 = ["model.encoder.stack=2", "model.encoder.stack_init=mean"]
 JOINT_DROPOUT = "model.joint.jointnet.dropout=0.1"
 NO_DROP = "model.joint.jointnet.dropout=0.0"
 CTC40_RNNT = {"vocab_size": 512, "rnnt_vocab_size": 128, "overrides": [*STACK2, NO_DROP]}
+CTC40_RNNT_V1024 = CTC40_RNNT | {"vocab_size": 1024}
 VARIANTS: dict[str, dict] = {
     "ctc_base": {"system": "ctc_inter", "start": "base", "steps": 200},
     "ctc_direct": {"system": "ctc_inter", "start": None, "overrides": DIRECT_CTC, **SPEED},
@@ -212,10 +214,14 @@ VARIANTS: dict[str, dict] = {
     },
     # the demo's ctc_inter (``ctc_aed_v512``) with its heads on 40 ms frames, the projection started as the mean
     "ctc_aed_v512_stack2": {"system": "ctc_inter", "start": "aed", "vocab_size": 512, "overrides": STACK2},
+    "ctc_aed_v1024_stack2": {"system": "ctc_inter", "start": "aed", "vocab_size": 1024, "overrides": STACK2},
+    "ctc_aed_v2048_stack2": {"system": "ctc_inter", "start": "aed", "vocab_size": 2048, "overrides": STACK2},
     # the demo's RNN-T recipe from the 40 ms CTC model: the stacking projection loads with the rest of its encoder
     # (the CTC model's 512 pieces for its tokenizers, the demo's 128 for the RNN-T's own)
     "rnnt_cond_ctc40": {"system": "rnnt_conditioned", "start": "ctc_aed_v512_stack2", **CTC40_RNNT},
     "rnnt_dual_ctc40": {"system": "rnnt_dual", "start": "ctc_aed_v512_stack2", **CTC40_RNNT},
+    "rnnt_cond_ctc40_v1024": {"system": "rnnt_conditioned", "start": "ctc_aed_v1024_stack2", **CTC40_RNNT_V1024},
+    "rnnt_dual_ctc40_v1024": {"system": "rnnt_dual", "start": "ctc_aed_v1024_stack2", **CTC40_RNNT_V1024},
     "rnnt_cond_aed": {"system": "rnnt_conditioned", "start": "ctc_aed"},
     "rnnt_dual_aed": {"system": "rnnt_dual", "start": "ctc_aed"},
     "rnnt_dual_ctc": {"system": "rnnt_dual", "start": "ctc_direct"},
