@@ -56,7 +56,7 @@ from nemo_pc.pipelines.demo.runs import (
 BLOCK = re.compile(
     r"<!-- results:(?P<kind>[a-z_]+) (?P<source>\S+(?: \S+)*?) -->\n(?P<body>.*?)<!-- results:end -->", re.S
 )
-MULTI_SOURCE = {"train_dev_gap", "asr_recipe", "formatter_loso_gain"}
+MULTI_SOURCE = {"train_dev_gap", "asr_recipe", "formatter_loso_gain", "cached_heads"}
 """Kinds that take several results files, one table."""
 OPEN = re.compile(r"<!-- results:(?!end )(\S+)")
 FORMATTER_METRICS = ("per", "cer", "m_wer", "i_wer")
@@ -1214,6 +1214,40 @@ def _pct(value) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
 
 
+def render_cached_heads(*sources: Path) -> str:
+    """``quality_cached_heads.py``: one row per results file (its head's vocabulary, size and minutes, the dev
+    subset's N-WER at each point, the test and ``real_test`` scores of its last step)."""
+    reports = [_read_json(source) for source in sources]
+    points = sorted({point["step"] for report in reports for point in report["curve"]})
+    columns = ["vocabulary:", "layers:", "parameters:", "train minutes:", *(f"dev N-WER at {p}:" for p in points)]
+    columns += ["test N-WER:", "PER:", "punct F1:", "real_test N-WER:"]
+    table = []
+    for report in reports:
+        settings, curve = report["settings"], {point["step"]: point for point in report["curve"]}
+        test, real = report["scores"]["test"], report["scores"]["real_test"]
+        low, high = real["ci95"]
+        table.append(
+            [
+                str(settings["vocab_size"] or "the AED's aux_ctc"),
+                str(settings["layers"]),
+                f"{settings['parameters'] / 1e6:.2f} M",
+                f"{report['curve'][-1]['train_minutes']:.1f}",
+                *(_pct(curve[p]["dev_n_wer"]) if p in curve else "-" for p in points),
+                _pct(test["n_wer"]),
+                _pct(test.get("per")),
+                _pct(test.get("punct_f1")),
+                f"{_pct(real['wer'])} [{100 * low:.1f}, {100 * high:.1f}]",
+            ]
+        )
+    first = reports[0]
+    head = (
+        f"Heads on the frozen encoder's cached outputs ({first['settings']['stack']} frames stacked, batches of "
+        f"{first['settings']['batch_size']}, {first['utterances']['train']} training utterances; dev: "
+        f"{first['utterances']['dev']} utterances), greedy:"
+    )
+    return "\n".join([head, "", *_table(columns, table)]) + "\n"
+
+
 def render_encoder_interpolation(source: Path) -> str:
     """``quality_encoder_interpolation.py``: a system's encoder at each weight between its start (0) and its fine-tune
     (1), heads as trained: N-WER, PER and punctuation F1 of each split (a real recorded set: N-WER), the weight chosen
@@ -1417,6 +1451,7 @@ def render_demo_repeat(source: Path) -> str:
 RENDERERS: dict[str, Callable[[Path], str]] = {
     "pc_stage": render_pc_stage,
     "encoder_interpolation": render_encoder_interpolation,
+    "cached_heads": render_cached_heads,
     "aed_minutes": render_aed_minutes,
     "real_speech": render_real_speech,
     "real_speech_sets": render_real_speech_sets,

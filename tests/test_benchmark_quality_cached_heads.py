@@ -42,3 +42,31 @@ def test_the_heads_read_the_aeds_tokenizer_or_one_of_the_size_asked(tmp_path):
     tokenizer = bench.head_tokenizer(model, 48, manifest, tmp_path / "tok")
     assert tokenizer.vocab_size == 48
     assert tokenizer.ids_to_text(tokenizer.text_to_ids("Who is like unto thee?")) == "Who is like unto thee?"
+
+
+def test_the_rendered_table_has_a_row_per_results_file(tmp_path):
+    import json
+
+    render = load_benchmark("render_results")
+
+    def results(vocab: int, curve: list, n_wer: float) -> dict:
+        settings = {"vocab_size": vocab, "layers": 0, "parameters": 1_380_000, "stack": 4, "batch_size": 32}
+        return {
+            "settings": settings,
+            "utterances": {"train": 2610, "dev": 80},
+            "curve": [{"step": step, "train_minutes": step / 250, "dev_n_wer": wer} for step, wer in curve],
+            "scores": {
+                "test": {"n_wer": n_wer, "per": 0.457, "punct_f1": 0.543},
+                "real_test": {"wer": 0.63, "ci95": [0.546, 0.708]},
+            },
+        }
+
+    paths = []
+    for vocab, curve, n_wer in ((512, [(500, 0.41), (1000, 0.398)], 0.607), (1024, [(1000, 0.364)], 0.573)):
+        paths.append(tmp_path / f"v{vocab}.json")
+        paths[-1].write_text(json.dumps(results(vocab, curve, n_wer)))
+    text = render.render_cached_heads(*paths)
+    assert "4 frames stacked, batches of 32, 2610 training utterances; dev: 80 utterances" in text
+    assert "| vocabulary | layers | parameters | train minutes | dev N-WER at 500 | dev N-WER at 1000 |" in text
+    assert "| 512 | 0 | 1.38 M | 4.0 | 41.0% | 39.8% | 60.7% | 45.7% | 54.3% | 63.0% [54.6, 70.8] |" in text
+    assert "| 1024 | 0 | 1.38 M | 4.0 | - | 36.4% | 57.3% |" in text  # a point the run did not take: "-"

@@ -122,3 +122,25 @@ def machine() -> dict:
         "torch": _version("torch"),
         "nemo": _version("nemo_toolkit"),
     }
+
+
+PROBE_SIZE = 512
+"""The side of the square fp32 matrices :func:`speed_probe` multiplies."""
+
+
+def speed_probe(seconds: float = 1.0, size: int = PROBE_SIZE) -> float:
+    """This process's matrix-product rate now, in GFLOP/s: ``size`` x ``size`` fp32 products at torch's thread count,
+    repeated for about ``seconds`` (at least three). Machines of one platform string can differ in speed by 2x from
+    day to day, so a timed run records it at its start and its end beside its minutes."""
+    import time
+
+    import torch
+
+    a, b = torch.randn(size, size), torch.randn(size, size)
+    torch.mm(a, b)  # the first product pays for the thread pool's start
+    done, start = 0, time.perf_counter()
+    while done < 3 or time.perf_counter() - start < seconds:
+        torch.mm(a, b)
+        done += 1
+    elapsed = time.perf_counter() - start
+    return round(2 * size**3 * done / elapsed / 1e9, 1)

@@ -50,3 +50,16 @@ def test_command_line_and_machine():
     assert found["cpu_model"] is None or found["cpu_model"].strip() == found["cpu_model"] != ""
     assert found["cpus"] >= 1 and found["torch_threads"] >= 1
     assert provenance.utc_now().endswith("+00:00")
+
+
+def test_speed_probe_counts_the_products_it_times(monkeypatch):
+    import torch
+
+    calls, mm = [], torch.mm
+    monkeypatch.setattr(torch, "mm", lambda a, b: calls.append(a.shape) or mm(a, b))
+    rate = provenance.speed_probe(seconds=0.0, size=64)
+    assert calls == [(64, 64)] * 4  # one untimed warm-up, then the three timed products of a zero-second probe
+    assert rate > 0 and rate == round(rate, 1)
+    calls.clear()
+    provenance.speed_probe(seconds=0.05, size=64)
+    assert len(calls) > 4  # a longer probe repeats until its time is spent

@@ -43,7 +43,7 @@ from pathlib import Path
 from nemo_pc.data.recipes.synth import SEEN_TEST_SPLIT
 from nemo_pc.parts.manifest import iter_manifest, read_manifest, spread_subset, write_manifest, write_text_atomic
 from nemo_pc.parts.output_lock import hold_output_folder
-from nemo_pc.parts.provenance import utc_now
+from nemo_pc.parts.provenance import speed_probe, utc_now
 from nemo_pc.parts.text import normalize
 from nemo_pc.pipelines.demo.aed_steps import AedSteps
 from nemo_pc.pipelines.demo.asr_overrides import AsrOverrides
@@ -417,6 +417,7 @@ class Demo(AedSteps, AsrOverrides, FormatterSteps, LmSteps, RealSpeechSteps):
 
     def _steps(self) -> Path:
         started, from_empty_folder = utc_now(), folder_is_empty(self.out)
+        speed = {"start": speed_probe()}
         write_text_atomic(self.path("config.json"), json.dumps(asdict(self.cfg), indent=2) + "\n")
         self._timed("corpus", self.corpus)
         if self.cfg.real_speech:  # before any training: an sdist that cannot be had stops the run at once
@@ -451,7 +452,8 @@ class Demo(AedSteps, AsrOverrides, FormatterSteps, LmSteps, RealSpeechSteps):
         reports |= self._anchor_step()
         from nemo_pc.pipelines.demo.report import write_report
 
-        return write_report(self.out, reports, self._record_invocation(started, from_empty_folder), source)
+        speed["end"] = speed_probe()
+        return write_report(self.out, reports, self._record_invocation(started, from_empty_folder, speed), source)
 
     def _anchor_step(self) -> dict[str, dict]:
         from nemo_pc.pipelines.anchor import WHISPER_SYSTEM, anchor_available
@@ -465,6 +467,7 @@ class Demo(AedSteps, AsrOverrides, FormatterSteps, LmSteps, RealSpeechSteps):
                 )
         return self._timed(f"transcribe and evaluate {WHISPER_SYSTEM}", self.anchor)
 
-    def _record_invocation(self, started: str, from_empty_folder: bool) -> list[dict]:
-        """Appends this invocation's record (its step seconds so far) to ``timings.json``; returns every record."""
-        return append_run(self.out, invocation_record(self.timings, started, from_empty_folder))
+    def _record_invocation(self, started: str, from_empty_folder: bool, speed: dict | None = None) -> list[dict]:
+        """Appends this invocation's record (its step seconds so far, the machine's speed) to ``timings.json``;
+        returns every record."""
+        return append_run(self.out, invocation_record(self.timings, started, from_empty_folder, speed=speed))

@@ -27,16 +27,25 @@ def folder_is_empty(out_dir: str | Path) -> bool:
 
 
 def invocation_record(
-    seconds: Mapping[str, float], started: str, from_empty_folder: bool, argv: Sequence[str] | None = None
+    seconds: Mapping[str, float],
+    started: str,
+    from_empty_folder: bool,
+    argv: Sequence[str] | None = None,
+    speed: Mapping[str, float] | None = None,
 ) -> dict:
-    """The record of this invocation, finished now; ``argv`` defaults to ``sys.argv``."""
+    """The record of this invocation, finished now; ``argv`` defaults to ``sys.argv``. ``speed``: the machine's
+    matrix-product rate at the invocation's ``start`` and ``end`` (GFLOP/s, :func:`speed_probe`), kept in the
+    record's ``machine`` so that two runs' minutes can be read with the speed of the machine each ran on."""
+    found = machine()
+    if speed:
+        found["matmul_gflops"] = dict(speed)
     return {
         "command": command_line(argv),
         "revision": revision(),
         "started": started,
         "finished": utc_now(),
         "from_empty_folder": from_empty_folder,
-        "machine": machine(),
+        "machine": found,
         "seconds": dict(seconds),
     }
 
@@ -82,11 +91,19 @@ def revision_phrase(run: Mapping) -> str:
 
 
 def machine_phrase(run: Mapping) -> str | None:
-    """``N CPUs, M torch threads`` of the invocation's machine; ``None`` for a record without one."""
+    """``N CPUs, M torch threads`` of the invocation's machine (with its matrix-product rate at the start and the end
+    where the record has it); ``None`` for a record without one."""
     found = run.get("machine")
     if not found:
         return None
-    return f"{found.get('cpus', '?')} CPUs, {found.get('torch_threads', '?')} torch threads"
+    phrase = f"{found.get('cpus', '?')} CPUs, {found.get('torch_threads', '?')} torch threads"
+    return phrase + (f", {speed_phrase(found['matmul_gflops'])}" if found.get("matmul_gflops") else "")
+
+
+def speed_phrase(speed: Mapping[str, float]) -> str:
+    """``fp32 matmul 45.0 GFLOP/s at the start, 38.2 at the end`` (either side may be missing)."""
+    sides = [f"{speed[side]:.1f} at the {side}" for side in ("start", "end") if speed.get(side) is not None]
+    return "fp32 matmul GFLOP/s " + ", ".join(sides) if sides else "fp32 matmul rate not recorded"
 
 
 def _software(found: Mapping) -> str:
