@@ -82,14 +82,22 @@ def _first_validation_prefix(trainer, pl_module) -> str | None:
     return pl_module.get_validation_dataloader_prefix(getattr(pl_module, "_val_dl_idx", 0))
 
 
-def _curve_callback(curve: list[dict]):
-    """A Lightning callback that appends ``{"step", **curve_point(...)}`` to ``curve`` after each validation."""
+def _curve_callback(curve: list[dict], clock: dict | None = None):
+    """A Lightning callback that appends ``{"step", **curve_point(...)}`` to ``curve`` after each validation, and adds
+    each validation's wall-clock seconds and count to ``clock`` (``{"seconds", "validations"}``)."""
     import lightning.pytorch as pl
 
+    clock = {"seconds": 0.0, "validations": 0} if clock is None else clock
+
     class ValidationCurve(pl.Callback):
+        def on_validation_start(self, trainer, pl_module) -> None:
+            self.started = time.perf_counter()
+
         def on_validation_end(self, trainer, pl_module) -> None:
             if trainer.sanity_checking:
                 return
+            clock["seconds"] += time.perf_counter() - getattr(self, "started", time.perf_counter())
+            clock["validations"] += 1
             metrics = curve_point(trainer.callback_metrics, _first_validation_prefix(trainer, pl_module))
             if metrics:
                 curve.append({"step": int(trainer.global_step), **metrics})
@@ -154,10 +162,12 @@ def train_model(
             adds NeMo's EMA callback, and the averaged weights are saved.
 
     Returns:
-        ``{"seconds": ..., "steps": ..., "parameters": ..., "curve": [{"step": ..., "val_wer": ...}, ...]}`` for the
-        recipe's report; ``curve`` holds the validation metrics after each validation (the learning curve,
-        :func:`curve_point`). With a list of validation manifests (``model.validation_ds.manifest_filepath=[dev.json,
-        real_dev.json]``) ``val_*`` is the first one's and ``<stem>_val_*`` each other's (``real_dev_val_wer``).
+        ``{"seconds": ..., "validation_seconds": ..., "validations": ..., "steps": ..., "parameters": ..., "curve":
+        [{"step": ..., "val_wer": ...}, ...]}`` for the recipe's report: ``seconds`` of ``fit``, of which
+        ``validation_seconds`` went to its ``validations`` (the learning curve's price); ``curve`` holds the
+        validation metrics after each validation (the learning curve, :func:`curve_point`). With a list of
+        validation manifests (``model.validation_ds.manifest_filepath=[dev.json, real_dev.json]``) ``val_*`` is the
+        first one's and ``<stem>_val_*`` each other's (``real_dev_val_wer``).
     """
     import lightning.pytorch as pl
     from lightning.pytorch.loggers import TensorBoardLogger
@@ -169,6 +179,7 @@ def train_model(
         "rewriter",
     )
     curve: list[dict] = []
+    clock = {"seconds": 0.0, "validations": 0}
     ema = _ema_callback(cfg)
     trainer_cfg = dict(cfg.trainer)
     trainer_cfg.update(
@@ -183,7 +194,7 @@ def train_model(
         val_check_interval=min(val_every or max_steps, max_steps) if has_validation else None,
         check_val_every_n_epoch=None,
         limit_val_batches=1.0 if has_validation else 0,
-        callbacks=[_curve_callback(curve), *([ema] if ema else []), *callbacks],
+        callbacks=[_curve_callback(curve, clock), *([ema] if ema else []), *callbacks],
     )
     trainer = pl.Trainer(**trainer_cfg)
     fit_schedule(cfg.model.get("optim"), max_steps)
@@ -205,4 +216,11 @@ def train_model(
             getattr(model, name).load_state_dict(state)
     save_model_atomic(model, output)
     parameters = sum(p.numel() for p in model.parameters())
-    return {"seconds": round(seconds, 1), "steps": max_steps, "parameters": parameters, "curve": curve}
+    return {
+        "seconds": round(seconds, 1),
+        "validation_seconds": round(clock["seconds"], 1),
+        "validations": clock["validations"],
+        "steps": max_steps,
+        "parameters": parameters,
+        "curve": curve,
+    }

@@ -160,3 +160,18 @@ def test_the_record_keeps_the_machines_speed_at_start_and_end(demo):
     half = _new_run("a" * 40, True, 60.0)
     half["machine"] = half["machine"] | {"matmul_gflops": {"end": 30.0}}
     assert "8 torch threads, fp32 matmul GFLOP/s 30.0 at the end;" in "\n".join(made_by_section([half], demo.out))
+
+
+def test_the_models_table_says_what_the_validations_cost(tmp_path):
+    from nemo_pc.pipelines.demo.report import models_table
+
+    (tmp_path / "models").mkdir()
+    timed = {"seconds": 600.0, "validation_seconds": 150.25, "validations": 6, "steps": 500, "parameters": 8_000_000}
+    older = {"seconds": 300.0, "steps": 1000, "parameters": 7_000_000}  # a record from before the clock
+    (tmp_path / "models" / "rnnt_dual.json").write_text(json.dumps(timed | {"init_from": "ctc_inter.nemo"}))
+    (tmp_path / "models" / "ctc_inter.json").write_text(json.dumps(older | {"init_from": None}))
+    lines = models_table(tmp_path, {"backbone": "whisper_tiny"})
+    assert "| model | steps | parameters | training seconds | of which validation | seconds per step |" in lines[0]
+    row = {line.split(" | ")[0].removeprefix("| "): line for line in lines[2:]}
+    assert row["`rnnt_dual.nemo`"].startswith("| `rnnt_dual.nemo` | 500 | 8,000,000 | 600.0 | 150.2 (6) | 1.20 |")
+    assert row["`ctc_inter.nemo`"].startswith("| `ctc_inter.nemo` | 1000 | 7,000,000 | 300.0 | - | 0.30 |")

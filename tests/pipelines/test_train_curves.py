@@ -65,3 +65,5 @@ def test_every_family_records_the_wer_of_each_validation_set(family, data, tmp_p
         assert not any(key.startswith("dev_") for key in point)  # the first set only under val_*
         # two sets of other utterances: their losses differ
         assert point["val_loss"] != pytest.approx(point["real_dev_val_loss"])
+    # the learning curve's price: both validations timed, a part of the fit's seconds
+    assert stats["validations"] == 2 and 0 < stats["validation_seconds"] < stats["seconds"]

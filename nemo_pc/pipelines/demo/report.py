@@ -375,11 +375,13 @@ def targets_table(out_dir: Path, reports: Mapping[str, dict]) -> list[str]:
 
 
 def models_table(out_dir: Path, config: Mapping) -> list[str]:
-    """Steps, parameters, seconds and starting point of every model of ``models/``; an AED's seconds count its
-    interpolation sweep too (``interpolation_seconds`` of its stats), and a note under the table says so."""
+    """Steps, parameters, seconds (and the part of them its validations took) and starting point of every model of
+    ``models/``; an AED's seconds count its interpolation sweep too (``interpolation_seconds`` of its stats), and a
+    note under the table says so."""
     lines = [
-        "| model | steps | parameters | training seconds | seconds per step | encoder starts from |",
-        "|---|---:|---:|---:|---:|---|",
+        "| model | steps | parameters | training seconds | of which validation | seconds per step "
+        "| encoder starts from |",
+        "|---|---:|---:|---:|---:|---:|---|",
     ]
     swept = []
     for stats_path in model_stats(out_dir):
@@ -391,6 +393,7 @@ def models_table(out_dir: Path, config: Mapping) -> list[str]:
             stats["steps"],
             f"{stats['parameters']:,}",
             round(stats["seconds"] + stats.get("interpolation_seconds", 0), 1),
+            _validation_cell(stats),
             f"{stats['seconds'] / max(1, stats['steps']):.2f}",
             _start(stats_path.stem, stats, config),
         ]
@@ -402,6 +405,14 @@ def models_table(out_dir: Path, config: Mapping) -> list[str]:
             "(`interpolation_seconds` in `models/<name>.json`); `seconds per step` count the fine-tune alone.",
         ]
     return lines
+
+
+def _validation_cell(stats: Mapping) -> str:
+    """``41.3 (6)``: the seconds of a model's validations while it trained and how many there were (the learning
+    curve's price, ``validation_seconds`` of :func:`nemo_pc.pipelines.train.train_model`); ``-`` in older records."""
+    if "validation_seconds" not in stats:
+        return "-"
+    return f"{stats['validation_seconds']:.1f} ({stats.get('validations', '?')})"
 
 
 def _start(name: str, stats: Mapping, config: Mapping) -> str:
