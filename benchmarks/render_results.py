@@ -1248,6 +1248,20 @@ def render_cached_heads(*sources: Path) -> str:
     return "\n".join([head, "", *_table(columns, table)]) + "\n"
 
 
+def render_demo_validation(source: Path) -> str:
+    """``speed_demo_validation.py``: each model's training minutes and the part its validations took."""
+    from speed_demo_validation import table
+
+    report = _read_json(source)
+    settings = report.get("settings") or {}
+    head = (
+        f"`{report['demo_dir']}/`: {settings.get('curve_points', '?')} validations per CTC or RNN-T training on "
+        f"{settings.get('curve_dev_utterances', '?')} dev utterances"
+        f"{' and real_dev' if settings.get('real_speech') else ''}:"
+    )
+    return "\n".join([head, "", *table(report["rows"])]) + "\n"
+
+
 def render_encoder_interpolation(source: Path) -> str:
     """``quality_encoder_interpolation.py``: a system's encoder at each weight between its start (0) and its fine-tune
     (1), heads as trained: N-WER, PER and punctuation F1 of each split (a real recorded set: N-WER), the weight chosen
@@ -1452,6 +1466,7 @@ RENDERERS: dict[str, Callable[[Path], str]] = {
     "pc_stage": render_pc_stage,
     "encoder_interpolation": render_encoder_interpolation,
     "cached_heads": render_cached_heads,
+    "demo_validation": render_demo_validation,
     "aed_minutes": render_aed_minutes,
     "real_speech": render_real_speech,
     "real_speech_sets": render_real_speech_sets,

@@ -35,3 +35,15 @@ def test_a_recorded_clock_wins_and_a_missing_model_exits_2(tmp_path, capsys):
     assert "| `rnnt_dual` | 500 | 10.0 | 6 | 2.5 | 25% | recorded |" in capsys.readouterr().out
     assert bench.main(["--demo-dir", str(tmp_path), "--models", "ctc_inter", "--json", str(out)]) == 2
     assert "ctc_inter.json: no such model stats" in capsys.readouterr().err
+
+
+def test_the_rendered_block_names_the_folder_and_its_validations(tmp_path):
+    render = load_benchmark("render_results")
+    rows = [{"model": "ctc_inter", "steps": 1000, "seconds": 654.0, "validations": 6, "validation_seconds": 72.0,
+             "how": "estimated from the log"}]  # fmt: skip
+    settings = {"curve_points": 6, "curve_dev_utterances": 80, "real_speech": True}
+    source = tmp_path / "v.json"
+    source.write_text(json.dumps({"demo_dir": "demo_out", "settings": settings, "rows": rows}))
+    text = render.render_demo_validation(source)
+    assert text.startswith("`demo_out/`: 6 validations per CTC or RNN-T training on 80 dev utterances and real_dev:")
+    assert "| `ctc_inter` | 1000 | 10.9 | 6 | 1.2 | 11% | estimated from the log |" in text
