@@ -60,8 +60,12 @@ def read_events(folder: Path) -> tuple[list[tuple[int, float]], list[int]]:
 
 def model_row(demo_dir: Path, name: str) -> dict:
     """One model's training seconds and the part its validations took: recorded, or estimated from its log."""
-    stats = json.loads((demo_dir / "models" / f"{name}.json").read_text())
-    row = {"model": name, "steps": stats["steps"], "seconds": stats["seconds"]}
+    path = demo_dir / "models" / f"{name}.json"
+    try:
+        stats = json.loads(path.read_text())
+        row = {"model": name, "steps": int(stats["steps"]), "seconds": float(stats["seconds"])}
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"{path}: not a model's training stats ({type(error).__name__}: {error})") from None
     if "validation_seconds" in stats:
         return row | {"validations": stats["validations"], "validation_seconds": stats["validation_seconds"],
                       "how": "recorded"}  # fmt: skip
@@ -109,7 +113,11 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as error:
             print(f"error: {error}", file=sys.stderr)
             return 2
-    config = json.loads((demo_dir / "config.json").read_text()) if (demo_dir / "config.json").is_file() else {}
+    try:
+        config = json.loads((demo_dir / "config.json").read_text()) if (demo_dir / "config.json").is_file() else {}
+    except ValueError as error:
+        print(f"error: {demo_dir / 'config.json'}: not JSON ({error})", file=sys.stderr)
+        return 2
     settings = {key: config.get(key) for key in ("curve_points", "curve_dev_utterances", "real_speech")}
     write_results(args.json, {"demo_dir": demo_dir.name, "settings": settings, "rows": rows})
     print("\n".join(table(rows)))

@@ -47,3 +47,19 @@ def test_the_rendered_block_names_the_folder_and_its_validations(tmp_path):
     text = render.render_demo_validation(source)
     assert text.startswith("`demo_out/`: 6 validations per CTC or RNN-T training on 80 dev utterances and real_dev:")
     assert "| `ctc_inter` | 1000 | 10.9 | 6 | 1.2 | 11% | estimated from the log |" in text
+
+
+def test_unreadable_stats_or_config_exit_2_naming_the_file(tmp_path, capsys):
+    bench = load_benchmark("speed_demo_validation")
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "ctc_inter.json").write_text('{"seconds": 600.0')  # cut short
+    (tmp_path / "models" / "rnnt_dual.json").write_text(json.dumps({"seconds": 600.0}))  # no steps
+    out = tmp_path / "out.json"
+    for name in ("ctc_inter", "rnnt_dual"):
+        assert bench.main(["--demo-dir", str(tmp_path), "--models", name, "--json", str(out)]) == 2
+        assert f"{name}.json: not a model's training stats" in capsys.readouterr().err
+    (tmp_path / "models" / "rnnt_dual.json").write_text(json.dumps({"seconds": 6.0, "steps": 5, "validations": 1,
+                                                                    "validation_seconds": 1.0}))  # fmt: skip
+    (tmp_path / "config.json").write_text("{")
+    assert bench.main(["--demo-dir", str(tmp_path), "--models", "rnnt_dual", "--json", str(out)]) == 2
+    assert "config.json: not JSON" in capsys.readouterr().err and not out.exists()
