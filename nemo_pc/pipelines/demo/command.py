@@ -4,6 +4,7 @@ python examples/demo_pc.py                       # 3 h corpus, 4 ASR models, for
 python examples/demo_pc.py --full                # 5 h corpus, 5x the training steps, every claims baseline
 python examples/demo_pc.py --hours 3 --rnnt-steps 2000 --systems rnnt_conditioned,rnnt_dual
 python examples/demo_pc.py --claims              # also the baselines of the README's claims table (make claims)
+python examples/demo_pc.py --claims asr          # only the CTC and RNN-T baselines (C1-C7); --claims aed: C8-C10
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from nemo_pc.parts.output_lock import OutputFolderLocked
 from nemo_pc.pipelines.demo.config import (
     ASR_SYSTEMS,
     BACKBONES,
+    CLAIM_GROUPS,
     CLAIM_SYSTEMS,
     DEFAULT_BASE_STEPS,
     DEFAULT_CTC_INIT,
@@ -150,7 +152,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--rewriter-steps", type=int, default=None)
     parser.add_argument("--systems", default=None, help=f"comma-separated, from {', '.join(ASR_SYSTEMS)}")
     parser.add_argument(
-        "--claims", action="store_true", help=f"also train the claims baselines ({', '.join(CLAIM_SYSTEMS)})"
+        "--claims",
+        nargs="?",
+        const="all",
+        default=None,
+        choices=tuple(CLAIM_GROUPS),
+        help=f"also train the claims baselines ({', '.join(CLAIM_SYSTEMS)}) and the full seq2seq formatter; "
+        "'asr' only the CTC and RNN-T ones of C1-C7 with the seq2seq formatter, 'aed' only the AEDs of C8-C10",
     )
     parser.add_argument("--full", action="store_true", help="5 h of audio, 5x the steps, every baseline (hours)")
     parser.add_argument("--formatter-dir", default=None, help="reuse tagger.nemo and rewriter.nemo from here")
@@ -201,8 +209,10 @@ def main(argv: list[str] | None = None) -> None:
     defaults = DemoConfig()
     scale = 5 if args.full else 1
     systems = tuple(args.systems.split(",")) if args.systems else DEMO_SYSTEMS
-    if args.claims or args.full:
-        systems = tuple(dict.fromkeys(systems + CLAIM_SYSTEMS + (OTHER_SYSTEMS if args.full else ())))
+    claims = CLAIM_SYSTEMS if args.full else CLAIM_GROUPS.get(args.claims, ())
+    if claims:
+        systems = tuple(dict.fromkeys(systems + claims + (OTHER_SYSTEMS if args.full else ())))
+    seq2seq = args.full or args.claims in ("all", "asr")
     config = dataclasses.replace(
         defaults,
         out_dir=args.out,
@@ -231,7 +241,7 @@ def main(argv: list[str] | None = None) -> None:
         real_speech_sdists=args.real_speech_sdists,
         tagger_steps=args.tagger_steps or defaults.tagger_steps * scale,
         rewriter_steps=args.rewriter_steps or defaults.rewriter_steps * scale,
-        seq2seq_steps=(args.rewriter_steps or defaults.rewriter_steps * scale) if args.claims or args.full else 0,
+        seq2seq_steps=(args.rewriter_steps or defaults.rewriter_steps * scale) if seq2seq else 0,
         formatter_dir=args.formatter_dir,
         lm_order=args.lm_order,
         num_jobs=args.num_jobs,

@@ -104,6 +104,13 @@ CLAIM_SYSTEMS = (
     "aed_prompt_p50",
     "aed_prompt_p05",
 )
+# ``--claims asr`` trains the CTC and RNN-T baselines of C1-C7 (and the full seq2seq formatter of C5), ``--claims aed``
+# the AEDs of papers/001's C8-C10: on 2 cores each half fits where both together may not.
+CLAIM_GROUPS = {
+    "all": CLAIM_SYSTEMS,
+    "asr": tuple(name for name in CLAIM_SYSTEMS if not name.startswith("aed_")),
+    "aed": tuple(name for name in CLAIM_SYSTEMS if name.startswith("aed_")),
+}
 OTHER_SYSTEMS = tuple(name for name in ASR_SYSTEMS if name not in DEMO_SYSTEMS + CLAIM_SYSTEMS)
 # The AED (papers/001) starts from Whisper tiny.en's encoder and decoder, not from the base encoder: its decoder
 # already writes words, case and marks. Its data go through NeMo's lhotse loader (NeMo's AED reads no other), which
