@@ -18,7 +18,7 @@ import math
 
 import torch
 import torch.nn.functional as F
-from nemo.core.classes import NeuralModule, typecheck
+from nemo.core.classes import Exportable, NeuralModule, typecheck
 from nemo.core.classes.mixins import adapter_mixins
 from nemo.core.neural_types import (
     AcousticEncodedRepresentation,
@@ -202,9 +202,13 @@ class WhisperOutput(nn.Module):
         return F.gelu(x) if self.activation == "gelu" else x
 
 
-class WhisperEncoder(NeuralModule):
+class WhisperEncoder(NeuralModule, Exportable):
     """Whisper's audio encoder: two convolutions (the second with stride 2: 20 ms frames), fixed sinusoidal
     positions cut to the input's length, ``n_layers`` pre-norm Transformer blocks and a final layer norm.
+
+    Like NeMo's Conformer it is ``Exportable``: ``encoder.export("encoder.onnx")`` writes an ONNX graph with the batch
+    and time axes dynamic (up to ``n_positions`` frames), which is what ``model.export`` and
+    :func:`nemo_pc.pipelines.onnx_rnnt.export_for_onnxruntime` call.
 
     Config keys:
         feat_in, d_model, n_layers, n_heads, ff_dim, n_positions: the architecture (tiny: 80, 384, 4, 6, 1536, 1500;
@@ -311,6 +315,15 @@ class WhisperEncoder(NeuralModule):
             "outputs": NeuralType(("B", "D", "T"), AcousticEncodedRepresentation()),
             "encoded_lengths": NeuralType(("B",), LengthsType()),
         }
+
+    def input_example(self, max_batch: int = 1, max_dim: int = 256) -> tuple[torch.Tensor, torch.Tensor]:
+        """Features ``(max_batch, feat_in, max_dim)`` and lengths from ``max_dim // 2`` to ``max_dim`` for tracing
+        (``max_dim`` is cut to the ``2 * n_positions`` features the positions cover)."""
+        parameter = next(self.parameters())
+        frames = min(max_dim, 2 * self.n_positions)
+        features = torch.randn(max_batch, self.conv1.in_channels, frames, device=parameter.device)
+        lengths = torch.linspace(frames, frames // 2, max_batch, device=parameter.device).long()
+        return features.to(parameter.dtype), lengths
 
     @typecheck()
     def forward(self, audio_signal: torch.Tensor, length: torch.Tensor):

@@ -11,7 +11,7 @@ from omegaconf import OmegaConf, open_dict
 import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
 from nemo_pc.models import EncDecCTCPCBPEModel, EncDecRNNTPCBPEModel
 from nemo_pc.modules import WhisperEncoder, WhisperLogMelPreprocessor
-from nemo_pc.testing.asr import tiny_model_config, train_tokenizer, write_pc_manifest
+from nemo_pc.testing.asr import audio_paths, tiny_model_config, train_tokenizer, write_pc_manifest
 
 CONFIGS = Path(nemo_pc.CONFIG_DIR)
 
@@ -142,3 +142,28 @@ def test_an_rnnt_at_40_ms_loads_a_40_ms_ctc_models_stacking_projection_as_traine
         got, got_lengths = model.encoder(audio_signal=features, length=lengths)
     assert got_lengths.tolist() == want_lengths.tolist() == [20, 13]
     torch.testing.assert_close(got, want)
+
+
+def test_a_whisper_rnnt_at_40_ms_exports_to_onnx_and_decodes_as_in_pytorch(corpus, tmp_path):
+    """The demo's RNN-T shape (Whisper encoder, 40 ms frames, conditioned predictor) through
+    ``export_for_onnxruntime``: onnxruntime's greedy transcripts equal the model's own in both modes."""
+    pytest.importorskip("onnxruntime")
+    from nemo_pc.data.datasets.pc_dataset import pc_dataloader_from_config
+    from nemo_pc.pipelines.onnx_rnnt import OnnxRNNTPCRunner, export_for_onnxruntime
+
+    config = OmegaConf.create(tiny_model_config(corpus["tokenizer"], hidden=32))
+    _tiny_whisper(config, stack=2, stack_init="mean")
+    torch.manual_seed(0)
+    model = EncDecRNNTPCBPEModel(cfg=config).eval()
+    runner = OnnxRNNTPCRunner(export_for_onnxruntime(model, tmp_path / "onnx"))
+    loader = pc_dataloader_from_config(
+        {"manifest_filepath": str(corpus["manifest"]), "batch_size": 4}, model.tokenizer
+    )
+    batch = next(iter(loader))
+    with torch.no_grad():
+        features, lengths = model.preprocessor(input_signal=batch.audio, length=batch.audio_len)
+    audio = audio_paths(corpus["manifest"])[:4]  # the loader's batch, in the manifest's order
+    for mode, name in enumerate(("normalized", "punctuated")):
+        got = runner.transcribe_features(features.numpy(), lengths.numpy(), [mode] * 4)
+        want = [hyp.text for hyp in model.transcribe(audio, mode=name, verbose=False, batch_size=4)]
+        assert got == want and any(got), name

