@@ -167,3 +167,29 @@ def test_a_whisper_rnnt_at_40_ms_exports_to_onnx_and_decodes_as_in_pytorch(corpu
         got = runner.transcribe_features(features.numpy(), lengths.numpy(), [mode] * 4)
         want = [hyp.text for hyp in model.transcribe(audio, mode=name, verbose=False, batch_size=4)]
         assert got == want and any(got), name
+
+
+def test_a_whisper_ctc_at_40_ms_exports_its_main_head_to_onnx(corpus, tmp_path):
+    """``ctc_inter``'s shape (Whisper encoder, 40 ms frames, intermediate normalized head): NeMo's ``model.export``
+    gives the punctuated head's log-probabilities of the PyTorch forward on a padded batch."""
+    onnxruntime = pytest.importorskip("onnxruntime")
+    with initialize_config_dir(config_dir=str(CONFIGS / "ctc"), version_base=None):
+        cfg = compose(config_name="ctc_pc", overrides=["variant=inter"])
+    with open_dict(cfg):
+        cfg.model.tokenizer.dir = str(corpus["tokenizer"])
+        cfg.model.train_ds.manifest_filepath = None
+        cfg.model.validation_ds.manifest_filepath = None
+        _tiny_whisper(cfg.model, stack=2, stack_init="mean")
+    torch.manual_seed(0)
+    model = EncDecCTCPCBPEModel(cfg=cfg.model).eval()
+    path = tmp_path / "ctc.onnx"
+    model.export(str(path))
+    features, lengths = torch.randn(3, 16, 83), torch.tensor([83, 60, 21])
+    with torch.no_grad():
+        want, want_lengths, _ = model.forward(processed_signal=features, processed_signal_length=lengths)
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    names = [node.name for node in session.get_inputs()]
+    got = session.run(None, {names[0]: features.numpy(), names[1]: lengths.numpy()})[0]
+    assert want_lengths.tolist() == [21, 15, 6] and got.shape == tuple(want.shape)
+    for row, frames in enumerate(want_lengths.tolist()):  # past its length a row is padding
+        torch.testing.assert_close(torch.from_numpy(got[row, :frames]), want[row, :frames], atol=1e-4, rtol=1e-4)
