@@ -135,6 +135,20 @@ def audio_paths(manifest: str | Path) -> list[str]:
     return [entry["audio_filepath"] for entry in read_manifest(manifest)]
 
 
+def first_batch_features(model, manifest: str | Path, batch_size: int = 4):
+    """The model's features and their lengths, as numpy arrays, of the first ``batch_size`` utterances of a P&C
+    manifest, in its order: what an exported model's runner reads."""
+    import torch
+
+    from nemo_pc.data.datasets.pc_dataset import pc_dataloader_from_config
+
+    loader = pc_dataloader_from_config({"manifest_filepath": str(manifest), "batch_size": batch_size}, model.tokenizer)
+    batch = next(iter(loader))
+    with torch.no_grad():
+        features, lengths = model.preprocessor(input_signal=batch.audio, length=batch.audio_len)
+    return features.numpy(), lengths.numpy()
+
+
 def tiny_model_config(
     tokenizer_dir: str | Path,
     decoders: str = "conditioned",

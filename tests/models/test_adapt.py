@@ -230,19 +230,14 @@ def test_stock_transcribe_speech_calls_switch_the_adapted_model_mode(corpus, tmp
 
 
 def test_an_adapted_conditioned_model_exports_to_onnx_with_both_modes(corpus, tmp_path):
-    from nemo_pc.data.datasets.pc_dataset import pc_dataloader_from_config
     from nemo_pc.models.adapt import adapt_model
     from nemo_pc.pipelines.onnx_rnnt import OnnxRNNTPCRunner, export_for_onnxruntime
+    from nemo_pc.testing.asr import first_batch_features
 
     stock, _ = _stock("rnnt", corpus, tmp_path)
     model = adapt_model(stock, tmp_path / "work", "conditioned")
     runner = OnnxRNNTPCRunner(export_for_onnxruntime(model, tmp_path / "onnx"))
-    loader = pc_dataloader_from_config(
-        {"manifest_filepath": str(corpus["manifest"]), "batch_size": 4}, model.tokenizer
-    )
-    batch = next(iter(loader))
-    with torch.no_grad():
-        features, lengths = model.preprocessor(input_signal=batch.audio, length=batch.audio_len)
-    every = runner.transcribe_all(features.numpy(), lengths.numpy())
+    features, lengths = first_batch_features(model, corpus["manifest"])
+    every = runner.transcribe_all(features, lengths)
     assert sorted(every) == ["normalized", "punctuated"]
     assert every["normalized"] == _texts(model.transcribe(corpus["audio"], mode="normalized", verbose=False))

@@ -14,7 +14,14 @@ from nemo_pc.data.datasets.pc_dataset import pc_dataloader_from_config
 from nemo_pc.models import EncDecRNNTPCBPEModel
 from nemo_pc.parts.text import normalize
 from nemo_pc.pipelines.onnx_rnnt import OnnxRNNTPCRunner, export_for_onnxruntime
-from nemo_pc.testing.asr import UTTERANCES, audio_paths, tiny_model_config, train_tokenizer, write_pc_manifest
+from nemo_pc.testing.asr import (
+    UTTERANCES,
+    audio_paths,
+    first_batch_features,
+    tiny_model_config,
+    train_tokenizer,
+    write_pc_manifest,
+)
 from nemo_pc.testing.training import LossRecorder, tiny_trainer
 
 VARIANTS = {
@@ -124,24 +131,19 @@ def test_nemo_file_round_trip(trained, corpus, variant, tmp_path):
 def test_onnx_greedy_equals_pytorch_greedy(trained, corpus, variant, tmp_path):
     model, _, _ = trained(variant)
     runner = OnnxRNNTPCRunner(export_for_onnxruntime(model, tmp_path / "onnx"))
-    loader = pc_dataloader_from_config(
-        {"manifest_filepath": str(corpus["manifest"]), "batch_size": 4}, model.tokenizer
-    )
-    batch = next(iter(loader))
-    with torch.no_grad():
-        features, lengths = model.preprocessor(input_signal=batch.audio, length=batch.audio_len)
+    features, lengths = first_batch_features(model, corpus["manifest"])
     for mode in model.head_modes:
         name = ("normalized", "punctuated")[mode]
-        onnx_texts = runner.transcribe_features(features.numpy(), lengths.numpy(), [mode] * 4)
+        onnx_texts = runner.transcribe_features(features, lengths, [mode] * 4)
         assert onnx_texts == _texts(model.transcribe(_audio(corpus), mode=name, verbose=False, batch_size=4)), name
-    every = runner.transcribe_all(features.numpy(), lengths.numpy())
+    every = runner.transcribe_all(features, lengths)
     assert sorted(every) == sorted(("normalized", "punctuated")[mode] for mode in model.head_modes)
     for mode in model.head_modes:
         name = ("normalized", "punctuated")[mode]
-        assert every[name] == runner.transcribe_features(features.numpy(), lengths.numpy(), [mode] * 4)
+        assert every[name] == runner.transcribe_features(features, lengths, [mode] * 4)
     for mode in set((0, 1)) - set(model.head_modes):  # a single-target export refuses the other mode
         with pytest.raises(ValueError, match="not exported"):
-            runner.transcribe_features(features.numpy(), lengths.numpy(), [mode] * 4)
+            runner.transcribe_features(features, lengths, [mode] * 4)
     # The export leaves the modules as they were: training and decoding still prepend the start symbol.
     assert not any(getattr(module, "_rnnt_export", False) for module in model.modules())
     assert all(
@@ -154,23 +156,18 @@ def test_onnx_greedy_equals_pytorch_greedy(trained, corpus, variant, tmp_path):
 def test_dual_model_exports_one_head_per_mode(trained, corpus, tmp_path):
     """A single-output deployment of the 2-Decoder model runs only that mode's predictor and joint."""
     model, _, _ = trained("dual")
-    loader = pc_dataloader_from_config(
-        {"manifest_filepath": str(corpus["manifest"]), "batch_size": 4}, model.tokenizer
-    )
-    batch = next(iter(loader))
-    with torch.no_grad():
-        features, lengths = model.preprocessor(input_signal=batch.audio, length=batch.audio_len)
+    features, lengths = first_batch_features(model, corpus["manifest"])
     full = OnnxRNNTPCRunner(export_for_onnxruntime(model, tmp_path / "both"))
     for mode in (0, 1):
         one = OnnxRNNTPCRunner(export_for_onnxruntime(model, tmp_path / f"mode{mode}", modes=[mode]))
         assert len(one.states) == len(full.states) // 2
-        want = full.transcribe_features(features.numpy(), lengths.numpy(), [mode] * 4)
-        assert one.transcribe_features(features.numpy(), lengths.numpy(), [mode] * 4) == want
+        want = full.transcribe_features(features, lengths, [mode] * 4)
+        assert one.transcribe_features(features, lengths, [mode] * 4) == want
         # the runner reads the exported modes: the other mode is refused, not answered by the wrong head
         assert one.modes == [mode]
-        assert list(one.transcribe_all(features.numpy(), lengths.numpy())) == [("normalized", "punctuated")[mode]]
+        assert list(one.transcribe_all(features, lengths)) == [("normalized", "punctuated")[mode]]
         with pytest.raises(ValueError, match="not exported"):
-            one.transcribe_features(features.numpy(), lengths.numpy(), [1 - mode] * 4)
+            one.transcribe_features(features, lengths, [1 - mode] * 4)
     with pytest.raises(ValueError, match="heads for modes"):
         export_for_onnxruntime(model, tmp_path / "bad", modes=[2])
 

@@ -11,7 +11,13 @@ from omegaconf import OmegaConf, open_dict
 import nemo_pc  # noqa: F401  (registers the nemo_pc. config targets)
 from nemo_pc.models import EncDecCTCPCBPEModel, EncDecRNNTPCBPEModel
 from nemo_pc.modules import WhisperEncoder, WhisperLogMelPreprocessor
-from nemo_pc.testing.asr import audio_paths, tiny_model_config, train_tokenizer, write_pc_manifest
+from nemo_pc.testing.asr import (
+    audio_paths,
+    first_batch_features,
+    tiny_model_config,
+    train_tokenizer,
+    write_pc_manifest,
+)
 
 CONFIGS = Path(nemo_pc.CONFIG_DIR)
 
@@ -82,6 +88,19 @@ def _tiny_whisper(config, **encoder) -> None:
     }
 
 
+def _tiny_whisper_ctc_inter(corpus) -> EncDecCTCPCBPEModel:
+    """``ctc_inter``'s shape on a tiny random Whisper encoder: the ``inter`` variant at 40 ms frames (seed 0)."""
+    with initialize_config_dir(config_dir=str(CONFIGS / "ctc"), version_base=None):
+        cfg = compose(config_name="ctc_pc", overrides=["variant=inter"])
+    with open_dict(cfg):
+        cfg.model.tokenizer.dir = str(corpus["tokenizer"])
+        cfg.model.train_ds.manifest_filepath = None
+        cfg.model.validation_ds.manifest_filepath = None
+        _tiny_whisper(cfg.model, stack=2, stack_init="mean")
+    torch.manual_seed(0)
+    return EncDecCTCPCBPEModel(cfg=cfg.model).eval()
+
+
 def test_an_rnnt_at_40_ms_starts_from_a_20_ms_models_encoder_with_its_features(corpus, tmp_path):
     """The demo's RNN-T start (``rnnt_stack``): NeMo's ``init_from_nemo_model`` loads a 20 ms model's encoder into a
     ``stack=2, stack_init=mean`` encoder, whose frames are then the means of the start's frame pairs."""
@@ -113,15 +132,7 @@ def test_an_rnnt_at_40_ms_starts_from_a_20_ms_models_encoder_with_its_features(c
 def test_an_rnnt_at_40_ms_loads_a_40_ms_ctc_models_stacking_projection_as_trained(corpus, tmp_path):
     """The demo's chain at ``ctc_stack=2``: ``ctc_inter``'s encoder, its stacking projection trained away from the
     mean, starts an RNN-T at ``stack=2, stack_init=mean``, which then gives the CTC model's 40 ms frames."""
-    with initialize_config_dir(config_dir=str(CONFIGS / "ctc"), version_base=None):
-        cfg = compose(config_name="ctc_pc", overrides=["variant=inter"])
-    with open_dict(cfg):
-        cfg.model.tokenizer.dir = str(corpus["tokenizer"])
-        cfg.model.train_ds.manifest_filepath = None
-        cfg.model.validation_ds.manifest_filepath = None
-        _tiny_whisper(cfg.model, stack=2, stack_init="mean")
-    torch.manual_seed(0)
-    start = EncDecCTCPCBPEModel(cfg=cfg.model).eval()
+    start = _tiny_whisper_ctc_inter(corpus)
     with torch.no_grad():  # as if trained: no longer the mean of the two frames
         start.encoder.out_proj.proj.weight.add_(0.1 * torch.randn_like(start.encoder.out_proj.proj.weight))
     path = tmp_path / "ctc40.nemo"
@@ -148,7 +159,6 @@ def test_a_whisper_rnnt_at_40_ms_exports_to_onnx_and_decodes_as_in_pytorch(corpu
     """The demo's RNN-T shape (Whisper encoder, 40 ms frames, conditioned predictor) through
     ``export_for_onnxruntime``: onnxruntime's greedy transcripts equal the model's own in both modes."""
     pytest.importorskip("onnxruntime")
-    from nemo_pc.data.datasets.pc_dataset import pc_dataloader_from_config
     from nemo_pc.pipelines.onnx_rnnt import OnnxRNNTPCRunner, export_for_onnxruntime
 
     config = OmegaConf.create(tiny_model_config(corpus["tokenizer"], hidden=32))
@@ -156,15 +166,10 @@ def test_a_whisper_rnnt_at_40_ms_exports_to_onnx_and_decodes_as_in_pytorch(corpu
     torch.manual_seed(0)
     model = EncDecRNNTPCBPEModel(cfg=config).eval()
     runner = OnnxRNNTPCRunner(export_for_onnxruntime(model, tmp_path / "onnx"))
-    loader = pc_dataloader_from_config(
-        {"manifest_filepath": str(corpus["manifest"]), "batch_size": 4}, model.tokenizer
-    )
-    batch = next(iter(loader))
-    with torch.no_grad():
-        features, lengths = model.preprocessor(input_signal=batch.audio, length=batch.audio_len)
+    features, lengths = first_batch_features(model, corpus["manifest"])
     audio = audio_paths(corpus["manifest"])[:4]  # the loader's batch, in the manifest's order
     for mode, name in enumerate(("normalized", "punctuated")):
-        got = runner.transcribe_features(features.numpy(), lengths.numpy(), [mode] * 4)
+        got = runner.transcribe_features(features, lengths, [mode] * 4)
         want = [hyp.text for hyp in model.transcribe(audio, mode=name, verbose=False, batch_size=4)]
         assert got == want and any(got), name
 
@@ -173,15 +178,7 @@ def test_a_whisper_ctc_at_40_ms_exports_its_main_head_to_onnx(corpus, tmp_path):
     """``ctc_inter``'s shape (Whisper encoder, 40 ms frames, intermediate normalized head): NeMo's ``model.export``
     gives the punctuated head's log-probabilities of the PyTorch forward on a padded batch."""
     onnxruntime = pytest.importorskip("onnxruntime")
-    with initialize_config_dir(config_dir=str(CONFIGS / "ctc"), version_base=None):
-        cfg = compose(config_name="ctc_pc", overrides=["variant=inter"])
-    with open_dict(cfg):
-        cfg.model.tokenizer.dir = str(corpus["tokenizer"])
-        cfg.model.train_ds.manifest_filepath = None
-        cfg.model.validation_ds.manifest_filepath = None
-        _tiny_whisper(cfg.model, stack=2, stack_init="mean")
-    torch.manual_seed(0)
-    model = EncDecCTCPCBPEModel(cfg=cfg.model).eval()
+    model = _tiny_whisper_ctc_inter(corpus)
     path = tmp_path / "ctc.onnx"
     model.export(str(path))
     features, lengths = torch.randn(3, 16, 83), torch.tensor([83, 60, 21])
