@@ -222,6 +222,20 @@ VARIANTS: dict[str, dict] = {
     "rnnt_dual_ctc40": {"system": "rnnt_dual", "start": "ctc_aed_v512_stack2", **CTC40_RNNT},
     "rnnt_cond_ctc40_v1024": {"system": "rnnt_conditioned", "start": "ctc_aed_v1024_stack2", **CTC40_RNNT_V1024},
     "rnnt_dual_ctc40_v1024": {"system": "rnnt_dual", "start": "ctc_aed_v1024_stack2", **CTC40_RNNT_V1024},
+    # the demo's RNN-T recipe from the demo folder's `ctc_punctuated` (a claims folder: C4's baseline, the same
+    # recipe as `ctc_inter` without the intermediate normalized head) instead of its `ctc_inter`
+    "rnnt_cond_ctc_punct": {
+        "system": "rnnt_conditioned",
+        "start": "demo",
+        "init": "ctc_punctuated",
+        "overrides": [*STACK2, NO_DROP],
+    },
+    "rnnt_dual_ctc_punct": {
+        "system": "rnnt_dual",
+        "start": "demo",
+        "init": "ctc_punctuated",
+        "overrides": [*STACK2, NO_DROP],
+    },
     "rnnt_cond_aed": {"system": "rnnt_conditioned", "start": "ctc_aed"},
     "rnnt_dual_aed": {"system": "rnnt_dual", "start": "ctc_aed"},
     "rnnt_dual_ctc": {"system": "rnnt_dual", "start": "ctc_direct"},
@@ -453,6 +467,16 @@ def variant_demo(spec: dict, config: dict, folder: Path, steps: int):
     return pipeline.Demo(demo_cfg, log=_stderr)
 
 
+def demo_start(spec: dict, config: dict, demo_dir: Path) -> tuple[Path, float]:
+    """The ``.nemo`` of the demo folder that a ``start: demo`` variant starts from, ``init`` (e.g. a claims folder's
+    ``ctc_punctuated``) or else the folder's ``rnnt_init`` (``ctc_inter``), and its training minutes, which count in
+    the variant's; a folder without it stops the run with its name."""
+    init_from = demo_dir / "models" / f"{spec.get('init', config['rnnt_init'])}.nemo"
+    if not init_from.is_file():
+        raise SystemExit(f"error: {init_from}: the demo folder has no such model to start from")
+    return init_from, json.loads(init_from.with_suffix(".json").read_text())["seconds"] / 60
+
+
 def run_one(
     variant: str,
     demo_dir: Path,
@@ -494,9 +518,8 @@ def run_one(
     if spec["start"] == "base":
         init_from = demo_dir / "models" / "base.nemo"
         start_minutes = json.loads(init_from.with_suffix(".json").read_text())["seconds"] / 60
-    elif spec["start"] == "demo":  # the demo folder's own model of its rnnt_init (ctc_inter), the demo's fine-tune
-        init_from = demo_dir / "models" / f"{config['rnnt_init']}.nemo"
-        start_minutes = json.loads(init_from.with_suffix(".json").read_text())["seconds"] / 60
+    elif spec["start"] == "demo":  # the demo's fine-tune from a model of the demo folder
+        init_from, start_minutes = demo_start(spec, config, demo_dir)
     elif spec["start"] == "aed" and spec.get("heads"):  # every weight from the AED's CTC model
         written, start_minutes = heads_model(aed_model, folder)
         overrides.append(f"+init_from_nemo_model.heads.path={written}")
@@ -547,7 +570,7 @@ def run_one(
         "final": score_final(last, demo_dir, folder, list(final_splits)),
         "variant": variant,
         "system": spec["system"],
-        "start": spec["start"],
+        "start": spec.get("init", spec["start"]),
         "steps": steps,
         "stopped_at_step": stopped,
         "start_minutes": round(start_minutes, 2),

@@ -135,3 +135,22 @@ def test_the_ctc_variants_keep_the_frames_they_were_measured_at(tmp_path):
     assert stacks["ctc_aed_v512"] == []
     assert stacks["ctc_aed_v512_stack2"] == ["model.encoder.stack=2"]
     assert set(stacks["rnnt_cond_ctc40"]) == {"model.encoder.stack=2"}
+
+
+def test_a_demo_variant_starts_from_the_folders_model_it_names(tmp_path):
+    bench = load_benchmark("quality_pc_stage")
+    (tmp_path / "models").mkdir()
+    config = {"rnnt_init": "ctc_inter"}
+    for name, seconds in (("ctc_inter", 600.0), ("ctc_punctuated", 900.0)):
+        (tmp_path / "models" / f"{name}.nemo").write_bytes(b"not read here")
+        (tmp_path / "models" / f"{name}.json").write_text(json.dumps({"seconds": seconds}))
+    demo = bench.VARIANTS["rnnt_cond_demo_stack2_nodrop"]
+    assert bench.demo_start(demo, config, tmp_path) == (tmp_path / "models" / "ctc_inter.nemo", pytest.approx(10.0))
+    for name in ("rnnt_cond_ctc_punct", "rnnt_dual_ctc_punct"):
+        spec = bench.VARIANTS[name]
+        assert "model.encoder.stack=2" in spec["overrides"] and "model.joint.jointnet.dropout=0.0" in spec["overrides"]
+        start = bench.demo_start(spec, config, tmp_path)
+        assert start == (tmp_path / "models" / "ctc_punctuated.nemo", pytest.approx(15.0))
+    (tmp_path / "models" / "ctc_punctuated.nemo").unlink()
+    with pytest.raises(SystemExit, match="ctc_punctuated.nemo: the demo folder has no such model"):
+        bench.demo_start(bench.VARIANTS["rnnt_cond_ctc_punct"], config, tmp_path)
