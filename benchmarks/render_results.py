@@ -1262,6 +1262,14 @@ def render_demo_validation(source: Path) -> str:
     return "\n".join([head, "", *table(report["rows"])]) + "\n"
 
 
+def render_rnnt_validation(source: Path) -> str:
+    """``speed_rnnt_validation.py``: one validation of a demo RNN-T with and without its loss, and whether the WERs
+    agree."""
+    from speed_rnnt_validation import markdown
+
+    return markdown(_read_json(source)) + "\n"
+
+
 def render_encoder_interpolation(source: Path) -> str:
     """``quality_encoder_interpolation.py``: a system's encoder at each weight between its start (0) and its fine-tune
     (1), heads as trained: N-WER, PER and punctuation F1 of each split (a real recorded set: N-WER), the weight chosen
@@ -1467,6 +1475,7 @@ RENDERERS: dict[str, Callable[[Path], str]] = {
     "encoder_interpolation": render_encoder_interpolation,
     "cached_heads": render_cached_heads,
     "demo_validation": render_demo_validation,
+    "rnnt_validation": render_rnnt_validation,
     "aed_minutes": render_aed_minutes,
     "real_speech": render_real_speech,
     "real_speech_sets": render_real_speech_sets,

@@ -1,6 +1,8 @@
 """benchmarks/speed_rnnt_validation.py: a tiny RNN-T's validation with and without its loss gives the same WERs, only
 the first logs a loss, and a folder without the model exits 2."""
 
+import json
+
 import lightning.pytorch as pl
 import pytest
 from benchmark_loader import load_benchmark
@@ -43,3 +45,22 @@ def test_a_folder_without_the_model_exits_2(tmp_path, capsys):
         bench.main(["--demo-dir", str(tmp_path), "--system", "rnnt_dual"])
     assert stop.value.code == 2
     assert "rnnt_dual.nemo: no such model" in capsys.readouterr().err
+
+
+def test_the_rendered_block_names_the_sets_and_the_loss_share(tmp_path):
+    render = load_benchmark("render_results")
+    rows = [
+        {"setting": "with loss", "seconds": [13.0, 13.6], "median_seconds": 13.3, "logs_loss": True,
+         "wer": {"val_wer_normalized": 0.4217}},
+        {"setting": "WER only", "seconds": [10.2, 10.4], "median_seconds": 10.3, "logs_loss": False,
+         "wer": {"val_wer_normalized": 0.4217}},
+    ]  # fmt: skip
+    source = tmp_path / "v.json"
+    source.write_text(
+        json.dumps({"system": "rnnt_conditioned", "manifests": ["dev_curve.json", "real_dev.json"], "batch_size": 4,
+                    "precision": "bf16-mixed", "rounds": 2, "rows": rows, "loss_share": 0.2256, "wers_agree": True})
+    )  # fmt: skip
+    text = render.render_rnnt_validation(source)
+    assert text.startswith("`rnnt_conditioned` validating on dev_curve.json, real_dev.json (batches of 4")
+    assert "| with loss | 13.3 | 13.0, 13.6 | 42.2% |" in text
+    assert "The loss is 23% of a validation; WERs agree: True." in text

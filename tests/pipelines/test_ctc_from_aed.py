@@ -136,8 +136,10 @@ def test_a_transducer_validates_in_small_batches(config, tmp_path):
     assert RNNT_VALIDATION_BATCH_SIZE == 4
     for name in ("rnnt_conditioned", "rnnt_dual"):
         assert "model.validation_ds.batch_size=4" in demo.asr_overrides(name)
+        assert "model.compute_eval_loss=false" in demo.asr_overrides(name)  # the curves read only the WERs
         assert f"model.tokenizer.dir={tmp_path / 'r'}" in demo.asr_overrides(name)  # the RNN-Ts' own pieces
     assert not any(o.startswith("model.validation_ds.batch_size") for o in demo.asr_overrides("ctc_inter"))
+    assert not any(o.startswith("model.compute_eval_loss") for o in demo.asr_overrides("ctc_inter"))
     assert f"model.tokenizer.dir={tmp_path / 'p'}" in demo.asr_overrides("ctc_inter")
 
 

@@ -14,7 +14,7 @@ from nemo_pc.pipelines.demo.config import (
     PRETRAINED_ENCODER,
     RNNT_FINETUNE_OVERRIDES,
     RNNT_PRETRAINED_JOINT,
-    RNNT_VALIDATION_BATCH_SIZE,
+    RNNT_VALIDATION,
     SMALL_ENCODER,
     speed_perturb_override,
 )
@@ -64,7 +64,7 @@ class AsrOverrides:
             *self._rnnt_finetune(family, name),
             *self._rnnt_joint(family),
             *self._ctc_frames(family, name),
-            *([f"model.validation_ds.batch_size={RNNT_VALIDATION_BATCH_SIZE}"] if family == "rnnt" else []),
+            *(RNNT_VALIDATION if family == "rnnt" else []),
             *self.cfg.extra.get(name, []),
         ]
 

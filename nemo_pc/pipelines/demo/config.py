@@ -73,6 +73,10 @@ RNNT_PRETRAINED_JOINT = ["model.joint.jointnet.dropout=0.0"]
 # A transducer's validation loss holds the joint's output for a whole batch (B x T x U x V): real_dev's clips of up to
 # 27 s in batches of 16 over 512 pieces took the 24 GiB of a 2-core machine, where 128 pieces had fit; batches of 4.
 RNNT_VALIDATION_BATCH_SIZE = 4
+# The report's learning curves read only a validation's WERs, so a demo transducer computes no validation loss: the
+# loss was 23% of a validation of the sixth clean run's `rnnt_conditioned` on its validation sets, whose WERs it does
+# not change (benchmarks/speed_rnnt_validation.py, docs/experiments.md).
+RNNT_VALIDATION = [f"model.validation_ds.batch_size={RNNT_VALIDATION_BATCH_SIZE}", "model.compute_eval_loss=false"]
 # On a pretrained encoder (Whisper tiny.en) there is no normalized base: each CTC system learns its own targets, marks
 # included, from the first step, under the base's schedule (cosine from a peak of 2e-3 on the heads, 100 warm-up
 # steps, no SpecAugment) with the encoder at 3e-4, batches of ``ctc_batch_size`` and speed perturbation
