@@ -212,6 +212,11 @@ VARIANTS: dict[str, dict] = {
         "start": "demo",
         "overrides": [*STACK2, "model.joint.jointnet.dropout=0.0"],
     },
+    "rnnt_dual_demo_stack2_nodrop": {
+        "system": "rnnt_dual",
+        "start": "demo",
+        "overrides": [*STACK2, "model.joint.jointnet.dropout=0.0"],
+    },
     # the demo's ctc_inter (``ctc_aed_v512``) with its heads on 40 ms frames, the projection started as the mean
     "ctc_aed_v512_stack2": {"system": "ctc_inter", "start": "aed", "vocab_size": 512, "overrides": STACK2},
     "ctc_aed_v1024_stack2": {"system": "ctc_inter", "start": "aed", "vocab_size": 1024, "overrides": STACK2},
