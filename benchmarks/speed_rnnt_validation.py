@@ -129,6 +129,9 @@ def main(argv: list[str] | None = None) -> None:
         print(f"error: --rounds must be 1 or more, got {args.rounds}", file=sys.stderr)
         sys.exit(2)
     manifests = validation_sets(args.demo_dir)
+    if not manifests[0].is_file():
+        print(f"error: {manifests[0]}: no such manifest (not a finished demo folder?)", file=sys.stderr)
+        sys.exit(2)
     results = {
         "system": args.system,
         "manifests": [path.name for path in manifests],

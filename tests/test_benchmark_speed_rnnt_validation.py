@@ -45,6 +45,12 @@ def test_a_folder_without_the_model_exits_2(tmp_path, capsys):
         bench.main(["--demo-dir", str(tmp_path), "--system", "rnnt_dual"])
     assert stop.value.code == 2
     assert "rnnt_dual.nemo: no such model" in capsys.readouterr().err
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "rnnt_dual.nemo").write_bytes(b"not read: the folder has no dev manifest")
+    with pytest.raises(SystemExit) as stop:
+        bench.main(["--demo-dir", str(tmp_path), "--system", "rnnt_dual"])
+    assert stop.value.code == 2
+    assert "dev.json: no such manifest" in capsys.readouterr().err
 
 
 def test_the_rendered_block_names_the_sets_and_the_loss_share(tmp_path):
