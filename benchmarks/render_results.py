@@ -1270,6 +1270,14 @@ def render_rnnt_validation(source: Path) -> str:
     return markdown(_read_json(source)) + "\n"
 
 
+def render_lm_decoding(source: Path) -> str:
+    """``speed_lm_decoding.py``: a demo folder's LM systems decoded on test at each beam size with the run's LMs and
+    weights: seconds, the LM step's minutes estimated, and the figures."""
+    from speed_lm_decoding import markdown
+
+    return markdown(_read_json(source)) + "\n"
+
+
 def render_encoder_interpolation(source: Path) -> str:
     """``quality_encoder_interpolation.py``: a system's encoder at each weight between its start (0) and its fine-tune
     (1), heads as trained: N-WER, PER and punctuation F1 of each split (a real recorded set: N-WER), the weight chosen
@@ -1476,6 +1484,7 @@ RENDERERS: dict[str, Callable[[Path], str]] = {
     "cached_heads": render_cached_heads,
     "demo_validation": render_demo_validation,
     "rnnt_validation": render_rnnt_validation,
+    "lm_decoding": render_lm_decoding,
     "aed_minutes": render_aed_minutes,
     "real_speech": render_real_speech,
     "real_speech_sets": render_real_speech_sets,
