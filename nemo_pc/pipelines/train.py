@@ -105,6 +105,34 @@ def _curve_callback(curve: list[dict], clock: dict | None = None):
     return ValidationCurve()
 
 
+def _validation_rng_guard():
+    """A Lightning callback that keeps the validations out of the training's random streams: torch's, numpy's and
+    Python's RNG states are saved after every training batch and put back when a validation ends. Without it a
+    validation's loaders draw from those streams, and the training sampler's shuffle after it changes, so the number
+    of validations changes the trained weights (``tests/pipelines/test_train_curves.py``). With it, ``val_every``
+    changes the curve's points and the minutes, not the model."""
+    import random
+
+    import lightning.pytorch as pl
+    import numpy as np
+    import torch
+
+    class ValidationRngGuard(pl.Callback):
+        states = None
+
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+            self.states = (torch.get_rng_state(), np.random.get_state(), random.getstate())
+
+        def on_validation_end(self, trainer, pl_module) -> None:
+            if self.states is not None and not trainer.sanity_checking:
+                torch_state, numpy_state, python_state = self.states
+                torch.set_rng_state(torch_state)
+                np.random.set_state(numpy_state)
+                random.setstate(python_state)
+
+    return ValidationRngGuard()
+
+
 def _ema_callback(cfg):
     """NeMo's EMA callback when the config asks for one (``exp_manager.ema.enable``, as NeMo's exp_manager reads it),
     else ``None``."""
@@ -145,6 +173,7 @@ def train_model(
     val_every: int | None = None,
     init_from: str | Path | None = None,
     callbacks: Sequence = (),
+    isolate_validation_rng: bool = False,
 ) -> dict:
     """Trains a model for ``max_steps`` optimizer steps on CPU and saves it to ``output`` (written atomically).
 
@@ -160,6 +189,9 @@ def train_model(
             ``include: [encoder.]``); the encoder config must match. ``None`` starts from random weights.
         callbacks: more Lightning callbacks (e.g. a meter of a benchmark). ``exp_manager.ema.enable`` in the config
             adds NeMo's EMA callback, and the averaged weights are saved.
+        isolate_validation_rng: keep the validations out of the training's random streams
+            (:func:`_validation_rng_guard`), so that ``val_every`` does not change the trained weights. Off by
+            default: the demo's recorded runs trained without it, and it changes every model that validates.
 
     Returns:
         ``{"seconds": ..., "validation_seconds": ..., "validations": ..., "steps": ..., "parameters": ..., "curve":
@@ -194,7 +226,12 @@ def train_model(
         val_check_interval=min(val_every or max_steps, max_steps) if has_validation else None,
         check_val_every_n_epoch=None,
         limit_val_batches=1.0 if has_validation else 0,
-        callbacks=[_curve_callback(curve, clock), *([ema] if ema else []), *callbacks],
+        callbacks=[
+            _curve_callback(curve, clock),
+            *([_validation_rng_guard()] if isolate_validation_rng and has_validation else []),
+            *([ema] if ema else []),
+            *callbacks,
+        ],
     )
     trainer = pl.Trainer(**trainer_cfg)
     fit_schedule(cfg.model.get("optim"), max_steps)

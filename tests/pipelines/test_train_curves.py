@@ -67,3 +67,31 @@ def test_every_family_records_the_wer_of_each_validation_set(family, data, tmp_p
         assert point["val_loss"] != pytest.approx(point["real_dev_val_loss"])
     # the learning curve's price: both validations timed, a part of the fit's seconds
     assert stats["validations"] == 2 and 0 < stats["validation_seconds"] < stats["seconds"]
+
+
+def _weights_after(data, tmp_path, val_every: int, isolate: bool) -> dict:
+    import torch
+
+    from nemo_pc.pipelines.inference import load_asr_model
+    from nemo_pc.pipelines.train import train_model
+
+    overrides = tiny_recipe_overrides(
+        "rnnt", data["dev"], data["tokenizer"], f"model.validation_ds.manifest_filepath=[{data['dev']}]"
+    )
+    target = tmp_path / f"rnnt_{val_every}_{isolate}.nemo"
+    torch.set_num_threads(1)
+    stats = train_model("rnnt", overrides, target, 8, seed=0, val_every=val_every, isolate_validation_rng=isolate)
+    assert stats["validations"] == 8 // val_every
+    return {name: tensor.clone() for name, tensor in load_asr_model(target).state_dict().items()}
+
+
+def _largest_difference(a: dict, b: dict) -> float:
+    return max(float((a[name].float() - b[name].float()).abs().max()) for name in a)
+
+
+def test_the_number_of_validations_changes_the_weights_unless_the_rng_is_isolated(data, tmp_path):
+    shared = {every: _weights_after(data, tmp_path, every, isolate=False) for every in (2, 8)}
+    assert _largest_difference(shared[2], shared[8]) > 0  # a validation moves the training sampler's shuffle
+    isolated = {every: _weights_after(data, tmp_path, every, isolate=True) for every in (2, 8)}
+    assert _largest_difference(isolated[2], isolated[8]) == 0.0
+    assert _largest_difference(isolated[8], shared[8]) == 0.0  # one validation, at the end, changes nothing
