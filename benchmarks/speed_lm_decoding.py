@@ -36,14 +36,19 @@ def lm_choices(demo_dir: Path, system: str) -> tuple[int, dict]:
     exist as written (the run's working folder differed) is looked up in the folder's ``lm/``."""
     from nemo_pc.pipelines.lm import LMChoice
 
-    summary = json.loads((demo_dir / "lm" / f"{system}.json").read_text())
+    path = demo_dir / "lm" / f"{system}.json"
+    try:
+        summary = json.loads(path.read_text())
+        modes, run_beam = summary["modes"], int(summary["beam_size"])
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as error:
+        raise ValueError(f"{path}: not an LM summary of the demo (beam_size, modes): {error}") from None
     choices = {}
-    for mode, choice in summary["modes"].items():
+    for mode, choice in modes.items():
         lm = choice["lm"]
         if lm is not None and not Path(lm).is_file():
             lm = str(demo_dir / "lm" / Path(lm).name)
         choices[mode] = LMChoice(lm, float(choice["alpha"]), choice.get("dev_grid", {}))
-    return int(summary["beam_size"]), choices
+    return run_beam, choices
 
 
 def figures(report: dict) -> dict:
@@ -69,17 +74,14 @@ def same_share(a: Path, b: Path) -> float:
     return same / len(rows_a) if rows_a else 0.0
 
 
-def write_predictions(test: Path, outputs: dict[str, list[str]], target: Path) -> Path:
-    from nemo_pc.parts.manifest import write_manifest
-    from nemo_pc.parts.text import normalize
+def write_predictions(demo_dir: Path, outputs: dict[str, list[str]], target: Path) -> Path:
+    """The outputs as a prediction manifest of the folder's test split, written as the demo writes ``<system>_lm``
+    (a model without its own normalized LM decoding gets its written output normalized)."""
+    from nemo_pc.pipelines.demo.config import DemoConfig
+    from nemo_pc.pipelines.demo.pipeline import Demo
 
-    entries = [entry for _, entry in iter_manifest(test)]
-    rows = []
-    for k, entry in enumerate(entries):
-        written = outputs["punctuated"][k]
-        normalized = outputs["normalized"][k] if "normalized" in outputs else normalize(written)
-        rows.append({**entry, "pred_text": written, "pred_text_normalized": normalized})
-    return write_manifest(target, rows)
+    demo = Demo(DemoConfig(out_dir=str(demo_dir)), log=lambda _: None)
+    return demo._write_predictions(target, outputs["punctuated"], outputs.get("normalized"))
 
 
 def measure_system(demo_dir: Path, system: str, beams: list[int], batch_size: int, work: Path) -> dict:
@@ -98,7 +100,7 @@ def measure_system(demo_dir: Path, system: str, beams: list[int], batch_size: in
         start = time.perf_counter()
         outputs = transcribe_with_lms(model, test, choices, beam_size=beam, batch_size=batch_size, modes=modes)
         seconds = round(time.perf_counter() - start, 1)
-        predictions = write_predictions(test, outputs, work / f"{system}_beam{beam}.json")
+        predictions = write_predictions(demo_dir, outputs, work / f"{system}_beam{beam}.json")
         row = {"beam": beam, "seconds": seconds, **figures(score_predictions(predictions))}
         if beam == run_beam and run_predictions.is_file():
             row["same_as_run"] = round(same_share(predictions, run_predictions), 4)
@@ -205,6 +207,12 @@ def main(argv: list[str] | None = None) -> None:
     if not systems:
         print(f"error: {args.demo_dir / 'lm'}: no LM system's lm/<system>.json", file=sys.stderr)
         sys.exit(2)
+    for system in systems:
+        try:
+            lm_choices(args.demo_dir, system)
+        except ValueError as error:
+            print(f"error: {error}", file=sys.stderr)
+            sys.exit(2)
     import torch
 
     from nemo_pc.pipelines.demo.config import DemoConfig

@@ -47,7 +47,7 @@ def folder(tmp_path_factory):
     (root / "lm" / f"{SYSTEM}.json").write_text(json.dumps(summary))
     outputs = transcribe_with_lms(model, test, choices, beam_size=2, batch_size=2)
     (root / "predictions").mkdir()
-    bench.write_predictions(test, outputs, root / "predictions" / f"{SYSTEM}_lm.json")
+    bench.write_predictions(root, outputs, root / "predictions" / f"{SYSTEM}_lm.json")
     timings = {"runs": [{"seconds": {f"transcribe {SYSTEM} with LM": 90.0}}]}
     (root / "timings.json").write_text(json.dumps(timings))
     return root
@@ -99,6 +99,19 @@ def test_bad_arguments_exit_2_naming_what_is_wrong(folder, capsys, args, message
         bench.main(["--demo-dir", str(folder), *args])
     assert stop.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_broken_lm_summary_exits_2_naming_the_file(folder, tmp_path, capsys):
+    import shutil
+
+    bench = load_benchmark("speed_lm_decoding")
+    broken = tmp_path / "demo"
+    shutil.copytree(folder, broken)
+    (broken / "lm" / f"{SYSTEM}.json").write_text('{"modes": {}}')
+    with pytest.raises(SystemExit) as stop:
+        bench.main(["--demo-dir", str(broken)])
+    assert stop.value.code == 2
+    assert f"{SYSTEM}.json: not an LM summary of the demo" in capsys.readouterr().err
 
 
 def test_a_folder_without_a_test_manifest_exits_2(tmp_path, capsys):
