@@ -50,7 +50,7 @@ demo: install
 	$(PY) examples/demo_pc.py --out demo_out $(DEMO_ARGS)
 
 # README's claims table from one folder: make demo's run (resumed, or run first), the claims baselines trained beside
-# it with the same recipe, then every claim (benchmarks/run_all.py) rendered into README.md. CLAIMS=asr trains only
+# it with the same recipes (each validating once), then every claim (benchmarks/run_all.py) rendered into README.md. CLAIMS=asr trains only
 # the CTC and RNN-T baselines of C1-C7, CLAIMS=aed only papers/001's AEDs (C8-C10).
 CLAIMS ?=
 claims: install

@@ -158,7 +158,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         choices=tuple(CLAIM_GROUPS),
         help=f"also train the claims baselines ({', '.join(CLAIM_SYSTEMS)}) and the full seq2seq formatter; "
-        "'asr' only the CTC and RNN-T ones of C1-C7 with the seq2seq formatter, 'aed' only the AEDs of C8-C10",
+        "'asr' only the CTC and RNN-T ones of C1-C7 with the seq2seq formatter, 'aed' only the AEDs of C8-C10; "
+        "each baseline validates once, at its end, and is transcribed on test and real_test only",
     )
     parser.add_argument("--full", action="store_true", help="5 h of audio, 5x the steps, every baseline (hours)")
     parser.add_argument("--formatter-dir", default=None, help="reuse tagger.nemo and rewriter.nemo from here")
@@ -221,6 +222,7 @@ def main(argv: list[str] | None = None) -> None:
         held_out_voices=args.held_out_voices,
         seen_test_share=args.seen_test_share,
         systems=systems,
+        baselines=() if args.full else claims,
         asr_steps=args.asr_steps or defaults.asr_steps * scale,
         rnnt_steps=args.rnnt_steps or defaults.rnnt_steps * scale,
         aed_steps=args.aed_steps or defaults.aed_steps * scale,

