@@ -1,4 +1,5 @@
-"""Claims baselines (``DemoConfig.baselines``): one validation, and only the splits the claims read."""
+"""Claims baselines (``DemoConfig.baselines``): one validation, and only the splits the claims read; the curves'
+validations' settings (``curve_points``, ``isolate_validation_rng``) from the command line to ``train_model``."""
 
 import dataclasses
 
@@ -30,10 +31,11 @@ def _demo(tmp_path, **settings) -> Demo:
 
 def test_a_baseline_validates_once_at_its_end_and_a_demo_system_at_every_curve_point(tmp_path, monkeypatch):
     demo = _demo(tmp_path)
-    calls = {}
+    calls, isolated = {}, {}
 
     def train_model(family, overrides, target, steps, **kwargs):
         calls[target.stem] = (steps, kwargs["val_every"])
+        isolated[target.stem] = kwargs["isolate_validation_rng"]
         return {"seconds": 0.0}
 
     monkeypatch.setattr("nemo_pc.pipelines.train.train_model", train_model)
@@ -45,6 +47,12 @@ def test_a_baseline_validates_once_at_its_end_and_a_demo_system_at_every_curve_p
     assert calls["rnnt_conditioned"] == (60, 10)  # 6 validations
     assert calls["rnnt_punctuated"] == (60, 60)  # one, at the last step
     assert calls["aed_normalized_finetuned"] == (30, 30)  # not the AEDs' 3
+    assert not any(isolated.values())  # the recorded runs' setting, unless asked for
+    calls.clear()
+    isolating = _demo(tmp_path / "b", isolate_validation_rng=True, curve_points=3)
+    monkeypatch.setattr(isolating, "asr_overrides", lambda name: [])
+    isolating._train("rnnt_conditioned", "rnnt", 60, None)
+    assert calls == {"rnnt_conditioned": (60, 20)} and isolated["rnnt_conditioned"]
 
 
 def test_a_baseline_is_transcribed_only_on_the_splits_the_claims_read(tmp_path, monkeypatch):
@@ -84,3 +92,19 @@ def test_the_claims_option_makes_its_systems_baselines_and_full_trains_them_as_s
     plain, asr, full = seen
     assert plain.baselines == () and full.baselines == ()
     assert asr.baselines == CLAIM_GROUPS["asr"] and set(asr.baselines) <= set(asr.systems)
+
+
+def test_the_curve_points_and_the_validations_random_streams_come_from_the_command_line(monkeypatch, tmp_path):
+    from nemo_pc.pipelines.demo import command
+
+    seen = []
+    monkeypatch.setattr(command.Demo, "run", lambda self: seen.append(self.cfg) or tmp_path / "REPORT.md")
+    common = ["--backbone", "fastconformer"]
+    command.main(["--out", str(tmp_path / "a"), *common])
+    command.main(
+        ["--out", str(tmp_path / "b"), "--curve-points", "3", "--aed-curve-points", "2", "--isolate-validation-rng"]
+        + common
+    )
+    default, chosen = seen
+    assert (default.curve_points, default.aed_curve_points, default.isolate_validation_rng) == (6, 3, False)
+    assert (chosen.curve_points, chosen.aed_curve_points, chosen.isolate_validation_rng) == (3, 2, True)

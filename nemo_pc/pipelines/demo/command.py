@@ -194,6 +194,24 @@ def build_parser() -> argparse.ArgumentParser:
         default=defaults.ctc_stack,
         help=f"20 ms encoder frames per CTC output frame on a pretrained backbone ({defaults.ctc_stack}: 40 ms)",
     )
+    parser.add_argument(
+        "--curve-points",
+        type=int,
+        default=defaults.curve_points,
+        help=f"validations of each CTC and RNN-T training, for the report's learning curves ({defaults.curve_points})",
+    )
+    parser.add_argument(
+        "--aed-curve-points",
+        type=int,
+        default=defaults.aed_curve_points,
+        help=f"validations of each AED training ({defaults.aed_curve_points})",
+    )
+    parser.add_argument(
+        "--isolate-validation-rng",
+        action="store_true",
+        help="keep the validations out of the trainings' random streams, so that the curve points change the "
+        "minutes and not the weights (changes every model once against a run without it)",
+    )
     parser.add_argument("--seed", type=int, default=defaults.seed)
     return parser
 
@@ -248,6 +266,9 @@ def main(argv: list[str] | None = None) -> None:
         lm_order=args.lm_order,
         num_jobs=args.num_jobs,
         seed=args.seed,
+        curve_points=args.curve_points,
+        aed_curve_points=args.aed_curve_points,
+        isolate_validation_rng=args.isolate_validation_rng,
     )
     try:
         demo = Demo(config)

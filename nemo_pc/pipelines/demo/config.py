@@ -293,6 +293,11 @@ class DemoConfig:
             all 325 of ``dev`` and ``real_dev`` at 6 points an RNN-T's validations took about 4.8 of its 12 minutes
             (the gaps in its training log in the run of ``benchmarks/results/demo_clean_e99f256``), an AED's at 6
             points about 19 of 30.9 (docs/aed.md, "Minutes of the AED in the demo").
+        isolate_validation_rng: keep the curves' validations out of the trainings' random streams
+            (``train_model(isolate_validation_rng=True)``), so that ``curve_points`` and ``aed_curve_points`` change
+            the minutes and not the trained weights. Off: the recorded default runs trained without it, and
+            switching it on changes every model that validates, once (docs/experiments.md, "The learning curves
+            change the models").
         aed_curve_points: the AEDs' validations, fewer than ``curve_points`` since theirs decode autoregressively
             (the modes with references only: ``real_dev`` has no marks, so its punctuated mode is not decoded).
         anchor: also transcribe and score the test split with Whisper tiny.en (what a user would pick instead), when
@@ -369,6 +374,7 @@ class DemoConfig:
     curve_points: int = 6
     curve_dev_utterances: int = 80
     aed_curve_points: int = 3
+    isolate_validation_rng: bool = False
     anchor: bool = True
     anchor_cache: bool = True
     real_speech: bool = True

@@ -310,6 +310,7 @@ class Demo(AedSteps, AsrOverrides, FormatterSteps, LmSteps, RealSpeechSteps):
                 log_dir=self.path("logs"),
                 init_from=init_from,
                 val_every=max(1, steps // max(1, points)),
+                isolate_validation_rng=self.cfg.isolate_validation_rng,
             )
             stats["init_from"] = init_from.name if init_from else None
             stats["curve_dev_utterances"] = sum(1 for _ in iter_manifest(self.curve_dev()))
