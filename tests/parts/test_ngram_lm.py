@@ -3,12 +3,13 @@ import json
 import math
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nemo_pc.cli import main
 from nemo_pc.parts.ngram_lm import EOS_ID, build_token_lm, estimate, load_sentencepiece, write_arpa
 from nemo_pc.testing.asr import train_tokenizer, write_pc_manifest
+from nemo_pc.testing.kneser_ney import reference_model
 
 OFFSET = 100
 
@@ -211,3 +212,43 @@ def test_build_lm_writes_an_ngpu_lm_checkpoint_that_scores_as_its_arpa(data, tmp
         scores_n, next_n = from_nemo.advance(states_n)
         assert torch.allclose(scores_a, scores_n)
         states_a, states_n = next_a[:, token], next_n[:, token]
+
+
+@given(corpora)
+def test_estimate_matches_a_plain_dict_kneser_ney(case):
+    vocab, sentences, order = case
+    model = estimate(sentences, vocab, order)
+    expected, discounts = reference_model(sentences, vocab, order)
+    got = {}
+    for n, level in enumerate(model.levels, start=1):
+        for gram, log_prob, log_backoff in zip(
+            map(tuple, model.tokens(n).tolist()), level.log10_prob, level.log10_backoff, strict=True
+        ):
+            got[gram] = (float(log_prob), None if math.isnan(log_backoff) else float(log_backoff))
+    assert list(got) == sorted(expected, key=lambda gram: (len(gram), gram))  # every n-gram once, in ARPA order
+    for gram, (log_prob, log_backoff) in expected.items():
+        assert got[gram][0] == pytest.approx(log_prob, abs=1e-12), gram
+        assert (got[gram][1] is None) == (log_backoff is None), gram
+        if log_backoff is not None:
+            assert got[gram][1] == pytest.approx(log_backoff, abs=1e-12), gram
+    assert [d for order in model.discounts for d in order] == pytest.approx([d for order in discounts for d in order])
+
+
+@settings(max_examples=20, deadline=None)
+@given(corpora)
+def test_the_direct_ngpu_lm_equals_the_one_read_from_the_arpa(tmp_path_factory, case):
+    import torch
+    from nemo.collections.asr.parts.submodules.ngram_lm import NGramGPULanguageModel
+
+    from nemo_pc.parts.ngram_lm_nemo import suffix_tree
+
+    vocab, sentences, order = case
+    model = estimate(sentences, vocab, order)
+    path = tmp_path_factory.mktemp("arpa") / "lm.arpa"
+    with path.open("w", encoding="utf-8") as handle:
+        write_arpa(model, handle)
+    from_arpa = NGramGPULanguageModel.from_arpa(path, vocab_size=vocab, use_triton=False).state_dict()
+    direct = NGramGPULanguageModel.from_suffix_tree(suffix_tree(model), use_triton=False).state_dict()
+    assert from_arpa.keys() == direct.keys()
+    for name, tensor in from_arpa.items():
+        assert torch.equal(tensor, direct[name]), name
