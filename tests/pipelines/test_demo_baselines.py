@@ -47,12 +47,12 @@ def test_a_baseline_validates_once_at_its_end_and_a_demo_system_at_every_curve_p
     assert calls["rnnt_conditioned"] == (60, 10)  # 6 validations
     assert calls["rnnt_punctuated"] == (60, 60)  # one, at the last step
     assert calls["aed_normalized_finetuned"] == (30, 30)  # not the AEDs' 3
-    assert not any(isolated.values())  # the recorded runs' setting, unless asked for
+    assert all(isolated.values())  # the default
     calls.clear()
-    isolating = _demo(tmp_path / "b", isolate_validation_rng=True, curve_points=3)
-    monkeypatch.setattr(isolating, "asr_overrides", lambda name: [])
-    isolating._train("rnnt_conditioned", "rnnt", 60, None)
-    assert calls == {"rnnt_conditioned": (60, 20)} and isolated["rnnt_conditioned"]
+    mixing = _demo(tmp_path / "b", isolate_validation_rng=False, curve_points=3)
+    monkeypatch.setattr(mixing, "asr_overrides", lambda name: [])
+    mixing._train("rnnt_conditioned", "rnnt", 60, None)
+    assert calls == {"rnnt_conditioned": (60, 20)} and not isolated["rnnt_conditioned"]
 
 
 def test_a_baseline_is_transcribed_only_on_the_splits_the_claims_read(tmp_path, monkeypatch):
@@ -102,9 +102,9 @@ def test_the_curve_points_and_the_validations_random_streams_come_from_the_comma
     common = ["--backbone", "fastconformer"]
     command.main(["--out", str(tmp_path / "a"), *common])
     command.main(
-        ["--out", str(tmp_path / "b"), "--curve-points", "3", "--aed-curve-points", "2", "--isolate-validation-rng"]
+        ["--out", str(tmp_path / "b"), "--curve-points", "6", "--aed-curve-points", "2", "--no-isolate-validation-rng"]
         + common
     )
     default, chosen = seen
-    assert (default.curve_points, default.aed_curve_points, default.isolate_validation_rng) == (6, 3, False)
-    assert (chosen.curve_points, chosen.aed_curve_points, chosen.isolate_validation_rng) == (3, 2, True)
+    assert (default.curve_points, default.aed_curve_points, default.isolate_validation_rng) == (3, 3, True)
+    assert (chosen.curve_points, chosen.aed_curve_points, chosen.isolate_validation_rng) == (6, 2, False)

@@ -232,7 +232,7 @@ def test_interpolation_settings_are_checked_before_any_work_and_passed_by_the_co
         Demo(DemoConfig(out_dir=str(tmp_path / "b"), aed_interpolation_dev_utterances=0))
     with pytest.raises(ValueError, match="aed_curve_points must be 1 or more, got 0"):
         Demo(DemoConfig(out_dir=str(tmp_path / "b"), aed_curve_points=0))
-    counts = "curve_points must be 1 or more, curve_dev_utterances and lm_dev_utterances 0 or more, got 6, 80 and -1"
+    counts = "curve_points must be 1 or more, curve_dev_utterances and lm_dev_utterances 0 or more, got 3, 80 and -1"
     with pytest.raises(ValueError, match=counts):
         Demo(DemoConfig(out_dir=str(tmp_path / "b"), lm_dev_utterances=-1))
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()

@@ -150,10 +150,11 @@ def test_the_report_names_the_processor_when_the_record_has_it(tmp_path):
 def test_the_record_keeps_the_machines_speed_at_start_and_end(demo):
     demo.out.mkdir()
     demo.timings = {"corpus": 1.5}
-    record = demo._record_invocation("2026-12-01T10:00:00+00:00", True, {"start": 41.25, "end": 19.5})[0]
-    assert record["machine"]["matmul_gflops"] == {"start": 41.25, "end": 19.5}
+    speed = {"start": 41.25, "formatter": 30.0, "end": 19.5}
+    record = demo._record_invocation("2026-12-01T10:00:00+00:00", True, speed)[0]
+    assert record["machine"]["matmul_gflops"] == speed
     text = "\n".join(made_by_section([record], demo.out))
-    assert "torch threads, fp32 matmul GFLOP/s 41.2 at the start, 19.5 at the end;" in text
+    assert "torch threads, fp32 matmul GFLOP/s 41.2 at the start, 30.0 before the formatter, 19.5 at the end;" in text
     without = demo._record_invocation("2026-12-01T11:00:00+00:00", False)[1]  # a record from before the probe
     assert "matmul_gflops" not in without["machine"]
     assert "GFLOP/s" not in "\n".join(made_by_section([without], demo.out))

@@ -208,9 +208,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--isolate-validation-rng",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
+        default=defaults.isolate_validation_rng,
         help="keep the validations out of the trainings' random streams, so that the curve points change the "
-        "minutes and not the weights (changes every model once against a run without it)",
+        "minutes and not the weights; --no-isolate-validation-rng trains as the runs of "
+        "benchmarks/results/demo_clean_ea74e95 and before did "
+        f"({'on' if defaults.isolate_validation_rng else 'off'})",
     )
     parser.add_argument("--seed", type=int, default=defaults.seed)
     return parser

@@ -441,6 +441,7 @@ class Demo(AedSteps, AsrOverrides, FormatterSteps, LmSteps, RealSpeechSteps):
         for name in self.training_order():
             self._timed(f"train {name}", lambda name=name: self.train_asr(name))
         self.interpolate_aeds()
+        speed["formatter"] = speed_probe()  # the machine after the trainings: does a run slow down, and where
         tagger, rewriter = self._timed("formatter", self.formatter)
         for name in self.cfg.systems:
             self._timed(f"transcribe {name}", lambda name=name: self.transcribe(name))

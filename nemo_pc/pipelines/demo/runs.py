@@ -101,8 +101,10 @@ def machine_phrase(run: Mapping) -> str | None:
 
 
 def speed_phrase(speed: Mapping[str, float]) -> str:
-    """``fp32 matmul 45.0 GFLOP/s at the start, 38.2 at the end`` (either side may be missing)."""
-    sides = [f"{speed[side]:.1f} at the {side}" for side in ("start", "end") if speed.get(side) is not None]
+    """``fp32 matmul 45.0 GFLOP/s at the start, 41.0 before the formatter, 38.2 at the end`` (any may be
+    missing)."""
+    places = {"start": "at the start", "formatter": "before the formatter", "end": "at the end"}
+    sides = [f"{speed[key]:.1f} {place}" for key, place in places.items() if speed.get(key) is not None]
     return "fp32 matmul GFLOP/s " + ", ".join(sides) if sides else "fp32 matmul rate not recorded"
 
 
