@@ -442,7 +442,8 @@ def build_token_lm(
     Args:
         manifests: one or more nemo_pc manifests.
         tokenizer: the ASR model's tokenizer folder, its ``tokenizer.model`` or the model's ``.nemo``.
-        output: the ARPA file; a ``.nemo`` name writes NGPU-LM's own checkpoint instead (:func:`write_nemo_lm`).
+        output: the ARPA file; a ``.nemo`` name writes NGPU-LM's own checkpoint instead
+            (:func:`nemo_pc.parts.ngram_lm_nemo.write_nemo_lm`).
         order: the n-gram order (papers/002 §5.3 uses 7-gram KenLM models).
         field_name: the manifest field (``text``: cased and punctuated).
         marks: the mark set the punctuated text is reduced to (the ASR model's marks; checked by

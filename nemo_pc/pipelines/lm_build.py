@@ -1,10 +1,10 @@
 """Several token n-gram LMs built side by side.
 
 :func:`~nemo_pc.parts.ngram_lm.build_token_lm` counts and estimates on one core (NumPy). The demo's three 6-gram
-LMs (128 and 512 pieces) built in 52 s in one process and 38 s in two on 2 cores (the spawned process spends part
-of its time importing NeMo). :func:`build_lms` runs a list of :class:`LMJob` over ``workers`` processes (this one
-and ``workers - 1`` spawned ones), the largest vocabulary first, each process taking the next job when it is done
-with one. A job writes the same file whichever process runs it.
+LMs (128 and 512 pieces) built in 29 s over two processes in the run of ``benchmarks/results/demo_clean_f87e5b1``,
+a spawned process spending part of it importing NeMo. :func:`build_lms` runs a list of :class:`LMJob` over
+``workers`` processes (this one and ``workers - 1`` spawned ones), the largest vocabulary first, each process taking
+the next job when it is done with one. A job writes the same file whichever process runs it.
 """
 
 from __future__ import annotations
