@@ -14,11 +14,14 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from nemo_pc.parts.ngram_lm import EOS_ID, NGramModel
+if TYPE_CHECKING:  # ngram_lm imports this module to write a .nemo
+    from nemo_pc.parts.ngram_lm import NGramModel
 
+EOS_ID = -2  # the id of </s> in an NGramLevel's ``last`` (nemo_pc.parts.ngram_lm.EOS_ID; NeMo's _EOS_ID too)
 LOG10_E = np.log10(np.e)  # NeMo's ARPA reader turns log10 into natural logs by this division
 
 

@@ -252,3 +252,11 @@ def test_the_direct_ngpu_lm_equals_the_one_read_from_the_arpa(tmp_path_factory, 
     assert from_arpa.keys() == direct.keys()
     for name, tensor in from_arpa.items():
         assert torch.equal(tensor, direct[name]), name
+
+
+def test_the_ngpu_lm_writer_reads_the_end_of_sentence_id_of_the_estimator():
+    from nemo.collections.asr.parts.submodules.ngram_lm.ngram_lm_batched import _EOS_ID
+
+    from nemo_pc.parts import ngram_lm_nemo
+
+    assert ngram_lm_nemo.EOS_ID == EOS_ID == _EOS_ID
