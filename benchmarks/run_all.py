@@ -73,6 +73,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 # paths of the demo folder
 
 
+def shown_path(path: Path | str | None) -> str | None:
+    """A path as a results file records it: relative to the working directory when it lies under it (the command
+    names ``demo_out``, the record says ``demo_out``, not the machine's absolute folder), else as given."""
+    if path is None:
+        return None
+    resolved = Path(path).resolve()
+    try:
+        return str(resolved.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 def _demo_config(demo_dir: Path) -> dict:
     path = demo_dir / "config.json"
     return json.loads(path.read_text()) if path.is_file() else {}
@@ -152,7 +164,7 @@ def formatter_section(paths: dict, args: argparse.Namespace) -> dict:
         "long_words": args.long_words,
         "short_words": args.short_words,
         "short_texts": len(short),
-        "models": {k: str(v) if v else None for k, v in paths.items()},
+        "models": {k: shown_path(v) if v else None for k, v in paths.items()},
         "results": results,
         "compare": compare,
     }
@@ -254,7 +266,7 @@ def main(argv: list[str] | None = None) -> dict:
     paths = formatter_paths(args, demo_dir)
     command = "python benchmarks/run_all.py " + " ".join(sys.argv[1:] if argv is None else argv)
     results: dict = {
-        "demo_dir": str(demo_dir),
+        "demo_dir": shown_path(demo_dir),
         "command": command.strip(),
         "demo_config": _demo_config(demo_dir),
         "markdown": str(args.markdown),
