@@ -31,7 +31,7 @@ from types import SimpleNamespace
 import quality_formatter
 import render_results
 import run_all_rtf
-from suite import Stopwatch, results_path, write_results
+from suite import Stopwatch, results_path, shown_path, write_results
 
 from nemo_pc.parts.manifest import read_manifest, write_text_atomic
 from nemo_pc.pipelines.demo.claims import compute_claims
@@ -71,18 +71,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 # paths of the demo folder
-
-
-def shown_path(path: Path | str | None) -> str | None:
-    """A path as a results file records it: relative to the working directory when it lies under it (the command
-    names ``demo_out``, the record says ``demo_out``, not the machine's absolute folder), else as given."""
-    if path is None:
-        return None
-    resolved = Path(path).resolve()
-    try:
-        return str(resolved.relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
 
 
 def _demo_config(demo_dir: Path) -> dict:

@@ -134,6 +134,18 @@ def results_path(script: str | Path, suffix: str = ".json") -> Path:
         return path
 
 
+def shown_path(path: Path | str | None) -> str | None:
+    """A path as a results file records it: relative to the working directory when it lies under it (the command
+    names ``demo_out``, the record says ``demo_out``, not the machine's absolute folder), else as given."""
+    if path is None:
+        return None
+    resolved = Path(path).resolve()
+    try:
+        return str(resolved.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 def revision() -> str | None:
     """The checkout's commit, with ``+dirty`` when tracked files differ from it; ``$NEMO_PC_REVISION`` when set, else
     ``None`` for a tree exported without its git folder (:func:`nemo_pc.parts.provenance.revision`)."""

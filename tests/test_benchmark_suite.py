@@ -111,3 +111,13 @@ def test_variant_rounds_runs_each_variant_in_rounds_and_resumes(tmp_path):
     assert resumed == [(0, {"variant": "b", "threads": "kept"})]
     with pytest.raises(SystemExit, match="variant bad failed"):
         list(suite.variant_rounds(script, ["bad"], work, [str(work)], jobs=1, threads=1))
+
+
+def test_shown_path_records_a_folder_under_the_working_directory_relative_to_it(tmp_path, monkeypatch):
+    (tmp_path / "demo_out" / "models").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    assert suite.shown_path(tmp_path / "demo_out" / "models" / "tagger.nemo") == "demo_out/models/tagger.nemo"
+    assert suite.shown_path("demo_out") == "demo_out"
+    outside = tmp_path.parent / "elsewhere" / "demo_out"
+    assert suite.shown_path(outside) == str(outside)
+    assert suite.shown_path(None) is None

@@ -596,14 +596,3 @@ def test_the_claims_block_names_the_steps_of_the_families_the_run_trained(system
     assert recipe in block
     for family, phrase in (("ctc", "CTC model"), ("rnnt", "RNN-T model"), ("aed", "AED")):
         assert (phrase in block) == any(name.startswith(family) for name in systems)
-
-
-def test_run_all_records_a_folder_under_the_working_directory_relative_to_it(tmp_path, monkeypatch):
-    run_all = load_run_all()
-    (tmp_path / "demo_out" / "models").mkdir(parents=True)
-    monkeypatch.chdir(tmp_path)
-    assert run_all.shown_path(tmp_path / "demo_out" / "models" / "tagger.nemo") == "demo_out/models/tagger.nemo"
-    assert run_all.shown_path("demo_out") == "demo_out"
-    outside = tmp_path.parent / "elsewhere" / "demo_out"
-    assert run_all.shown_path(outside) == str(outside)
-    assert run_all.shown_path(None) is None
