@@ -130,10 +130,16 @@ def transcribe(heads: CachedHeads, feats: list, detokenize, batch_size: int = 32
     return out
 
 
-def encode(model, rows: list[dict], stack: int, batch_size: int = 16) -> tuple[list[torch.Tensor], list[str]]:
+def encode(
+    model, rows: list[dict], stack: int, batch_size: int = 16, layer: int = 0
+) -> tuple[list[torch.Tensor], list[str]]:
     """The frozen encoder's output per utterance, ``(T, D)`` float16 after :func:`stack_frames`, and the greedy
-    normalized text of the AED's own CTC head (``aux_ctc``, trained with the AED) on the same frames."""
+    normalized text of the AED's own CTC head (``aux_ctc``, trained with the AED) on the same frames. ``layer`` > 0
+    keeps the output of that encoder block instead (before the final layer norm)."""
     import soundfile
+
+    taps: list = []
+    hook = model.encoder.layers[layer - 1].register_forward_hook(lambda m, i, o: taps.append(o)) if layer else None
 
     order = sorted(range(len(rows)), key=lambda i: float(rows[i]["duration"]))
     out: list = [None] * len(rows)
@@ -144,13 +150,30 @@ def encode(model, rows: list[dict], stack: int, batch_size: int = 16) -> tuple[l
             audio = [torch.from_numpy(soundfile.read(rows[i]["audio_filepath"], dtype="float32")[0]) for i in index]
             signal, lengths = pad_batch([a[:, None] for a in audio])
             encoded, encoded_len = model.encode(signal[..., 0], lengths)
+            frames = taps.pop() if hook is not None else encoded.transpose(1, 2)
             for k, i in enumerate(index):
-                out[i] = stack_frames(encoded[k, :, : encoded_len[k]].T.contiguous(), stack).to(torch.float16)
+                out[i] = stack_frames(frames[k, : encoded_len[k]].contiguous(), stack).to(torch.float16)
             if model.ctc_decoder is not None:
                 ids = greedy_ids(model.ctc_decoder(encoder_output=encoded), encoded_len)
                 for k, i in enumerate(index):
                     aux[i] = normalize(model.ctc_tokenizer.ids_to_text(ids[k]))
+    if hook is not None:
+        hook.remove()
     return out, aux
+
+
+def zero_shot_aed():
+    """The AED as ``make demo`` builds it before training: Whisper tiny.en's encoder and decoder, no CTC head."""
+    from omegaconf import open_dict
+
+    from nemo_pc.models import EncDecAEDPCModel
+    from nemo_pc.pipelines.train import compose_config
+
+    cfg = compose_config("aed", ["model.aux_ctc=null"])
+    with open_dict(cfg):
+        cfg.model.train_ds.manifest_filepath = None
+        cfg.model.validation_ds.manifest_filepath = None
+    return EncDecAEDPCModel(cfg=cfg.model).eval()
 
 
 def head_tokenizer(model, vocab_size: int, train_manifest: Path, work: Path):
@@ -189,7 +212,10 @@ def score_split(split: str, rows: list[dict], punctuated: list[str], normalized:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", required=True, help="the demo's AED (models/aed_prompt.nemo)")
+    parser.add_argument(
+        "--model", required=True, help="the demo's AED (models/aed_prompt.nemo), or 'whisper': Whisper tiny.en's own"
+    )
+    parser.add_argument("--layer", type=int, default=0, help="read the output of this encoder block (0: the top)")
     parser.add_argument("--demo-dir", required=True, help="its demo folder (manifests, real_speech)")
     parser.add_argument("--steps", type=int, default=3000)
     parser.add_argument("--every", type=int, default=1000)
@@ -206,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     from nemo_pc.pipelines.inference import load_asr_model
 
     torch.manual_seed(0)
-    model = load_asr_model(args.model).eval()
+    model = zero_shot_aed() if args.model == "whisper" else load_asr_model(args.model).eval()
     demo, work = Path(args.demo_dir), tempfile.TemporaryDirectory()
     tokenizer = head_tokenizer(model, args.vocab_size, demo / "manifests" / "train.json", Path(work.name))
     splits = {
@@ -217,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     rows = {split: read_manifest(path) for split, path in splits.items()}
     start = time.perf_counter()
-    encoded = {split: encode(model, split_rows, args.stack) for split, split_rows in rows.items()}
+    encoded = {split: encode(model, split_rows, args.stack, layer=args.layer) for split, split_rows in rows.items()}
     encode_seconds = time.perf_counter() - start
     feats = {split: pair[0] for split, pair in encoded.items()}
     marks = "".join(model.cfg.train_ds.get("marks", ".,?"))

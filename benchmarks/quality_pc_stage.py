@@ -241,6 +241,39 @@ VARIANTS: dict[str, dict] = {
         "init": "ctc_punctuated",
         "overrides": [*STACK2, NO_DROP],
     },
+    # the demo's RNN-T recipe with the predictor first trained on the demo folder's LM text (lm/text.json: the
+    # source books without the chapters of dev and test) as a next-piece LM of each mode, for this many steps
+    "rnnt_cond_demo_lm": {
+        "system": "rnnt_conditioned",
+        "start": "demo",
+        "overrides": [*STACK2, NO_DROP],
+        "predictor_lm": 2000,
+    },
+    "rnnt_dual_demo_lm": {
+        "system": "rnnt_dual",
+        "start": "demo",
+        "overrides": [*STACK2, NO_DROP],
+        "predictor_lm": 2000,
+    },
+    # the same with a predictor of 320 (the config's 144), and with twice the predictor's text steps
+    "rnnt_cond_demo_lm_p320": {
+        "system": "rnnt_conditioned",
+        "start": "demo",
+        "overrides": [*STACK2, NO_DROP, "model.model_defaults.pred_hidden=320"],
+        "predictor_lm": 2000,
+    },
+    "rnnt_dual_demo_lm_p320": {
+        "system": "rnnt_dual",
+        "start": "demo",
+        "overrides": [*STACK2, NO_DROP, "model.model_defaults.pred_hidden=320"],
+        "predictor_lm": 2000,
+    },
+    "rnnt_dual_demo_lm4000": {
+        "system": "rnnt_dual",
+        "start": "demo",
+        "overrides": [*STACK2, NO_DROP],
+        "predictor_lm": 4000,
+    },
     "rnnt_cond_aed": {"system": "rnnt_conditioned", "start": "ctc_aed"},
     "rnnt_dual_aed": {"system": "rnnt_dual", "start": "ctc_aed"},
     "rnnt_dual_ctc": {"system": "rnnt_dual", "start": "ctc_direct"},
@@ -542,6 +575,11 @@ def run_one(
             "model.freeze_updates.enabled=true",
             f"model.freeze_updates.modules.encoder={steps // 2}",
         ]
+    if spec.get("predictor_lm"):
+        text = demo_dir / "lm" / "text.json"
+        if not text.is_file():
+            raise SystemExit(f"error: {text}: the demo folder has no LM text for the predictor")
+        overrides += [f"model.predictor_lm.text={text.resolve()}", f"model.predictor_lm.steps={spec['predictor_lm']}"]
     distilled = None
     if spec.get("distill"):
         manifests, distilled = distilled_train(demo_dir, work, spec["distill"])
@@ -563,6 +601,10 @@ def run_one(
         )
         write_text_atomic(folder / "stats.json", json.dumps(stats) + "\n")
     seconds = json.loads((snapshots / "train_seconds.json").read_text())
+    stats_file = folder / "stats.json"
+    predictor_lm = json.loads(stats_file.read_text()).get("predictor_lm") if stats_file.is_file() else None
+    if predictor_lm:  # the predictor's text-only steps ran before the first speech step: their minutes count
+        start_minutes += predictor_lm["seconds"] / 60
     manifest = dev_subset(demo_dir, folder, stride)
     curve = []
     for step in sorted(int(s) for s in seconds):
@@ -582,6 +624,7 @@ def run_one(
         "overrides": overrides,
         "curve": curve,
         **({"distill": distilled} if distilled else {}),
+        **({"predictor_lm": {k: v for k, v in predictor_lm.items() if k != "loss"}} if predictor_lm else {}),
     }
 
 

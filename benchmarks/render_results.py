@@ -1219,7 +1219,15 @@ def render_cached_heads(*sources: Path) -> str:
     subset's N-WER at each point, the test and ``real_test`` scores of its last step)."""
     reports = [_read_json(source) for source in sources]
     points = sorted({point["step"] for report in reports for point in report["curve"]})
+    # which encoder: a column only where a file reads another than the demo AED's top (--model whisper, --layer)
+    encoders = [
+        ("Whisper tiny.en's" if r["settings"].get("model") == "whisper" else "the AED's")
+        + (f", block {r['settings']['layer']}" if r["settings"].get("layer") else ", top")
+        for r in reports
+    ]
+    with_encoder = any(r["settings"].get("model") == "whisper" or r["settings"].get("layer") for r in reports)
     columns = ["vocabulary:", "layers:", "parameters:", "train minutes:", *(f"dev N-WER at {p}:" for p in points)]
+    columns = ["encoder", *columns] if with_encoder else columns
     columns += ["test N-WER:", "PER:", "punct F1:", "real_test N-WER:"]
     table = []
     for report in reports:
@@ -1239,6 +1247,8 @@ def render_cached_heads(*sources: Path) -> str:
                 f"{_pct(real['wer'])} [{100 * low:.1f}, {100 * high:.1f}]",
             ]
         )
+        if with_encoder:
+            table[-1].insert(0, encoders[len(table) - 1])
     first = reports[0]
     head = (
         f"Heads on the frozen encoder's cached outputs ({first['settings']['stack']} frames stacked, batches of "

@@ -6,6 +6,9 @@ python examples/speech_to_text_rnnt_pc.py variant=conditioned \
     model.validation_ds.manifest_filepath=manifests/dev.json \
     model.train_ds.pc_fraction=0.2 trainer.max_epochs=20
 
+The predictor first learns the text of a JSON-lines file (text, text_normalized) as a language model:
+    model.predictor_lm.text=lm/text.json model.predictor_lm.steps=2000
+
 Many GPUs or nodes: trainer.accelerator=gpu trainer.devices=-1 trainer.num_nodes=2 trainer.strategy=ddp
 """
 
@@ -25,6 +28,7 @@ def main(cfg) -> None:
     exp_manager(trainer, cfg.get("exp_manager", None))
     model = EncDecRNNTPCBPEModel(cfg=cfg.model, trainer=trainer)
     model.maybe_init_from_pretrained_checkpoint(cfg)
+    model.pretrain_predictor_lm()  # model.predictor_lm.text=lm.json model.predictor_lm.steps=2000 (else nothing)
     trainer.fit(model)
     if cfg.model.test_ds.manifest_filepath:
         if model.prepare_test(trainer):

@@ -70,3 +70,64 @@ def test_the_rendered_table_has_a_row_per_results_file(tmp_path):
     assert "| vocabulary | layers | parameters | train minutes | dev N-WER at 500 | dev N-WER at 1000 |" in text
     assert "| 512 | 0 | 1.38 M | 4.0 | 41.0% | 39.8% | 60.7% | 45.7% | 54.3% | 63.0% [54.6, 70.8] |" in text
     assert "| 1024 | 0 | 1.38 M | 4.0 | - | 36.4% | 57.3% |" in text  # a point the run did not take: "-"
+
+
+def test_an_encoder_column_names_whisper_and_the_block_read(tmp_path):
+    import json
+
+    render = load_benchmark("render_results")
+    paths = []
+    for name, model, layer in (("aed", "demo_out/models/aed_prompt.nemo", None), ("w3", "whisper", 3)):
+        settings = {"model": model, "vocab_size": 1024, "layers": 0, "parameters": 1_380_000, "stack": 4}
+        settings |= {"batch_size": 32} | ({"layer": layer} if layer is not None else {})
+        report = {
+            "settings": settings,
+            "utterances": {"train": 2610, "dev": 80},
+            "curve": [{"step": 2000, "train_minutes": 3.0, "dev_n_wer": 0.5}],
+            "scores": {"test": {"n_wer": 0.7}, "real_test": {"wer": 0.77, "ci95": [0.74, 0.82]}},
+        }
+        paths.append(tmp_path / f"{name}.json")
+        paths[-1].write_text(json.dumps(report))
+    text = render.render_cached_heads(*paths)
+    assert "| encoder | vocabulary |" in text
+    assert "| the AED's, top | 1024 |" in text and "| Whisper tiny.en's, block 3 | 1024 |" in text
+    assert "| encoder |" not in render.render_cached_heads(paths[0])  # the AED's top alone: no column
+
+
+def test_encode_reads_the_output_of_the_block_asked(tmp_path):
+    from types import SimpleNamespace
+
+    import numpy as np
+    import soundfile
+    from torch import nn
+
+    bench = load_benchmark("quality_cached_heads")
+
+    class Encoder(nn.Module):  # block 1 adds 1, block 2 doubles, the top multiplies by 10
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.ModuleList([nn.Identity(), nn.Identity()])
+
+        def forward(self, x):
+            h = self.layers[0](x + 1)
+            h = self.layers[1](h * 2)
+            return h * 10
+
+    encoder = Encoder()
+
+    def encode(signal, lengths):  # (B, T) audio -> (B, 1, T), as the AED's encode gives
+        return encoder(signal[..., None]).transpose(1, 2), lengths
+
+    model = SimpleNamespace(encoder=encoder, encode=encode, ctc_decoder=None)
+    rows = []
+    for k, samples in enumerate(([0.5, 0.25, 0.0], [0.125, 0.5])):
+        path = tmp_path / f"{k}.wav"
+        soundfile.write(path, np.array(samples, dtype="float32"), 16000, subtype="FLOAT")
+        rows.append({"audio_filepath": str(path), "duration": len(samples) / 16000})
+    top, _ = bench.encode(model, rows, stack=1)
+    first, _ = bench.encode(model, rows, stack=1, layer=1)
+    second, _ = bench.encode(model, rows, stack=1, layer=2)
+    assert top[1][:, 0].tolist() == [22.5, 30.0]  # (x + 1) * 2 * 10
+    assert first[1][:, 0].tolist() == [1.125, 1.5] and second[1][:, 0].tolist() == [2.25, 3.0]
+    assert first[0].shape == (3, 1)  # each utterance cut to its own length
+    assert not encoder.layers[0]._forward_hooks  # the tap is removed

@@ -155,6 +155,39 @@ class EncDecRNNTPCBPEModel(PCModelMixin, AuxCTCMixin, EncDecRNNTBPEModel):
         """The modes with a head of their own."""
         return tuple(self.head_modes)
 
+    def pretrain_predictor_lm(self, cfg: DictConfig | dict | None = None, progress=None) -> dict | None:
+        """Trains the predictor on text alone as a next-piece LM of each mode the model learns
+        (:mod:`nemo_pc.models.predictor_lm`), before training on speech; ``cfg`` defaults to
+        ``model.predictor_lm``. Returns the run's record (with the text's line counts), or ``None`` when the config
+        names no text or no steps."""
+        from nemo_pc.models.predictor_lm import DEFAULTS, pretrain_predictor, read_lm_text
+
+        given = cfg if cfg is not None else self.cfg.get("predictor_lm")
+        options = DEFAULTS | dict(OmegaConf.to_container(given) if isinstance(given, DictConfig) else given or {})
+        unknown = sorted(set(options) - set(DEFAULTS))
+        if unknown:
+            raise ValueError(f"predictor_lm: unknown key(s) {unknown}; known: {sorted(DEFAULTS)}")
+        if not options["text"] or not options["steps"]:
+            return None
+        from nemo.utils import logging
+
+        tokens, counts = read_lm_text(
+            options["text"], self.tokenizer, self.cfg.pc.marks, options["max_lines"], options["max_tokens"]
+        )
+        logging.info(f"predictor LM: {options['steps']} steps on {counts['lines']} lines of {options['text']}")
+        record = pretrain_predictor(
+            self,
+            tokens,
+            int(options["steps"]),
+            batch_size=int(options["batch_size"]),
+            lr=float(options["lr"]),
+            seed=int(options["seed"]),
+            modes=tuple(self.head_modes),
+            progress=progress,
+        )
+        logging.info(f"predictor LM: loss {record['first_loss']} -> {record['last_loss']} in {record['seconds']} s")
+        return record | {"text": str(options["text"]), **counts}
+
     def mode_decoding(self, mode: int, decoding_cfg: DictConfig) -> RNNTBPEDecoding:
         """NeMo's RNN-T decoding on the predictor and joint of ``mode``."""
         decoder, joint = self.decoder_for(mode)

@@ -244,6 +244,7 @@ def train_model(
     if any(cfg.get(key) for key in INIT_KEYS):  # NeMo's keys, e.g. +init_from_nemo_model.span.path=X.nemo
         model.maybe_init_from_pretrained_checkpoint(cfg)
     start = time.perf_counter()
+    predictor_lm = model.pretrain_predictor_lm() if family == "rnnt" else None
     trainer.fit(model)
     seconds = time.perf_counter() - start
     if ema is not None and ema._ema_initialized(trainer):
@@ -260,4 +261,5 @@ def train_model(
         "steps": max_steps,
         "parameters": parameters,
         "curve": curve,
+        **({"predictor_lm": predictor_lm} if predictor_lm else {}),
     }

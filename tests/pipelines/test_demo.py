@@ -454,6 +454,21 @@ def test_whisper_backbone_overrides_replace_the_small_encoder(tmp_path):
     assert "model.joint.jointnet.dropout=0.0" in own.asr_overrides("rnnt_conditioned")
 
 
+def test_rnnt_predictor_lm_steps_point_every_rnnt_at_the_lm_text(tmp_path):
+    demo = Demo(DemoConfig(out_dir=str(tmp_path / "out"), rnnt_predictor_lm_steps=300, backbone="fastconformer"))
+    demo.tokenizers = lambda: {"plain": tmp_path / "tok", "styles": tmp_path / "tok_styles", "rnnt": tmp_path / "r"}
+    text = tmp_path / "out" / "lm" / "text.json"
+    demo.lm_text = lambda: text  # the LM text's own build is tested with the LM steps
+    for name in ("rnnt_conditioned", "rnnt_dual"):
+        assert {f"model.predictor_lm.text={text}", "model.predictor_lm.steps=300"} <= set(demo.asr_overrides(name))
+    for name in ("ctc_inter", "base"):
+        assert not any(o.startswith("model.predictor_lm") for o in demo.asr_overrides(name))
+    demo.cfg.rnnt_predictor_lm_steps = 0
+    assert not any(o.startswith("model.predictor_lm") for o in demo.asr_overrides("rnnt_dual"))
+    with pytest.raises(ValueError, match="rnnt_predictor_lm_steps must be 0 .* got -1"):
+        Demo(DemoConfig(rnnt_predictor_lm_steps=-1))
+
+
 def test_whisper_backbone_without_its_weights_package_names_the_install(monkeypatch):
     import importlib.util
 

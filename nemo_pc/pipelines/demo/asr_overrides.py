@@ -63,6 +63,7 @@ class AsrOverrides:
             *self._pc_from_start(family, name),
             *self._rnnt_finetune(family, name),
             *self._rnnt_joint(family),
+            *(self._predictor_lm() if family == "rnnt" and name != BASE_SYSTEM else []),
             *self._ctc_frames(family, name),
             *(RNNT_VALIDATION if family == "rnnt" else []),
             *self.cfg.extra.get(name, []),
@@ -151,6 +152,13 @@ class AsrOverrides:
             "model.freeze_updates.enabled=true",
             f"model.freeze_updates.modules.encoder={self.cfg.rnnt_steps // 2}",
         ]
+
+    def _predictor_lm(self) -> list[str]:
+        """The predictor's text-only steps on the LM text (``rnnt_predictor_lm_steps``), written first if needed."""
+        if not self.cfg.rnnt_predictor_lm_steps:
+            return []
+        text = self.lm_text()
+        return [f"model.predictor_lm.text={text}", f"model.predictor_lm.steps={self.cfg.rnnt_predictor_lm_steps}"]
 
     def _rnnt_joint(self, family: str) -> list[str]:
         """An RNN-T's joint on a pretrained backbone: 40 ms frames (``rnnt_stack``: stacked encoder frames whose

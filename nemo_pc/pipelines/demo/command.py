@@ -68,6 +68,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--asr-steps", type=int, default=None, help=f"steps per CTC model ({defaults.asr_steps})")
     parser.add_argument("--rnnt-steps", type=int, default=None, help=f"steps per RNN-T model ({defaults.rnnt_steps})")
     parser.add_argument(
+        "--rnnt-predictor-lm-steps",
+        type=int,
+        default=defaults.rnnt_predictor_lm_steps,
+        help="text-only steps of each RNN-T's predictor on the LM text before its speech steps, 0 for none "
+        f"({defaults.rnnt_predictor_lm_steps})",
+    )
+    parser.add_argument(
         "--aed-steps", type=int, default=None, help=f"steps per attention encoder-decoder ({defaults.aed_steps})"
     )
     parser.add_argument(
@@ -246,6 +253,7 @@ def main(argv: list[str] | None = None) -> None:
         baselines=() if args.full else claims,
         asr_steps=args.asr_steps or defaults.asr_steps * scale,
         rnnt_steps=args.rnnt_steps or defaults.rnnt_steps * scale,
+        rnnt_predictor_lm_steps=args.rnnt_predictor_lm_steps,
         aed_steps=args.aed_steps or defaults.aed_steps * scale,
         aed_finetune=args.aed_finetune,
         aed_interpolation_weights=args.aed_interpolation_weights,

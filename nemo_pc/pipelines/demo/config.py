@@ -219,6 +219,9 @@ class DemoConfig:
         rnnt_steps: optimizer steps per RNN-T model. Started from a trained encoder (the base, or ``rnnt_init``'s),
             an RNN-T trains on batches of ``rnnt_batch_size`` without SpecAugment at lr 3e-3 and keeps the encoder
             frozen for its first ``rnnt_steps // 2`` steps.
+        rnnt_predictor_lm_steps: before its speech steps, each RNN-T's predictor learns the LM text (``lm/text.json``,
+            the source books without the chapters of dev and test) as a next-piece LM of each mode for this many
+            steps (``model.predictor_lm``, :mod:`nemo_pc.models.predictor_lm`); 0: none.
         base_steps: steps of the shared normalized-CTC encoder ``models/base.nemo`` that starts every CTC and RNN-T
             model (0: none; the default for a pretrained backbone, ``DEFAULT_BASE_STEPS``). It needs
             ``rnnt_layers == ctc_layers``.
@@ -332,6 +335,7 @@ class DemoConfig:
     ctc_init: str = "aed_prompt"
     ctc_init_encoder_lr: float = 3e-4
     rnnt_steps: int = 500
+    rnnt_predictor_lm_steps: int = 0
     rnnt_batch_size: int = 8
     aed_steps: int = 300
     aed_batch_size: int = 8

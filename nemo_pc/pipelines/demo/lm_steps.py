@@ -52,6 +52,16 @@ class LmSteps:
         whole, as the corpus's ``CHAPTERS.TXT`` names it, and so is any other sentence sharing 6 words with one of
         those utterances (:func:`nemo_pc.data.recipes.lm_text.write_lm_text`); ``lm/text.report.json`` counts both.
         """
+        folder = self.lm_text().parent
+        tokenizers = self.tokenizers()
+        return {
+            kind: {mode: lm_file(folder, mode, self.cfg.lm_order, tokenizers[kind]) for mode in MODES}
+            for kind in dict.fromkeys(self.tokenizer_kind(name) for name in self.lm_systems())
+        }
+
+    def lm_text(self) -> Path:
+        """``lm/text.json``, the LM text (see :meth:`language_models`), written unless it is there with its report;
+        the RNN-Ts' predictors also learn it first (``rnnt_predictor_lm_steps``)."""
         from nemo_pc.data.recipes.lm_text import write_lm_text
 
         folder = self.path("lm")
@@ -66,11 +76,7 @@ class LmSteps:
                 corpus=self.path("corpus"),
             )
             write_text_atomic(folder / "text.report.json", json.dumps(report.as_dict(), indent=2) + "\n")
-        tokenizers = self.tokenizers()
-        return {
-            kind: {mode: lm_file(folder, mode, self.cfg.lm_order, tokenizers[kind]) for mode in MODES}
-            for kind in dict.fromkeys(self.tokenizer_kind(name) for name in self.lm_systems())
-        }
+        return text
 
     def lm_job(self, kind: str, mode: str, target: Path) -> LMJob:
         """The build of ``target``, the LM of ``mode`` over the pieces of the tokenizer ``kind``

@@ -87,6 +87,8 @@ class Demo(AedSteps, AsrOverrides, FormatterSteps, LmSteps, RealSpeechSteps):
             raise ValueError(f"baselines {starts} start other systems (rnnt_init, ctc_init): train them as systems")
         if config.base_steps < 0:
             raise ValueError(f"base_steps must be 0 (no base encoder) or more, got {config.base_steps}")
+        if config.rnnt_predictor_lm_steps < 0:
+            raise ValueError(f"rnnt_predictor_lm_steps must be 0 (none) or more, got {config.rnnt_predictor_lm_steps}")
         sizes = (
             "asr_steps",
             "ctc_batch_size",
