@@ -255,7 +255,7 @@ VARIANTS: dict[str, dict] = {
         "overrides": [*STACK2, NO_DROP],
         "predictor_lm": 2000,
     },
-    # the same with a predictor of 320 (the config's 144), and with twice the predictor's text steps
+    # the same with a predictor of 320 (the config's 144), with and without the text steps, and with twice the steps
     "rnnt_cond_demo_lm_p320": {
         "system": "rnnt_conditioned",
         "start": "demo",
@@ -267,6 +267,11 @@ VARIANTS: dict[str, dict] = {
         "start": "demo",
         "overrides": [*STACK2, NO_DROP, "model.model_defaults.pred_hidden=320"],
         "predictor_lm": 2000,
+    },
+    "rnnt_dual_demo_p320": {
+        "system": "rnnt_dual",
+        "start": "demo",
+        "overrides": [*STACK2, NO_DROP, "model.model_defaults.pred_hidden=320"],
     },
     "rnnt_dual_demo_lm4000": {
         "system": "rnnt_dual",
