@@ -273,6 +273,17 @@ VARIANTS: dict[str, dict] = {
         "start": "demo",
         "overrides": [*STACK2, NO_DROP, "model.model_defaults.pred_hidden=320"],
     },
+    # the demo's RNN-T recipe with a narrower joint (64 wide, the config's 144): a cheaper joint and loss
+    "rnnt_cond_demo_jh64": {
+        "system": "rnnt_conditioned",
+        "start": "demo",
+        "overrides": [*STACK2, NO_DROP, "model.model_defaults.joint_hidden=64"],
+    },
+    "rnnt_dual_demo_jh64": {
+        "system": "rnnt_dual",
+        "start": "demo",
+        "overrides": [*STACK2, NO_DROP, "model.model_defaults.joint_hidden=64"],
+    },
     "rnnt_dual_demo_lm4000": {
         "system": "rnnt_dual",
         "start": "demo",
