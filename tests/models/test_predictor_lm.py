@@ -80,3 +80,20 @@ def test_text_file_errors_name_the_line_and_empty_lines_are_counted(corpus, tmp_
     assert len(tokens[0]) == len(tokens[1]) == 3 and max(len(ids) for ids in tokens[1]) <= 2
     assert tokens[1][0] != tokens[0][0]  # the punctuated pieces are those of the cased, marked text
     assert read_lm_text(mixed, model.tokenizer, ".,?", max_lines=2)[1]["lines"] == 2
+
+
+def test_train_model_runs_the_text_steps_first_and_records_them(corpus, tmp_path):
+    from nemo_pc.pipelines.train import train_model
+    from nemo_pc.testing.asr import tiny_recipe_overrides
+
+    manifest = write_pc_manifest(tmp_path)
+    base = tiny_recipe_overrides("rnnt", manifest, corpus["tokenizer"])
+    text = [f"model.predictor_lm.text={corpus['text']}", "model.predictor_lm.steps=30", "model.predictor_lm.lr=0.01"]
+    plain = train_model("rnnt", base, tmp_path / "plain.nemo", 2, seed=0)
+    taught = train_model("rnnt", [*base, *text], tmp_path / "taught.nemo", 2, seed=0)
+    assert "predictor_lm" not in plain
+    record = taught["predictor_lm"]
+    assert record["steps"] == 30 and record["lines"] == 3 and record["last_loss"] < record["first_loss"]
+    assert taught["seconds"] >= record["seconds"]  # the text steps count in the training's seconds
+    restored = EncDecRNNTPCBPEModel.restore_from(str(tmp_path / "taught.nemo"), map_location="cpu")
+    assert restored.cfg.predictor_lm.steps == 30  # the recipe travels with the model
