@@ -284,6 +284,74 @@ VARIANTS: dict[str, dict] = {
         "start": "demo",
         "overrides": [*STACK2, NO_DROP, "model.model_defaults.joint_hidden=64"],
     },
+    # the RNN-T on the AED's encoder kept frozen for the whole run (the cheap steps of the frozen half, all along),
+    # as the CTC heads on the frozen encoder above: only the stacking projection (GELU after), predictor and joint
+    "rnnt_dual_aed_frozen": {
+        "system": "rnnt_dual",
+        "start": "aed",
+        "overrides": [
+            "model.encoder.frozen_layers=-1",
+            *STACK2,
+            "model.encoder.feat_out=384",
+            "model.encoder.out_activation=gelu",
+            "model.encoder.dropout=0.0",
+            NO_DROP,
+            "++model.optim_param_groups.encoder.lr=0.002",
+            "model.freeze_updates.enabled=false",
+        ],
+    },
+    "rnnt_cond_aed_frozen": {
+        "system": "rnnt_conditioned",
+        "start": "aed",
+        "overrides": [
+            "model.encoder.frozen_layers=-1",
+            *STACK2,
+            "model.encoder.feat_out=384",
+            "model.encoder.out_activation=gelu",
+            "model.encoder.dropout=0.0",
+            NO_DROP,
+            "++model.optim_param_groups.encoder.lr=0.002",
+            "model.freeze_updates.enabled=false",
+        ],
+    },
+    # the same with the top block of 4 training at the encoder's fine-tune rate (3e-4), for the marks
+    "rnnt_dual_aed_top1": {
+        "system": "rnnt_dual",
+        "start": "aed",
+        "overrides": [
+            "model.encoder.frozen_layers=3",
+            *STACK2,
+            "model.encoder.dropout=0.0",
+            NO_DROP,
+            "++model.optim_param_groups.encoder.lr=0.0003",
+            "model.freeze_updates.enabled=false",
+        ],
+    },
+    "rnnt_cond_aed_top1": {
+        "system": "rnnt_conditioned",
+        "start": "aed",
+        "overrides": [
+            "model.encoder.frozen_layers=3",
+            *STACK2,
+            "model.encoder.dropout=0.0",
+            NO_DROP,
+            "++model.optim_param_groups.encoder.lr=0.0003",
+            "model.freeze_updates.enabled=false",
+        ],
+    },
+    # the top 2 blocks of 4 training
+    "rnnt_dual_aed_top2": {
+        "system": "rnnt_dual",
+        "start": "aed",
+        "overrides": [
+            "model.encoder.frozen_layers=2",
+            *STACK2,
+            "model.encoder.dropout=0.0",
+            NO_DROP,
+            "++model.optim_param_groups.encoder.lr=0.0003",
+            "model.freeze_updates.enabled=false",
+        ],
+    },
     "rnnt_dual_demo_lm4000": {
         "system": "rnnt_dual",
         "start": "demo",
