@@ -352,6 +352,18 @@ VARIANTS: dict[str, dict] = {
             "model.freeze_updates.enabled=false",
         ],
     },
+    "rnnt_cond_aed_top2": {
+        "system": "rnnt_conditioned",
+        "start": "aed",
+        "overrides": [
+            "model.encoder.frozen_layers=2",
+            *STACK2,
+            "model.encoder.dropout=0.0",
+            NO_DROP,
+            "++model.optim_param_groups.encoder.lr=0.0003",
+            "model.freeze_updates.enabled=false",
+        ],
+    },
     "rnnt_dual_demo_lm4000": {
         "system": "rnnt_dual",
         "start": "demo",
