@@ -162,20 +162,6 @@ def encode(
     return out, aux
 
 
-def zero_shot_aed():
-    """The AED as ``make demo`` builds it before training: Whisper tiny.en's encoder and decoder, no CTC head."""
-    from omegaconf import open_dict
-
-    from nemo_pc.models import EncDecAEDPCModel
-    from nemo_pc.pipelines.train import compose_config
-
-    cfg = compose_config("aed", ["model.aux_ctc=null"])
-    with open_dict(cfg):
-        cfg.model.train_ds.manifest_filepath = None
-        cfg.model.validation_ds.manifest_filepath = None
-    return EncDecAEDPCModel(cfg=cfg.model).eval()
-
-
 def head_tokenizer(model, vocab_size: int, train_manifest: Path, work: Path):
     """The AED's ``aux_ctc`` tokenizer (``vocab_size`` 0), or a cased, punctuated SentencePiece of ``vocab_size``
     pieces trained here on the training manifest, as the demo trains its own."""
@@ -232,7 +218,12 @@ def main(argv: list[str] | None = None) -> int:
     from nemo_pc.pipelines.inference import load_asr_model
 
     torch.manual_seed(0)
-    model = zero_shot_aed() if args.model == "whisper" else load_asr_model(args.model).eval()
+    if args.model == "whisper":
+        from quality_aed_step0 import zero_shot_aed  # the AED as make demo builds it before training
+
+        model = zero_shot_aed()
+    else:
+        model = load_asr_model(args.model).eval()
     demo, work = Path(args.demo_dir), tempfile.TemporaryDirectory()
     tokenizer = head_tokenizer(model, args.vocab_size, demo / "manifests" / "train.json", Path(work.name))
     splits = {

@@ -107,6 +107,31 @@ STACK1 = ["model.encoder.stack=1", "model.encoder.stack_init=random"]
 STACK2 = ["model.encoder.stack=2", "model.encoder.stack_init=mean"]
 JOINT_DROPOUT = "model.joint.jointnet.dropout=0.1"
 NO_DROP = "model.joint.jointnet.dropout=0.0"
+# RNN-Ts on the AED's encoder, no freeze_updates: every block frozen (the projection at the heads' rate, a GELU after),
+# or the top ``blocks`` training at the encoder's fine-tune rate
+AED_FROZEN_RNNT = [
+    "model.encoder.frozen_layers=-1",
+    *STACK2,
+    "model.encoder.feat_out=384",
+    "model.encoder.out_activation=gelu",
+    "model.encoder.dropout=0.0",
+    NO_DROP,
+    "++model.optim_param_groups.encoder.lr=0.002",
+    "model.freeze_updates.enabled=false",
+]
+
+
+def aed_top_rnnt(blocks: int) -> list[str]:
+    return [
+        f"model.encoder.frozen_layers={4 - blocks}",
+        *STACK2,
+        "model.encoder.dropout=0.0",
+        NO_DROP,
+        "++model.optim_param_groups.encoder.lr=0.0003",
+        "model.freeze_updates.enabled=false",
+    ]
+
+
 CTC40_RNNT = {"vocab_size": 512, "rnnt_vocab_size": 128, "overrides": [*STACK2, NO_DROP]}
 CTC40_RNNT_V1024 = CTC40_RNNT | {"vocab_size": 1024}
 VARIANTS: dict[str, dict] = {
@@ -289,80 +314,34 @@ VARIANTS: dict[str, dict] = {
     "rnnt_dual_aed_frozen": {
         "system": "rnnt_dual",
         "start": "aed",
-        "overrides": [
-            "model.encoder.frozen_layers=-1",
-            *STACK2,
-            "model.encoder.feat_out=384",
-            "model.encoder.out_activation=gelu",
-            "model.encoder.dropout=0.0",
-            NO_DROP,
-            "++model.optim_param_groups.encoder.lr=0.002",
-            "model.freeze_updates.enabled=false",
-        ],
+        "overrides": AED_FROZEN_RNNT,
     },
     "rnnt_cond_aed_frozen": {
         "system": "rnnt_conditioned",
         "start": "aed",
-        "overrides": [
-            "model.encoder.frozen_layers=-1",
-            *STACK2,
-            "model.encoder.feat_out=384",
-            "model.encoder.out_activation=gelu",
-            "model.encoder.dropout=0.0",
-            NO_DROP,
-            "++model.optim_param_groups.encoder.lr=0.002",
-            "model.freeze_updates.enabled=false",
-        ],
+        "overrides": AED_FROZEN_RNNT,
     },
     # the same with the top block of 4 training at the encoder's fine-tune rate (3e-4), for the marks
     "rnnt_dual_aed_top1": {
         "system": "rnnt_dual",
         "start": "aed",
-        "overrides": [
-            "model.encoder.frozen_layers=3",
-            *STACK2,
-            "model.encoder.dropout=0.0",
-            NO_DROP,
-            "++model.optim_param_groups.encoder.lr=0.0003",
-            "model.freeze_updates.enabled=false",
-        ],
+        "overrides": aed_top_rnnt(1),
     },
     "rnnt_cond_aed_top1": {
         "system": "rnnt_conditioned",
         "start": "aed",
-        "overrides": [
-            "model.encoder.frozen_layers=3",
-            *STACK2,
-            "model.encoder.dropout=0.0",
-            NO_DROP,
-            "++model.optim_param_groups.encoder.lr=0.0003",
-            "model.freeze_updates.enabled=false",
-        ],
+        "overrides": aed_top_rnnt(1),
     },
     # the top 2 blocks of 4 training
     "rnnt_dual_aed_top2": {
         "system": "rnnt_dual",
         "start": "aed",
-        "overrides": [
-            "model.encoder.frozen_layers=2",
-            *STACK2,
-            "model.encoder.dropout=0.0",
-            NO_DROP,
-            "++model.optim_param_groups.encoder.lr=0.0003",
-            "model.freeze_updates.enabled=false",
-        ],
+        "overrides": aed_top_rnnt(2),
     },
     "rnnt_cond_aed_top2": {
         "system": "rnnt_conditioned",
         "start": "aed",
-        "overrides": [
-            "model.encoder.frozen_layers=2",
-            *STACK2,
-            "model.encoder.dropout=0.0",
-            NO_DROP,
-            "++model.optim_param_groups.encoder.lr=0.0003",
-            "model.freeze_updates.enabled=false",
-        ],
+        "overrides": aed_top_rnnt(2),
     },
     "rnnt_dual_demo_lm4000": {
         "system": "rnnt_dual",
