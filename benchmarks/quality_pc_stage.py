@@ -582,9 +582,12 @@ def variant_demo(spec: dict, config: dict, folder: Path, steps: int):
 
 def demo_start(spec: dict, config: dict, demo_dir: Path) -> tuple[Path, float]:
     """The ``.nemo`` of the demo folder that a ``start: demo`` variant starts from, ``init`` (e.g. a claims folder's
-    ``ctc_punctuated``) or else the folder's ``rnnt_init`` (``ctc_inter``), and its training minutes, which count in
-    the variant's; a folder without it stops the run with its name."""
-    init_from = demo_dir / "models" / f"{spec.get('init', config['rnnt_init'])}.nemo"
+    ``ctc_punctuated``) or else the folder's ``rnnt_init`` (``ctc_inter``, or an AED's fine-tune), and its training
+    minutes, which count in the variant's; a folder without it stops the run with its name."""
+    init = spec.get("init", config["rnnt_init"])
+    if demo_settings.ASR_SYSTEMS.get(init, ("",))[0] == "aed":
+        return aed_start(demo_dir / "models" / f"{init}_finetuned.nemo")
+    init_from = demo_dir / "models" / f"{init}.nemo"
     if not init_from.is_file():
         raise SystemExit(f"error: {init_from}: the demo folder has no such model to start from")
     return init_from, json.loads(init_from.with_suffix(".json").read_text())["seconds"] / 60

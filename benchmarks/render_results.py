@@ -370,6 +370,9 @@ def _demo_starts(config: dict) -> str:
         for family, key in (("CTC", "ctc_stack"), ("RNN-Ts", "rnnt_stack"))
     }
     frames = {family: f" at {20 * stack} ms frames" if stack > 1 else "" for family, stack in stacks.items()}
+    frozen = config.get("rnnt_init_frozen_layers")
+    if str(config.get("rnnt_init", "")).startswith("aed") and frozen:  # an AED's encoder, lower blocks frozen
+        frames["RNN-Ts"] += ", every block frozen" if frozen == -1 else f", its lower {frozen} blocks frozen"
     starts = [
         f"{family} from `{config[key]}`'s encoder{frames[family]}"
         for family, key in (("CTC", "ctc_init"), ("RNN-Ts", "rnnt_init"))

@@ -154,3 +154,9 @@ def test_a_demo_variant_starts_from_the_folders_model_it_names(tmp_path):
     (tmp_path / "models" / "ctc_punctuated.nemo").unlink()
     with pytest.raises(SystemExit, match="ctc_punctuated.nemo: the demo folder has no such model"):
         bench.demo_start(bench.VARIANTS["rnnt_cond_ctc_punct"], config, tmp_path)
+    # a folder whose RNN-Ts start from the AED: its fine-tune, and the AED's training minutes
+    finetuned = tmp_path / "models" / "aed_prompt_finetuned.nemo"
+    finetuned.write_bytes(b"not read here")
+    finetuned.with_suffix(".json").write_text(json.dumps({"train_seconds": 480.0, "seconds": 600.0}))
+    start = bench.demo_start(demo, config | {"rnnt_init": "aed_prompt"}, tmp_path)
+    assert start == (finetuned, pytest.approx(8.0))

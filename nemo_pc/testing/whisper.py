@@ -142,9 +142,24 @@ def tiny_ctc_overrides(corpus: dict, *extra: str) -> list[str]:
     """The Hydra overrides of a P&C CTC model (``variant=inter``) on the tiny Whisper backbone of
     :func:`tiny_aed_corpus` (d=32, 2 blocks, 16 mel bins), for :func:`nemo_pc.pipelines.train.train_model`; e.g. one
     that starts from a tiny AED's encoder (``init_from``)."""
+    return _tiny_whisper_asr(corpus, "variant=inter", *extra)
+
+
+def tiny_rnnt_overrides(corpus: dict, *extra: str) -> list[str]:
+    """The same for a P&C RNN-T (``variant=conditioned``, predictor and joint 32 wide)."""
+    return _tiny_whisper_asr(
+        corpus,
+        "variant=conditioned",
+        "model.model_defaults.pred_hidden=32",
+        "model.model_defaults.joint_hidden=32",
+        *extra,
+    )
+
+
+def _tiny_whisper_asr(corpus: dict, variant: str, *extra: str) -> list[str]:
     return [
         "backbone=whisper_tiny",
-        "variant=inter",
+        variant,
         "model.preprocessor.features=16",
         f"model.encoder.pretrained={corpus['weights']}",
         "model.encoder.d_model=32",

