@@ -755,13 +755,20 @@ def render_asr_recipe(*sources: Path) -> str:
 def render_train_speed(source: Path) -> str:
     """``speed_train.py``: steps/s, audio s/s, padding and mean loss per variant, one table per run."""
     report = _read_json(source)
-    lines = [f"{report['machine']}; {report['corpus']} (`{source_name(source)}`)."]
-    for run in report["runs"]:
-        lines += [
-            "",
-            runnable_command(run["command"]) + (f" ({run['corpus']})" if run.get("corpus") else "") + ":",
-            "",
-        ]
+    if "runs" not in report:  # the script's own file: one run, its command in the provenance line
+        steps, warmup = report["steps"], report["warmup"]
+        lines = [f"{steps} timed steps per variant after {warmup} untimed, each in its own process:"]
+        runs = [{"rows": report["rows"]}]
+    else:  # the archived layout: several runs, the machine and corpus named once
+        lines = [f"{report['machine']}; {report['corpus']} (`{source_name(source)}`)."]
+        runs = report["runs"]
+    for run in runs:
+        if run.get("command"):
+            lines += [
+                "",
+                runnable_command(run["command"]) + (f" ({run['corpus']})" if run.get("corpus") else "") + ":",
+            ]
+        lines.append("")
         first: dict[str, float] = {}
         rows = [
             [
