@@ -198,3 +198,15 @@ def tiny_aed_corpus(folder: str | Path) -> dict:
     weights = folder / "whisper"
     tiny_hf_whisper(weights, 2, 2, positions=1500, vocab_size=TINY_AED_VOCABULARY, target_positions=448)
     return {"manifest": manifest, "tokenizer": train_tokenizer(manifest, folder / "tokenizer"), "weights": weights}
+
+
+def train_tiny_aed(folder: str | Path) -> tuple[dict, Path]:
+    """:func:`tiny_aed_corpus` under ``folder`` and a tiny AED trained on it for 2 steps at lr 1e-2 (far enough from
+    the random Whisper it starts from that a model loading its encoder can be told apart): ``(corpus, aed.nemo)``."""
+    from nemo_pc.pipelines.train import train_model
+
+    corpus = tiny_aed_corpus(folder)
+    aed = Path(folder) / "aed.nemo"
+    overrides = tiny_aed_overrides(corpus["weights"], corpus["tokenizer"], corpus["manifest"], "model.optim.lr=0.01")
+    train_model("aed", overrides, aed, 2)
+    return corpus, aed

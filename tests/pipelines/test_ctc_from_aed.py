@@ -13,14 +13,9 @@ from nemo_pc.pipelines.demo.pipeline import Demo
 def test_a_ctc_model_trained_from_an_aed_starts_from_its_encoder(tmp_path):
     from nemo_pc.models import EncDecAEDPCModel, EncDecCTCPCBPEModel
     from nemo_pc.pipelines.train import train_model
-    from nemo_pc.testing.whisper import tiny_aed_corpus, tiny_aed_overrides, tiny_ctc_overrides
+    from nemo_pc.testing.whisper import tiny_ctc_overrides, train_tiny_aed
 
-    corpus = tiny_aed_corpus(tmp_path)
-    aed_path = tmp_path / "aed.nemo"
-    aed_overrides = tiny_aed_overrides(
-        corpus["weights"], corpus["tokenizer"], corpus["manifest"], "model.optim.lr=0.01"
-    )
-    train_model("aed", aed_overrides, aed_path, 2)
+    corpus, aed_path = train_tiny_aed(tmp_path)
     ctc_path = tmp_path / "ctc.nemo"
     # NeMo's dynamic freezing keeps the loaded encoder fixed for these steps, so it must equal the AED's
     ctc_overrides = tiny_ctc_overrides(

@@ -14,14 +14,9 @@ from nemo_pc.pipelines.demo.pipeline import Demo
 def test_an_rnnt_from_an_aed_keeps_its_frozen_blocks_and_trains_the_others(tmp_path):
     from nemo_pc.models import EncDecAEDPCModel, EncDecRNNTPCBPEModel
     from nemo_pc.pipelines.train import train_model
-    from nemo_pc.testing.whisper import tiny_aed_corpus, tiny_aed_overrides, tiny_rnnt_overrides
+    from nemo_pc.testing.whisper import tiny_rnnt_overrides, train_tiny_aed
 
-    corpus = tiny_aed_corpus(tmp_path)
-    aed_path = tmp_path / "aed.nemo"
-    aed_overrides = tiny_aed_overrides(
-        corpus["weights"], corpus["tokenizer"], corpus["manifest"], "model.optim.lr=0.01"
-    )
-    train_model("aed", aed_overrides, aed_path, 2)
+    corpus, aed_path = train_tiny_aed(tmp_path)
     rnnt_path = tmp_path / "rnnt.nemo"
     # the demo's AED start: the front end and block 1 of 2 frozen, 40 ms frames stacked by a projection that starts
     # as their mean, no encoder dropout, no freeze_updates; a rate high enough to move block 2 in 2 steps
