@@ -343,6 +343,43 @@ VARIANTS: dict[str, dict] = {
         "start": "aed",
         "overrides": aed_top_rnnt(2),
     },
+    # the conditioned RNN-T with the top 3 blocks training (front end and block 1 frozen), and the demo's top-2
+    # recipe on speed-perturbed audio (80% of the utterances at 0.9-1.1, as the CTC systems read it)
+    "rnnt_cond_aed_top3": {
+        "system": "rnnt_conditioned",
+        "start": "aed",
+        "overrides": aed_top_rnnt(3),
+    },
+    "rnnt_cond_aed_top2_sp": {
+        "system": "rnnt_conditioned",
+        "start": "aed",
+        "overrides": aed_top_rnnt(2),
+        **SPEED,
+    },
+    # the demo's top-2 recipe with one mode per utterance and step (model.pc.sample_modes): half the joint's rows
+    "rnnt_cond_aed_top2_one": {
+        "system": "rnnt_conditioned",
+        "start": "aed",
+        "overrides": [*aed_top_rnnt(2), "model.pc.sample_modes=true"],
+    },
+    "rnnt_dual_aed_top2_one": {
+        "system": "rnnt_dual",
+        "start": "aed",
+        "overrides": [*aed_top_rnnt(2), "model.pc.sample_modes=true"],
+    },
+    # the same in the minutes of the demo's 1,000 steps with both modes (one-mode steps are 1.25x faster)
+    "rnnt_cond_aed_top2_one1250": {
+        "system": "rnnt_conditioned",
+        "start": "aed",
+        "steps": 1250,
+        "overrides": [*aed_top_rnnt(2), "model.pc.sample_modes=true"],
+    },
+    "rnnt_dual_aed_top2_one1250": {
+        "system": "rnnt_dual",
+        "start": "aed",
+        "steps": 1250,
+        "overrides": [*aed_top_rnnt(2), "model.pc.sample_modes=true"],
+    },
     "rnnt_dual_demo_lm4000": {
         "system": "rnnt_dual",
         "start": "demo",

@@ -22,6 +22,8 @@ Variants (name: Hydra overrides on top of the demo's model):
     bucketed_bf16_20ms      the RNN-T on the pretrained encoder's 20 ms frames with dropout in its joint, as the
                             demo trained it before ``rnnt_stack`` (``--models rnnt_conditioned``)
     bucketed_bf16_40ms_dropout  40 ms frames with the joint's dropout
+    bucketed_bf16_one_mode  the RNN-T's loss on one mode per utterance and step (``model.pc.sample_modes``): half
+                            the joint's rows (``--models rnnt_conditioned``)
 
 The last column compares each variant with ``fp32``, or with the first variant run when ``fp32`` is not among them.
 """
@@ -84,6 +86,11 @@ VARIANTS = {
         "model.train_ds.bucketing_window=20",
         "trainer.precision=bf16-mixed",
         "model.joint.jointnet.dropout=0.1",
+    ],
+    "bucketed_bf16_one_mode": [
+        "model.train_ds.bucketing_window=20",
+        "trainer.precision=bf16-mixed",
+        "model.pc.sample_modes=true",
     ],
 }
 

@@ -32,7 +32,7 @@ from nemo_pc.metrics.mode_wer import MultiModeWER
 from nemo_pc.models.aux_ctc import AuxCTCMixin
 from nemo_pc.models.mixins.pc_model import PCConfig, PCModelMixin
 from nemo_pc.models.mixins.transcription import PCTranscribeConfig
-from nemo_pc.models.rnnt_pc_parts import VARIANTS, ModeRows, build_mode_rows, mode_weights
+from nemo_pc.models.rnnt_pc_parts import VARIANTS, ModeRows, build_mode_rows, mode_weights, sample_one_mode
 from nemo_pc.models.vocabulary import carry_rows, pieces, row_sources
 from nemo_pc.modules import ModeDecoderJoint
 from nemo_pc.modules.dual import per_mode
@@ -230,9 +230,12 @@ class EncDecRNNTPCBPEModel(PCModelMixin, AuxCTCMixin, EncDecRNNTBPEModel):
     # Training and validation: every utterance once per trained mode (a row), with its mode passed explicitly.
 
     def encode_rows(self, batch: PCBatch) -> tuple[torch.Tensor, torch.Tensor, ModeRows]:
-        """Runs the encoder once on the batch's utterances and gathers its output to the batch's mode rows."""
+        """Runs the encoder once on the batch's utterances and gathers its output to the batch's mode rows (in
+        training with ``pc.sample_modes``, one row per utterance, :func:`sample_one_mode`)."""
         encoded, encoded_len = self.forward(input_signal=batch.audio, input_signal_length=batch.audio_len)
         rows = build_mode_rows(batch, self.head_modes)
+        if self.training and self.cfg.pc.get("sample_modes", False):
+            rows = sample_one_mode(rows)  # one mode per utterance and step: half the joint's rows
         return encoded.index_select(0, rows.utt_index), encoded_len.index_select(0, rows.utt_index), rows
 
     def joint_scores(self, encoded: torch.Tensor, rows: ModeRows) -> torch.Tensor:

