@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 from pathlib import Path
-from queue import Empty
 
-from suite import write_results
+from suite import row_from_child, write_results
 
 
 def _run(demo_dir: str, steps: int, val_every: int, window: int, queue) -> None:
@@ -89,21 +87,11 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("--steps, --val-every and --window must be 1 or more")
     if not Path(args.demo_dir, "config.json").is_file():
         parser.error(f"{args.demo_dir}: not a demo folder (no config.json; run examples/demo_pc.py first)")
-    context = multiprocessing.get_context("fork")
     rows = []
     for val_every in (args.val_every, 0):
-        queue = context.Queue()
-        process = context.Process(target=_run, args=(args.demo_dir, args.steps, val_every, args.window, queue))
-        process.start()
-        row = None
-        while row is None and (process.is_alive() or not queue.empty()):
-            try:
-                row = queue.get(timeout=5)
-            except Empty:
-                pass
-        process.join()
-        if row is None:
-            raise SystemExit(f"the run with val_every={val_every} failed (exit code {process.exitcode}); see above")
+        row = row_from_child(
+            _run, (args.demo_dir, args.steps, val_every, args.window), f"the run with val_every={val_every}"
+        )
         rows.append(row)
         print(json.dumps(row), flush=True)
     print(f"\n| steps | s/step, validating every {args.val_every} | s/step, no validation |")

@@ -32,11 +32,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 from pathlib import Path
-from queue import Empty
 
-from suite import Stopwatch, pct, write_results
+from suite import Stopwatch, pct, row_from_child, write_results
 
 from nemo_pc.pipelines.demo.config import DemoConfig
 from nemo_pc.pipelines.demo.pipeline import Demo
@@ -160,24 +158,12 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"unknown variant(s) {unknown}; choose from {sorted(VARIANTS)}")
     if not Path(args.demo_dir, "manifests", "train.json").is_file():
         parser.error(f"{args.demo_dir}: no manifests/train.json (run examples/demo_pc.py first)")
-    context = multiprocessing.get_context("fork")  # the parent imports no torch; loader workers fork as usual
     rows = []
     for model in args.models.split(","):
         for variant in args.variants.split(","):
-            queue = context.Queue()
-            process = context.Process(
-                target=_run, args=(model, variant, args.demo_dir, args.steps, args.warmup, queue)
+            row = row_from_child(
+                _run, (model, variant, args.demo_dir, args.steps, args.warmup), f"variant {variant} of {model}"
             )
-            process.start()
-            row = None
-            while row is None and (process.is_alive() or not queue.empty()):
-                try:
-                    row = queue.get(timeout=5)
-                except Empty:
-                    pass
-            process.join()
-            if row is None:
-                raise SystemExit(f"variant {variant} of {model} failed (exit code {process.exitcode}); see above")
             rows.append(row)
             print(json.dumps(row), flush=True)
     first = "fp32" if "fp32" in args.variants.split(",") else args.variants.split(",")[0]

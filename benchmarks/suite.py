@@ -6,6 +6,8 @@
 * Results: :func:`write_results` writes a results JSON atomically with its ``provenance`` (the command line, the
   checkout's revision and the UTC date); ``benchmarks/render_results.py`` prints the provenance under each block it
   renders. :func:`results_path` is a script's default results file, ``benchmarks/results/<script name>.json``.
+* Children: :func:`row_from_child` runs one measurement in a forked process of its own and returns the row it
+  puts on its queue, so that every variant of a speed benchmark sees the same fresh process.
 * Formats: :func:`num`, :func:`pct` and :func:`p_value`, the cells of every rendered table.
 
 The scripts that train or score as the demo does import the demo application from the package
@@ -173,6 +175,31 @@ def write_results(path: str | Path, results: dict, argv: Sequence[str] | None = 
     payload = {**results, "provenance": provenance(argv)}
     write_text_atomic(path, json.dumps(payload, indent=2, ensure_ascii=False, default=str) + "\n")
     return path
+
+
+def row_from_child(target: Callable, args: Sequence, label: str) -> dict:
+    """Runs ``target(*args, queue)`` in a forked process and returns what it puts on ``queue`` (one row).
+
+    Raises:
+        SystemExit: the child ended without a row (its traceback is on stderr above); ``label`` names the run.
+    """
+    import multiprocessing
+    from queue import Empty
+
+    context = multiprocessing.get_context("fork")  # the parent imports no torch; loader workers fork as usual
+    queue = context.Queue()
+    process = context.Process(target=target, args=(*args, queue))
+    process.start()
+    row = None
+    while row is None and (process.is_alive() or not queue.empty()):
+        try:
+            row = queue.get(timeout=5)
+        except Empty:
+            pass
+    process.join()
+    if row is None:
+        raise SystemExit(f"{label} failed (exit code {process.exitcode}); see above")
+    return row
 
 
 def variant_rounds(

@@ -121,3 +121,17 @@ def test_shown_path_records_a_folder_under_the_working_directory_relative_to_it(
     outside = tmp_path.parent / "elsewhere" / "demo_out"
     assert suite.shown_path(outside) == str(outside)
     assert suite.shown_path(None) is None
+
+
+def _puts_a_row(value, queue):
+    queue.put({"value": value * 2})
+
+
+def _exits_without_a_row(value, queue):
+    raise SystemExit(3)
+
+
+def test_row_from_child_returns_the_childs_row_or_names_the_failed_run():
+    assert suite.row_from_child(_puts_a_row, (21,), "doubling") == {"value": 42}
+    with pytest.raises(SystemExit, match=r"the quiet run failed \(exit code 3\)"):
+        suite.row_from_child(_exits_without_a_row, (1,), "the quiet run")
