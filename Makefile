@@ -7,6 +7,11 @@ STAMP := $(VENV)/.nemo_pc-installed
 .PHONY: install sysdeps test lint format demo claims bench clean
 
 APT_PACKAGES := $(shell grep -v '^\#' apt-packages.txt)
+# The demo and the claims run with tcmalloc (apt-packages.txt) in LD_PRELOAD: their RNN-T trainings are faster, with
+# the same weights (docs/pc_stage.md, "The memory allocator"). Recursive, so it is read after `sysdeps` installed it;
+# MALLOC_LIB= runs them with glibc's allocator.
+MALLOC_LIB ?= $(firstword $(wildcard /usr/lib/*-linux-gnu/libtcmalloc_minimal.so.4 /usr/lib64/libtcmalloc_minimal.so.4))
+RUN = $(if $(MALLOC_LIB),LD_PRELOAD=$(MALLOC_LIB) )$(PY)
 
 $(STAMP): setup.cfg setup.py pyproject.toml apt-packages.txt nemo_pc-allowlist.pth
 	$(MAKE) sysdeps
@@ -47,15 +52,15 @@ format: install
 # it up, DEMO_ARGS="--backbone fastconformer" trains every encoder from random weights.
 DEMO_ARGS ?=
 demo: install
-	$(PY) examples/demo_pc.py --out demo_out $(DEMO_ARGS)
+	$(RUN) examples/demo_pc.py --out demo_out $(DEMO_ARGS)
 
 # README's claims table from one folder: make demo's run (resumed, or run first), the claims baselines trained beside
 # it with the same recipes (each validating once), then every claim (benchmarks/run_all.py) rendered into README.md. CLAIMS=asr trains only
 # the CTC and RNN-T baselines of C1-C7, CLAIMS=aed only papers/001's AEDs (C8-C10).
 CLAIMS ?=
 claims: install
-	$(PY) examples/demo_pc.py --out demo_out --claims $(CLAIMS) $(DEMO_ARGS)
-	$(PY) benchmarks/run_all.py --demo-dir demo_out --skip rtf,restore --json benchmarks/results/run_all_default.json \
+	$(RUN) examples/demo_pc.py --out demo_out --claims $(CLAIMS) $(DEMO_ARGS)
+	$(RUN) benchmarks/run_all.py --demo-dir demo_out --skip rtf,restore --json benchmarks/results/run_all_default.json \
 		--markdown benchmarks/results/run_all_default.md --readme README.md
 
 # The quick speed benchmarks (benchmarks/README.md); each writes benchmarks/results/<script name>.json.

@@ -63,9 +63,12 @@ def _run(demo_dir: str, steps: int, val_every: int, window: int, queue) -> None:
         for k in range(0, len(durations), window)
         for part in [durations[k : k + window]]
     ]
+    from nemo_pc.parts.provenance import malloc_library
+
     queue.put(
         {
             "val_every": val_every or None,
+            "malloc": malloc_library(),
             "validations": stats["validations"],
             "seconds": stats["seconds"],
             "validation_seconds": stats["validation_seconds"],

@@ -104,9 +104,29 @@ def cpu_model() -> str | None:
     return platform.processor() or None
 
 
+MALLOC_LIBRARIES = {"libtcmalloc": "tcmalloc", "libjemalloc": "jemalloc", "libmimalloc": "mimalloc"}
+"""The memory allocators that :func:`malloc_library` tells apart from glibc's, by the file name of the library."""
+
+
+def malloc_library(maps: str | Path = "/proc/self/maps") -> str | None:
+    """The memory allocator this process runs with: ``tcmalloc``, ``jemalloc`` or ``mimalloc`` when its library is
+    mapped (preloaded with ``LD_PRELOAD``, as ``make demo`` does), else ``glibc``; ``None`` where ``maps`` cannot
+    be read (not Linux)."""
+    try:
+        text = Path(maps).read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        name = line.rsplit("/", 1)[-1] if "/" in line else ""
+        for prefix, allocator in MALLOC_LIBRARIES.items():
+            if name.startswith(prefix):
+                return allocator
+    return "glibc"
+
+
 def machine() -> dict:
-    """``{"cpus", "cpu_model", "torch_threads", "platform", "python", "torch", "nemo"}`` of this process (a version,
-    name or thread count that cannot be had is ``None``)."""
+    """``{"cpus", "cpu_model", "torch_threads", "platform", "python", "torch", "nemo", "malloc"}`` of this process
+    (a version, name or thread count that cannot be had is ``None``)."""
     try:
         import torch
 
@@ -121,6 +141,7 @@ def machine() -> dict:
         "python": platform.python_version(),
         "torch": _version("torch"),
         "nemo": _version("nemo_toolkit"),
+        "malloc": malloc_library(),
     }
 
 

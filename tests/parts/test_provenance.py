@@ -46,10 +46,24 @@ def test_command_line_and_machine():
     shown = provenance.without_machine_paths("nemo-pc demo --out '/data/my run' --dir=/x/y --n 3")
     assert shown == "nemo-pc demo --out 'my run' --dir=y --n 3"
     found = provenance.machine()
-    assert set(found) == {"cpus", "cpu_model", "torch_threads", "platform", "python", "torch", "nemo"}
+    assert set(found) == {"cpus", "cpu_model", "torch_threads", "platform", "python", "torch", "nemo", "malloc"}
     assert found["cpu_model"] is None or found["cpu_model"].strip() == found["cpu_model"] != ""
     assert found["cpus"] >= 1 and found["torch_threads"] >= 1
     assert provenance.utc_now().endswith("+00:00")
+
+
+def test_malloc_library_reads_the_mapped_allocator(tmp_path):
+    maps = tmp_path / "maps"
+    glibc = "7f00-7f10 r-xp 00000000 08:01 12 /usr/lib/x86_64-linux-gnu/libc.so.6\n7f20-7f30 rw-p 00000000 00:00 0\n"
+    maps.write_text(glibc)
+    assert provenance.malloc_library(maps) == "glibc"
+    tcmalloc = "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4.5.10"
+    maps.write_text(glibc + f"7f40-7f50 r-xp 00000000 08:01 13 {tcmalloc}\n")
+    assert provenance.malloc_library(maps) == "tcmalloc"
+    maps.write_text(glibc + "7f40-7f50 r-xp 00000000 08:01 14 /usr/lib/x86_64-linux-gnu/libjemalloc.so.2\n")
+    assert provenance.malloc_library(maps) == "jemalloc"
+    assert provenance.malloc_library(tmp_path / "missing") is None
+    assert provenance.malloc_library() in {"glibc", "tcmalloc", "jemalloc", "mimalloc"}  # this process, on Linux
 
 
 def test_speed_probe_counts_the_products_it_times(monkeypatch):

@@ -109,7 +109,14 @@ def speed_phrase(speed: Mapping[str, float]) -> str:
 
 
 def _software(found: Mapping) -> str:
-    names = (("cpu_model", ""), ("platform", ""), ("python", "Python "), ("torch", "torch "), ("nemo", "NeMo "))
+    names = (
+        ("cpu_model", ""),
+        ("platform", ""),
+        ("python", "Python "),
+        ("torch", "torch "),
+        ("nemo", "NeMo "),
+        ("malloc", "malloc "),
+    )
     return ", ".join(f"{label}{found[key]}" for key, label in names if found.get(key))
 
 
