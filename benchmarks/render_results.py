@@ -1290,6 +1290,13 @@ def render_rnnt_validation(source: Path) -> str:
     return markdown(_read_json(source)) + "\n"
 
 
+def render_allocator_speed(source: Path) -> str:
+    """``speed_allocator.py``: the demo's RNN-T training under each memory allocator, side by side."""
+    from speed_allocator import markdown
+
+    return markdown(_read_json(source))
+
+
 def render_lm_decoding(source: Path) -> str:
     """``speed_lm_decoding.py``: a demo folder's LM systems decoded on test at each beam size with the run's LMs and
     weights: seconds, the LM step's minutes estimated, and the figures."""
@@ -1526,6 +1533,7 @@ RENDERERS: dict[str, Callable[[Path], str]] = {
     "lm_loso": render_lm_loso,
     "asr_recipe": render_asr_recipe,
     "train_speed": render_train_speed,
+    "allocator_speed": render_allocator_speed,
     "streaming": render_streaming,
     "streaming_train": render_streaming_train,
     "lhotse_speed": render_lhotse_speed,

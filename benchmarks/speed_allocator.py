@@ -92,6 +92,29 @@ def summary(runs: list[dict], allocators: list[str]) -> list[dict]:
     ]
 
 
+def markdown(results: dict) -> str:
+    """The means of a results file as a table, the base allocator first."""
+    lines = [
+        f"{results['rounds']} round(s) of {results['steps']} steps of the demo's `rnnt_conditioned` recipe, "
+        f"validating every {results['val_every']} (`fit s`: the whole training, validations included; `step s`: "
+        "the steps' own time), and the same steps without validation; means over the rounds, each run in its own "
+        "process:",
+        "",
+        "| allocator | fit s | step s | validation s | step s, no validation | fit speedup | steps speedup |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in results["summary"]:
+        lines.append(
+            f"| {row['allocator']} | {row['fit_seconds']:.1f} | {row['step_seconds_validating']:.1f} | "
+            f"{row['validation_seconds']:.1f} | {row['step_seconds_no_validation']:.1f} | {row['fit_speedup']:.2f}x | "
+            f"{row['steps_speedup_no_validation']:.2f}x |"
+        )
+    if "same_weights" in results:
+        same = "the same" if results["same_weights"] else "NOT the same"
+        lines += ["", f"Every run trained {same} weights (SHA-256 of `model_weights.ckpt`)."]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--demo-dir", default="demo_out", help="a demo folder with its AED (or rnnt_init) trained")
@@ -120,24 +143,18 @@ def main(argv: list[str] | None = None) -> None:
                     "step_seconds_validating": validating["step_seconds"],
                     "validation_seconds": validating["validation_seconds"],
                     "step_seconds_no_validation": plain["step_seconds"],
+                    "weights_sha256": validating.get("weights_sha256"),
+                    "weights_sha256_no_validation": plain.get("weights_sha256"),
                 }
                 runs.append(run)
                 print(json.dumps(run), file=sys.stderr, flush=True)
-    rows = summary(runs, allocators)
-    print(f"\n{args.rounds} round(s) of {args.steps} steps, validating every {args.val_every}, means:\n")
-    print("| allocator | fit s | step s | validation s | step s, no validation | fit speedup | steps speedup |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    for row in rows:
-        print(
-            f"| {row['allocator']} | {row['fit_seconds']:.1f} | {row['step_seconds_validating']:.1f} | "
-            f"{row['validation_seconds']:.1f} | {row['step_seconds_no_validation']:.1f} | {row['fit_speedup']:.2f}x | "
-            f"{row['steps_speedup_no_validation']:.2f}x |"
-        )
+    results = {"steps": args.steps, "val_every": args.val_every, "rounds": args.rounds, "runs": runs}
+    results["summary"] = summary(runs, allocators)
+    digests = {run[key] for run in runs for key in ("weights_sha256", "weights_sha256_no_validation")}
+    results["same_weights"] = len(digests) == 1
+    print("\n" + markdown(results))
     if args.json:
-        write_results(
-            args.json,
-            {"steps": args.steps, "val_every": args.val_every, "rounds": args.rounds, "runs": runs, "summary": rows},
-        )
+        write_results(args.json, results)
 
 
 if __name__ == "__main__":

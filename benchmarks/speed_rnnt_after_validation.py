@@ -18,7 +18,7 @@ import argparse
 import json
 from pathlib import Path
 
-from suite import row_from_child, write_results
+from suite import row_from_child, weights_digest, write_results
 
 
 def _run(demo_dir: str, steps: int, val_every: int, window: int, queue) -> None:
@@ -57,6 +57,7 @@ def _run(demo_dir: str, steps: int, val_every: int, window: int, queue) -> None:
         callbacks=[Clock()],
         isolate_validation_rng=True,
     )
+    digest = weights_digest(target)
     target.unlink(missing_ok=True)
     windows = [
         {"first_step": k, "last_step": k + len(part) - 1, "seconds_per_step": round(sum(part) / len(part), 4)}
@@ -69,6 +70,7 @@ def _run(demo_dir: str, steps: int, val_every: int, window: int, queue) -> None:
         {
             "val_every": val_every or None,
             "malloc": malloc_library(),
+            "weights_sha256": digest,
             "validations": stats["validations"],
             "seconds": stats["seconds"],
             "validation_seconds": stats["validation_seconds"],

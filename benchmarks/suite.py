@@ -177,6 +177,23 @@ def write_results(path: str | Path, results: dict, argv: Sequence[str] | None = 
     return path
 
 
+def weights_digest(nemo_path: str | Path) -> str:
+    """The SHA-256 of the ``model_weights.ckpt`` in a ``.nemo`` archive: two trainings that end in the same weights
+    have the same digest (the archive's other members, such as its config, may differ).
+
+    Raises:
+        SystemExit: ``nemo_path`` holds no ``model_weights.ckpt``.
+    """
+    import hashlib
+    import tarfile
+
+    with tarfile.open(nemo_path) as archive:
+        for member in archive.getmembers():
+            if Path(member.name).name == "model_weights.ckpt":
+                return hashlib.sha256(archive.extractfile(member).read()).hexdigest()
+    raise SystemExit(f"{nemo_path}: no model_weights.ckpt in the archive")
+
+
 def row_from_child(target: Callable, args: Sequence, label: str) -> dict:
     """Runs ``target(*args, queue)`` in a forked process and returns what it puts on ``queue`` (one row).
 

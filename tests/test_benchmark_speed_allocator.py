@@ -38,6 +38,11 @@ def test_summary_means_over_rounds_and_ratios_to_the_first_allocator():
     assert tcmalloc["fit_seconds"] == 90 and tcmalloc["step_seconds_no_validation"] == 65
     assert tcmalloc["fit_speedup"] == round(120 / 90, 3)
     assert tcmalloc["steps_speedup_no_validation"] == round(90 / 65, 3)
+    table = bench.markdown({"rounds": 2, "steps": 200, "val_every": 100, "summary": [glibc, tcmalloc]})
+    assert "| glibc | 120.0 | 95.0 | 20.0 | 90.0 | 1.00x | 1.00x |" in table
+    assert "| tcmalloc | 90.0 | 65.0 | 15.0 | 65.0 | 1.33x | 1.39x |" in table and "weights" not in table
+    flagged = bench.markdown({"rounds": 2, "steps": 200, "val_every": 100, "summary": [glibc], "same_weights": False})
+    assert "Every run trained NOT the same weights" in flagged
 
 
 def test_a_folder_that_is_no_demo_folder_exits_2(tmp_path, capsys):

@@ -131,6 +131,30 @@ def _exits_without_a_row(value, queue):
     raise SystemExit(3)
 
 
+def test_weights_digest_reads_the_weights_member_of_a_nemo_archive(tmp_path):
+    import hashlib
+    import io
+    import tarfile
+
+    def archive(name, weights, config):
+        path = tmp_path / name
+        with tarfile.open(path, "w") as tar:
+            for member, data in (("./model_config.yaml", config), ("./model_weights.ckpt", weights)):
+                info = tarfile.TarInfo(member)
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+        return path
+
+    one, other = archive("a.nemo", b"w1", b"cfg a"), archive("b.nemo", b"w1", b"cfg b")
+    assert suite.weights_digest(one) == suite.weights_digest(other) == hashlib.sha256(b"w1").hexdigest()
+    assert suite.weights_digest(archive("c.nemo", b"w2", b"cfg a")) != suite.weights_digest(one)
+    empty = tmp_path / "empty.nemo"
+    with tarfile.open(empty, "w"):
+        pass
+    with pytest.raises(SystemExit, match="empty.nemo: no model_weights.ckpt"):
+        suite.weights_digest(empty)
+
+
 def test_row_from_child_returns_the_childs_row_or_names_the_failed_run():
     assert suite.row_from_child(_puts_a_row, (21,), "doubling") == {"value": 42}
     with pytest.raises(SystemExit, match=r"the quiet run failed \(exit code 3\)"):

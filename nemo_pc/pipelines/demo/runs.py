@@ -91,12 +91,13 @@ def revision_phrase(run: Mapping) -> str:
 
 
 def machine_phrase(run: Mapping) -> str | None:
-    """``N CPUs, M torch threads`` of the invocation's machine (with its matrix-product rate at the start and the end
-    where the record has it); ``None`` for a record without one."""
+    """``N CPUs, M torch threads`` of the invocation's machine (with its memory allocator and its matrix-product rate
+    at the start and the end where the record has them); ``None`` for a record without one."""
     found = run.get("machine")
     if not found:
         return None
     phrase = f"{found.get('cpus', '?')} CPUs, {found.get('torch_threads', '?')} torch threads"
+    phrase += f", allocator {found['malloc']}" if found.get("malloc") else ""
     return phrase + (f", {speed_phrase(found['matmul_gflops'])}" if found.get("matmul_gflops") else "")
 
 
@@ -109,14 +110,7 @@ def speed_phrase(speed: Mapping[str, float]) -> str:
 
 
 def _software(found: Mapping) -> str:
-    names = (
-        ("cpu_model", ""),
-        ("platform", ""),
-        ("python", "Python "),
-        ("torch", "torch "),
-        ("nemo", "NeMo "),
-        ("malloc", "malloc "),
-    )
+    names = (("cpu_model", ""), ("platform", ""), ("python", "Python "), ("torch", "torch "), ("nemo", "NeMo "))
     return ", ".join(f"{label}{found[key]}" for key, label in names if found.get(key))
 
 
