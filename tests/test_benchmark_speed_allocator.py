@@ -49,3 +49,21 @@ def test_a_folder_that_is_no_demo_folder_exits_2(tmp_path, capsys):
     with pytest.raises(SystemExit) as stop:
         bench.main(["--demo-dir", str(tmp_path)])
     assert stop.value.code == 2 and "not a demo folder" in capsys.readouterr().err
+
+
+def test_the_corpus_alone_is_timed_with_steps_0():
+    timed = [("glibc", 100.0), ("tcmalloc", 80.0), ("tcmalloc", 120.0), ("glibc", 110.0)]
+    runs = [{"allocator": allocator, "synth_seconds": seconds} for allocator, seconds in timed]
+    glibc, tcmalloc = bench.summary(runs, ["glibc", "tcmalloc"])
+    assert glibc == {"allocator": "glibc", "synth_seconds": 105.0, "synth_speedup": 1.0}
+    assert tcmalloc == {"allocator": "tcmalloc", "synth_seconds": 100.0, "synth_speedup": 1.05}
+    table = bench.markdown(
+        {"rounds": 2, "steps": 0, "val_every": 100, "synth_hours": 0.1, "summary": [glibc, tcmalloc]}
+    )
+    assert "| tcmalloc | 100.0 | 1.05x |" in table and "fit s" not in table and "0.1 h corpus" in table
+
+
+def test_nothing_to_time_exits_2(tmp_path, capsys):
+    with pytest.raises(SystemExit) as stop:
+        bench.main(["--demo-dir", str(tmp_path), "--steps", "0"])
+    assert stop.value.code == 2 and "--steps 0 needs --synth-hours" in capsys.readouterr().err
