@@ -14,15 +14,17 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from nemo_pc.parts.provenance import MALLOC_LIBRARIES
+
 ENGINES = ("espeak-ng", "flite", "festival")
 ESPEAK_VARIANTS = ("m1", "m2", "m3", "m4", "m5", "m6", "m7", "f1", "f2", "f3", "f4", "f5")
 FLITE_VOICES = ("kal16", "rms", "slt", "awb")
 FESTIVAL_VOICES = {"kal_diphone": "M", "ked_diphone": "M", "cmu_us_slt_arctic_hts": "F"}
 _FLITE_GENDER = {"kal16": "M", "rms": "M", "slt": "F", "awb": "M"}
-TRAINING_ALLOCATORS = ("libtcmalloc", "libjemalloc")
-"""Allocator libraries that ``make demo`` preloads for training and the TTS programs run without: under tcmalloc
-the two processes started per utterance made ``nemo-pc synth`` 0.87x as fast (docs/pc_stage.md, "The memory
-allocator")."""
+TRAINING_ALLOCATORS = tuple(MALLOC_LIBRARIES)
+"""The allocator libraries (by file-name prefix) that ``make demo`` may preload for training and the TTS programs
+run without: under tcmalloc the two processes started per utterance made ``nemo-pc synth`` 0.87x as fast
+(docs/pc_stage.md, "The memory allocator")."""
 
 
 def tool_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
