@@ -132,6 +132,12 @@ def aed_top_rnnt(blocks: int) -> list[str]:
     ]
 
 
+# NeMo's EMA callback: the saved model (and every snapshot) is the exponential moving average of the weights
+EMA = [
+    "++exp_manager.ema.enable=true",
+    "++exp_manager.ema.decay=0.995",
+    "++exp_manager.ema.validate_original_weights=false",
+]
 CTC40_RNNT = {"vocab_size": 512, "rnnt_vocab_size": 128, "overrides": [*STACK2, NO_DROP]}
 CTC40_RNNT_V1024 = CTC40_RNNT | {"vocab_size": 1024}
 VARIANTS: dict[str, dict] = {
@@ -244,6 +250,12 @@ VARIANTS: dict[str, dict] = {
     },
     # the demo's ctc_inter (``ctc_aed_v512``) with its heads on 40 ms frames, the projection started as the mean
     "ctc_aed_v512_stack2": {"system": "ctc_inter", "start": "aed", "vocab_size": 512, "overrides": STACK2},
+    "ctc_aed_v512_stack2_ema": {
+        "system": "ctc_inter",
+        "start": "aed",
+        "vocab_size": 512,
+        "overrides": [*STACK2, *EMA],
+    },
     "ctc_aed_v1024_stack2": {"system": "ctc_inter", "start": "aed", "vocab_size": 1024, "overrides": STACK2},
     "ctc_aed_v2048_stack2": {"system": "ctc_inter", "start": "aed", "vocab_size": 2048, "overrides": STACK2},
     # the demo's RNN-T recipe from the 40 ms CTC model: the stacking projection loads with the rest of its encoder
@@ -356,6 +368,15 @@ VARIANTS: dict[str, dict] = {
         "overrides": aed_top_rnnt(2),
         **SPEED,
     },
+    # the demo's top-2 recipe with its weights averaged (EMA, decay 0.995), and with a CTC head on the normalized
+    # mode beside the transducer (hybrid RNNT-CTC, ``aux_ctc=normalized``, weight 0.3)
+    "rnnt_cond_aed_top2_ema": {"system": "rnnt_conditioned", "start": "aed", "overrides": [*aed_top_rnnt(2), *EMA]},
+    "rnnt_dual_aed_top2_ema": {"system": "rnnt_dual", "start": "aed", "overrides": [*aed_top_rnnt(2), *EMA]},
+    "rnnt_dual_aed_top2_hybrid": {
+        "system": "rnnt_dual",
+        "start": "aed",
+        "overrides": [*aed_top_rnnt(2), "aux_ctc=normalized"],
+    },
     # the demo's top-2 recipe with one mode per utterance and step (model.pc.sample_modes): half the joint's rows
     "rnnt_cond_aed_top2_one": {
         "system": "rnnt_conditioned",
@@ -397,6 +418,17 @@ def _stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def ema_weights(trainer):
+    """A context in which the model holds its averaged weights when the training has NeMo's EMA callback
+    (``exp_manager.ema.enable``; the weights ``nemo_pc.pipelines.train`` saves), else the weights as they are."""
+    from contextlib import nullcontext
+
+    ema = next((c for c in trainer.callbacks if type(c).__name__ == "EMA"), None)
+    if ema is None or not ema._ema_initialized(trainer):
+        return nullcontext()
+    return ema.save_ema_model(trainer)
+
+
 def snapshot_callback(folder: Path, every: int):
     """A Lightning callback that saves the model every ``every`` optimizer steps as ``step<N>.nemo`` and records the
     training seconds up to each (``train_seconds.json``); the saving and validation time is not counted."""
@@ -416,7 +448,8 @@ def snapshot_callback(folder: Path, every: int):
             step = trainer.global_step
             if step % every == 0 and step not in self.at:
                 self.at[step] = round(self.seconds, 1)
-                pl_module.save_to(str(folder / f"step{step}.nemo"))
+                with ema_weights(trainer):
+                    pl_module.save_to(str(folder / f"step{step}.nemo"))
                 write_text_atomic(folder / "train_seconds.json", json.dumps(self.at) + "\n")
 
     return Snapshots()

@@ -160,3 +160,57 @@ def test_a_demo_variant_starts_from_the_folders_model_it_names(tmp_path):
     finetuned.with_suffix(".json").write_text(json.dumps({"train_seconds": 480.0, "seconds": 600.0}))
     start = bench.demo_start(demo, config | {"rnnt_init": "aed_prompt"}, tmp_path)
     assert start == (finetuned, pytest.approx(8.0))
+
+
+class _Tiny:
+    """A one-layer Lightning module whose ``save_to`` writes its weights, as a NeMo model's writes its ``.nemo``."""
+
+    @staticmethod
+    def build():
+        import lightning.pytorch as pl
+        import torch
+
+        class Tiny(pl.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.layer = torch.nn.Linear(4, 1)
+
+            def training_step(self, batch, batch_idx):
+                x, y = batch
+                return torch.nn.functional.mse_loss(self.layer(x), y)
+
+            def configure_optimizers(self):
+                return torch.optim.SGD(self.parameters(), lr=0.1)
+
+            def save_to(self, path):
+                torch.save({k: v.clone() for k, v in self.state_dict().items()}, path)
+
+        return Tiny()
+
+
+@pytest.mark.parametrize("decay", [None, 1.0])
+def test_snapshots_hold_the_averaged_weights_under_ema(tmp_path, decay):
+    """With NeMo's EMA callback at decay 1 the average never leaves the start, so every snapshot is the start; without
+    it the snapshots are the trained weights."""
+    import lightning.pytorch as pl
+    import torch
+    from nemo.collections.common.callbacks.ema import EMA
+
+    bench = load_benchmark("quality_pc_stage")
+    torch.manual_seed(0)
+    model = _Tiny.build()
+    start = {k: v.clone() for k, v in model.state_dict().items()}
+    x = torch.randn(32, 4)
+    data = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, x.sum(1, keepdim=True)), batch_size=8)
+    callbacks = [bench.snapshot_callback(tmp_path, every=2)]
+    if decay is not None:
+        callbacks.insert(0, EMA(decay=decay))
+    trainer = pl.Trainer(
+        max_steps=4, callbacks=callbacks, logger=False, enable_checkpointing=False, enable_progress_bar=False
+    )
+    trainer.fit(model, data)
+    for step in (2, 4):
+        saved = torch.load(tmp_path / f"step{step}.nemo")
+        same = all(torch.equal(saved[k], start[k]) for k in start)
+        assert same == (decay == 1.0), step
+    assert set(json.loads((tmp_path / "train_seconds.json").read_text())) == {"2", "4"}
