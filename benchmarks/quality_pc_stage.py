@@ -377,6 +377,14 @@ VARIANTS: dict[str, dict] = {
         "start": "aed",
         "overrides": [*aed_top_rnnt(2), "aux_ctc=normalized"],
     },
+    # the demo's top-2 recipe for twice its steps (its cosine schedule over 2,000): where the words go with more steps
+    "rnnt_cond_aed_top2_2000": {
+        "system": "rnnt_conditioned",
+        "start": "aed",
+        "steps": 2000,
+        "overrides": aed_top_rnnt(2),
+    },
+    "rnnt_dual_aed_top2_2000": {"system": "rnnt_dual", "start": "aed", "steps": 2000, "overrides": aed_top_rnnt(2)},
     # the demo's top-2 recipe with one mode per utterance and step (model.pc.sample_modes): half the joint's rows
     "rnnt_cond_aed_top2_one": {
         "system": "rnnt_conditioned",
