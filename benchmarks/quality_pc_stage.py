@@ -138,6 +138,10 @@ EMA = [
     "++exp_manager.ema.decay=0.995",
     "++exp_manager.ema.validate_original_weights=false",
 ]
+SPEC_AUG = [
+    "model.spec_augment={_target_:nemo.collections.asr.modules.SpectrogramAugmentation,"
+    "freq_masks:2,freq_width:20,time_masks:2,time_width:0.05}"
+]
 CTC40_RNNT = {"vocab_size": 512, "rnnt_vocab_size": 128, "overrides": [*STACK2, NO_DROP]}
 CTC40_RNNT_V1024 = CTC40_RNNT | {"vocab_size": 1024}
 VARIANTS: dict[str, dict] = {
@@ -377,6 +381,14 @@ VARIANTS: dict[str, dict] = {
         "start": "aed",
         "overrides": [*aed_top_rnnt(2), "aux_ctc=normalized"],
     },
+    # the demo's top-2 recipe with the RNN-T config's SpecAugment (2 frequency masks of up to 20 mel bins, 2 time masks
+    # of up to 5%), which the fine-tune's overrides turn off
+    "rnnt_cond_aed_top2_sa": {
+        "system": "rnnt_conditioned",
+        "start": "aed",
+        "overrides": [*aed_top_rnnt(2), *SPEC_AUG],
+    },
+    "rnnt_dual_aed_top2_sa": {"system": "rnnt_dual", "start": "aed", "overrides": [*aed_top_rnnt(2), *SPEC_AUG]},
     # the demo's top-2 recipe for twice its steps (its cosine schedule over 2,000): where the words go with more steps
     "rnnt_cond_aed_top2_2000": {
         "system": "rnnt_conditioned",
