@@ -142,6 +142,10 @@ SPEC_AUG = [
     "model.spec_augment={_target_:nemo.collections.asr.modules.SpectrogramAugmentation,"
     "freq_masks:2,freq_width:20,time_masks:2,time_width:0.05}"
 ]
+FREQ_AUG = [
+    "model.spec_augment={_target_:nemo.collections.asr.modules.SpectrogramAugmentation,"
+    "freq_masks:2,freq_width:20,time_masks:0,time_width:0.05}"
+]
 CTC40_RNNT = {"vocab_size": 512, "rnnt_vocab_size": 128, "overrides": [*STACK2, NO_DROP]}
 CTC40_RNNT_V1024 = CTC40_RNNT | {"vocab_size": 1024}
 VARIANTS: dict[str, dict] = {
@@ -389,6 +393,13 @@ VARIANTS: dict[str, dict] = {
         "overrides": [*aed_top_rnnt(2), *SPEC_AUG],
     },
     "rnnt_dual_aed_top2_sa": {"system": "rnnt_dual", "start": "aed", "overrides": [*aed_top_rnnt(2), *SPEC_AUG]},
+    # the same with the frequency masks alone (no time mask hides a pause before a mark)
+    "rnnt_cond_aed_top2_fa": {
+        "system": "rnnt_conditioned",
+        "start": "aed",
+        "overrides": [*aed_top_rnnt(2), *FREQ_AUG],
+    },
+    "rnnt_dual_aed_top2_fa": {"system": "rnnt_dual", "start": "aed", "overrides": [*aed_top_rnnt(2), *FREQ_AUG]},
     # the demo's top-2 recipe for twice its steps (its cosine schedule over 2,000): where the words go with more steps
     "rnnt_cond_aed_top2_2000": {
         "system": "rnnt_conditioned",
