@@ -69,6 +69,11 @@ Variants (name: how the system starts and trains):
                         ``rnnt_dual_ctc40``: ``rnnt_dual``; ``_v1024``: from ``ctc_aed_v1024_stack2``'s encoder
     rnnt_cond_aed       ``rnnt_conditioned`` from ``ctc_aed``'s encoder, the demo's fine-tune
     rnnt_dual_aed       ``rnnt_dual`` from ``ctc_aed``'s encoder, the demo's fine-tune
+    rnnt_cond_aed_top2  the demo's RNN-T recipe: the AED's encoder, its front end and lower 2 blocks frozen
+                        (``rnnt_dual_aed_top2``: ``rnnt_dual``); ``_ema``: NeMo's EMA callback at decay 0.995, the
+                        snapshots and the saved model averaged; ``_hybrid``: a CTC head on the normalized mode
+                        (``aux_ctc=normalized``); ``_sa``: SpecAugment; ``_fa``: its frequency masks alone;
+                        ``_v256``: 256 pieces; ``_2000``: 2,000 steps
 """
 
 from __future__ import annotations
@@ -400,6 +405,19 @@ VARIANTS: dict[str, dict] = {
         "overrides": [*aed_top_rnnt(2), *FREQ_AUG],
     },
     "rnnt_dual_aed_top2_fa": {"system": "rnnt_dual", "start": "aed", "overrides": [*aed_top_rnnt(2), *FREQ_AUG]},
+    # the same over 256 pieces (the demo's 128 spell a word in about 4)
+    "rnnt_cond_aed_top2_v256": {
+        "system": "rnnt_conditioned",
+        "start": "aed",
+        "rnnt_vocab_size": 256,
+        "overrides": aed_top_rnnt(2),
+    },
+    "rnnt_dual_aed_top2_v256": {
+        "system": "rnnt_dual",
+        "start": "aed",
+        "rnnt_vocab_size": 256,
+        "overrides": aed_top_rnnt(2),
+    },
     # the demo's top-2 recipe for twice its steps (its cosine schedule over 2,000): where the words go with more steps
     "rnnt_cond_aed_top2_2000": {
         "system": "rnnt_conditioned",
