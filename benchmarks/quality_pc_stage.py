@@ -63,7 +63,8 @@ Variants (name: how the system starts and trains):
                         none (the demo's recipe since); ``rnnt_cond_demo_20ms``: the demo's recipe before (20 ms
                         frames, dropout 0.1)
     ctc_aed_v512_stack2 ``ctc_aed_v512`` (the demo's ``ctc_inter``) with its heads on 40 ms frames (``STACK2``)
-                        (``_v1024_stack2``, ``_v2048_stack2``: over 1,024 and 2,048 pieces)
+                        (``_v1024_stack2``, ``_v2048_stack2``: over 1,024 and 2,048 pieces; ``_stack2_ema``: with
+                        NeMo's EMA callback at decay 0.995)
     rnnt_cond_ctc40     ``rnnt_conditioned`` with the demo's recipe (40 ms, no joint dropout, the demo's fine-tune)
                         from ``ctc_aed_v512_stack2``'s encoder, its stacking projection loaded as trained;
                         ``rnnt_dual_ctc40``: ``rnnt_dual``; ``_v1024``: from ``ctc_aed_v1024_stack2``'s encoder
