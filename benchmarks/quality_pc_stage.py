@@ -144,14 +144,18 @@ EMA = [
     "++exp_manager.ema.decay=0.995",
     "++exp_manager.ema.validate_original_weights=false",
 ]
-SPEC_AUG = [
-    "model.spec_augment={_target_:nemo.collections.asr.modules.SpectrogramAugmentation,"
-    "freq_masks:2,freq_width:20,time_masks:2,time_width:0.05}"
-]
-FREQ_AUG = [
-    "model.spec_augment={_target_:nemo.collections.asr.modules.SpectrogramAugmentation,"
-    "freq_masks:2,freq_width:20,time_masks:0,time_width:0.05}"
-]
+
+
+def spec_augment(time_masks: int) -> list[str]:
+    """The RNN-T config's SpecAugment (2 frequency masks of up to 20 mel bins, time masks of up to 5%), back on."""
+    return [
+        "model.spec_augment={_target_:nemo.collections.asr.modules.SpectrogramAugmentation,"
+        f"freq_masks:2,freq_width:20,time_masks:{time_masks},time_width:0.05}}"
+    ]
+
+
+SPEC_AUG = spec_augment(2)
+FREQ_AUG = spec_augment(0)
 CTC40_RNNT = {"vocab_size": 512, "rnnt_vocab_size": 128, "overrides": [*STACK2, NO_DROP]}
 CTC40_RNNT_V1024 = CTC40_RNNT | {"vocab_size": 1024}
 VARIANTS: dict[str, dict] = {
@@ -473,7 +477,9 @@ def ema_weights(trainer):
     (``exp_manager.ema.enable``; the weights ``nemo_pc.pipelines.train`` saves), else the weights as they are."""
     from contextlib import nullcontext
 
-    ema = next((c for c in trainer.callbacks if type(c).__name__ == "EMA"), None)
+    from nemo.collections.common.callbacks.ema import EMA
+
+    ema = next((c for c in trainer.callbacks if isinstance(c, EMA)), None)
     if ema is None or not ema._ema_initialized(trainer):
         return nullcontext()
     return ema.save_ema_model(trainer)

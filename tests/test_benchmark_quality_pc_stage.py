@@ -162,30 +162,27 @@ def test_a_demo_variant_starts_from_the_folders_model_it_names(tmp_path):
     assert start == (finetuned, pytest.approx(8.0))
 
 
-class _Tiny:
+def _tiny_module():
     """A one-layer Lightning module whose ``save_to`` writes its weights, as a NeMo model's writes its ``.nemo``."""
+    import lightning.pytorch as pl
+    import torch
 
-    @staticmethod
-    def build():
-        import lightning.pytorch as pl
-        import torch
+    class Tiny(pl.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.layer = torch.nn.Linear(4, 1)
 
-        class Tiny(pl.LightningModule):
-            def __init__(self):
-                super().__init__()
-                self.layer = torch.nn.Linear(4, 1)
+        def training_step(self, batch, batch_idx):
+            x, y = batch
+            return torch.nn.functional.mse_loss(self.layer(x), y)
 
-            def training_step(self, batch, batch_idx):
-                x, y = batch
-                return torch.nn.functional.mse_loss(self.layer(x), y)
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.1)
 
-            def configure_optimizers(self):
-                return torch.optim.SGD(self.parameters(), lr=0.1)
+        def save_to(self, path):
+            torch.save({k: v.clone() for k, v in self.state_dict().items()}, path)
 
-            def save_to(self, path):
-                torch.save({k: v.clone() for k, v in self.state_dict().items()}, path)
-
-        return Tiny()
+    return Tiny()
 
 
 @pytest.mark.parametrize("decay", [None, 1.0])
@@ -198,7 +195,7 @@ def test_snapshots_hold_the_averaged_weights_under_ema(tmp_path, decay):
 
     bench = load_benchmark("quality_pc_stage")
     torch.manual_seed(0)
-    model = _Tiny.build()
+    model = _tiny_module()
     start = {k: v.clone() for k, v in model.state_dict().items()}
     x = torch.randn(32, 4)
     data = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, x.sum(1, keepdim=True)), batch_size=8)
@@ -214,3 +211,12 @@ def test_snapshots_hold_the_averaged_weights_under_ema(tmp_path, decay):
         same = all(torch.equal(saved[k], start[k]) for k in start)
         assert same == (decay == 1.0), step
     assert set(json.loads((tmp_path / "train_seconds.json").read_text())) == {"2", "4"}
+
+
+def test_the_spec_augment_variants_turn_it_back_on_with_and_without_time_masks():
+    bench = load_benchmark("quality_pc_stage")
+    assert bench.SPEC_AUG[0].endswith("time_masks:2,time_width:0.05}")
+    assert bench.FREQ_AUG[0].endswith("time_masks:0,time_width:0.05}")
+    for name in ("rnnt_dual_aed_top2_sa", "rnnt_dual_aed_top2_fa"):
+        overrides = bench.VARIANTS[name]["overrides"]
+        assert overrides[: len(bench.aed_top_rnnt(2))] == bench.aed_top_rnnt(2)
