@@ -56,7 +56,7 @@ from nemo_pc.pipelines.demo.runs import (
 BLOCK = re.compile(
     r"<!-- results:(?P<kind>[a-z_]+) (?P<source>\S+(?: \S+)*?) -->\n(?P<body>.*?)<!-- results:end -->", re.S
 )
-MULTI_SOURCE = {"train_dev_gap", "asr_recipe", "formatter_loso_gain", "cached_heads"}
+MULTI_SOURCE = {"train_dev_gap", "asr_recipe", "formatter_loso_gain", "cached_heads", "whisper_transducer"}
 """Kinds that take several results files, one table."""
 OPEN = re.compile(r"<!-- results:(?!end )(\S+)")
 FORMATTER_METRICS = ("per", "cer", "m_wer", "i_wer")
@@ -1268,6 +1268,43 @@ def render_cached_heads(*sources: Path) -> str:
     return "\n".join([head, "", *_table(columns, table)]) + "\n"
 
 
+def render_whisper_transducer(*sources: Path) -> str:
+    """``quality_whisper_transducer.py``: one row per results file (how its prediction network reads, the weight of
+    the decoder's own logits, its rates and minutes, the dev subset's N-WER at each point, the test and
+    ``real_test`` scores of its last step)."""
+    reports = [_read_json(source) for source in sources]
+    points = sorted({point["step"] for report in reports for point in report["curve"]})
+    reads = {"lm": "the labels alone", "xattn": "labels and audio (cross-attention)"}
+    columns = ["prediction network reads", "LM logits:", "decoder lr:", "train minutes:"]
+    columns += [*(f"dev N-WER at {p}:" for p in points), "test N-WER:", "PER:", "punct F1:", "real_test N-WER:"]
+    table = []
+    for report in reports:
+        settings, curve = report["settings"], {point["step"]: point for point in report["curve"]}
+        test, real = report["scores"]["test"], report["scores"]["real_test"]
+        low, high = real["ci95"]
+        table.append(
+            [
+                reads[settings["variant"]],
+                f"{settings['lm_scale']:g}",
+                f"{settings['decoder_lr']:g}",
+                f"{report['curve'][-1]['train_minutes']:.1f}",
+                *(_pct(curve[p]["dev_n_wer"]) if p in curve else "-" for p in points),
+                _pct(test["n_wer"]),
+                _pct(test.get("per")),
+                _pct(test.get("punct_f1")),
+                f"{_pct(real['wer'])} [{100 * low:.1f}, {100 * high:.1f}]",
+            ]
+        )
+    first = reports[0]
+    head = (
+        f"A transducer over {first['settings']['kept_tokens']:,} Whisper tokens whose prediction network is the "
+        f"AED's decoder, on the AED's frozen encoder ({first['settings']['stack']} frames stacked, batches of "
+        f"{first['settings']['batch_size']}, {first['utterances']['train']} training utterances; dev: "
+        f"{first['utterances']['dev']} utterances), greedy:"
+    )
+    return "\n".join([head, "", *_table(columns, table)]) + "\n"
+
+
 def render_demo_validation(source: Path) -> str:
     """``speed_demo_validation.py``: each model's training minutes and the part its validations took."""
     from speed_demo_validation import table
@@ -1509,6 +1546,7 @@ RENDERERS: dict[str, Callable[[Path], str]] = {
     "pc_stage": render_pc_stage,
     "encoder_interpolation": render_encoder_interpolation,
     "cached_heads": render_cached_heads,
+    "whisper_transducer": render_whisper_transducer,
     "demo_validation": render_demo_validation,
     "rnnt_validation": render_rnnt_validation,
     "lm_decoding": render_lm_decoding,
