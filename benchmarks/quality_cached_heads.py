@@ -176,6 +176,17 @@ def head_tokenizer(model, vocab_size: int, train_manifest: Path, work: Path):
     return SentencePieceTokenizer(model_path=str(folder / "tokenizer.model"))
 
 
+def demo_rows(demo: Path) -> dict[str, list[dict]]:
+    """The demo folder's training split, its dev subset (``dev_curve``), ``test`` and ``real_test``, by name."""
+    splits = {
+        "train": demo / "manifests" / "train.json",
+        "dev": demo / "manifests" / "dev_curve.json",
+        "test": demo / "manifests" / "test.json",
+        "real_test": demo / "real_speech" / "real_test.json",
+    }
+    return {split: read_manifest(path) for split, path in splits.items()}
+
+
 def score_split(split: str, rows: list[dict], punctuated: list[str], normalized: list[str], tmp: Path,
                 words_only: bool = False) -> dict:  # fmt: skip
     """``test``: N-WER, PER and punctuation F1 (N-WER alone with ``words_only``); ``real_test``: the N-WER and its
@@ -226,13 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         model = load_asr_model(args.model).eval()
     demo, work = Path(args.demo_dir), tempfile.TemporaryDirectory()
     tokenizer = head_tokenizer(model, args.vocab_size, demo / "manifests" / "train.json", Path(work.name))
-    splits = {
-        "train": demo / "manifests" / "train.json",
-        "dev": demo / "manifests" / "dev_curve.json",
-        "test": demo / "manifests" / "test.json",
-        "real_test": demo / "real_speech" / "real_test.json",
-    }
-    rows = {split: read_manifest(path) for split, path in splits.items()}
+    rows = demo_rows(demo)
     start = time.perf_counter()
     encoded = {split: encode(model, split_rows, args.stack, layer=args.layer) for split, split_rows in rows.items()}
     encode_seconds = time.perf_counter() - start

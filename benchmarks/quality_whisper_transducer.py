@@ -39,7 +39,7 @@ from collections import Counter
 from pathlib import Path
 
 import torch
-from quality_cached_heads import encode, pad_batch, score_split
+from quality_cached_heads import demo_rows, encode, pad_batch, score_split
 from suite import write_results
 from torch import nn
 
@@ -276,13 +276,7 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     aed = load_asr_model(args.model).eval()
     demo = Path(args.demo_dir)
-    splits = {
-        "train": demo / "manifests" / "train.json",
-        "dev": demo / "manifests" / "dev_curve.json",
-        "test": demo / "manifests" / "test.json",
-        "real_test": demo / "real_speech" / "real_test.json",
-    }
-    rows = {split: read_manifest(path) for split, path in splits.items()}
+    rows = demo_rows(demo)
     if args.limit:
         rows["test"] = rows["test"][: args.limit]
     start = time.perf_counter()
