@@ -65,6 +65,7 @@ from nemo_pc.data.tokenizers.whisper_bpe import (
 from nemo_pc.metrics.mode_wer import text_errors
 from nemo_pc.models.mixins.adapters import AEDAdapterMixin
 from nemo_pc.models.mixins.aed_ctc import AEDCTCHeadsMixin
+from nemo_pc.models.mixins.aed_transducer import AEDTransducerMixin
 from nemo_pc.models.mixins.pc_model import PCConfig, PCModelMixin
 from nemo_pc.modules.aed_search import SearchLimits, limit_search, normalized_token_ids
 from nemo_pc.modules.mode_decoders import VARIANTS, ModeDecoders
@@ -145,7 +146,7 @@ def full_decoding_cfg(decoding_cfg: DictConfig | None) -> DictConfig:
     return OmegaConf.merge(base, decoding_cfg or {})
 
 
-class EncDecAEDPCModel(PCModelMixin, AEDAdapterMixin, AEDCTCHeadsMixin, EncDecMultiTaskModel):
+class EncDecAEDPCModel(PCModelMixin, AEDAdapterMixin, AEDCTCHeadsMixin, AEDTransducerMixin, EncDecMultiTaskModel):
     """The P&C attention encoder-decoder; see the module docstring for its config keys."""
 
     pc_config_class = AEDPCConfig
@@ -164,6 +165,7 @@ class EncDecAEDPCModel(PCModelMixin, AEDAdapterMixin, AEDCTCHeadsMixin, EncDecMu
         if source and not self._is_model_being_restored():
             self.load_pretrained_decoder(source)
         self.setup_adapter_finetune()
+        self.setup_transducer()
         self.setup_mode_decodings()
 
     def _setup_tokenizer(self, tokenizer_cfg: DictConfig) -> None:
@@ -275,7 +277,11 @@ class EncDecAEDPCModel(PCModelMixin, AEDAdapterMixin, AEDCTCHeadsMixin, EncDecMu
         self, states: torch.Tensor, mask: torch.Tensor, modes: list[int], return_hypotheses: bool = False
     ) -> dict[int, list]:
         """Each mode's decoding of encoder states ``(B, T, D)`` with the current strategy; the mixed variant decodes
-        once and parses both modes out of the tagged output. The model's train/eval mode is kept."""
+        once and parses both modes out of the tagged output; a model whose transducer decodes
+        (:meth:`~nemo_pc.models.mixins.aed_transducer.AEDTransducerMixin.decode_with`) decodes with it. The model's
+        train/eval mode is kept."""
+        if self.transducer_decodes:
+            return self.transducer_decode_modes(states, mask, modes, return_hypotheses)
         training = self.training
         mixed = self.cfg.pc.variant == "mixed"
         passes = [PUNCTUATED_ID] if mixed else modes
@@ -407,7 +413,10 @@ class EncDecAEDPCModel(PCModelMixin, AEDAdapterMixin, AEDCTCHeadsMixin, EncDecMu
         return total / max(tokens, 1), terms
 
     def batch_loss(self, batch: PCBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor], tuple]:
-        """(1 - w) CE + w CTC over a batch, the loss terms to log, and the encoder states."""
+        """(1 - w) CE + w CTC over a batch, the loss terms to log, and the encoder states; with a transducer, the
+        transducer's loss alone (:meth:`AEDTransducerMixin.transducer_batch_loss`)."""
+        if self.transducer_joint is not None:
+            return self.transducer_batch_loss(batch)
         encoded, encoded_len = self.encode(batch.audio, batch.audio_len)
         states, mask = self.cross_states(encoded, encoded_len)
         rows = self.build_rows(batch)

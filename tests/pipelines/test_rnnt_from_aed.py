@@ -1,6 +1,7 @@
-"""An RNN-T starts from a trained AED's encoder with its lower blocks frozen (the demo's ``rnnt_init`` on Whisper's
-encoder): the frozen blocks stay the AED's, the top ones train, and the demo trains the AED first and hands its
-fine-tune to every RNN-T without ``freeze_updates``."""
+"""An RNN-T starts from a trained AED (the demo's ``rnnt_init`` on Whisper's encoder): by default as a transducer
+head on the AED (``rnnt_predictor="aed_decoder"``, the AED recipe's ``transducer`` group), or as the RNN-T model on
+its encoder with the lower blocks frozen (``lstm``): the frozen blocks stay the AED's, the top ones train, and the
+demo trains the AED first and hands its fine-tune to every RNN-T without ``freeze_updates``."""
 
 import dataclasses
 
@@ -56,22 +57,57 @@ def _kinds(demo, tmp_path):
     return demo
 
 
-def test_the_demo_starts_every_rnnt_from_the_aeds_fine_tune(config, monkeypatch):
+@pytest.mark.parametrize("predictor", ["aed_decoder", "lstm"])
+def test_the_demo_starts_every_rnnt_from_the_aeds_fine_tune(config, monkeypatch, predictor):
     assert config.rnnt_init == "aed_prompt" == DEFAULT_RNNT_INIT["whisper_tiny"]
-    demo = Demo(dataclasses.replace(config, systems=("rnnt_conditioned", "rnnt_dual")))
+    assert config.rnnt_predictor == "aed_decoder"
+    demo = Demo(dataclasses.replace(config, systems=("rnnt_conditioned", "rnnt_dual"), rnnt_predictor=predictor))
     assert demo.training_order() == ["aed_prompt", "rnnt_conditioned", "rnnt_dual"]  # no CTC system trained
     finetuned = demo.path("models", "aed_prompt_finetuned.nemo")
     assert demo.rnnt_start() == finetuned
     calls = []
-    monkeypatch.setattr(demo, "_train", lambda name, family, steps, init_from, **kw: calls.append((name, init_from)))
+    monkeypatch.setattr(demo, "lm_text", lambda: calls.append("lm_text"))
+    monkeypatch.setattr(
+        demo, "_train", lambda name, family, steps, init_from, **kw: calls.append((name, family, init_from))
+    )
     demo.train_asr("rnnt_dual")
-    assert calls == [("aed_prompt", None), ("rnnt_dual", finetuned)]
+    if predictor == "lstm":  # the RNN-T model on the AED's encoder
+        assert calls == [("aed_prompt", "aed", None), ("rnnt_dual", "rnnt", finetuned)]
+    else:  # a transducer head on the AED: the AED recipe, which loads the whole AED (its overrides)
+        assert calls == [("aed_prompt", "aed", None), "lm_text", ("rnnt_dual", "aed", None)]
     full = Demo(config)
     assert full.training_order() == ["aed_prompt", "rnnt_conditioned", "rnnt_dual", "ctc_inter"]
 
 
-def test_an_rnnt_from_the_aed_freezes_the_lower_blocks_for_all_its_steps(config, tmp_path):
+def test_the_default_rnnts_are_transducer_heads_on_the_aed(config, tmp_path):
     demo = _kinds(Demo(config), tmp_path)
+    finetuned = demo.path("models", "aed_prompt_finetuned.nemo")
+    expected = {
+        "rnnt_conditioned": ["transducer=conditioned"],
+        "rnnt_dual": ["transducer=dual"],
+        "rnnt_punctuated": ["transducer=conditioned", "+model.transducer.train_modes=[punctuated]"],
+        "rnnt_conditioned_p05": ["transducer=conditioned", "model.train_ds.pc_fraction=0.05"],
+    }
+    for name, keys in expected.items():
+        overrides = demo.asr_overrides(name)
+        assert demo.transducer_on_aed(name)
+        assert set(keys) <= set(overrides) and "variant=prompt" in overrides
+        assert f"+init_from_nemo_model={finetuned}" in overrides
+        assert f"model.transducer.vocab_text={demo.path('lm', 'text.json')}" in overrides
+        assert f"model.aux_ctc.tokenizer.dir={tmp_path / 'a'}" in overrides  # the AED's CTC head's pieces
+        assert "model.train_ds.batch_size=8" in overrides
+        assert not any(o.startswith(("finetune=", "model.encoder.frozen_layers")) for o in overrides)
+    assert not demo.transducer_on_aed("ctc_inter") and not demo.transducer_on_aed("aed_prompt")
+    assert demo.lm_systems() == ["ctc_inter"]  # the heads write Whisper's tokens: no n-gram LM over the pieces
+    assert not _kinds(Demo(dataclasses.replace(config, backbone="fastconformer")), tmp_path).transducer_on_aed(
+        "rnnt_dual"
+    )
+    with pytest.raises(ValueError, match="rnnt_predictor must be one of .* got 'gru'"):
+        Demo(dataclasses.replace(config, rnnt_predictor="gru"))
+
+
+def test_an_rnnt_from_the_aed_freezes_the_lower_blocks_for_all_its_steps(config, tmp_path):
+    demo = _kinds(Demo(dataclasses.replace(config, rnnt_predictor="lstm")), tmp_path)
     for name in ("rnnt_conditioned", "rnnt_dual", "rnnt_punctuated"):
         overrides = demo.asr_overrides(name)
         assert {"model.encoder.frozen_layers=2", "model.encoder.dropout=0.0", "model.optim.lr=0.003"} <= set(overrides)
@@ -79,7 +115,7 @@ def test_an_rnnt_from_the_aed_freezes_the_lower_blocks_for_all_its_steps(config,
         assert {"model.encoder.stack=2", "model.encoder.stack_init=mean"} <= set(overrides)
         assert not any("freeze_updates" in o for o in overrides)
     assert not any("frozen_layers" in o for o in demo.asr_overrides("ctc_inter"))
-    every = _kinds(Demo(dataclasses.replace(config, rnnt_init_frozen_layers=-1)), tmp_path)
+    every = _kinds(Demo(dataclasses.replace(config, rnnt_init_frozen_layers=-1, rnnt_predictor="lstm")), tmp_path)
     assert "model.encoder.frozen_layers=-1" in every.asr_overrides("rnnt_dual")
     with pytest.raises(ValueError, match="rnnt_init_frozen_layers must be -1 .* got -2"):
         Demo(dataclasses.replace(config, rnnt_init_frozen_layers=-2))
@@ -125,9 +161,10 @@ def test_the_demo_command_takes_the_rnnt_start_by_backbone(monkeypatch, tmp_path
     command.main(["--out", str(tmp_path / "a")])
     command.main(["--out", str(tmp_path / "b"), "--backbone", "fastconformer"])
     command.main(["--out", str(tmp_path / "c"), "--rnnt-init", "ctc_inter", "--rnnt-init-frozen-layers", "3"])
-    command.main(["--out", str(tmp_path / "d"), "--rnnt-init", ""])
+    command.main(["--out", str(tmp_path / "d"), "--rnnt-init", "", "--rnnt-predictor", "lstm"])
     assert [cfg.rnnt_init for cfg in seen] == ["aed_prompt", "ctc_inter", "ctc_inter", ""]
     assert [cfg.rnnt_init_frozen_layers for cfg in seen] == [2, 2, 3, 2]
+    assert [cfg.rnnt_predictor for cfg in seen] == ["aed_decoder"] * 3 + ["lstm"]
     assert {cfg.rnnt_steps for cfg in seen} == {1000}
     with pytest.raises(SystemExit) as exit_info:
         command.main(["--out", str(tmp_path / "e"), "--rnnt-init", "tagger"])

@@ -17,6 +17,7 @@ from nemo_pc.pipelines.demo.config import (
     RNNT_PRETRAINED_JOINT,
     RNNT_VALIDATION,
     SMALL_ENCODER,
+    TRANSDUCER_SYSTEMS,
     speed_perturb_override,
 )
 from nemo_pc.pipelines.demo.layout import finetuned_path
@@ -24,7 +25,7 @@ from nemo_pc.pipelines.demo.layout import finetuned_path
 
 class AsrOverrides:
     """The ASR override steps of :class:`~nemo_pc.pipelines.demo.pipeline.Demo`, which gives them ``cfg``, ``out``,
-    ``manifest``, ``model_path``, ``tokenizers``, ``curve_dev`` and ``validation_override``."""
+    ``manifest``, ``model_path``, ``path``, ``tokenizers``, ``curve_dev`` and ``validation_override``."""
 
     def tokenizer_kind(self, name: str) -> str:
         """Which of :meth:`tokenizers` a CTC or RNN-T system (or the base) writes with."""
@@ -39,6 +40,8 @@ class AsrOverrides:
             family, variant = ASR_SYSTEMS[name]
         if family == "aed":
             return self._aed_overrides(name, variant)
+        if self.transducer_on_aed(name):
+            return self._transducer_overrides(name)
         tokenizer = self.tokenizers()[self.tokenizer_kind(name)]
         layers = self.cfg.rnnt_layers if family == "rnnt" else self.cfg.ctc_layers
         workers = max(0, self.cfg.num_jobs - 1)
@@ -67,6 +70,41 @@ class AsrOverrides:
             *(self._predictor_lm() if family == "rnnt" and name != BASE_SYSTEM else []),
             *self._ctc_frames(family, name),
             *(RNNT_VALIDATION if family == "rnnt" else []),
+            *self.cfg.extra.get(name, []),
+        ]
+
+    def transducer_on_aed(self, name: str) -> bool:
+        """Whether ``name`` is an RNN-T trained as a transducer head on the ``rnnt_init`` AED (``rnnt_predictor``
+        ``aed_decoder`` and the RNN-Ts starting from an AED)."""
+        return (
+            name in TRANSDUCER_SYSTEMS
+            and self.cfg.rnnt_predictor == "aed_decoder"
+            and self.rnnt_start() is not None
+            and self.rnnt_from_aed()
+        )
+
+    def _transducer_overrides(self, name: str) -> list[str]:
+        """A transducer head's overrides: the ``rnnt_init`` AED's recipe (its variant, tokenizer, data), the system's
+        ``transducer`` keys (:data:`TRANSDUCER_SYSTEMS`), the AED's fine-tune as the start (NeMo's
+        ``init_from_nemo_model``), the LM text's tokens among those it may write, and ``rnnt_batch_size``."""
+        init = self.rnnt_init()
+        workers = max(0, self.cfg.num_jobs - 1)
+        variant = ASR_SYSTEMS[init][1]
+        return [
+            *variant,
+            *AED_OVERRIDES,
+            *TRANSDUCER_SYSTEMS[name],
+            f"+init_from_nemo_model={self.rnnt_start()}",
+            f"model.transducer.vocab_text={self.path('lm', 'text.json')}",  # written first (Demo.train_asr)
+            f"model.aux_ctc.tokenizer.dir={self.tokenizers()[self.aed_ctc_tokenizer_kind(variant)]}",
+            f"model.train_ds.manifest_filepath={self.manifest('train')}",
+            self.validation_override(self.curve_dev()),
+            f"model.train_ds.batch_size={self.cfg.rnnt_batch_size}",
+            f"model.train_ds.max_duration={self.cfg.max_duration}",
+            f"model.train_ds.num_workers={workers}",
+            f"model.validation_ds.num_workers={workers}",
+            "trainer.precision=32",
+            *([] if self.cfg.backbone == "whisper_tiny" else [f"backbone={self.cfg.backbone}", *SMALL_ENCODER]),
             *self.cfg.extra.get(name, []),
         ]
 

@@ -26,6 +26,7 @@ from nemo_pc.pipelines.demo.config import (
     DEFAULT_VOCAB_SIZE,
     DEMO_SYSTEMS,
     OTHER_SYSTEMS,
+    RNNT_PREDICTORS,
     DemoConfig,
 )
 from nemo_pc.pipelines.demo.pipeline import Demo
@@ -140,6 +141,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="lower encoder blocks kept frozen in an RNN-T that starts from an AED's encoder, -1 for every block "
         f"({defaults.rnnt_init_frozen_layers})",
+    )
+    parser.add_argument(
+        "--rnnt-predictor",
+        choices=RNNT_PREDICTORS,
+        default=defaults.rnnt_predictor,
+        help="the RNN-Ts' prediction network where they start from an AED: aed_decoder (a transducer head on the "
+        "AED, its decoder copied) or lstm (the RNN-T model's own predictor and joint) "
+        f"({defaults.rnnt_predictor})",
     )
     parser.add_argument(
         "--ctc-init-encoder-lr",
@@ -282,6 +291,7 @@ def main(argv: list[str] | None = None) -> None:
         ctc_init_encoder_lr=args.ctc_init_encoder_lr,
         rnnt_init=args.rnnt_init if args.rnnt_init is not None else DEFAULT_RNNT_INIT[args.backbone],
         rnnt_init_frozen_layers=args.rnnt_init_frozen_layers,
+        rnnt_predictor=args.rnnt_predictor,
         vocab_size=DEFAULT_VOCAB_SIZE[args.backbone] if args.vocab_size is None else args.vocab_size,
         rnnt_vocab_size=args.rnnt_vocab_size,
         rnnt_stack=args.rnnt_stack,

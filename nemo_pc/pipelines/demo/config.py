@@ -46,6 +46,17 @@ ASR_SYSTEMS = {
     "aed_prompt_heads": ("aed", ["variant=prompt", *AED_CTC_HEADS]),
 }
 DEMO_SYSTEMS = ("rnnt_conditioned", "rnnt_dual", "ctc_inter", "aed_prompt")
+# The RNN-T systems as transducer heads on the ``rnnt_init`` AED (``rnnt_predictor="aed_decoder"``): the AED recipe's
+# ``transducer`` group (a copy of the AED's decoder as the prediction network, mode by its prompt; ``dual``: a copy
+# per mode), with each system's data keys (nemo_pc.models.mixins.aed_transducer).
+TRANSDUCER_SYSTEMS = {
+    "rnnt_conditioned": ["transducer=conditioned"],
+    "rnnt_dual": ["transducer=dual"],
+    "rnnt_punctuated": ["transducer=conditioned", "+model.transducer.train_modes=[punctuated]"],
+    "rnnt_conditioned_p50": ["transducer=conditioned", "model.train_ds.pc_fraction=0.5"],
+    "rnnt_conditioned_p05": ["transducer=conditioned", "model.train_ds.pc_fraction=0.05"],
+}
+RNNT_PREDICTORS = ("aed_decoder", "lstm")
 # The shared starting encoder (``base_steps``) of the FastConformer from random weights: normalized CTC, trained for a
 # fast start on little data (small batches, no SpecAugment, cosine schedule, the config's encoder dropout of 0.1).
 # Every ASR system then loads its encoder (init_from_nemo_model). Without dropout the dev WER was lower over 1,000
@@ -203,6 +214,14 @@ class DemoConfig:
             57.8%, 39.0%, 62.3%, 82.7% and 57.3%, 41.7%, 63.5%, 82.1% on the same folder, in about the same minutes
             once ``ctc_inter``'s are not counted twice (``benchmarks/results/pc_stage_rnnt_aed_top.json``,
             ``pc_stage_rnnt_cond_top2.json``, docs/pc_stage.md).
+        rnnt_predictor: where the RNN-Ts start from an AED (``rnnt_init`` an AED), their prediction network:
+            ``aed_decoder`` (each RNN-T is a transducer head on that AED, :data:`TRANSDUCER_SYSTEMS`: a copy of its
+            decoder, attending to its frozen encoder, with the decoder's logits in the joint, saved in one ``.nemo``
+            with the AED) or ``lstm`` (the RNN-T model class, its own predictor and joint over the ``rnnt_vocab_size``
+            pieces, on the AED's encoder with ``rnnt_init_frozen_layers`` frozen). From the AED of the other rows of
+            docs/pc_stage.md, ``aed_decoder`` moved ``rnnt_conditioned``'s test N-WER from 46.6% to 22.7%, F1 from
+            69.1% to 70.5% and real_test from 66.3% to 22.7%, PER 39.5% to 41.3%
+            (``benchmarks/results/whisper_transducer_xattn.json``, docs/pc_stage.md). Elsewhere ``lstm`` applies.
         rnnt_init_frozen_layers: an RNN-T that starts from an AED's encoder keeps the front end and this many lower
             blocks frozen for all its steps (``model.encoder.frozen_layers``; -1: every block), and the blocks above
             train at the pretrained encoders' 3e-4 with no dropout, with no ``freeze_updates``. 2 of Whisper tiny's
@@ -356,6 +375,7 @@ class DemoConfig:
     ctc_speed_perturb: float = 0.8
     rnnt_init: str = "aed_prompt"
     rnnt_init_frozen_layers: int = 2
+    rnnt_predictor: str = "aed_decoder"
     ctc_init: str = "aed_prompt"
     ctc_init_encoder_lr: float = 3e-4
     rnnt_steps: int = 1000

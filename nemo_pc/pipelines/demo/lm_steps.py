@@ -22,8 +22,8 @@ LM_FIELDS = {"normalized": "text_normalized", "punctuated": "text"}
 
 class LmSteps:
     """The LM steps of :class:`~nemo_pc.pipelines.demo.pipeline.Demo`, which gives them ``cfg``, ``path``,
-    ``manifest``, ``model_path``, ``dev_subset``, ``tokenizers``, ``tokenizer_kind``, ``_synth_sources`` and
-    ``_write_predictions``."""
+    ``manifest``, ``model_path``, ``dev_subset``, ``tokenizers``, ``tokenizer_kind``, ``transducer_on_aed``,
+    ``_synth_sources`` and ``_write_predictions``."""
 
     def lm_dev(self) -> Path:
         """The ``dev`` the LM weights are tuned on (:meth:`dev_subset`, ``lm_dev_utterances``)."""
@@ -31,13 +31,17 @@ class LmSteps:
 
     def lm_systems(self) -> list[str]:
         """The systems also decoded with the LMs (those of ``lm_systems`` that are trained and write plain pieces:
-        not the AEDs, nor ``ctc_m2`` with its style tags)."""
+        not the AEDs nor the transducer heads on an AED, which write Whisper's tokens, nor ``ctc_m2`` with its style
+        tags)."""
         if not self.cfg.lm_order:
             return []
         return [
             name
             for name in self.cfg.lm_systems
-            if name in self.cfg.systems and name != "ctc_m2" and ASR_SYSTEMS[name][0] != "aed"
+            if name in self.cfg.systems
+            and name != "ctc_m2"
+            and ASR_SYSTEMS[name][0] != "aed"
+            and not self.transducer_on_aed(name)
         ]
 
     def language_models(self) -> dict[str, dict[str, Path]]:

@@ -54,6 +54,7 @@ from nemo_pc.pipelines.demo.config import (
     BASE_SYSTEM,
     BASELINE_CURVE_POINTS,
     BASELINE_SPLITS,
+    RNNT_PREDICTORS,
     DemoConfig,
 )
 from nemo_pc.pipelines.demo.formatter_steps import FormatterSteps
@@ -121,6 +122,8 @@ class Demo(AedSteps, AsrOverrides, FormatterSteps, LmSteps, RealSpeechSteps):
             raise ValueError(
                 f"rnnt_init must be a CTC or AED system ({', '.join(starts)}) or empty, got {config.rnnt_init!r}"
             )
+        if config.rnnt_predictor not in RNNT_PREDICTORS:
+            raise ValueError(f"rnnt_predictor must be one of {RNNT_PREDICTORS}, got {config.rnnt_predictor!r}")
         if config.rnnt_init_frozen_layers < -1:
             frozen = config.rnnt_init_frozen_layers
             raise ValueError(f"rnnt_init_frozen_layers must be -1 (every block) or 0 or more, got {frozen}")
@@ -265,7 +268,7 @@ class Demo(AedSteps, AsrOverrides, FormatterSteps, LmSteps, RealSpeechSteps):
             build_tokenizer([self.manifest("train")], folder, vocab_size=self.cfg.vocab_size)
         if "ctc_m2" in self.cfg.systems and not (styles / "tokenizer.model").is_file():
             build_style_tokenizer([self.manifest("train")], folder, vocab_size=self.cfg.vocab_size)
-        families = {ASR_SYSTEMS[name][0] for name in self.training_order()}
+        families = {ASR_SYSTEMS[name][0] for name in self.training_order() if not self.transducer_on_aed(name)}
         others = {"rnnt": (self.cfg.rnnt_vocab_size, "rnnt"), "aed_ctc": (self.cfg.aed_ctc_vocab_size, "aed")}
         folders = {"plain": plain, "styles": styles}
         for kind, (size, family) in others.items():
@@ -302,6 +305,9 @@ class Demo(AedSteps, AsrOverrides, FormatterSteps, LmSteps, RealSpeechSteps):
         start = self.rnnt_start()
         if self.rnnt_init():
             self.train_asr(self.rnnt_init())  # kept when it is trained already
+        if self.transducer_on_aed(name):  # a transducer head on the AED: its recipe, the AED's .nemo its start
+            self.lm_text()  # whose tokens it may write
+            return self._train(name, "aed", self.cfg.rnnt_steps, None)
         return self._train(name, family, self.cfg.rnnt_steps, start)
 
     def _train(

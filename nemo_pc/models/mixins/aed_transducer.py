@@ -1,0 +1,312 @@
+"""A transducer head on the P&C attention encoder-decoder (:class:`~nemo_pc.models.EncDecAEDPCModel`): its prediction
+network is a copy of the AED's decoder (:mod:`nemo_pc.modules.aed_transducer`), trained from the AED's weights while
+the AED stays as it is, so that one ``.nemo`` writes with either head.
+
+``transducer`` configures it (null or absent: none; ``configs/aed/transducer/``):
+    decoders: ``conditioned`` (one copy of the decoder, the mode read from the AED's prompt) or ``dual`` (a copy per
+        mode: papers/000's two decoders).
+    cross_attention: the prediction network attends to the encoder's states, as the AED's decoder does (default
+        true); false: it reads the labels alone.
+    stack: encoder frames per joint frame (2: 40 ms on Whisper's 20 ms frames).
+    lm_scale: the weight of the decoder's own next-token logits in the joint (1.0; 0 leaves them out).
+    frequent / random: each training step's loss runs over the batch's targets, the ``frequent`` most frequent tokens
+        learned so far and ``random`` more drawn from the others the head may write.
+    vocab_text: JSON-lines files (``text`` per line) whose tokens, in both modes, the head may write beside those of
+        its training targets (read when the model is built; a ``.nemo`` keeps the token set).
+    max_symbols: tokens per joint frame in decoding (5).
+    transcribe: ``transcribe`` and validation decode with the transducer (true) or with the AED's decoder (false);
+        :meth:`AEDTransducerMixin.decode_with` switches it.
+    seed: the seed of the sampled vocabularies.
+    train_modes: the modes the transducer learns (null: both); ``[punctuated]`` makes a punctuated-only transducer,
+        whose normalized output is its punctuated output normalized by the text rules.
+
+While a model has a transducer, training trains the transducer alone: the encoder, the AED's decoder and head and
+the CTC heads are frozen (their weights stay those of the AED it started from), the features take no SpecAugment, and
+the loss is the transducer's (each utterance in one of its modes, drawn at every step; in validation every mode).
+The copies start as the AED's decoder when the model is built and again after NeMo's ``init_from_nemo_model`` loads
+an AED without a trained transducer. NeMo's ``optim_param_groups.transducer_predictor`` sets the copies' own
+learning rate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+from nemo.collections.asr.parts.utils.rnnt_utils import Hypothesis
+from omegaconf import DictConfig, OmegaConf
+
+from nemo_pc.data.datasets.pc_batch import PCBatch
+from nemo_pc.modules.aed_transducer import (
+    TransducerJoint,
+    TransducerPredictor,
+    greedy,
+    sample_vocabulary,
+    transducer_loss,
+)
+from nemo_pc.parts.modes import MODES, NORMALIZED_ID, PUNCTUATED_ID
+
+DEFAULTS = {
+    "decoders": "conditioned",
+    "cross_attention": True,
+    "stack": 2,
+    "lm_scale": 1.0,
+    "frequent": 512,
+    "random": 256,
+    "vocab_text": None,
+    "max_symbols": 5,
+    "transcribe": True,
+    "seed": 0,
+    "train_modes": None,
+}
+
+
+def transducer_options(cfg: DictConfig | dict | None) -> dict | None:
+    """``transducer`` with its defaults filled in; None when absent.
+
+    Raises:
+        ValueError: an unknown key (the message lists the known ones).
+    """
+    if not cfg:
+        return None
+    given = OmegaConf.to_container(cfg) if isinstance(cfg, DictConfig) else dict(cfg)
+    unknown = sorted(set(given) - set(DEFAULTS))
+    if unknown:
+        raise ValueError(f"transducer: unknown key(s) {unknown}; known: {sorted(DEFAULTS)}")
+    return DEFAULTS | given
+
+
+class AEDTransducerMixin:
+    """``transducer`` of the AED (module docstring): :meth:`setup_transducer`, the loss
+    (:meth:`transducer_batch_loss`) and decoding (:meth:`transducer_decode_modes`)."""
+
+    def setup_transducer(self) -> None:
+        """Builds the head from ``transducer`` (nothing when it is absent), starts it from the AED's decoder unless
+        the model is being restored, and freezes the rest of the model.
+
+        Raises:
+            ValueError: an unknown key, or an AED variant other than ``prompt`` (the head reads the prompt).
+        """
+        self.transducer_predictor = self.transducer_joint = None
+        options = transducer_options(self.cfg.get("transducer"))
+        if options is None:
+            return
+        modes = options["train_modes"]
+        if modes is not None and (not modes or any(mode not in MODES for mode in modes)):
+            raise ValueError(f"transducer.train_modes must be a non-empty list of {MODES}, got {modes!r}")
+        if self.cfg.pc.variant != "prompt":
+            raise ValueError(f"transducer: needs pc.variant=prompt (the mode prompt), got {self.cfg.pc.variant!r}")
+        decoder = self.transf_decoder
+        width = decoder.hidden_size
+        self.transducer_predictor = TransducerPredictor(decoder, options["decoders"], options["cross_attention"])
+        vocab_size = self.log_softmax.mlp.layer0.weight.shape[0]
+        self.transducer_joint = TransducerJoint(width, width, vocab_size, int(options["stack"]), options["lm_scale"])
+        self._transducer_rng = torch.Generator().manual_seed(int(options["seed"]))
+        if not self._is_model_being_restored():
+            self.transducer_from_aed()
+            for path in _paths(options["vocab_text"]):
+                self.add_transducer_text(path)
+        self._freeze_all_but_transducer()
+
+    @property
+    def transducer_options(self) -> dict:
+        return transducer_options(self.cfg.get("transducer")) or {}
+
+    def transducer_from_aed(self) -> None:
+        """The prediction networks take the AED decoder's weights, the joint's token rows its output rows."""
+        self.transducer_predictor.copy_from(self.transf_decoder)
+        with torch.no_grad():
+            self.transducer_joint.token_out.copy_(self.log_softmax.mlp.layer0.weight)
+            self.transducer_joint.token_bias.zero_()
+
+    def add_transducer_text(self, path: str) -> int:
+        """The tokens of a JSON-lines text (``text`` per line, in both modes) join those the head may write; returns
+        how many lines were read."""
+        from nemo_pc.parts.manifest import read_manifest
+        from nemo_pc.parts.text import normalize, preprocess_punctuated
+
+        marks = "".join(self.cfg.pc.marks)
+        lines = read_manifest(path)
+        ids = set()
+        for line in lines:
+            for text in (normalize(line["text"]), preprocess_punctuated(line["text"], marks)):
+                ids.update(self.tokenizer.text_to_ids(text))
+        if ids:
+            self.transducer_joint.extra_tokens[torch.tensor(sorted(ids))] = True
+        return len(lines)
+
+    def _freeze_all_but_transducer(self) -> None:
+        for name, parameter in self.named_parameters():
+            parameter.requires_grad_(name.startswith(("transducer_predictor.", "transducer_joint.")))
+
+    def maybe_init_from_pretrained_checkpoint(self, cfg, map_location: str = "cpu"):
+        """NeMo's initialisation from another checkpoint; an AED loaded without a trained transducer (no token
+        counted) starts the transducer again, from the loaded decoder."""
+        super().maybe_init_from_pretrained_checkpoint(cfg, map_location)
+        if self.transducer_joint is not None and float(self.transducer_joint.token_counts.sum()) == 0:
+            self.transducer_from_aed()
+
+    @property
+    def transducer_modes(self) -> tuple[int, ...]:
+        """The modes the transducer learns (``transducer.train_modes``; both by default)."""
+        modes = self.transducer_options.get("train_modes")
+        return (NORMALIZED_ID, PUNCTUATED_ID) if modes is None else tuple(MODES.index(mode) for mode in modes)
+
+    @property
+    def transducer_decodes(self) -> bool:
+        return self.transducer_joint is not None and bool(self.transducer_options["transcribe"])
+
+    def decode_with(self, head: str) -> None:
+        """``transducer`` or ``aed``: the head that ``transcribe`` and validation decode with.
+
+        Raises:
+            ValueError: an unknown head, or ``transducer`` on a model without one.
+        """
+        if head not in ("transducer", "aed"):
+            raise ValueError(f"head must be 'transducer' or 'aed', got {head!r}")
+        if head == "transducer" and self.transducer_joint is None:
+            raise ValueError("head=transducer: this model has no transducer (model.transducer is null)")
+        if self.transducer_joint is not None:
+            with _open(self.cfg):
+                self.cfg.transducer.transcribe = head == "transducer"
+
+    # Training
+
+    def transducer_rows(self, batch: PCBatch) -> list[tuple[int, int, list[int]]]:
+        """``(utterance, mode, token ids)`` rows: every mode the transducer learns that an utterance has a target in
+        (normalized always, punctuated where its P mask allows); in training one of them per utterance, drawn at
+        random."""
+        rows, learns = [], self.transducer_modes
+        for utt in range(batch.audio.shape[0]):
+            options = []
+            if NORMALIZED_ID in learns:
+                options.append((utt, NORMALIZED_ID, batch.tokens_n[utt, : batch.tokens_n_len[utt]].tolist()))
+            if bool(batch.p_mask[utt]) and PUNCTUATED_ID in learns:
+                options.append((utt, PUNCTUATED_ID, batch.tokens_p[utt, : batch.tokens_p_len[utt]].tolist()))
+            if self.training and options:
+                options = [options[int(torch.randint(len(options), (1,), generator=self._transducer_rng))]]
+            rows.extend(options)
+        return rows
+
+    def transducer_states(self, batch: PCBatch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The AED's cross-attention states ``(B, T, D)``, their mask and lengths, without SpecAugment or grad."""
+        training = self.encoder.training
+        self.encoder.eval()  # frozen: no dropout either
+        try:
+            with torch.no_grad():
+                processed, processed_len = self.preprocessor(input_signal=batch.audio, length=batch.audio_len)
+                encoded, encoded_len = self.encoder(audio_signal=processed, length=processed_len)
+                states, mask = self.cross_states(encoded, encoded_len)
+        finally:
+            self.encoder.train(training)
+        return states, mask, encoded_len
+
+    def transducer_batch_loss(self, batch: PCBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor], tuple]:
+        """The transducer's loss over a batch's rows (mean over rows), each mode's term, and the AED's states."""
+        states, mask, lengths = self.transducer_states(batch)
+        rows = self.transducer_rows(batch)
+        options, joint = self.transducer_options, self.transducer_joint
+        if self.training:
+            joint.count([ids for _, _, ids in rows])
+        kept = torch.nonzero(joint.kept()).squeeze(1)
+        frequent = torch.topk(joint.token_counts, min(int(options["frequent"]), int((joint.token_counts > 0).sum())))
+        vocab = sample_vocabulary(
+            [ids for _, _, ids in rows],
+            frequent.indices.cpu(),
+            kept.cpu(),
+            int(options["random"]),
+            self._transducer_rng,
+        ).to(states.device)
+        total, terms = states.new_zeros(()), {}
+        if not rows:  # nothing to learn here (a punctuated-only transducer on a batch without a P target)
+            anchor = sum(p.sum() for p in self.transducer_joint.parameters()) * 0.0
+            return anchor, {}, (states, mask, batch)
+        for mode in sorted({mode for _, mode, _ in rows}):
+            chosen = [row for row in rows if row[1] == mode]
+            chunk = len(chosen) if self.training else 1  # validation: a row at a time (long clips, no backward)
+            parts = []
+            for start in range(0, len(chosen), chunk):
+                part = chosen[start : start + chunk]
+                utts = torch.tensor([utt for utt, _, _ in part], device=states.device)
+                targets = [ids for _, _, ids in part]
+                parts.append(self._mode_losses(mode, targets, states[utts], mask[utts], lengths[utts], vocab))
+            losses = torch.cat(parts)
+            terms[mode] = losses.mean()
+            total = total + losses.sum()
+        loss = total / max(len(rows), 1)
+        logs = {f"transducer_loss_{MODES[mode]}": term.detach() for mode, term in terms.items()}
+        return loss, logs, (states, mask, batch)
+
+    def _mode_losses(self, mode, targets, states, mask, lengths, vocab) -> torch.Tensor:
+        prompt = [self.tokenizer.bos, self.tokenizer.mode_token_id(mode)]
+        width = len(prompt) + max(len(ids) for ids in targets)
+        prefix = torch.full((len(targets), width), self.tokenizer.pad, dtype=torch.long, device=states.device)
+        prefix_mask = torch.zeros(len(targets), width, dtype=torch.bool, device=states.device)
+        for row, ids in enumerate(targets):
+            prefix[row, : len(prompt) + len(ids)] = torch.tensor(prompt + ids)
+            prefix_mask[row, : len(prompt) + len(ids)] = True
+        g = self.transducer_predictor(mode, prefix, prefix_mask, states, mask)[:, len(prompt) - 1 :]
+        f, f_len = self.transducer_joint.frames(states, lengths)
+        return transducer_loss(self.transducer_joint, f, f_len, g, self._lm_head(), targets, vocab)
+
+    def _lm_head(self):
+        return self.log_softmax.mlp.layer0 if self.transducer_joint.lm_scale else None
+
+    # Decoding
+
+    def transducer_decode_modes(
+        self, states: torch.Tensor, mask: torch.Tensor, modes: list[int], return_hypotheses: bool = False
+    ) -> dict[int, list]:
+        """Greedy transducer decoding of each mode (one utterance at a time), as :meth:`decode_modes` returns it.
+
+        Raises:
+            ValueError: the punctuated mode of a normalized-only transducer.
+        """
+        from nemo_pc.parts.text import normalize
+
+        training = self.training
+        self.eval()
+        lengths = mask.sum(dim=1).long()
+        out = {}
+        learned = self.transducer_modes
+        if PUNCTUATED_ID in modes and PUNCTUATED_ID not in learned:
+            raise ValueError("mode: this model's transducer writes only normalized text, not punctuated")
+        sources = {mode: mode if mode in learned else PUNCTUATED_ID for mode in modes}
+        try:
+            for mode in sorted(set(sources.values())):
+                prompt = [self.tokenizer.bos, self.tokenizer.mode_token_id(mode)]
+                out[mode] = []
+                for row in range(states.shape[0]):
+                    ids = greedy(
+                        self.transducer_predictor,
+                        self.transducer_joint,
+                        self._lm_head(),
+                        mode,
+                        prompt,
+                        states[row],
+                        int(lengths[row]),
+                        int(self.transducer_options["max_symbols"]),
+                    )
+                    text = self.tokenizer.ids_to_text(ids).strip() if ids else ""
+                    out[mode].append(Hypothesis(score=0.0, y_sequence=torch.tensor(ids, dtype=torch.long), text=text))
+        finally:
+            self.train(training)
+        for mode, source in sources.items():
+            if mode != source:  # a punctuated-only transducer: the normalized output by the text rules
+                out[mode] = [dataclasses.replace(hyp, text=normalize(hyp.text)) for hyp in out[source]]
+        out = {mode: out[mode] for mode in modes}
+        if not return_hypotheses:
+            return {mode: [hyp.text for hyp in hyps] for mode, hyps in out.items()}
+        return out
+
+
+def _paths(value) -> list[str]:
+    if not value:
+        return []
+    return [str(value)] if isinstance(value, str) else [str(path) for path in value]
+
+
+def _open(cfg):
+    from omegaconf import open_dict
+
+    return open_dict(cfg)

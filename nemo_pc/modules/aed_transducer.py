@@ -1,0 +1,221 @@
+"""A transducer on a P&C AED: the prediction network is a copy of the AED's Whisper decoder, the joint adds that
+decoder's own next-token logits (:mod:`nemo_pc.models.mixins.aed_transducer` puts them on the model).
+
+The prediction network reads the mode prompt of the AED (``<|startoftranscript|> <mode>``) and the tokens written so
+far, so one network is conditioned on the mode as papers/000's conditioned predictor is; ``dual`` gives each mode a
+copy of its own (papers/000's two decoders). With ``cross_attention`` its blocks attend to the encoder's states as
+the AED's do (the transducer/AED hybrid of Tang et al. 2023, TAED); without it they read one zero frame, and the
+network sees the labels alone (a transducer in papers/000's sense).
+
+The joint is ``tanh(W_f f_t + W_g g_u)`` with an output row per token of the AED's vocabulary (started from the
+AED's output rows), a blank row, and ``lm_scale`` times the decoder's own logits of ``g_u`` added, so that decoding
+reads the language the decoder knows. The vocabulary is Whisper's 50k tokens: each training step's loss runs over a
+sample of them (the batch's targets, the most frequent and some drawn at random: :func:`sample_vocabulary`), and
+decoding reads the tokens the transducer has learned (``token_counts``, counted over its training targets) and the
+tokens of an extra text (``extra_tokens``).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+from nemo_pc.losses.rnnt_scan import rnnt_loss_scan
+
+
+class TransducerJoint(nn.Module):
+    """The joint over the AED's vocabulary, with the decoder's logits added.
+
+    Args:
+        frame_dim: the width of the states it reads (the AED's cross-attention states).
+        width: the prediction network's width (the decoder's hidden size).
+        vocab_size: the AED's output rows.
+        stack: encoder frames joined into one joint frame.
+        lm_scale: the weight of the decoder's own logits; 0 leaves them out.
+    """
+
+    def __init__(self, frame_dim: int, width: int, vocab_size: int, stack: int = 2, lm_scale: float = 1.0) -> None:
+        super().__init__()
+        if stack < 1:
+            raise ValueError(f"transducer.stack must be at least 1, got {stack}")
+        self.stack, self.lm_scale = stack, float(lm_scale)
+        self.enc = nn.Linear(frame_dim * stack, width)
+        self.pred = nn.Linear(width, width)
+        self.token_out = nn.Parameter(torch.randn(vocab_size, width) * width**-0.5)
+        self.token_bias = nn.Parameter(torch.zeros(vocab_size))
+        self.blank_out = nn.Linear(width, 1)
+        self.register_buffer("token_counts", torch.zeros(vocab_size))
+        self.register_buffer("extra_tokens", torch.zeros(vocab_size, dtype=torch.bool))
+
+    @property
+    def vocab_size(self) -> int:
+        return self.token_out.shape[0]
+
+    def kept(self) -> torch.Tensor:
+        """``(V,)`` bool: the tokens decoding may write (learned in training, or in the extra text)."""
+        return (self.token_counts > 0) | self.extra_tokens
+
+    def count(self, targets: Sequence[Sequence[int]]) -> None:
+        """Adds a batch's targets to ``token_counts``."""
+        flat = [token for row in targets for token in row]
+        if flat:
+            ids = torch.tensor(flat, device=self.token_counts.device)
+            self.token_counts.index_add_(0, ids, torch.ones(len(flat), device=ids.device))
+
+    def frames(self, states: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(B, T, D)`` states as ``(B, ceil(T / stack), width)`` joint inputs and their lengths."""
+        steps = -(-states.shape[1] // self.stack)
+        padded = states.new_zeros(states.shape[0], steps * self.stack, states.shape[2])
+        padded[:, : states.shape[1]] = states
+        return self.enc(padded.reshape(states.shape[0], steps, -1)), -(-lengths // self.stack)
+
+    def forward(
+        self, f: torch.Tensor, g: torch.Tensor, lm_head: nn.Linear | None, vocab: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Logits ``(B, T, U, V' + 1)`` of ``f`` ``(B, T, width)`` and ``g`` ``(B, U, width)`` over ``vocab``
+        (token ids; every token when None), the blank last. ``lm_head``: the decoder's output layer (its logits of
+        ``g`` are added, times ``lm_scale``); None leaves them out."""
+        token_out = self.token_out if vocab is None else self.token_out[vocab]
+        token_bias = self.token_bias if vocab is None else self.token_bias[vocab]
+        z = torch.tanh(f[:, :, None] + self.pred(g)[:, None])
+        tokens = z @ token_out.T + token_bias
+        if self.lm_scale and lm_head is not None:
+            weight = lm_head.weight if vocab is None else lm_head.weight[vocab]
+            bias = lm_head.bias if vocab is None else lm_head.bias[vocab]
+            tokens = tokens + self.lm_scale * (g @ weight.T + bias)[:, None]
+        return torch.cat([tokens, self.blank_out(z)], dim=-1)
+
+
+class TransducerPredictor(nn.Module):
+    """Copies of the AED's decoder as prediction networks: one for every mode (``conditioned``), or one per mode
+    (``dual``).
+
+    Args:
+        decoder: the AED's decoder (a ``TransformerDecoderNM``), copied.
+        decoders: ``conditioned`` or ``dual``.
+        cross_attention: the blocks attend to the encoder's states (else to one zero frame).
+    """
+
+    VARIANTS = ("conditioned", "dual")
+
+    def __init__(self, decoder: nn.Module, decoders: str = "conditioned", cross_attention: bool = True) -> None:
+        super().__init__()
+        if decoders not in self.VARIANTS:
+            raise ValueError(f"transducer.decoders must be one of {self.VARIANTS}, got {decoders!r}")
+        self.variant, self.cross_attention = decoders, bool(cross_attention)
+        count = 2 if decoders == "dual" else 1
+        self.decoders = nn.ModuleList(copy.deepcopy(decoder) for _ in range(count))
+
+    def decoder(self, mode: int) -> nn.Module:
+        return self.decoders[mode if self.variant == "dual" else 0]
+
+    def copy_from(self, decoder: nn.Module) -> None:
+        """Every copy takes ``decoder``'s weights."""
+        state = decoder.state_dict()
+        for copy_ in self.decoders:
+            copy_.load_state_dict(state)
+
+    def forward(
+        self,
+        mode: int,
+        prefix: torch.Tensor,
+        prefix_mask: torch.Tensor,
+        states: torch.Tensor,
+        mask: torch.Tensor,
+        mems: list | None = None,
+    ) -> torch.Tensor:
+        """The decoder's state after each prefix token ``(B, L, width)``; with ``mems`` (and ``return_mems`` set on
+        the decoder, as :func:`greedy` does) the cached states with the last prefix token's added."""
+        if not self.cross_attention:
+            states = states.new_zeros(states.shape[0], 1, states.shape[2])
+            mask = mask.new_ones(mask.shape[0], 1)
+        return self.decoder(mode)(
+            input_ids=prefix,
+            decoder_mask=prefix_mask.to(states.dtype),
+            encoder_embeddings=states,
+            encoder_mask=mask.to(states.dtype),
+            decoder_mems=mems,
+        )
+
+
+def sample_vocabulary(
+    targets: Sequence[Sequence[int]], frequent: torch.Tensor, pool: torch.Tensor, extra: int, generator=None
+) -> torch.Tensor:
+    """The token ids one training step's loss runs over, sorted: every target of the batch, ``frequent`` and
+    ``extra`` more drawn from ``pool`` (without repeats)."""
+    chosen = {int(token) for row in targets for token in row} | set(frequent.tolist())
+    rest = [token for token in pool.tolist() if token not in chosen] if extra else []
+    if rest:
+        chosen |= {rest[i] for i in torch.randperm(len(rest), generator=generator)[:extra].tolist()}
+    return torch.tensor(sorted(chosen), dtype=torch.long)
+
+
+def transducer_loss(
+    joint: TransducerJoint,
+    f: torch.Tensor,
+    f_len: torch.Tensor,
+    g: torch.Tensor,
+    lm_head: nn.Linear | None,
+    targets: Sequence[Sequence[int]],
+    vocab: torch.Tensor,
+) -> torch.Tensor:
+    """Per-row RNN-T loss ``(B,)`` over the tokens of ``vocab``: ``g`` ``(B, U + 1, width)`` holds the state after
+    the mode token and after each target token; ``lm_head`` as :meth:`TransducerJoint.forward` reads it."""
+    position = torch.full((joint.vocab_size,), -1, dtype=torch.long, device=f.device)
+    position[vocab] = torch.arange(len(vocab), device=f.device)
+    width = max(1, max(len(row) for row in targets))
+    y = torch.zeros(len(targets), width, dtype=torch.long, device=f.device)
+    for row, ids in enumerate(targets):
+        if ids:
+            y[row, : len(ids)] = position[torch.tensor(ids, device=f.device)]
+    y_len = torch.tensor([len(row) for row in targets], device=f.device)
+    logits = joint(f, g[:, : width + 1], lm_head, vocab)
+    return rnnt_loss_scan(logits, y, f_len, y_len, blank=len(vocab))
+
+
+@torch.no_grad()
+def greedy(
+    predictor: TransducerPredictor,
+    joint: TransducerJoint,
+    lm_head: nn.Module | None,
+    mode: int,
+    prompt: Sequence[int],
+    states: torch.Tensor,
+    length: int,
+    max_symbols: int = 5,
+) -> list[int]:
+    """Greedy transducer decoding of one utterance's states ``(T, D)`` (``length`` of them valid): token ids, at
+    most ``max_symbols`` per joint frame and two per joint frame in all, over the tokens of
+    :meth:`TransducerJoint.kept`.
+    The decoder's states are cached (NeMo's ``decoder_mems``), so each written token costs one decoder step."""
+    from nemo.core.classes.common import typecheck
+
+    states = states[None, :length]
+    mask = torch.ones(1, length, device=states.device)
+    f, f_len = joint.frames(states, torch.tensor([length], device=states.device))
+    kept = joint.kept()
+    blocked = torch.cat([~kept, kept.new_zeros(1)])  # the blank is never blocked
+    decoder = predictor.decoder(mode)
+    prefix, out, max_tokens = list(prompt), [], 2 * int(f_len[0])
+    decoder.return_mems = True
+    try:
+        with typecheck.disable_checks():  # the cached states carry the decoder's output type, not its input's
+            ids = torch.tensor([prefix], device=states.device)
+            mems = predictor(mode, ids, torch.ones_like(ids), states, mask)
+            for t in range(int(f_len[0])):
+                for _ in range(max_symbols):
+                    g = mems[:, -1, -1:]  # the last block's output for the last token
+                    logits = joint(f[:, t : t + 1], g, lm_head)[0, 0, 0].masked_fill(blocked, float("-inf"))
+                    best = int(logits.argmax())
+                    if best == joint.vocab_size or len(out) >= max_tokens:
+                        break
+                    out.append(best)
+                    prefix.append(best)
+                    ids = torch.tensor([prefix], device=states.device)
+                    mems = predictor(mode, ids, torch.ones_like(ids), states, mask, mems)
+    finally:
+        decoder.return_mems = False
+    return out
