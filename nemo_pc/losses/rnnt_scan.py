@@ -43,6 +43,20 @@ def rnnt_loss_scan(
     labels = targets[:, : width - 1].long().clamp(0, vocab - 1)
     index = labels[:, None, :, None].expand(batch, frames, width - 1, 1)
     emit_lp = log_probs[:, :, : width - 1, :].gather(-1, index)[..., 0]  # (B, T, U)
+    return rnnt_lattice_loss(blank_lp, emit_lp, input_lengths, target_lengths)
+
+
+def rnnt_lattice_loss(
+    blank_lp: torch.Tensor, emit_lp: torch.Tensor, input_lengths: torch.Tensor, target_lengths: torch.Tensor
+) -> torch.Tensor:
+    """Per-utterance RNN-T negative log-likelihood from the lattice's log-probabilities alone: ``blank_lp``
+    ``(B, T, U + 1)`` of the blank and ``emit_lp`` ``(B, T, U)`` of the next target at each node, for a joint that
+    never materializes its whole output (:func:`rnnt_loss_scan` reads them from the joint's logits).
+
+    Returns:
+        ``(B,)`` losses.
+    """
+    batch, frames, width = blank_lp.shape
     zero = emit_lp.new_zeros(batch, frames, 1)
     prefix = torch.cat([zero, emit_lp.cumsum(dim=-1)], dim=-1)  # E(t, u), (B, T, U + 1)
     alpha = prefix[:, 0]
@@ -54,5 +68,5 @@ def rnnt_loss_scan(
     alphas = torch.stack(rows, dim=1)  # (B, T, U + 1)
     last_t = (input_lengths.long() - 1).clamp(min=0)
     last_u = target_lengths.long().clamp(max=width - 1)
-    rows_index = torch.arange(batch, device=logits.device)
+    rows_index = torch.arange(batch, device=blank_lp.device)
     return -(alphas[rows_index, last_t, last_u] + blank_lp[rows_index, last_t, last_u])

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from nemo_pc.losses.rnnt_scan import rnnt_loss_scan
+from nemo_pc.losses.rnnt_scan import rnnt_lattice_loss
 
 
 class TransducerJoint(nn.Module):
@@ -87,6 +87,28 @@ class TransducerJoint(nn.Module):
             bias = lm_head.bias if vocab is None else lm_head.bias[vocab]
             tokens = tokens + self.lm_scale * (g @ weight.T + bias)[:, None]
         return torch.cat([tokens, self.blank_out(z)], dim=-1)
+
+    def lattice(
+        self, f: torch.Tensor, g: torch.Tensor, lm_head: nn.Linear | None, vocab: torch.Tensor, labels: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The RNN-T lattice's log-probabilities over ``vocab`` and the blank, as
+        :func:`~nemo_pc.losses.rnnt_scan.rnnt_lattice_loss` reads them: of the blank ``(B, T, U + 1)`` and of each
+        next label ``(B, T, U)`` (``labels`` ``(B, U)``: positions in ``vocab``), for ``f`` ``(B, T, width)`` and ``g``
+        ``(B, U + 1, width)``. The same values as the log-softmax of :meth:`forward`, without its whole output: the
+        bias and the decoder's logits (which vary with u only) are added once in place, the softmax's normalizer is a
+        log-sum-exp and the blank joins it by ``logaddexp``."""
+        batch, width_u, frames = g.shape[0], g.shape[1], f.shape[1]
+        rowwise = self.token_bias[vocab].expand(batch, width_u, -1)
+        if self.lm_scale and lm_head is not None:
+            rowwise = rowwise + self.lm_scale * (g @ lm_head.weight[vocab].T + lm_head.bias[vocab])
+        z = torch.tanh(self.pred(g)[:, :, None] + f[:, None])  # (B, U + 1, T, width)
+        tokens = (z.reshape(-1, z.shape[-1]) @ self.token_out[vocab].T).view(batch, width_u, frames, -1)
+        tokens = tokens.add_(rowwise[:, :, None])
+        blank = self.blank_out(z)[..., 0]  # (B, U + 1, T)
+        norm = torch.logaddexp(torch.logsumexp(tokens, dim=-1), blank)
+        index = labels[:, : width_u - 1, None, None].expand(batch, width_u - 1, frames, 1)
+        emit = tokens[:, : width_u - 1].gather(-1, index)[..., 0] - norm[:, : width_u - 1]
+        return (blank - norm).transpose(1, 2), emit.transpose(1, 2)
 
 
 class TransducerPredictor(nn.Module):
@@ -172,8 +194,8 @@ def transducer_loss(
         if ids:
             y[row, : len(ids)] = position[torch.tensor(ids, device=f.device)]
     y_len = torch.tensor([len(row) for row in targets], device=f.device)
-    logits = joint(f, g[:, : width + 1], lm_head, vocab)
-    return rnnt_loss_scan(logits, y, f_len, y_len, blank=len(vocab))
+    blank_lp, emit_lp = joint.lattice(f, g[:, : width + 1], lm_head, vocab, y)
+    return rnnt_lattice_loss(blank_lp, emit_lp, f_len, y_len)
 
 
 @torch.no_grad()
@@ -187,35 +209,87 @@ def greedy(
     length: int,
     max_symbols: int = 5,
 ) -> list[int]:
-    """Greedy transducer decoding of one utterance's states ``(T, D)`` (``length`` of them valid): token ids, at
-    most ``max_symbols`` per joint frame and two per joint frame in all, over the tokens of
-    :meth:`TransducerJoint.kept`.
-    The decoder's states are cached (NeMo's ``decoder_mems``), so each written token costs one decoder step."""
+    """:func:`greedy_batch` of one utterance's states ``(T, D)``, ``length`` of them valid."""
+    lengths = torch.tensor([length], device=states.device)
+    return greedy_batch(predictor, joint, lm_head, mode, prompt, states[None], lengths, max_symbols)[0]
+
+
+@torch.no_grad()
+def greedy_batch(
+    predictor: TransducerPredictor,
+    joint: TransducerJoint,
+    lm_head: nn.Module | None,
+    mode: int,
+    prompt: Sequence[int],
+    states: torch.Tensor,
+    lengths: torch.Tensor,
+    max_symbols: int = 5,
+) -> list[list[int]]:
+    """Greedy transducer decoding of a batch's states ``(B, T, D)``: each utterance's token ids, at most
+    ``max_symbols`` per joint frame and two per joint frame in all, over the tokens of :meth:`TransducerJoint.kept`.
+
+    Each utterance walks its own frames; every step scores one (frame, state) pair per unfinished utterance in one
+    matrix product over the kept tokens' rows (gathered once), so the weights are read once per step for the whole
+    batch. The decoder's states are cached per utterance (NeMo's ``decoder_mems``), so each written token costs one
+    decoder step, and the decoder's logits of a state (its part of the joint) are computed once per written token.
+    The result equals decoding each utterance alone."""
     from nemo.core.classes.common import typecheck
 
-    states = states[None, :length]
-    mask = torch.ones(1, length, device=states.device)
-    f, f_len = joint.frames(states, torch.tensor([length], device=states.device))
-    kept = joint.kept()
-    blocked = torch.cat([~kept, kept.new_zeros(1)])  # the blank is never blocked
+    device, batch = states.device, states.shape[0]
+    f, f_len = joint.frames(states, lengths)
+    kept = torch.nonzero(joint.kept()).squeeze(1)
+    if not len(kept):  # nothing learned yet: every frame is blank
+        return [[] for _ in range(batch)]
+    token_out, token_bias = joint.token_out[kept], joint.token_bias[kept]
+    lm_weight = lm_head.weight[kept] if joint.lm_scale and lm_head is not None else None
+    lm_bias = lm_head.bias[kept] if lm_weight is not None else None
     decoder = predictor.decoder(mode)
-    prefix, out, max_tokens = list(prompt), [], 2 * int(f_len[0])
+    prefixes = [list(prompt) for _ in range(batch)]
+    outs: list[list[int]] = [[] for _ in range(batch)]
+    frame, emitted = [0] * batch, [0] * batch
+    limit = [2 * int(n) for n in f_len]
     decoder.return_mems = True
     try:
         with typecheck.disable_checks():  # the cached states carry the decoder's output type, not its input's
-            ids = torch.tensor([prefix], device=states.device)
-            mems = predictor(mode, ids, torch.ones_like(ids), states, mask)
-            for t in range(int(f_len[0])):
-                for _ in range(max_symbols):
-                    g = mems[:, -1, -1:]  # the last block's output for the last token
-                    logits = joint(f[:, t : t + 1], g, lm_head)[0, 0, 0].masked_fill(blocked, float("-inf"))
-                    best = int(logits.argmax())
-                    if best == joint.vocab_size or len(out) >= max_tokens:
-                        break
-                    out.append(best)
-                    prefix.append(best)
-                    ids = torch.tensor([prefix], device=states.device)
-                    mems = predictor(mode, ids, torch.ones_like(ids), states, mask, mems)
+            memory = [states[b : b + 1, : int(lengths[b])] for b in range(batch)]
+            masks = [torch.ones(1, int(n), device=device) for n in lengths.tolist()]
+            start = torch.tensor([list(prompt)], device=device)
+            mems = [predictor(mode, start, torch.ones_like(start), memory[b], masks[b]) for b in range(batch)]
+            g = torch.cat([m[:, -1, -1] for m in mems])  # (B, width): the last block's output for the last token
+            pred = joint.pred(g)
+            rowwise = token_bias.expand(batch, -1).clone()
+            if lm_weight is not None:
+                rowwise += joint.lm_scale * (g @ lm_weight.T + lm_bias)
+            while True:
+                active = [b for b in range(batch) if frame[b] < int(f_len[b])]
+                if not active:
+                    break
+                index = torch.tensor(active, device=device)
+                frames = f[index, torch.tensor([frame[b] for b in active], device=device)]
+                z = torch.tanh(frames + pred[index])
+                tokens = z @ token_out.T + rowwise[index]
+                blank = joint.blank_out(z)[:, 0]
+                best_value, best = tokens.max(dim=-1)
+                writes = []
+                for k, b in enumerate(active):
+                    stop = emitted[b] >= max_symbols or len(outs[b]) >= limit[b]
+                    if stop or blank[k] > best_value[k]:  # a tie goes to the token
+                        frame[b], emitted[b] = frame[b] + 1, 0
+                        continue
+                    token = int(kept[best[k]])
+                    outs[b].append(token)
+                    prefixes[b].append(token)
+                    emitted[b] += 1
+                    writes.append(b)
+                for b in writes:
+                    ids = torch.tensor([prefixes[b]], device=device)
+                    mems[b] = predictor(mode, ids, torch.ones_like(ids), memory[b], masks[b], mems[b])
+                if writes:
+                    changed = torch.tensor(writes, device=device)
+                    g_new = torch.cat([mems[b][:, -1, -1] for b in writes])
+                    pred[changed] = joint.pred(g_new)
+                    if lm_weight is not None:
+                        rowwise[changed] = token_bias + joint.lm_scale * (g_new @ lm_weight.T + lm_bias)
     finally:
         decoder.return_mems = False
-    return out
+    return outs

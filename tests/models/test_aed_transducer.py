@@ -12,6 +12,7 @@ from nemo_pc.modules.aed_transducer import (
     TransducerJoint,
     TransducerPredictor,
     greedy,
+    greedy_batch,
     sample_vocabulary,
     transducer_loss,
 )
@@ -318,3 +319,102 @@ def open_cfg(model):
     from omegaconf import open_dict
 
     return open_dict(model.cfg)
+
+
+def test_the_lattice_equals_the_log_softmax_of_the_joints_whole_output():
+    from nemo_pc.losses.rnnt_scan import rnnt_loss_scan
+
+    torch.manual_seed(0)
+    _, head = tiny_decoder()
+    joint = TransducerJoint(frame_dim=6, width=16, vocab_size=16, stack=1, lm_scale=0.7)
+    with torch.no_grad():
+        joint.token_bias.normal_()
+    f, g = torch.randn(2, 5, 16), torch.randn(2, 4, 16)
+    vocab, labels = torch.tensor([1, 3, 6, 9]), torch.tensor([[0, 2, 3], [1, 1, 0]])
+    blank_lp, emit_lp = joint.lattice(f, g, head, vocab, labels)
+    log_probs = joint(f, g, head, vocab).log_softmax(-1)  # (B, T, U + 1, V' + 1), the blank last
+    torch.testing.assert_close(blank_lp, log_probs[..., -1])
+    expected = log_probs[:, :, :3].gather(-1, labels[:, None, :, None].expand(2, 5, 3, 1))[..., 0]
+    torch.testing.assert_close(emit_lp, expected)
+    lengths, label_lengths = torch.tensor([5, 4]), torch.tensor([3, 2])
+    loss = transducer_loss(
+        joint, f, lengths, g, head, [vocab[labels[0]].tolist(), vocab[labels[1, :2]].tolist()], vocab
+    )
+    reference = rnnt_loss_scan(joint(f, g, head, vocab), labels, lengths, label_lengths, blank=len(vocab))
+    torch.testing.assert_close(loss, reference)
+
+
+def test_the_encoder_states_are_read_back_from_the_cache(trained, monkeypatch):
+    from nemo_pc.data.datasets.pc_batch import PCBatch
+
+    model = _restore(trained["path"])
+    model.train()
+    torch.manual_seed(0)
+    audio = torch.randn(2, 3200) * 0.1
+    lengths = torch.tensor([3200, 2400])
+    tokens = torch.ones(2, 1, dtype=torch.long)
+
+    def batch(samples):
+        return PCBatch(
+            samples, lengths, tokens, lengths * 0 + 1, tokens, lengths * 0 + 1, torch.ones(2, dtype=torch.bool)
+        )
+
+    encode, calls = model._encode_for_transducer, []
+    monkeypatch.setattr(model, "_encode_for_transducer", lambda b: calls.append(1) or encode(b))
+    first = model.transducer_states(batch(audio))
+    again = model.transducer_states(batch(audio))
+    assert len(calls) == 1  # the second batch read the cache
+    for a, b in zip(first, again, strict=True):
+        torch.testing.assert_close(a, b)
+    edited = audio.clone()
+    edited[1, 5] += 0.01
+    model.transducer_states(batch(edited))
+    assert len(calls) == 2  # an edited utterance is encoded again
+    with open_cfg(model):
+        model.cfg.transducer.cache_states_gb = 0
+    fresh = _restore(trained["path"])
+    with open_cfg(fresh):
+        fresh.cfg.transducer.cache_states_gb = 0
+    fresh.transducer_states(batch(audio))
+    assert not fresh.__dict__.get("_transducer_cache")  # nothing kept without a budget
+
+
+def reference_greedy(predictor, joint, head, mode, prompt, states, length, max_symbols=5):
+    """Plain greedy decoding: the whole prefix through the decoder at every token, every token's logit from the
+    joint's whole output (the tokens not kept masked), at most ``max_symbols`` per frame and 2 per frame in all."""
+    states = states[None, :length]
+    mask = torch.ones(1, length)
+    f, f_len = joint.frames(states, torch.tensor([length]))
+    blocked = torch.cat([~joint.kept(), torch.zeros(1, dtype=torch.bool)])
+    prefix, out = list(prompt), []
+    for t in range(int(f_len[0])):
+        for _ in range(max_symbols):
+            ids = torch.tensor([prefix])
+            g = predictor(mode, ids, torch.ones_like(ids), states, mask)[:, -1:]
+            best = int(joint(f[:, t : t + 1], g, head)[0, 0, 0].masked_fill(blocked, float("-inf")).argmax())
+            if best == joint.vocab_size or len(out) >= 2 * int(f_len[0]):
+                break
+            out.append(best)
+            prefix.append(best)
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_batched_greedy_decoding_equals_plain_greedy_per_utterance(seed):
+    torch.manual_seed(seed)
+    decoder, head = tiny_decoder()
+    predictor = TransducerPredictor(decoder, "dual", cross_attention=True).eval()
+    joint = TransducerJoint(16, 16, 16, stack=2, lm_scale=1.0)
+    with torch.no_grad():  # blank rarely best, so that most frames write tokens, up to the limits
+        joint.blank_out.bias.fill_(-2.0 if seed else 1.0)
+    joint.count([[1, 2, 3, 4, 5, 6, 8, 9, 11]])
+    states, lengths = torch.randn(3, 9, 16), torch.tensor([9, 4, 7])
+    for mode in (0, 1):
+        prompt = [BOS, MODE_TOKENS[mode]]
+        batched = greedy_batch(predictor, joint, head, mode, prompt, states, lengths, max_symbols=3)
+        for row in range(3):
+            expected = reference_greedy(predictor, joint, head, mode, prompt, states[row], int(lengths[row]), 3)
+            assert batched[row] == expected
+            assert set(expected) <= {1, 2, 3, 4, 5, 6, 8, 9, 11}  # kept tokens only
+    empty = TransducerJoint(16, 16, 16)
+    assert greedy_batch(predictor, empty, head, 0, [BOS, 14], states, lengths) == [[], [], []]

@@ -17,6 +17,8 @@ the AED stays as it is, so that one ``.nemo`` writes with either head.
     transcribe: ``transcribe`` and validation decode with the transducer (true) or with the AED's decoder (false);
         :meth:`AEDTransducerMixin.decode_with` switches it.
     seed: the seed of the sampled vocabularies.
+    cache_states_gb: the encoder is frozen, so its states of an utterance are kept (in memory, up to this many GB,
+        keyed on the utterance's samples) and read again when the utterance comes back in a later epoch; 0: none.
     train_modes: the modes the transducer learns (null: both); ``[punctuated]`` makes a punctuated-only transducer,
         whose normalized output is its punctuated output normalized by the text rules.
 
@@ -40,7 +42,7 @@ from nemo_pc.data.datasets.pc_batch import PCBatch
 from nemo_pc.modules.aed_transducer import (
     TransducerJoint,
     TransducerPredictor,
-    greedy,
+    greedy_batch,
     sample_vocabulary,
     transducer_loss,
 )
@@ -58,6 +60,7 @@ DEFAULTS = {
     "transcribe": True,
     "seed": 0,
     "train_modes": None,
+    "cache_states_gb": 2.0,
 }
 
 
@@ -189,7 +192,25 @@ class AEDTransducerMixin:
         return rows
 
     def transducer_states(self, batch: PCBatch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """The AED's cross-attention states ``(B, T, D)``, their mask and lengths, without SpecAugment or grad."""
+        """The AED's cross-attention states ``(B, T, D)``, their mask and lengths, without SpecAugment or grad; read
+        from the cache of ``cache_states_gb`` when every utterance of the batch is there."""
+        keys = [_audio_key(batch.audio[row, : int(batch.audio_len[row])]) for row in range(batch.audio.shape[0])]
+        cache = self.__dict__.setdefault("_transducer_cache", {})
+        if keys and all(key in cache for key in keys):
+            rows = [cache[key] for key in keys]
+            lengths = torch.tensor([row.shape[0] for row in rows], device=batch.audio.device)
+            states = torch.nn.utils.rnn.pad_sequence(rows, batch_first=True).to(batch.audio.device)
+            mask = (torch.arange(states.shape[1], device=states.device)[None] < lengths[:, None]).to(states.dtype)
+            return states, mask, lengths
+        states, mask, lengths = self._encode_for_transducer(batch)
+        budget = float(self.transducer_options["cache_states_gb"]) * 2**30
+        for key, row, length in zip(keys, states, lengths.tolist(), strict=True):
+            if key not in cache and self.__dict__.get("_transducer_cache_bytes", 0) < budget:
+                cache[key] = row[:length].detach().cpu().clone()
+                self._transducer_cache_bytes = self.__dict__.get("_transducer_cache_bytes", 0) + cache[key].nbytes
+        return states, mask, lengths
+
+    def _encode_for_transducer(self, batch: PCBatch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         training = self.encoder.training
         self.encoder.eval()  # frozen: no dropout either
         try:
@@ -199,7 +220,7 @@ class AEDTransducerMixin:
                 states, mask = self.cross_states(encoded, encoded_len)
         finally:
             self.encoder.train(training)
-        return states, mask, encoded_len
+        return states * mask[..., None], mask, encoded_len  # zero past each length, as the cache pads
 
     def transducer_batch_loss(self, batch: PCBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor], tuple]:
         """The transducer's loss over a batch's rows (mean over rows), each mode's term, and the AED's states."""
@@ -257,7 +278,7 @@ class AEDTransducerMixin:
     def transducer_decode_modes(
         self, states: torch.Tensor, mask: torch.Tensor, modes: list[int], return_hypotheses: bool = False
     ) -> dict[int, list]:
-        """Greedy transducer decoding of each mode (one utterance at a time), as :meth:`decode_modes` returns it.
+        """Greedy transducer decoding of each mode (:func:`greedy_batch`), as :meth:`decode_modes` returns it.
 
         Raises:
             ValueError: the punctuated mode of a normalized-only transducer.
@@ -275,20 +296,24 @@ class AEDTransducerMixin:
         try:
             for mode in sorted(set(sources.values())):
                 prompt = [self.tokenizer.bos, self.tokenizer.mode_token_id(mode)]
-                out[mode] = []
-                for row in range(states.shape[0]):
-                    ids = greedy(
-                        self.transducer_predictor,
-                        self.transducer_joint,
-                        self._lm_head(),
-                        mode,
-                        prompt,
-                        states[row],
-                        int(lengths[row]),
-                        int(self.transducer_options["max_symbols"]),
+                ids = greedy_batch(
+                    self.transducer_predictor,
+                    self.transducer_joint,
+                    self._lm_head(),
+                    mode,
+                    prompt,
+                    states,
+                    lengths,
+                    int(self.transducer_options["max_symbols"]),
+                )
+                out[mode] = [
+                    Hypothesis(
+                        score=0.0,
+                        y_sequence=torch.tensor(row, dtype=torch.long),
+                        text=self.tokenizer.ids_to_text(row).strip() if row else "",
                     )
-                    text = self.tokenizer.ids_to_text(ids).strip() if ids else ""
-                    out[mode].append(Hypothesis(score=0.0, y_sequence=torch.tensor(ids, dtype=torch.long), text=text))
+                    for row in ids
+                ]
         finally:
             self.train(training)
         for mode, source in sources.items():
@@ -298,6 +323,13 @@ class AEDTransducerMixin:
         if not return_hypotheses:
             return {mode: [hyp.text for hyp in hyps] for mode, hyps in out.items()}
         return out
+
+
+def _audio_key(samples: torch.Tensor) -> bytes:
+    """The cache key of one utterance: a digest of its samples."""
+    import hashlib
+
+    return hashlib.blake2b(samples.detach().cpu().float().numpy().tobytes(), digest_size=16).digest()
 
 
 def _paths(value) -> list[str]:
