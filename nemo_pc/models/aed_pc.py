@@ -466,9 +466,14 @@ class EncDecAEDPCModel(PCModelMixin, AEDAdapterMixin, AEDCTCHeadsMixin, AEDTrans
         return torch.tensor(errors / max(words, 1))
 
     def validation_pass(self, batch: PCBatch, batch_idx: int, dataloader_idx: int = 0, eval_mode: str = "val"):
-        """Loss, each mode's loss term, and WER (overall and per mode) of one batch."""
-        loss, logs, (states, mask, _) = self.batch_loss(batch)
-        out = {f"{eval_mode}_loss": loss.detach(), **{f"{eval_mode}_{key}": value for key, value in logs.items()}}
+        """Loss, each mode's loss term, and WER (overall and per mode) of one batch; a transducer head with
+        ``compute_eval_loss: false`` computes its WERs only."""
+        if self.transducer_joint is not None and not self.cfg.get("compute_eval_loss", True):
+            states, mask, _ = self.transducer_states(batch)
+            out = {}
+        else:
+            loss, logs, (states, mask, _) = self.batch_loss(batch)
+            out = {f"{eval_mode}_loss": loss.detach(), **{f"{eval_mode}_{key}": value for key, value in logs.items()}}
         total_errors = total_words = 0
         for mode, (errors, words) in self.mode_errors(states, mask, batch).items():
             out[f"{eval_mode}_wer_num_{MODES[mode]}"] = torch.tensor(errors)

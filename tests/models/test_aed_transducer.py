@@ -418,3 +418,21 @@ def test_batched_greedy_decoding_equals_plain_greedy_per_utterance(seed):
             assert set(expected) <= {1, 2, 3, 4, 5, 6, 8, 9, 11}  # kept tokens only
     empty = TransducerJoint(16, 16, 16)
     assert greedy_batch(predictor, empty, head, 0, [BOS, 14], states, lengths) == [[], [], []]
+
+
+@pytest.mark.parametrize("eval_loss", [True, False])
+def test_validation_scores_the_transducer_with_or_without_its_loss(trained, eval_loss):
+    from nemo_pc.data.datasets.pc_batch import PCBatch
+
+    model = _restore(trained["path"])
+    with open_cfg(model):
+        model.cfg.compute_eval_loss = eval_loss
+    ids = model.tokenizer.text_to_ids("who")
+    tokens = torch.tensor([ids, ids])
+    lengths = torch.tensor([len(ids)] * 2)
+    batch = PCBatch(torch.randn(2, 3200) * 0.1, torch.tensor([3200, 2400]), tokens, lengths, tokens, lengths,
+                    torch.tensor([True, False]))  # fmt: skip
+    out = model.validation_pass(batch, 0)
+    assert ("val_loss" in out) is eval_loss
+    assert int(out["val_wer_denom_normalized"]) == 2 and int(out["val_wer_denom_punctuated"]) == 1
+    assert 0.0 <= float(out["val_wer"])

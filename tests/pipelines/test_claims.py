@@ -596,3 +596,17 @@ def test_the_claims_block_names_the_steps_of_the_families_the_run_trained(system
     assert recipe in block
     for family, phrase in (("ctc", "CTC model"), ("rnnt", "RNN-T model"), ("aed", "AED")):
         assert (phrase in block) == any(name.startswith(family) for name in systems)
+
+
+def test_lm_fusion_claim_falls_back_to_ctc_inter_when_the_rnnt_has_no_lm_rows(tmp_path):
+    assert C.lm_claim_system(tmp_path) == "rnnt_conditioned"  # nothing decoded: C7 stays not measured
+    write_system(tmp_path, "ctc_inter", written=no_marks)
+    write_system(tmp_path, "ctc_inter_lm")
+    write_system(tmp_path, "rnnt_conditioned")  # a transducer head on the AED: no LM rows
+    assert C.lm_claim_system(tmp_path) == "ctc_inter"
+    assert C.lm_claim_system(tmp_path, _lm_report({"rnnt_conditioned": (0.6, 0.65, 0.01)})) == "rnnt_conditioned"
+    claim = C.claim_lm_fusion(None, system="ctc_inter", demo_dir=tmp_path, num_resamples=RESAMPLES)
+    assert claim["reproduced"] is True and claim["measured"]["systems"] == ["ctc_inter + LM", "ctc_inter"]
+    assert "`ctc_inter` + LM" in claim["rule"]
+    write_system(tmp_path, "rnnt_conditioned_lm")
+    assert C.lm_claim_system(tmp_path) == "rnnt_conditioned"

@@ -104,6 +104,7 @@ class AsrOverrides:
             f"model.train_ds.num_workers={workers}",
             f"model.validation_ds.num_workers={workers}",
             "trainer.precision=32",
+            "model.compute_eval_loss=false",  # the learning curves read the WERs only (RNNT_VALIDATION)
             *([] if self.cfg.backbone == "whisper_tiny" else [f"backbone={self.cfg.backbone}", *SMALL_ENCODER]),
             *self.cfg.extra.get(name, []),
         ]

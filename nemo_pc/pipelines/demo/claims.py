@@ -159,6 +159,20 @@ def claim_intermediate_ctc(demo_dir: str | Path, num_resamples: int = 1000) -> d
 
 
 LM_SYSTEM = "rnnt_conditioned"
+LM_FALLBACK = "ctc_inter"
+"""C7's system where ``rnnt_conditioned`` has no LM rows: a transducer head on the AED (the demo's default RNN-Ts)
+writes Whisper's tokens, which the demo's n-gram LMs over the CTC and RNN-T pieces do not cover."""
+
+
+def lm_claim_system(demo_dir: str | Path | None, lm_report: Mapping | None = None) -> str:
+    """``rnnt_conditioned`` where the LM report or the demo folder has its LM rows, else ``ctc_inter`` where the
+    folder has its LM rows, else ``rnnt_conditioned`` (C7 is then not measured)."""
+    if LM_SYSTEM in ((lm_report or {}).get("systems") or {}):
+        return LM_SYSTEM
+    for system in (LM_SYSTEM, LM_FALLBACK):
+        if demo_dir is not None and not missing_systems(demo_dir, [system, f"{system}_lm"]):
+            return system
+    return LM_SYSTEM
 LM_NOT_MEASURED = (
     "not measured: run benchmarks/quality_lm_fusion.py --demo-dir D (its JSON is read by run_all --lm-fusion)"
 )
@@ -442,7 +456,8 @@ def compute_claims(
         claim = make_claim("C6", "001", ONE_PASS_CLAIM, ONE_PASS_RULE)
         claim["note"] = f"not measured: {err}"
         claims.append(claim)
-    claims.append(claim_lm_fusion(lm_report, demo_dir=demo_dir, num_resamples=num_resamples))
+    system = lm_claim_system(demo_dir, lm_report)
+    claims.append(claim_lm_fusion(lm_report, system=system, demo_dir=demo_dir, num_resamples=num_resamples))
     claims.append(claim_aed_designs(demo_dir, num_resamples))
     claims.append(claim_multi_vs_single_style(demo_dir, num_resamples))
     claims.append(claim_aed_less_punctuated(demo_dir, num_resamples))

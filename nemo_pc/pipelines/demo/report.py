@@ -28,8 +28,10 @@ COLUMNS = (
 )
 
 DESCRIPTIONS = {
-    "rnnt_conditioned": "RNN-T, one predictor conditioned on the mode (papers/000 §III-C), P output",
-    "rnnt_dual": "RNN-T, two predictor + joint pairs (papers/000 §III-A), P output",
+    "rnnt_conditioned": "RNN-T, one predictor conditioned on the mode (papers/000 §III-C; by default a transducer "
+    "head on `aed_prompt`, its decoder reading the mode prompt), P output",
+    "rnnt_dual": "RNN-T, a predictor per mode (papers/000 §III-A; by default two copies of `aed_prompt`'s decoder), P "
+    "output",
     "ctc_inter": "CTC on punctuated text with intermediate normalized CTC (papers/004), last layer (its normalized "
     "output too, normalized)",
     "rnnt_punctuated": "RNN-T trained on punctuated text only (papers/000 Table I baseline)",
