@@ -360,16 +360,18 @@ def test_the_encoder_states_are_read_back_from_the_cache(trained, monkeypatch):
         )
 
     encode, calls = model._encode_for_transducer, []
-    monkeypatch.setattr(model, "_encode_for_transducer", lambda b: calls.append(1) or encode(b))
+    monkeypatch.setattr(model, "_encode_for_transducer", lambda a, n: calls.append(len(a)) or encode(a, n))
     first = model.transducer_states(batch(audio))
     again = model.transducer_states(batch(audio))
-    assert len(calls) == 1  # the second batch read the cache
+    assert calls == [2]  # the second batch read the cache
     for a, b in zip(first, again, strict=True):
         torch.testing.assert_close(a, b)
     edited = audio.clone()
     edited[1, 5] += 0.01
-    model.transducer_states(batch(edited))
-    assert len(calls) == 2  # an edited utterance is encoded again
+    mixed = model.transducer_states(batch(edited))
+    assert calls == [2, 1]  # the edited utterance alone is encoded again
+    torch.testing.assert_close(mixed[0][0], first[0][0])  # the other one read back
+    assert mixed[2].tolist() == first[2].tolist()
     with open_cfg(model):
         model.cfg.transducer.cache_states_gb = 0
     fresh = _restore(trained["path"])

@@ -192,35 +192,45 @@ class AEDTransducerMixin:
         return rows
 
     def transducer_states(self, batch: PCBatch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """The AED's cross-attention states ``(B, T, D)``, their mask and lengths, without SpecAugment or grad; read
-        from the cache of ``cache_states_gb`` when every utterance of the batch is there."""
+        """The AED's cross-attention states ``(B, T, D)``, zero past each utterance's length, their mask and lengths,
+        without SpecAugment or grad. With ``cache_states_gb``, the utterances in the cache are read from it and only
+        the others go through the encoder (as one smaller batch)."""
         keys = [_audio_key(batch.audio[row, : int(batch.audio_len[row])]) for row in range(batch.audio.shape[0])]
         cache = self.__dict__.setdefault("_transducer_cache", {})
-        if keys and all(key in cache for key in keys):
-            rows = [cache[key] for key in keys]
-            lengths = torch.tensor([row.shape[0] for row in rows], device=batch.audio.device)
-            states = torch.nn.utils.rnn.pad_sequence(rows, batch_first=True).to(batch.audio.device)
-            mask = (torch.arange(states.shape[1], device=states.device)[None] < lengths[:, None]).to(states.dtype)
-            return states, mask, lengths
-        states, mask, lengths = self._encode_for_transducer(batch)
-        budget = float(self.transducer_options["cache_states_gb"]) * 2**30
-        for key, row, length in zip(keys, states, lengths.tolist(), strict=True):
-            if key not in cache and self.__dict__.get("_transducer_cache_bytes", 0) < budget:
-                cache[key] = row[:length].detach().cpu().clone()
-                self._transducer_cache_bytes = self.__dict__.get("_transducer_cache_bytes", 0) + cache[key].nbytes
+        missing = [row for row, key in enumerate(keys) if key not in cache]
+        rows: list[torch.Tensor | None] = [cache.get(key) for key in keys]
+        if missing:
+            index = torch.tensor(missing, device=batch.audio.device)
+            audio_len = batch.audio_len.index_select(0, index)
+            audio = batch.audio.index_select(0, index)[:, : int(audio_len.max())]
+            states, _, lengths = self._encode_for_transducer(audio, audio_len)
+            budget = float(self.transducer_options["cache_states_gb"]) * 2**30
+            for row, state, length in zip(missing, states, lengths.tolist(), strict=True):
+                rows[row] = state[:length]
+                if self.__dict__.get("_transducer_cache_bytes", 0) < budget:
+                    cache[keys[row]] = state[:length].detach().cpu().clone()
+                    self._transducer_cache_bytes = (
+                        self.__dict__.get("_transducer_cache_bytes", 0) + state[:length].nbytes
+                    )
+        device = batch.audio.device
+        lengths = torch.tensor([row.shape[0] for row in rows], device=device)
+        states = torch.nn.utils.rnn.pad_sequence([row.to(device) for row in rows], batch_first=True)
+        mask = (torch.arange(states.shape[1], device=device)[None] < lengths[:, None]).to(states.dtype)
         return states, mask, lengths
 
-    def _encode_for_transducer(self, batch: PCBatch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def _encode_for_transducer(
+        self, audio: torch.Tensor, audio_len: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         training = self.encoder.training
         self.encoder.eval()  # frozen: no dropout either
         try:
             with torch.no_grad():
-                processed, processed_len = self.preprocessor(input_signal=batch.audio, length=batch.audio_len)
+                processed, processed_len = self.preprocessor(input_signal=audio, length=audio_len)
                 encoded, encoded_len = self.encoder(audio_signal=processed, length=processed_len)
                 states, mask = self.cross_states(encoded, encoded_len)
         finally:
             self.encoder.train(training)
-        return states * mask[..., None], mask, encoded_len  # zero past each length, as the cache pads
+        return states * mask[..., None], mask, encoded_len
 
     def transducer_batch_loss(self, batch: PCBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor], tuple]:
         """The transducer's loss over a batch's rows (mean over rows), each mode's term, and the AED's states."""

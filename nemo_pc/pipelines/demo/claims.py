@@ -173,6 +173,8 @@ def lm_claim_system(demo_dir: str | Path | None, lm_report: Mapping | None = Non
         if demo_dir is not None and not missing_systems(demo_dir, [system, f"{system}_lm"]):
             return system
     return LM_SYSTEM
+
+
 LM_NOT_MEASURED = (
     "not measured: run benchmarks/quality_lm_fusion.py --demo-dir D (its JSON is read by run_all --lm-fusion)"
 )
