@@ -354,9 +354,22 @@ def _demo_real_speech(source: Path, config: dict) -> list[str]:
 def _demo_tokenizers(config: dict) -> str:
     """``tokenizer 128 pieces``, or ``CTC tokenizer 512 pieces, RNN-T 128`` where the RNN-Ts have their own size."""
     rnnt = config.get("rnnt_vocab_size")
+    if _rnnt_heads_on_aed(config):
+        return f"CTC tokenizer {config['vocab_size']} pieces, the RNN-Ts Whisper's tokens"
     if rnnt and rnnt != config["vocab_size"]:
         return f"CTC tokenizer {config['vocab_size']} pieces, RNN-T {rnnt}"
     return f"tokenizer {config['vocab_size']} pieces"
+
+
+def _rnnt_heads_on_aed(config: dict) -> bool:
+    """Whether a demo's RNN-Ts are transducer heads on its ``rnnt_init`` AED (``rnnt_predictor`` ``aed_decoder``; a
+    config from before that setting trained the RNN-T model)."""
+    return (
+        config.get("rnnt_predictor") == "aed_decoder"
+        and str(config.get("rnnt_init", "")).startswith("aed")
+        and config.get("backbone", "fastconformer") != "fastconformer"
+        and not config.get("base_steps")
+    )
 
 
 def _demo_starts(config: dict) -> str:
@@ -378,6 +391,11 @@ def _demo_starts(config: dict) -> str:
         for family, key in (("CTC", "ctc_init"), ("RNN-Ts", "rnnt_init"))
         if config.get(key)
     ]
+    if _rnnt_heads_on_aed(config):
+        starts[-1] = (
+            f"RNN-Ts transducer heads on `{config['rnnt_init']}` (its decoder as their prediction network, its "
+            "encoder frozen)"
+        )
     return f", the {' and the '.join(starts)}" if starts else ""
 
 

@@ -171,3 +171,29 @@ def test_the_demo_command_takes_the_rnnt_start_by_backbone(monkeypatch, tmp_path
         command.main(["--out", str(tmp_path / "e"), "--rnnt-init", "tagger"])
     assert exit_info.value.code == 2
     assert "rnnt_init must be a CTC or AED system" in capsys.readouterr().err
+
+
+def test_the_results_block_says_how_the_rnnts_start():
+    from benchmark_loader import load_benchmark
+
+    render = load_benchmark("render_results")
+    config = {
+        "vocab_size": 512,
+        "rnnt_vocab_size": 128,
+        "rnnt_init": "aed_prompt",
+        "ctc_init": "aed_prompt",
+        "backbone": "whisper_tiny",
+        "base_steps": 0,
+        "ctc_stack": 2,
+        "rnnt_stack": 2,
+        "rnnt_init_frozen_layers": 2,
+    }
+    older = render._demo_starts(config)  # a folder from before rnnt_predictor: the RNN-T model on the encoder
+    assert older.endswith("the RNN-Ts from `aed_prompt`'s encoder at 40 ms frames, its lower 2 blocks frozen")
+    assert render._demo_tokenizers(config) == "CTC tokenizer 512 pieces, RNN-T 128"
+    heads = config | {"rnnt_predictor": "aed_decoder"}
+    assert render._demo_starts(heads).endswith(
+        "the RNN-Ts transducer heads on `aed_prompt` (its decoder as their prediction network, its encoder frozen)"
+    )
+    assert render._demo_tokenizers(heads) == "CTC tokenizer 512 pieces, the RNN-Ts Whisper's tokens"
+    assert render._demo_starts(config | {"rnnt_predictor": "lstm"}) == older
