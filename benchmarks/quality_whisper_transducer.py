@@ -18,6 +18,9 @@ use (both modes), and each step's loss runs over a sample of them (the batch's t
 ``--frequent`` and ``--random`` more), so that the (B, T, U, V) lattice of NeMo's RNN-T loss fits 2 cores. Greedy
 decoding reads every kept token.
 
+This benchmark measured the idea on cached encoder outputs; the NeMo model that the demo trains is the AED's transducer
+head (``model.transducer``, :mod:`nemo_pc.modules.aed_transducer`), the same network trained through the AED recipe.
+
 The encoder is the AED's as fine-tuned, frozen; its frames are cached once (:mod:`quality_cached_heads`) and
 ``--stack`` of them joined for the joint. Scored every ``--every`` steps on the demo's dev subset (N-WER) and at the
 end on ``test`` (N-WER, PER, punctuation F1) and ``real_test`` (N-WER), greedy, one utterance at a time.

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from nemo_pc.losses.pruned_rnnt import node_occupancy, prune_ranges, pruned_lattice, simple_lattice
 from nemo_pc.losses.rnnt_scan import rnnt_lattice_loss
 
 
@@ -110,6 +111,53 @@ class TransducerJoint(nn.Module):
         emit = tokens[:, : width_u - 1].gather(-1, index)[..., 0] - norm[:, : width_u - 1]
         return (blank - norm).transpose(1, 2), emit.transpose(1, 2)
 
+    def simple_logits(
+        self, f: torch.Tensor, g: torch.Tensor, lm_head: nn.Linear | None, vocab: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The joint without its ``tanh``, split into a frame part ``(B, T, V' + 1)`` and a label-state part
+        ``(B, U + 1, V' + 1)`` (the blank last) whose sum is its logits: what the pruned loss's simple lattice reads
+        (:func:`~nemo_pc.losses.pruned_rnnt.simple_lattice`), with this joint's own weights."""
+        token_out = self.token_out[vocab]
+        blank_w = self.blank_out.weight[0]
+        am = torch.cat([f @ token_out.T, (f @ blank_w)[..., None] + self.blank_out.bias], dim=-1)
+        p = self.pred(g)
+        lm_tokens = p @ token_out.T + self.token_bias[vocab]
+        if self.lm_scale and lm_head is not None:
+            lm_tokens = lm_tokens + self.lm_scale * (g @ lm_head.weight[vocab].T + lm_head.bias[vocab])
+        return am, torch.cat([lm_tokens, (p @ blank_w)[..., None]], dim=-1)
+
+    def window_lattice(
+        self,
+        f: torch.Tensor,
+        g: torch.Tensor,
+        lm_head: nn.Linear | None,
+        vocab: torch.Tensor,
+        labels: torch.Tensor,
+        starts: torch.Tensor,
+        size: int,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`lattice`'s log-probabilities on each frame's window of ``size`` label positions only (from
+        ``starts`` ``(B, T)``): blank and next label, each ``(B, T, size)``; positions past the labels read the last
+        one (their values are cut away by :func:`~nemo_pc.losses.pruned_rnnt.pruned_lattice`)."""
+        batch, frames = f.shape[:2]
+        width_u = g.shape[1]
+        position = (starts[..., None] + torch.arange(size, device=f.device)).clamp(max=width_u - 1)  # (B, T, S)
+        flat = position.reshape(batch, -1)
+        rowwise = self.token_bias[vocab].expand(batch, width_u, -1)
+        if self.lm_scale and lm_head is not None:
+            rowwise = rowwise + self.lm_scale * (g @ lm_head.weight[vocab].T + lm_head.bias[vocab])
+        p = self.pred(g)
+        p_win = p.gather(1, flat[..., None].expand(-1, -1, p.shape[-1])).view(batch, frames, size, -1)
+        z = torch.tanh(f[:, :, None] + p_win)  # (B, T, S, width)
+        tokens = (z.reshape(-1, z.shape[-1]) @ self.token_out[vocab].T).view(batch, frames, size, -1)
+        row_win = rowwise.gather(1, flat[..., None].expand(-1, -1, rowwise.shape[-1]))
+        tokens = tokens.add_(row_win.view(batch, frames, size, -1))
+        blank = self.blank_out(z)[..., 0]
+        norm = torch.logaddexp(torch.logsumexp(tokens, dim=-1), blank)
+        label = labels.gather(1, flat.clamp(max=max(labels.shape[1] - 1, 0))).view(batch, frames, size)
+        emit = tokens.gather(-1, label[..., None])[..., 0] - norm
+        return blank - norm, emit
+
 
 class TransducerPredictor(nn.Module):
     """Copies of the AED's decoder as prediction networks: one for every mode (``conditioned``), or one per mode
@@ -183,9 +231,14 @@ def transducer_loss(
     lm_head: nn.Linear | None,
     targets: Sequence[Sequence[int]],
     vocab: torch.Tensor,
+    prune: int = 0,
+    simple_scale: float = 0.5,
 ) -> torch.Tensor:
     """Per-row RNN-T loss ``(B,)`` over the tokens of ``vocab``: ``g`` ``(B, U + 1, width)`` holds the state after
-    the mode token and after each target token; ``lm_head`` as :meth:`TransducerJoint.forward` reads it."""
+    the mode token and after each target token; ``lm_head`` as :meth:`TransducerJoint.forward` reads it.
+
+    ``prune`` > 0 (and fewer than the label positions): the pruned loss (:mod:`nemo_pc.losses.pruned_rnnt`) on
+    windows of ``prune`` label positions, plus ``simple_scale`` times the simple joint's loss that picks them."""
     position = torch.full((joint.vocab_size,), -1, dtype=torch.long, device=f.device)
     position[vocab] = torch.arange(len(vocab), device=f.device)
     width = max(1, max(len(row) for row in targets))
@@ -194,8 +247,17 @@ def transducer_loss(
         if ids:
             y[row, : len(ids)] = position[torch.tensor(ids, device=f.device)]
     y_len = torch.tensor([len(row) for row in targets], device=f.device)
-    blank_lp, emit_lp = joint.lattice(f, g[:, : width + 1], lm_head, vocab, y)
-    return rnnt_lattice_loss(blank_lp, emit_lp, f_len, y_len)
+    g = g[:, : width + 1]
+    if not prune or prune >= width + 1:
+        blank_lp, emit_lp = joint.lattice(f, g, lm_head, vocab, y)
+        return rnnt_lattice_loss(blank_lp, emit_lp, f_len, y_len)
+    am, lm = joint.simple_logits(f, g, lm_head, vocab)
+    simple_blank, simple_emit = simple_lattice(am, lm, y)
+    simple = rnnt_lattice_loss(simple_blank, simple_emit, f_len, y_len)
+    starts = prune_ranges(node_occupancy(simple_blank, simple_emit, f_len, y_len), f_len, y_len, prune)
+    blank_win, emit_win = joint.window_lattice(f, g, lm_head, vocab, y, starts, prune)
+    blank_lp, emit_lp = pruned_lattice(blank_win, emit_win, starts, width + 1)
+    return rnnt_lattice_loss(blank_lp, emit_lp, f_len, y_len) + simple_scale * simple
 
 
 @torch.no_grad()

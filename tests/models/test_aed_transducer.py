@@ -112,8 +112,11 @@ def test_dual_keeps_a_decoder_per_mode_and_conditioned_one():
         TransducerPredictor(decoder, "triple")
 
 
-@pytest.mark.parametrize("decoders,cross_attention", [("conditioned", True), ("dual", True), ("conditioned", False)])
-def test_the_modules_memorize_two_utterances_in_both_modes(decoders, cross_attention):
+@pytest.mark.parametrize(
+    "decoders,cross_attention,prune",
+    [("conditioned", True, 0), ("dual", True, 0), ("conditioned", False, 0), ("conditioned", True, 2)],
+)
+def test_the_modules_memorize_two_utterances_in_both_modes(decoders, cross_attention, prune):
     torch.manual_seed(0)
     decoder, head = tiny_decoder()
     predictor = TransducerPredictor(decoder, decoders, cross_attention)
@@ -137,7 +140,7 @@ def test_the_modules_memorize_two_utterances_in_both_modes(decoders, cross_atten
             prefix_mask[row, : 2 + len(ids)] = 1
         g = predictor(mode, prefix, prefix_mask, states, mask)[:, 1:]
         f, f_len = joint.frames(states, lengths)
-        loss = transducer_loss(joint, f, f_len, g, head, targets[mode], vocab).mean()
+        loss = transducer_loss(joint, f, f_len, g, head, targets[mode], vocab, prune=prune).mean()
         first = float(loss.detach()) if first is None else first
         optimizer.zero_grad()
         loss.backward()
@@ -441,3 +444,52 @@ def test_validation_scores_the_transducer_with_or_without_its_loss(trained, eval
     assert ("val_loss" in out) is eval_loss
     assert int(out["val_wer_denom_normalized"]) == 2 and int(out["val_wer_denom_punctuated"]) == 1
     assert 0.0 <= float(out["val_wer"])
+
+
+def test_the_windows_of_the_pruned_joint_read_the_same_log_probabilities_as_its_lattice():
+    from nemo_pc.losses.rnnt_scan import rnnt_lattice_loss
+
+    torch.manual_seed(0)
+    _, head = tiny_decoder()
+    joint = TransducerJoint(frame_dim=16, width=16, vocab_size=16, stack=1, lm_scale=0.7)
+    f, g = torch.randn(2, 6, 16), torch.randn(2, 5, 16)
+    vocab, labels = torch.tensor([1, 3, 6, 9, 12]), torch.tensor([[0, 2, 3, 4], [1, 1, 0, 0]])
+    blank_lp, emit_lp = joint.lattice(f, g, head, vocab, labels)
+    starts = torch.tensor([[0, 0, 1, 1, 2, 3], [0, 1, 1, 2, 2, 2]])
+    blank_win, emit_win = joint.window_lattice(f, g, head, vocab, labels, starts, size=2)
+    for b in range(2):
+        for t in range(6):
+            for k in range(2):
+                u = int(starts[b, t]) + k
+                torch.testing.assert_close(blank_win[b, t, k], blank_lp[b, t, u])
+                if u < 4:
+                    torch.testing.assert_close(emit_win[b, t, k], emit_lp[b, t, u])
+    lengths = torch.tensor([6, 5])
+    targets = [vocab[labels[0]].tolist(), vocab[labels[1, :2]].tolist()]
+    full = transducer_loss(joint, f, lengths, g, head, targets, vocab)
+    torch.testing.assert_close(transducer_loss(joint, f, lengths, g, head, targets, vocab, prune=5), full)
+    torch.testing.assert_close(full, rnnt_lattice_loss(blank_lp, emit_lp, lengths, torch.tensor([4, 2])))
+    pruned = transducer_loss(joint, f, lengths, g, head, targets, vocab, prune=2, simple_scale=0.0)
+    assert (pruned >= full - 1e-4).all()  # fewer paths
+    pruned.sum().backward()  # gradients reach the joint through the windows
+    assert joint.token_out.grad is not None and joint.token_out.grad.abs().sum() > 0
+
+
+def test_a_model_trains_with_the_pruned_loss_and_validates_on_the_whole_lattice(trained):
+    from nemo_pc.data.datasets.pc_batch import PCBatch
+
+    model = _restore(trained["path"])
+    ids = model.tokenizer.text_to_ids("who is here")
+    tokens, lengths = torch.tensor([ids, ids]), torch.tensor([len(ids)] * 2)
+    audio = torch.randn(2, 8000) * 0.1
+    batch = PCBatch(audio, torch.tensor([8000, 8000]), tokens, lengths, tokens, lengths, torch.tensor([True, True]))
+    model.eval()
+    whole, _, _ = model.transducer_batch_loss(batch)
+    with open_cfg(model):
+        model.cfg.transducer.prune = 2
+    pruned_eval, _, _ = model.transducer_batch_loss(batch)
+    torch.testing.assert_close(pruned_eval, whole)  # validation reads the whole lattice
+    model.train()
+    loss, logs, _ = model.transducer_batch_loss(batch)
+    loss.backward()
+    assert torch.isfinite(loss) and model.transducer_joint.token_out.grad is not None

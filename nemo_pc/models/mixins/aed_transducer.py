@@ -19,6 +19,9 @@ the AED stays as it is, so that one ``.nemo`` writes with either head.
     seed: the seed of the sampled vocabularies.
     cache_states_gb: the encoder is frozen, so its states of an utterance are kept (in memory, up to this many GB,
         keyed on the utterance's samples) and read again when the utterance comes back in a later epoch; 0: none.
+    prune / simple_scale: ``prune`` > 0 trains with the pruned RNN-T loss (:mod:`nemo_pc.losses.pruned_rnnt`): the
+        joint runs on windows of ``prune`` label positions per frame, picked by a simple joint (this joint without its
+        tanh) whose loss is added times ``simple_scale``; 0 (the default): the whole lattice.
     train_modes: the modes the transducer learns (null: both); ``[punctuated]`` makes a punctuated-only transducer,
         whose normalized output is its punctuated output normalized by the text rules.
 
@@ -61,6 +64,8 @@ DEFAULTS = {
     "seed": 0,
     "train_modes": None,
     "cache_states_gb": 2.0,
+    "prune": 0,
+    "simple_scale": 0.5,
 }
 
 
@@ -278,7 +283,11 @@ class AEDTransducerMixin:
             prefix_mask[row, : len(prompt) + len(ids)] = True
         g = self.transducer_predictor(mode, prefix, prefix_mask, states, mask)[:, len(prompt) - 1 :]
         f, f_len = self.transducer_joint.frames(states, lengths)
-        return transducer_loss(self.transducer_joint, f, f_len, g, self._lm_head(), targets, vocab)
+        options = self.transducer_options
+        prune = int(options["prune"]) if self.training else 0
+        return transducer_loss(
+            self.transducer_joint, f, f_len, g, self._lm_head(), targets, vocab, prune, float(options["simple_scale"])
+        )
 
     def _lm_head(self):
         return self.log_softmax.mlp.layer0 if self.transducer_joint.lm_scale else None
