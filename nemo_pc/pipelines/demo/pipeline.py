@@ -307,7 +307,7 @@ class Demo(AedSteps, AsrOverrides, FormatterSteps, LmSteps, RealSpeechSteps):
             self.train_asr(self.rnnt_init())  # kept when it is trained already
         if self.transducer_on_aed(name):  # a transducer head on the AED: its recipe, the AED's .nemo its start
             self.lm_text()  # whose tokens it may write
-            return self._train(name, "aed", self.cfg.rnnt_steps, None)
+            return self._train(name, self.training_family(name), self.cfg.rnnt_steps, None)
         return self._train(name, family, self.cfg.rnnt_steps, start)
 
     def _train(
