@@ -15,18 +15,9 @@ BOS, MODE_TOKENS = 13, (14, 15)
 
 
 def tiny_aed(vocab: int = 16, hidden: int = 16) -> SimpleNamespace:
-    from nemo_pc.modules.whisper_decoder import WhisperTransformerDecoderNM
+    from nemo_pc.testing.whisper import tiny_whisper_decoder
 
-    decoder = WhisperTransformerDecoderNM(
-        vocab_size=vocab,
-        hidden_size=hidden,
-        num_layers=1,
-        inner_size=32,
-        num_attention_heads=2,
-        max_sequence_length=32,
-    )
-    head = nn.Linear(hidden, vocab)
-    head.weight = decoder.embedding.token_embedding.weight  # tied, as the AED's output row is Whisper's embedding
+    decoder, head = tiny_whisper_decoder(vocab, hidden)
     return SimpleNamespace(
         transf_decoder=decoder,
         log_softmax=SimpleNamespace(mlp=SimpleNamespace(layer0=head)),

@@ -99,9 +99,7 @@ class TransducerJoint(nn.Module):
         bias and the decoder's logits (which vary with u only) are added once in place, the softmax's normalizer is a
         log-sum-exp and the blank joins it by ``logaddexp``."""
         batch, width_u, frames = g.shape[0], g.shape[1], f.shape[1]
-        rowwise = self.token_bias[vocab].expand(batch, width_u, -1)
-        if self.lm_scale and lm_head is not None:
-            rowwise = rowwise + self.lm_scale * (g @ lm_head.weight[vocab].T + lm_head.bias[vocab])
+        rowwise = self._rowwise(g, lm_head, vocab)
         z = torch.tanh(self.pred(g)[:, :, None] + f[:, None])  # (B, U + 1, T, width)
         tokens = (z.reshape(-1, z.shape[-1]) @ self.token_out[vocab].T).view(batch, width_u, frames, -1)
         tokens = tokens.add_(rowwise[:, :, None])
@@ -110,6 +108,14 @@ class TransducerJoint(nn.Module):
         index = labels[:, : width_u - 1, None, None].expand(batch, width_u - 1, frames, 1)
         emit = tokens[:, : width_u - 1].gather(-1, index)[..., 0] - norm[:, : width_u - 1]
         return (blank - norm).transpose(1, 2), emit.transpose(1, 2)
+
+    def _rowwise(self, g: torch.Tensor, lm_head: nn.Linear | None, vocab: torch.Tensor) -> torch.Tensor:
+        """The logits' terms that vary with the label position only ``(B, U + 1, V')``: the bias over ``vocab`` and,
+        with ``lm_head``, the decoder's own logits times ``lm_scale``."""
+        rowwise = self.token_bias[vocab].expand(g.shape[0], g.shape[1], -1)
+        if self.lm_scale and lm_head is not None:
+            rowwise = rowwise + self.lm_scale * (g @ lm_head.weight[vocab].T + lm_head.bias[vocab])
+        return rowwise
 
     def simple_logits(
         self, f: torch.Tensor, g: torch.Tensor, lm_head: nn.Linear | None, vocab: torch.Tensor
@@ -121,9 +127,7 @@ class TransducerJoint(nn.Module):
         blank_w = self.blank_out.weight[0]
         am = torch.cat([f @ token_out.T, (f @ blank_w)[..., None] + self.blank_out.bias], dim=-1)
         p = self.pred(g)
-        lm_tokens = p @ token_out.T + self.token_bias[vocab]
-        if self.lm_scale and lm_head is not None:
-            lm_tokens = lm_tokens + self.lm_scale * (g @ lm_head.weight[vocab].T + lm_head.bias[vocab])
+        lm_tokens = p @ token_out.T + self._rowwise(g, lm_head, vocab)
         return am, torch.cat([lm_tokens, (p @ blank_w)[..., None]], dim=-1)
 
     def window_lattice(
@@ -143,9 +147,7 @@ class TransducerJoint(nn.Module):
         width_u = g.shape[1]
         position = (starts[..., None] + torch.arange(size, device=f.device)).clamp(max=width_u - 1)  # (B, T, S)
         flat = position.reshape(batch, -1)
-        rowwise = self.token_bias[vocab].expand(batch, width_u, -1)
-        if self.lm_scale and lm_head is not None:
-            rowwise = rowwise + self.lm_scale * (g @ lm_head.weight[vocab].T + lm_head.bias[vocab])
+        rowwise = self._rowwise(g, lm_head, vocab)
         p = self.pred(g)
         p_win = p.gather(1, flat[..., None].expand(-1, -1, p.shape[-1])).view(batch, frames, size, -1)
         z = torch.tanh(f[:, :, None] + p_win)  # (B, T, S, width)

@@ -111,6 +111,26 @@ TINY_AED_VOCABULARY = 51864
 """Whisper tiny.en's vocabulary: the tiny AED's weights then hold the ``<|notimestamps|>`` row its mode rows copy."""
 
 
+def tiny_whisper_decoder(vocab: int = 16, hidden: int = 16):
+    """A one-block Whisper decoder and its output layer, tied to its token embedding as the AED's output rows are to
+    Whisper's: ``(decoder, head)``, the pieces of a transducer head's tests."""
+    from torch import nn
+
+    from nemo_pc.modules.whisper_decoder import WhisperTransformerDecoderNM
+
+    decoder = WhisperTransformerDecoderNM(
+        vocab_size=vocab,
+        hidden_size=hidden,
+        num_layers=1,
+        inner_size=32,
+        num_attention_heads=2,
+        max_sequence_length=32,
+    )
+    head = nn.Linear(hidden, vocab)
+    head.weight = decoder.embedding.token_embedding.weight
+    return decoder, head
+
+
 def tiny_aed_overrides(weights: str | Path, tokenizer_dir: str | Path, manifest: str | Path, *extra: str) -> list[str]:
     """The Hydra overrides of :func:`tiny_aed_config` (for :func:`nemo_pc.pipelines.train.train_model`)."""
     return [

@@ -6,7 +6,6 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from torch import nn
 
 from nemo_pc.modules.aed_transducer import (
     TransducerJoint,
@@ -16,24 +15,9 @@ from nemo_pc.modules.aed_transducer import (
     sample_vocabulary,
     transducer_loss,
 )
+from nemo_pc.testing.whisper import tiny_whisper_decoder
 
 BOS, MODE_TOKENS = 13, (14, 15)
-
-
-def tiny_decoder(vocab: int = 16, hidden: int = 16):
-    from nemo_pc.modules.whisper_decoder import WhisperTransformerDecoderNM
-
-    decoder = WhisperTransformerDecoderNM(
-        vocab_size=vocab,
-        hidden_size=hidden,
-        num_layers=1,
-        inner_size=32,
-        num_attention_heads=2,
-        max_sequence_length=32,
-    )
-    head = nn.Linear(hidden, vocab)
-    head.weight = decoder.embedding.token_embedding.weight  # tied, as the AED's output rows are Whisper's embedding
-    return decoder, head
 
 
 @settings(max_examples=50, deadline=None)
@@ -58,7 +42,7 @@ def test_a_steps_vocabulary_holds_every_target_and_frequent_token(size, rows, fr
 
 def test_the_joint_adds_the_decoders_own_logits_over_the_sampled_tokens():
     torch.manual_seed(0)
-    _, head = tiny_decoder()
+    _, head = tiny_whisper_decoder()
     joint = TransducerJoint(frame_dim=6, width=16, vocab_size=16, stack=2, lm_scale=0.5)
     with torch.no_grad():
         joint.token_out.zero_()
@@ -89,7 +73,7 @@ def test_the_cached_decoder_step_gives_the_state_of_the_whole_prefix(cross_atten
     from nemo.core.classes.common import typecheck
 
     torch.manual_seed(0)
-    decoder, _ = tiny_decoder()
+    decoder, _ = tiny_whisper_decoder()
     predictor = TransducerPredictor(decoder, "conditioned", cross_attention).eval()
     states, mask = torch.randn(1, 7, 16), torch.ones(1, 7)
     prefix = torch.tensor([[BOS, MODE_TOKENS[1], 3, 1, 2]])
@@ -104,7 +88,7 @@ def test_the_cached_decoder_step_gives_the_state_of_the_whole_prefix(cross_atten
 
 
 def test_dual_keeps_a_decoder_per_mode_and_conditioned_one():
-    decoder, _ = tiny_decoder()
+    decoder, _ = tiny_whisper_decoder()
     dual, one = TransducerPredictor(decoder, "dual"), TransducerPredictor(decoder, "conditioned")
     assert len(dual.decoders) == 2 and dual.decoder(0) is not dual.decoder(1)
     assert one.decoder(0) is one.decoder(1)
@@ -118,7 +102,7 @@ def test_dual_keeps_a_decoder_per_mode_and_conditioned_one():
 )
 def test_the_modules_memorize_two_utterances_in_both_modes(decoders, cross_attention, prune):
     torch.manual_seed(0)
-    decoder, head = tiny_decoder()
+    decoder, head = tiny_whisper_decoder()
     predictor = TransducerPredictor(decoder, decoders, cross_attention)
     joint = TransducerJoint(16, 16, 16, stack=2, lm_scale=1.0)
     targets = {0: [[1, 2, 3], [4, 4, 2]], 1: [[1, 2, 3, 8], [5, 6]]}
@@ -331,7 +315,7 @@ def test_the_lattice_equals_the_log_softmax_of_the_joints_whole_output():
     from nemo_pc.losses.rnnt_scan import rnnt_loss_scan
 
     torch.manual_seed(0)
-    _, head = tiny_decoder()
+    _, head = tiny_whisper_decoder()
     joint = TransducerJoint(frame_dim=6, width=16, vocab_size=16, stack=1, lm_scale=0.7)
     with torch.no_grad():
         joint.token_bias.normal_()
@@ -410,7 +394,7 @@ def reference_greedy(predictor, joint, head, mode, prompt, states, length, max_s
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_batched_greedy_decoding_equals_plain_greedy_per_utterance(seed):
     torch.manual_seed(seed)
-    decoder, head = tiny_decoder()
+    decoder, head = tiny_whisper_decoder()
     predictor = TransducerPredictor(decoder, "dual", cross_attention=True).eval()
     joint = TransducerJoint(16, 16, 16, stack=2, lm_scale=1.0)
     with torch.no_grad():  # blank rarely best, so that most frames write tokens, up to the limits
@@ -450,7 +434,7 @@ def test_the_windows_of_the_pruned_joint_read_the_same_log_probabilities_as_its_
     from nemo_pc.losses.rnnt_scan import rnnt_lattice_loss
 
     torch.manual_seed(0)
-    _, head = tiny_decoder()
+    _, head = tiny_whisper_decoder()
     joint = TransducerJoint(frame_dim=16, width=16, vocab_size=16, stack=1, lm_scale=0.7)
     f, g = torch.randn(2, 6, 16), torch.randn(2, 5, 16)
     vocab, labels = torch.tensor([1, 3, 6, 9, 12]), torch.tensor([[0, 2, 3, 4], [1, 1, 0, 0]])
@@ -493,3 +477,29 @@ def test_a_model_trains_with_the_pruned_loss_and_validates_on_the_whole_lattice(
     loss, logs, _ = model.transducer_batch_loss(batch)
     loss.backward()
     assert torch.isfinite(loss) and model.transducer_joint.token_out.grad is not None
+
+
+def test_the_prune_speed_benchmark_times_each_setting_on_the_same_batches(trained, tmp_path):
+    """benchmarks/speed_transducer_prune.py on the tiny head: a row per setting, the first the ratios' base."""
+    import json
+
+    from benchmark_loader import load_benchmark
+
+    bench = load_benchmark("speed_transducer_prune")
+    out = tmp_path / "speed.json"
+    args = ["--model", str(trained["path"]), "--manifest", str(trained["corpus"]["manifest"]), "--batch-size", "1"]
+    assert bench.main([*args, "--prune", "0,2", "--batches", "2", "--json", str(out)]) == 0
+    results = json.loads(out.read_text())
+    rows = results["seconds"]
+    assert set(rows) == {"0", "2"} and results["settings"]["batches_timed"] == 2
+    assert rows["0"]["ratio_to_first"] == 1.0
+    for row in rows.values():
+        assert all(row[part] > 0 for part in bench.PARTS)
+        assert row["step"] == pytest.approx(sum(row[part] for part in bench.PARTS), abs=1e-3)
+        assert row["mean_loss"] > 0
+    assert "provenance" in results
+    with pytest.raises(SystemExit) as exit_info:
+        bench.main([*args, "--prune", "0,x", "--json", str(out)])
+    assert exit_info.value.code == 2
+    with pytest.raises(SystemExit, match="not an AED with a transducer head"):
+        bench.main(["--model", str(trained["aed"]), *args[2:], "--json", str(out)])
