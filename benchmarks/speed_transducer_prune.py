@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
 import torch
 from suite import write_results
@@ -57,6 +58,9 @@ def main(argv: list[str] | None = None) -> int:
         settings = [int(value) for value in args.prune.split(",")]
     except ValueError:
         parser.error(f"--prune: comma-separated integers, got {args.prune!r}")
+    for path in (args.model, args.manifest):
+        if not Path(path).is_file():
+            parser.error(f"{path}: no such file")
     if args.batches < 1 or any(value < 0 for value in settings):
         parser.error("--batches must be 1 or more and --prune settings 0 or more")
 

@@ -501,5 +501,8 @@ def test_the_prune_speed_benchmark_times_each_setting_on_the_same_batches(traine
     with pytest.raises(SystemExit) as exit_info:
         bench.main([*args, "--prune", "0,x", "--json", str(out)])
     assert exit_info.value.code == 2
+    with pytest.raises(SystemExit) as exit_info:
+        bench.main(["--model", str(tmp_path / "missing.nemo"), *args[2:], "--json", str(out)])
+    assert exit_info.value.code == 2
     with pytest.raises(SystemExit, match="not an AED with a transducer head"):
         bench.main(["--model", str(trained["aed"]), *args[2:], "--json", str(out)])
