@@ -184,6 +184,25 @@ class TransducerPredictor(nn.Module):
     def decoder(self, mode: int) -> nn.Module:
         return self.decoders[mode if self.variant == "dual" else 0]
 
+    def frozen_names(self, embedding: bool, layers: int) -> set[str]:
+        """The names (under this module) of the copies' weights that stay as the AED's: the embeddings with
+        ``embedding``, and the lower ``layers`` blocks (NeMo's ``TransformerDecoderNM``: ``_embedding``,
+        ``_decoder.layers``).
+
+        Raises:
+            ValueError: ``layers`` out of range.
+        """
+        blocks = len(self.decoders[0]._decoder.layers)
+        if not 0 <= layers <= blocks:
+            raise ValueError(f"transducer.frozen_layers must be in [0, {blocks}], got {layers}")
+        prefixes = (("_embedding.",) if embedding else ()) + tuple(f"_decoder.layers.{i}." for i in range(layers))
+        return {
+            f"decoders.{index}.{name}"
+            for index, copy_ in enumerate(self.decoders)
+            for name, _ in copy_.named_parameters()
+            if name.startswith(prefixes)
+        }
+
     def copy_from(self, decoder: nn.Module) -> None:
         """Every copy takes ``decoder``'s weights."""
         state = decoder.state_dict()

@@ -506,3 +506,51 @@ def test_the_prune_speed_benchmark_times_each_setting_on_the_same_batches(traine
     assert exit_info.value.code == 2
     with pytest.raises(SystemExit, match="not an AED with a transducer head"):
         bench.main(["--model", str(trained["aed"]), *args[2:], "--json", str(out)])
+
+
+def test_the_copies_embeddings_and_lower_blocks_stay_the_aeds_when_frozen(trained):
+    from nemo_pc.data.datasets.pc_batch import PCBatch
+    from nemo_pc.models import EncDecAEDPCModel
+    from nemo_pc.parts.configs import compose_config
+    from nemo_pc.testing.whisper import tiny_aed_overrides
+
+    corpus = trained["corpus"]
+    cfg = compose_config(
+        "aed",
+        tiny_aed_overrides(
+            corpus["weights"],
+            corpus["tokenizer"],
+            corpus["manifest"],
+            "transducer=dual",
+            f"+init_from_nemo_model={trained['aed']}",
+            "model.transducer.freeze_embedding=true",
+            "model.transducer.frozen_layers=1",
+        ),
+    )
+    model = EncDecAEDPCModel(cfg=cfg.model)
+    model.maybe_init_from_pretrained_checkpoint(cfg)
+    trainable = {name for name, p in model.named_parameters() if p.requires_grad}
+    for index in (0, 1):  # both copies of the dual head
+        copy_ = f"transducer_predictor.decoders.{index}."
+        assert not any(name.startswith((copy_ + "_embedding.", copy_ + "_decoder.layers.0.")) for name in trainable)
+        assert any(name.startswith(copy_ + "_decoder.layers.1.") for name in trainable)
+    assert "transducer_joint.token_out" in trainable
+    before = {k: v.clone() for k, v in model.transducer_predictor.state_dict().items()}
+    model.setup_optimization(cfg.model.optim)
+    ids = model.tokenizer.text_to_ids("who is here")
+    tokens, lengths = torch.tensor([ids, ids]), torch.tensor([len(ids)] * 2)
+    batch = PCBatch(
+        torch.randn(2, 8000) * 0.1, torch.tensor([8000, 8000]), tokens, lengths, tokens, lengths, torch.tensor([1, 1])
+    )
+    model.train()
+    for _ in range(2):
+        model._optimizer.zero_grad()
+        loss, _, _ = model.transducer_batch_loss(batch)
+        loss.backward()
+        model._optimizer.step()
+    after = model.transducer_predictor.state_dict()
+    frozen = model.transducer_predictor.frozen_names(True, 1)
+    assert frozen and all(torch.equal(after[name], before[name]) for name in frozen)
+    assert any(not torch.equal(after[k], before[k]) for k in after if k not in frozen)  # the rest trained
+    with pytest.raises(ValueError, match=r"frozen_layers must be in \[0, "):
+        model.transducer_predictor.frozen_names(False, 99)

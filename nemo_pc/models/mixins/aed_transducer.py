@@ -24,6 +24,9 @@ the AED stays as it is, so that one ``.nemo`` writes with either head.
         tanh) whose loss is added times ``simple_scale``; 0 (the default): the whole lattice.
     train_modes: the modes the transducer learns (null: both); ``[punctuated]`` makes a punctuated-only transducer,
         whose normalized output is its punctuated output normalized by the text rules.
+    freeze_embedding: the copies' token and position embeddings stay the AED decoder's (false: they train). Their
+        token rows are Whisper's whole vocabulary, 40% of a conditioned head's trainable weights.
+    frozen_layers: the lower blocks of each copy that stay the AED decoder's (0: every block trains).
 
 While a model has a transducer, training trains the transducer alone: the encoder, the AED's decoder and head and
 the CTC heads are frozen (their weights stay those of the AED it started from), the features take no SpecAugment, and
@@ -66,6 +69,8 @@ DEFAULTS = {
     "cache_states_gb": 2.0,
     "prune": 0,
     "simple_scale": 0.5,
+    "freeze_embedding": False,
+    "frozen_layers": 0,
 }
 
 
@@ -144,8 +149,11 @@ class AEDTransducerMixin:
         return len(lines)
 
     def _freeze_all_but_transducer(self) -> None:
+        options = self.transducer_options
+        kept = self.transducer_predictor.frozen_names(bool(options["freeze_embedding"]), int(options["frozen_layers"]))
         for name, parameter in self.named_parameters():
-            parameter.requires_grad_(name.startswith(("transducer_predictor.", "transducer_joint.")))
+            trains = name.startswith(("transducer_predictor.", "transducer_joint."))
+            parameter.requires_grad_(trains and name.removeprefix("transducer_predictor.") not in kept)
 
     def maybe_init_from_pretrained_checkpoint(self, cfg, map_location: str = "cpu"):
         """NeMo's initialisation from another checkpoint; an AED loaded without a trained transducer (no token

@@ -5,6 +5,7 @@ python examples/demo_pc.py --full                # 5 h corpus, 5x the training s
 python examples/demo_pc.py --hours 3 --rnnt-steps 2000 --systems rnnt_conditioned,rnnt_dual
 python examples/demo_pc.py --claims              # also the baselines of the README's claims table (make claims)
 python examples/demo_pc.py --claims asr          # only the CTC and RNN-T baselines (C1-C7); --claims aed: C8-C10
+python examples/demo_pc.py --override rnnt_dual:model.transducer.frozen_layers=2   # a Hydra override of one model
 """
 
 from __future__ import annotations
@@ -33,6 +34,21 @@ from nemo_pc.pipelines.demo.pipeline import Demo
 from nemo_pc.pipelines.interpolate import parse_weights
 
 FULL_HOURS = 5.0
+# the models besides the ASR systems whose Hydra overrides --override takes (nemo_pc.pipelines.demo.formatter_steps)
+FORMATTER_MODELS = ("tagger", "rewriter", "seq2seq")
+
+
+def _override(value: str) -> tuple[str, str]:
+    """``NAME:KEY=VALUE`` as ``(NAME, KEY=VALUE)``."""
+    name, sep, override = value.partition(":")
+    if not sep or "=" not in override or not name:
+        raise argparse.ArgumentTypeError(
+            f"expected NAME:KEY=VALUE (e.g. rnnt_dual:trainer.max_steps=10), got {value!r}"
+        )
+    if name not in ASR_SYSTEMS and name not in FORMATTER_MODELS:
+        known = ", ".join(sorted(ASR_SYSTEMS) + list(FORMATTER_MODELS))
+        raise argparse.ArgumentTypeError(f"unknown model {name!r} in {value!r}; choose from {known}")
+    return name, override
 
 
 def _weights(value: str) -> tuple[float, ...]:
@@ -40,6 +56,13 @@ def _weights(value: str) -> tuple[float, ...]:
         return parse_weights(value)
     except ValueError as err:  # argparse prints the message: one line and exit code 2
         raise argparse.ArgumentTypeError(str(err)) from err
+
+
+def _extra(overrides: list[tuple[str, str]]) -> dict[str, list[str]]:
+    extra: dict[str, list[str]] = {}
+    for name, override in overrides:
+        extra.setdefault(name, []).append(override)
+    return extra
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -249,6 +272,16 @@ def build_parser() -> argparse.ArgumentParser:
         "benchmarks/results/demo_clean_ea74e95 and before did "
         f"({'on' if defaults.isolate_validation_rng else 'off'})",
     )
+    parser.add_argument(
+        "--override",
+        type=_override,
+        action="append",
+        default=[],
+        metavar="NAME:KEY=VALUE",
+        help="a Hydra override of one model's training config, after the demo's own (repeatable; e.g. "
+        "rnnt_conditioned:model.transducer.freeze_embedding=true); a changed override does not retrain a model "
+        "that is already in the output folder",
+    )
     parser.add_argument("--seed", type=int, default=defaults.seed)
     return parser
 
@@ -310,6 +343,7 @@ def main(argv: list[str] | None = None) -> None:
         curve_points=args.curve_points,
         aed_curve_points=args.aed_curve_points,
         isolate_validation_rng=args.isolate_validation_rng,
+        extra=_extra(args.override),
     )
     try:
         demo = Demo(config)
