@@ -506,6 +506,23 @@ def test_the_prune_speed_benchmark_times_each_setting_on_the_same_batches(traine
     assert exit_info.value.code == 2
     with pytest.raises(SystemExit, match="not an AED with a transducer head"):
         bench.main(["--model", str(trained["aed"]), *args[2:], "--json", str(out)])
+    # other transducer settings: the frozen parts leave fewer weights to the optimizer, the loss stays the same
+    settings = "prune=0;freeze_embedding=true;freeze_embedding=true,frozen_layers=1"
+    assert bench.main([*args, "--settings", settings, "--batches", "2", "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["seconds"]
+    assert list(rows) == ["0", "freeze_embedding=True", "freeze_embedding=True,frozen_layers=1"]
+    weights = [row["trainable_weights"] for row in rows.values()]
+    assert weights[0] > weights[1] > weights[2] > 0
+    assert len({row["mean_loss"] for row in rows.values()}) == 1  # lr 0: every setting sees the same weights
+    # a new head on the AED alone, started from its decoder: the same step's parts
+    aed_args = ["--model", str(trained["aed"]), "--head", "dual", *args[2:], "--batches", "2", "--json", str(out)]
+    assert bench.main([*aed_args, "--settings", "prune=0;freeze_embedding=true"]) == 0
+    rows = json.loads(out.read_text())["seconds"]
+    assert rows["freeze_embedding=True"]["trainable_weights"] < rows["0"]["trainable_weights"]
+    for bad in ("prune=0;", "frozen=1", "prune"):
+        with pytest.raises(SystemExit) as exit_info:
+            bench.main([*args, "--settings", bad, "--json", str(out)])
+        assert exit_info.value.code == 2
 
 
 def test_the_copies_embeddings_and_lower_blocks_stay_the_aeds_when_frozen(trained):
