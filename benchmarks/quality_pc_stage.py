@@ -726,6 +726,18 @@ def variant_demo(spec: dict, config: dict, folder: Path, steps: int):
     return pipeline.Demo(demo_cfg, log=_stderr)
 
 
+def folder_demo(config: dict, demo_dir: Path):
+    """The :class:`~nemo_pc.pipelines.demo.pipeline.Demo` of the demo folder itself, with its settings
+    (``config.json``): for the steps a variant reads from the folder as the demo would write them."""
+    import dataclasses
+
+    fields = {field.name for field in dataclasses.fields(demo_settings.DemoConfig)}
+    settings = {
+        key: tuple(value) if isinstance(value, list) else value for key, value in config.items() if key in fields
+    }
+    return pipeline.Demo(demo_settings.DemoConfig(**{**settings, "out_dir": str(demo_dir)}), log=_stderr)
+
+
 def demo_start(spec: dict, config: dict, demo_dir: Path) -> tuple[Path, float]:
     """The ``.nemo`` of the demo folder that a ``start: demo`` variant starts from, ``init`` (e.g. a claims folder's
     ``ctc_punctuated``) or else the folder's ``rnnt_init`` (``ctc_inter``, or an AED's fine-tune), and its training
@@ -785,6 +797,7 @@ def run_one(
         init_from, start_minutes = demo_start(spec, config, demo_dir)
     elif spec["start"] == "head":  # the demo's own start: NeMo's init_from_nemo_model in the overrides
         _, start_minutes = demo_start(spec, config, demo_dir)
+        folder_demo(config, demo_dir).lm_text()  # the LM text whose tokens the head may write, as the demo writes it
         if not demo.transducer_on_aed(spec["system"]):
             raise SystemExit(f"error: {variant}: the demo folder's rnnt_init {config['rnnt_init']!r} is not an AED")
     elif spec["start"] == "aed" and spec.get("heads"):  # every weight from the AED's CTC model

