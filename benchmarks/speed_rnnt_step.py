@@ -29,8 +29,11 @@ def step_parts(model, batch, train_encoder: bool) -> tuple[dict[str, float], tup
     ``encoder`` is its forward, and with ``train_encoder`` its backward too."""
     for parameter in model.encoder.parameters():
         parameter.requires_grad_(train_encoder)
+    from nemo_pc.pipelines.train import cpu_bf16_lstm_works
+
     clock = time.perf_counter
-    with torch.autocast("cpu", dtype=torch.bfloat16):
+    # float32 where this CPU's oneDNN has no bf16 LSTM (as the demo's training then runs)
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=cpu_bf16_lstm_works()):
         start = clock()
         encoded, encoded_len, rows = model.encode_rows(batch)
         encoded_at = clock()

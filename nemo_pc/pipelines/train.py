@@ -7,6 +7,8 @@ train several models in a row; the configs, and therefore the models, are the sa
 from __future__ import annotations
 
 import copy
+import functools
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -163,6 +165,23 @@ def _not_averaged(model, cfg) -> dict:
 INIT_KEYS = ("init_from_nemo_model", "init_from_pretrained_model", "init_from_ptl_ckpt")
 
 
+@functools.cache
+def cpu_bf16_lstm_works() -> bool:
+    """Whether an LSTM runs under CPU bfloat16 autocast here: oneDNN has no such primitive on CPUs without AVX-512
+    (it raises), so a bf16-mixed recipe with an LSTM predictor trains in float32 there. True with a GPU."""
+    import torch
+
+    if torch.cuda.is_available():
+        return True
+    lstm = torch.nn.LSTM(4, 4, batch_first=True)
+    try:
+        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+            lstm(torch.zeros(1, 2, 4))
+    except RuntimeError:
+        return False
+    return True
+
+
 def train_model(
     family: str,
     overrides: Sequence[str],
@@ -214,6 +233,12 @@ def train_model(
     clock = {"seconds": 0.0, "validations": 0}
     ema = _ema_callback(cfg)
     trainer_cfg = dict(cfg.trainer)
+    if str(trainer_cfg.get("precision", "")).startswith("bf16") and not cpu_bf16_lstm_works():
+        print(
+            f"{Path(output).name}: this CPU's oneDNN has no bfloat16 LSTM (no AVX-512): training in float32",
+            file=sys.stderr,
+        )
+        trainer_cfg["precision"] = "32"
     trainer_cfg.update(
         max_steps=max_steps,
         max_epochs=-1,
