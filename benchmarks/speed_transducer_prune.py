@@ -11,9 +11,9 @@ demo's later epochs. Data loading and Lightning are not timed.
     .venv/bin/python benchmarks/speed_transducer_prune.py --model demo_out/models/rnnt_conditioned.nemo \\
         --manifest demo_out/manifests/train.json --prune 0,4,8 --batches 12 \\
         --json benchmarks/results/transducer_prune_speed.json
-    .venv/bin/python benchmarks/speed_transducer_prune.py --model demo_out/models/rnnt_conditioned.nemo \
-        --manifest demo_out/manifests/train.json \
-        --settings "prune=0;freeze_embedding=true;freeze_embedding=true,frozen_layers=2" \
+    .venv/bin/python benchmarks/speed_transducer_prune.py --model demo_out/models/rnnt_conditioned.nemo \\
+        --manifest demo_out/manifests/train.json \\
+        --settings "prune=0;freeze_embedding=true;freeze_embedding=true,frozen_layers=2" \\
         --json benchmarks/results/transducer_frozen_speed.json
 """
 
@@ -36,6 +36,8 @@ def parse_settings(text: str) -> list[dict]:
     Raises:
         ValueError: an empty setting, an item without ``=``, or a key the transducer does not have.
     """
+    import yaml
+
     from nemo_pc.models.mixins.aed_transducer import DEFAULTS
 
     settings = []
@@ -45,22 +47,11 @@ def parse_settings(text: str) -> list[dict]:
             key, sep, value = item.partition("=")
             if not sep or key not in DEFAULTS:
                 raise ValueError(f"{item!r}: expected KEY=VALUE with KEY among {sorted(DEFAULTS)}")
-            setting[key] = _value(value)
+            setting[key] = yaml.safe_load(value)  # integers, floats, true/false as a Hydra override reads them
         if not setting:
             raise ValueError(f"an empty setting in {text!r}")
         settings.append(setting)
     return settings
-
-
-def _value(text: str):
-    if text.lower() in ("true", "false"):
-        return text.lower() == "true"
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
 
 
 def label(setting: dict) -> str:

@@ -95,3 +95,18 @@ def test_the_number_of_validations_changes_the_weights_unless_the_rng_is_isolate
     isolated = {every: _weights_after(data, tmp_path, every, isolate=True) for every in (2, 8)}
     assert _largest_difference(isolated[2], isolated[8]) == 0.0
     assert _largest_difference(isolated[8], shared[8]) == 0.0  # one validation, at the end, changes nothing
+
+
+def test_a_bf16_training_falls_back_to_float32_where_the_cpu_has_no_bf16_lstm(data, tmp_path, monkeypatch, capsys):
+    from nemo_pc.pipelines import train
+
+    probe = train.cpu_bf16_lstm_works
+    monkeypatch.setattr(train, "cpu_bf16_lstm_works", lambda: False)  # as on an AVX2-only CPU
+    overrides = [*_overrides("rnnt", data), "trainer.precision=bf16-mixed"]
+    stats = train.train_model("rnnt", overrides, tmp_path / "rnnt.nemo", 1)
+    assert stats["steps"] == 1
+    assert (
+        "rnnt.nemo: this CPU's oneDNN has no bfloat16 LSTM (no AVX-512): training in float32"
+        in capsys.readouterr().err
+    )
+    assert isinstance(probe(), bool)  # the probe itself answers, never raises
