@@ -8,6 +8,10 @@ pieces need), then a projection, ``--layers`` transformer layers and the two CTC
 ``--every`` steps on the demo's dev subset (N-WER) and at the end on ``test`` (N-WER, PER, punctuation F1 by
 ``nemo-pc evaluate``) and ``real_test`` (N-WER). Minutes: encoding and head training, apart.
 
+``--whisper-tokens init`` gives the heads a pretrained text side, as the transducer heads have one: their pieces are
+Whisper's own tokens (the AED's tokenizer), those that the training targets use, and each output row starts as the
+AED's output row of its token (Whisper's token embedding); ``random`` is the same vocabulary from random rows.
+
     .venv/bin/python benchmarks/quality_cached_heads.py --model demo_out/models/aed_prompt.nemo --demo-dir demo_out \\
         --steps 3000 --layers 1 --json benchmarks/results/cached_heads.json
 """
@@ -43,9 +47,12 @@ def stack_frames(frames: torch.Tensor, k: int) -> torch.Tensor:
 class CachedHeads(nn.Module):
     """Projection, ``layers`` transformer layers and one CTC output per mode over stacked encoder frames."""
 
-    def __init__(self, in_dim: int, vocab_size: int, hidden: int = 384, layers: int = 1, heads: int = 4):
+    def __init__(
+        self, in_dim: int, vocab_size: int, hidden: int = 384, layers: int = 1, heads: int = 4, norm: bool = False
+    ):
         super().__init__()
         self.proj = nn.Sequential(nn.Linear(in_dim, hidden), nn.GELU(), nn.Dropout(0.1))
+        self.norm = nn.LayerNorm(hidden) if norm else nn.Identity()  # the scale of the rows of a decoder's output
         layer = nn.TransformerEncoderLayer(hidden, heads, 4 * hidden, 0.1, batch_first=True, norm_first=True)
         self.body = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False) if layers else None
         self.out = nn.ModuleDict({mode: nn.Linear(hidden, vocab_size + 1) for mode in MODES})  # + blank, the last
@@ -55,7 +62,33 @@ class CachedHeads(nn.Module):
         h = self.proj(x)
         if self.body is not None:
             h = self.body(h, src_key_padding_mask=torch.arange(x.shape[1])[None] >= lengths[:, None])
+        h = self.norm(h)
         return {mode: head(h).log_softmax(-1) for mode, head in self.out.items()}
+
+    def init_rows(self, rows: torch.Tensor) -> None:
+        """Each output's token rows start as ``rows`` ``(V, hidden)``, the blank row and the biases at zero."""
+        with torch.no_grad():
+            for head in self.out.values():
+                head.weight.zero_()
+                head.weight[: rows.shape[0]] = rows
+                head.bias.zero_()
+
+
+class KeptTokens:
+    """The AED's tokenizer over the tokens that ``texts`` use alone, renumbered ``0..V-1`` in the order of their
+    Whisper ids (so a CTC output stays small); ``kept`` holds those Whisper ids."""
+
+    def __init__(self, tokenizer, texts: list[str]):
+        self.tokenizer = tokenizer
+        self.kept = sorted({token for text in texts for token in tokenizer.text_to_ids(text)})
+        self.index = {token: k for k, token in enumerate(self.kept)}
+        self.vocab_size = len(self.kept)
+
+    def text_to_ids(self, text: str) -> list[int]:
+        return [self.index[token] for token in self.tokenizer.text_to_ids(text)]
+
+    def ids_to_text(self, ids: list[int]) -> str:
+        return self.tokenizer.ids_to_text([self.kept[k] for k in ids])
 
 
 def pad_batch(items: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -223,6 +256,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--vocab-size", type=int, default=0, help="pieces of the heads' tokenizer; 0: the AED's aux_ctc tokenizer"
     )
+    parser.add_argument(
+        "--whisper-tokens",
+        choices=("init", "random"),
+        default=None,
+        help="pieces: the AED's Whisper tokens that the targets use, the rows started from its output rows (init) or "
+        "from random weights (random); overrides --vocab-size",
+    )
     parser.add_argument("--json", required=True)
     args = parser.parse_args(argv)
 
@@ -236,18 +276,30 @@ def main(argv: list[str] | None = None) -> int:
     else:
         model = load_asr_model(args.model).eval()
     demo, work = Path(args.demo_dir), tempfile.TemporaryDirectory()
-    tokenizer = head_tokenizer(model, args.vocab_size, demo / "manifests" / "train.json", Path(work.name))
     rows = demo_rows(demo)
+    marks = "".join(model.cfg.train_ds.get("marks", ".,?"))
+    if args.whisper_tokens:
+        texts = [
+            text
+            for row in rows["train"]
+            for text in (normalize(row["text"]), preprocess_punctuated(row["text"], marks))
+        ]
+        tokenizer = KeptTokens(model.tokenizer, texts)
+    else:
+        tokenizer = head_tokenizer(model, args.vocab_size, demo / "manifests" / "train.json", Path(work.name))
     start = time.perf_counter()
     encoded = {split: encode(model, split_rows, args.stack, layer=args.layer) for split, split_rows in rows.items()}
     encode_seconds = time.perf_counter() - start
     feats = {split: pair[0] for split, pair in encoded.items()}
-    marks = "".join(model.cfg.train_ds.get("marks", ".,?"))
     targets = {
         "normalized": [tokenizer.text_to_ids(normalize(row["text"])) for row in rows["train"]],
         "punctuated": [tokenizer.text_to_ids(preprocess_punctuated(row["text"], marks)) for row in rows["train"]],
     }
-    heads = CachedHeads(feats["train"][0].shape[1], tokenizer.vocab_size, layers=args.layers)
+    heads = CachedHeads(
+        feats["train"][0].shape[1], tokenizer.vocab_size, layers=args.layers, norm=bool(args.whisper_tokens)
+    )
+    if args.whisper_tokens == "init":
+        heads.init_rows(model.log_softmax.mlp.layer0.weight.detach()[torch.tensor(tokenizer.kept)])
     detokenize, curve, clock = tokenizer.ids_to_text, [], {"train": 0.0, "since": time.perf_counter()}
 
     def on_point(step: int) -> None:
@@ -273,7 +325,8 @@ def main(argv: list[str] | None = None) -> int:
                 aux = encoded[split][1]
                 aux_scores[split] = score_split(split, rows[split], aux, aux, Path(tmp), words_only=True)
     results = {
-        "settings": vars(args) | {"parameters": sum(p.numel() for p in heads.parameters())},
+        "settings": vars(args)
+        | {"parameters": sum(p.numel() for p in heads.parameters()), "pieces": tokenizer.vocab_size},
         "encode_minutes": round(encode_seconds / 60, 2),
         "utterances": {split: len(split_rows) for split, split_rows in rows.items()},
         "curve": curve,

@@ -1242,6 +1242,15 @@ def _pct(value) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
 
 
+def _cached_vocabulary(settings: dict) -> str:
+    """A cached head's vocabulary: Whisper's tokens (with how their rows started), a SentencePiece's size, or the
+    AED's ``aux_ctc`` tokenizer."""
+    rows = settings.get("whisper_tokens")
+    if rows:
+        return f"{settings['pieces']} Whisper tokens, " + ("the AED's rows" if rows == "init" else "random rows")
+    return str(settings["vocab_size"] or "the AED's aux_ctc")
+
+
 def render_cached_heads(*sources: Path) -> str:
     """``quality_cached_heads.py``: one row per results file (its head's vocabulary, size and minutes, the dev
     subset's N-WER at each point, the test and ``real_test`` scores of its last step)."""
@@ -1264,7 +1273,7 @@ def render_cached_heads(*sources: Path) -> str:
         low, high = real["ci95"]
         table.append(
             [
-                str(settings["vocab_size"] or "the AED's aux_ctc"),
+                _cached_vocabulary(settings),
                 str(settings["layers"]),
                 f"{settings['parameters'] / 1e6:.2f} M",
                 f"{report['curve'][-1]['train_minutes']:.1f}",

@@ -44,6 +44,37 @@ def test_the_heads_read_the_aeds_tokenizer_or_one_of_the_size_asked(tmp_path):
     assert tokenizer.ids_to_text(tokenizer.text_to_ids("Who is like unto thee?")) == "Who is like unto thee?"
 
 
+def test_kept_tokens_renumber_the_tokens_the_texts_use_and_read_back():
+    bench = load_benchmark("quality_cached_heads")
+
+    class Words:  # a tokenizer with a large id per word, as Whisper's ids are
+        ids = {"the": 9000, "light": 40, ",": 13, ".": 500}
+
+        def text_to_ids(self, text):
+            return [self.ids[word] for word in text.split()]
+
+        def ids_to_text(self, ids):
+            words = {v: k for k, v in self.ids.items()}
+            return " ".join(words[i] for i in ids)
+
+    kept = bench.KeptTokens(Words(), ["the light .", "light , light"])
+    assert kept.kept == [13, 40, 500, 9000] and kept.vocab_size == 4
+    assert kept.text_to_ids("the light ,") == [3, 1, 0]
+    assert kept.ids_to_text([3, 1, 2]) == "the light ."
+
+
+def test_the_output_rows_start_as_the_rows_given_with_a_zero_blank():
+    bench = load_benchmark("quality_cached_heads")
+    heads = bench.CachedHeads(8, vocab_size=3, hidden=4, layers=0, norm=True)
+    rows = torch.arange(12.0).reshape(3, 4)
+    heads.init_rows(rows)
+    for head in heads.out.values():
+        assert torch.equal(head.weight[:3], rows) and not head.weight[3].any() and not head.bias.any()
+    heads.eval()
+    out = heads(torch.randn(1, 5, 8), torch.tensor([5]))
+    assert out["normalized"].shape == (1, 5, 4)  # 3 tokens and the blank
+
+
 def test_the_rendered_table_has_a_row_per_results_file(tmp_path):
     import json
 
@@ -92,6 +123,10 @@ def test_an_encoder_column_names_whisper_and_the_block_read(tmp_path):
     assert "| encoder | vocabulary |" in text
     assert "| the AED's, top | 1024 |" in text and "| Whisper tiny.en's, block 3 | 1024 |" in text
     assert "| encoder |" not in render.render_cached_heads(paths[0])  # the AED's top alone: no column
+    report = json.loads(paths[0].read_text())
+    report["settings"] |= {"whisper_tokens": "init", "pieces": 6052}
+    paths[0].write_text(json.dumps(report))
+    assert "| 6052 Whisper tokens, the AED's rows | 0 |" in render.render_cached_heads(paths[0])
 
 
 def test_encode_reads_the_output_of_the_block_asked(tmp_path):
