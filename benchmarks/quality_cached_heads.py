@@ -263,6 +263,12 @@ def main(argv: list[str] | None = None) -> int:
         help="pieces: the AED's Whisper tokens that the targets use, the rows started from its output rows (init) or "
         "from random weights (random); overrides --vocab-size",
     )
+    parser.add_argument(
+        "--vocab-text",
+        default=None,
+        help="with --whisper-tokens: a JSON-lines text (`text` per line, e.g. the demo's lm/text.json) whose tokens "
+        "in both modes the heads may write too, as the transducer heads' vocab_text",
+    )
     parser.add_argument("--json", required=True)
     args = parser.parse_args(argv)
 
@@ -279,9 +285,10 @@ def main(argv: list[str] | None = None) -> int:
     rows = demo_rows(demo)
     marks = "".join(model.cfg.train_ds.get("marks", ".,?"))
     if args.whisper_tokens:
+        extra = read_manifest(args.vocab_text) if args.vocab_text else []
         texts = [
             text
-            for row in rows["train"]
+            for row in [*rows["train"], *extra]
             for text in (normalize(row["text"]), preprocess_punctuated(row["text"], marks))
         ]
         tokenizer = KeptTokens(model.tokenizer, texts)

@@ -163,7 +163,7 @@ def _recipe(config: dict) -> str:
     if has["ctc"]:
         asr.append(f"{config.get('asr_steps', '?')} steps per CTC model")
     if has["rnnt"]:
-        steps = config.get("rnnt_steps", config.get("asr_steps", "?"))
+        steps = _rnnt_steps(config)
         asr.append(f"{steps} {'per' if asr else 'steps per'} RNN-T model{rnnt_start}")
     text = f"{start} {' and '.join(asr)}" if asr else start
     if has["aed"]:
@@ -372,6 +372,14 @@ def _rnnt_heads_on_aed(config: dict) -> bool:
     )
 
 
+def _rnnt_steps(config: dict):
+    """The steps of a demo folder's RNN-Ts: ``rnnt_head_steps`` for transducer heads on the AED (a folder from before
+    that field trained them for ``rnnt_steps``), else ``rnnt_steps``."""
+    if _rnnt_heads_on_aed(config) and "rnnt_head_steps" in config:
+        return config["rnnt_head_steps"]
+    return config.get("rnnt_steps", config.get("asr_steps", "?"))
+
+
 def _demo_starts(config: dict) -> str:
     """Where the CTC and RNN-T encoders start when no base encoder is trained (``ctc_init``, ``rnnt_init``), and the
     frames of each where they stack the pretrained encoder's (``ctc_stack``, ``rnnt_stack``)."""
@@ -433,7 +441,7 @@ def render_demo(source: Path) -> str:
     head = (
         f"{_demo_made_by(runs)}: {config['hours']} h corpus planned, seed {config['seed']}, backbone "
         f"`{config.get('backbone') or 'fastconformer'}`, base encoder {config['base_steps']} steps, RNN-T "
-        f"{config['rnnt_steps']} steps, CTC {config['asr_steps']} steps, {aed}{_demo_tokenizers(config)}"
+        f"{_rnnt_steps(config)} steps, CTC {config['asr_steps']} steps, {aed}{_demo_tokenizers(config)}"
         f"{_demo_starts(config)}. **{_minutes(total)}** of steps in its last invocation "
         f"({_minutes(total - anchor)} without the Whisper anchor; a resumed invocation skips what an earlier one "
         "finished)"

@@ -270,7 +270,16 @@ def test_lm_settings_out_of_range_are_refused_by_name(setting, message):
 
 @pytest.mark.parametrize(
     "field_name",
-    ["asr_steps", "rnnt_steps", "rnnt_batch_size", "rnnt_stack", "ctc_stack", "aed_steps", "aed_batch_size"],
+    [
+        "asr_steps",
+        "rnnt_steps",
+        "rnnt_head_steps",
+        "rnnt_batch_size",
+        "rnnt_stack",
+        "ctc_stack",
+        "aed_steps",
+        "aed_batch_size",
+    ],
 )
 def test_step_counts_and_batch_sizes_below_one_are_refused_by_name(field_name):
     with pytest.raises(ValueError, match=f"{field_name} must be 1 or more, got -1"):

@@ -50,6 +50,29 @@ def test_each_invocation_appends_its_record(demo):
     assert read_runs(demo.out) == second and not second[1]["from_empty_folder"]
 
 
+def test_a_stopped_invocation_keeps_the_steps_it_finished(demo):
+    demo.out.mkdir()
+    demo._running = {"started": "2026-12-01T10:00:00+00:00", "from_empty_folder": True, "speed": {"start": 50.0}}
+    demo._running["index"] = 0
+    demo._timed("corpus", lambda: None)
+    with pytest.raises(KeyboardInterrupt):  # killed in its second step: the first step's record stays
+        demo._timed("train aed_prompt", lambda: (_ for _ in ()).throw(KeyboardInterrupt()))
+    (stopped,) = read_runs(demo.out)
+    assert stopped["finished"] is None and list(stopped["seconds"]) == ["corpus"]
+    assert stopped["started"] == "2026-12-01T10:00:00+00:00" and stopped["machine"]["matmul_gflops"] == {"start": 50.0}
+    demo.timings = {}  # the next invocation resumes: its record comes after the stopped one and is rewritten in place
+    demo._running = {"started": "2026-12-01T11:00:00+00:00", "from_empty_folder": False, "speed": {}, "index": 1}
+    demo._timed("train aed_prompt", lambda: None)
+    demo._timed("formatter", lambda: None)
+    runs = demo._save_record(finished=True)
+    assert read_runs(demo.out) == runs and len(runs) == 2
+    assert list(runs[1]["seconds"]) == ["train aed_prompt", "formatter"] and runs[1]["finished"].endswith("+00:00")
+    text = "\n".join(made_by_section(runs, demo.out))
+    assert "made by 2 invocations (resumed)" in text and "| 2026-12-01T10:00:00+00:00 | stopped | 0.0 |" in text
+    assert "Invocation 1 stopped before its end" in text
+    assert "stopped before" not in "\n".join(made_by_section(runs[1:], demo.out))
+
+
 def _new_run(revision: str, empty: bool, seconds: float) -> dict:
     machine = {"cpus": 16, "torch_threads": 8, "platform": "Linux", "python": "3.11.7", "torch": "2.5", "nemo": "3.0"}
     return {

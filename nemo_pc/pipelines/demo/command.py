@@ -91,7 +91,20 @@ def build_parser() -> argparse.ArgumentParser:
         f"none ({defaults.seen_test_share})",
     )
     parser.add_argument("--asr-steps", type=int, default=None, help=f"steps per CTC model ({defaults.asr_steps})")
-    parser.add_argument("--rnnt-steps", type=int, default=None, help=f"steps per RNN-T model ({defaults.rnnt_steps})")
+    parser.add_argument(
+        "--rnnt-steps",
+        type=int,
+        default=None,
+        help=f"steps per RNN-T model, transducer heads on the AED included ({defaults.rnnt_steps} with an LSTM "
+        f"predictor, {defaults.rnnt_head_steps} for a head)",
+    )
+    parser.add_argument(
+        "--rnnt-head-steps",
+        type=int,
+        default=None,
+        help=f"steps per RNN-T trained as a transducer head on the AED ({defaults.rnnt_head_steps}; overrides "
+        "--rnnt-steps for them)",
+    )
     parser.add_argument(
         "--rnnt-predictor-lm-steps",
         type=int,
@@ -313,6 +326,7 @@ def main(argv: list[str] | None = None) -> None:
         baselines=() if args.full else claims,
         asr_steps=args.asr_steps or defaults.asr_steps * scale,
         rnnt_steps=args.rnnt_steps or defaults.rnnt_steps * scale,
+        rnnt_head_steps=args.rnnt_head_steps or args.rnnt_steps or defaults.rnnt_head_steps * scale,
         rnnt_predictor_lm_steps=args.rnnt_predictor_lm_steps,
         aed_steps=args.aed_steps or defaults.aed_steps * scale,
         aed_finetune=args.aed_finetune,

@@ -261,7 +261,12 @@ class DemoConfig:
             system's encoder it keeps the encoder frozen for its first ``rnnt_steps // 2`` steps, from an AED's it
             keeps the lower ``rnnt_init_frozen_layers`` blocks frozen throughout. 1,000 since the RNN-Ts start from
             the AED (500 before: from ``ctc_inter``'s encoder 1,000 moved test N-WER from 58.0% and 58.1% to 50.4% and
-            49.5%, docs/pc_stage.md, "Twice the RNN-T steps").
+            49.5%, docs/pc_stage.md, "Twice the RNN-T steps"). Applies to RNN-Ts with their own LSTM predictor.
+        rnnt_head_steps: optimizer steps per RNN-T trained as a transducer head on the AED (``rnnt_predictor``
+            ``aed_decoder``, the default). 500 since the runs after 5ea3bae (1,000 before): in the clean run there
+            (``benchmarks/results/demo_clean_5ea3bae``) the two heads read test N-WER 21.3% and 21.9%, PER 41.6% and
+            41.1%, F1 70.6% and 70.5% in 15.5 and 15.7 training minutes, against 21.7% and 23.1%, 39.5% and 41.4%,
+            72.2% and 71.7% in 22.6 and 25.1 at 1,000 steps (docs/pc_stage.md, "The clean run at 500 steps").
         rnnt_predictor_lm_steps: before its speech steps, each RNN-T's predictor learns the LM text (``lm/text.json``,
             the source books without the chapters of dev and test) as a next-piece LM of each mode for this many
             steps (``model.predictor_lm``, :mod:`nemo_pc.models.predictor_lm`); 0: none.
@@ -380,6 +385,7 @@ class DemoConfig:
     ctc_init: str = "aed_prompt"
     ctc_init_encoder_lr: float = 3e-4
     rnnt_steps: int = 1000
+    rnnt_head_steps: int = 500
     rnnt_predictor_lm_steps: int = 0
     rnnt_batch_size: int = 8
     aed_steps: int = 300

@@ -63,7 +63,7 @@ from nemo_pc.pipelines.demo.layout import step_done as _done
 from nemo_pc.pipelines.demo.lm_steps import LmSteps
 from nemo_pc.pipelines.demo.real_speech_steps import RealSpeechSteps
 from nemo_pc.pipelines.demo.report import LM_CASCADE
-from nemo_pc.pipelines.demo.runs import append_run, folder_is_empty, invocation_record
+from nemo_pc.pipelines.demo.runs import append_run, folder_is_empty, invocation_record, read_runs, write_run
 from nemo_pc.pipelines.demo.scoring import score_predictions, score_real_speech
 
 CURVE_DEV = "dev_curve.json"
@@ -84,6 +84,7 @@ class Demo(AedSteps, AsrOverrides, FormatterSteps, LmSteps, RealSpeechSteps):
         self.out = Path(config.out_dir).resolve()
         self.log = log
         self.timings: dict[str, float] = {}
+        self._running: dict | None = None  # this invocation's start, for its record in timings.json (_save_record)
         unknown = [name for name in config.systems if name not in ASR_SYSTEMS]
         if unknown:
             raise ValueError(f"unknown system(s) {unknown}; choose from {sorted(ASR_SYSTEMS)}")
@@ -101,6 +102,7 @@ class Demo(AedSteps, AsrOverrides, FormatterSteps, LmSteps, RealSpeechSteps):
             "asr_steps",
             "ctc_batch_size",
             "rnnt_steps",
+            "rnnt_head_steps",
             "rnnt_batch_size",
             "rnnt_stack",
             "ctc_stack",
@@ -220,6 +222,8 @@ class Demo(AedSteps, AsrOverrides, FormatterSteps, LmSteps, RealSpeechSteps):
         start = time.perf_counter()
         result = func()
         self.timings[name] = round(time.perf_counter() - start, 1)
+        if self._running is not None:
+            self._save_record(finished=False)
         return result
 
     # steps
@@ -307,7 +311,7 @@ class Demo(AedSteps, AsrOverrides, FormatterSteps, LmSteps, RealSpeechSteps):
             self.train_asr(self.rnnt_init())  # kept when it is trained already
         if self.transducer_on_aed(name):  # a transducer head on the AED: its recipe, the AED's .nemo its start
             self.lm_text()  # whose tokens it may write
-            return self._train(name, self.training_family(name), self.cfg.rnnt_steps, None)
+            return self._train(name, self.training_family(name), self.cfg.rnnt_head_steps, None, recorded_start=start)
         return self._train(name, family, self.cfg.rnnt_steps, start)
 
     def _train(
@@ -318,10 +322,12 @@ class Demo(AedSteps, AsrOverrides, FormatterSteps, LmSteps, RealSpeechSteps):
         init_from: Path | None,
         target: Path | None = None,
         curve_points: int | None = None,
+        recorded_start: Path | None = None,
     ) -> Path:
         """Trains ``name`` into ``target`` (default :meth:`model_path`) with its stats beside it, unless done; it
         validates ``curve_points`` times (default ``cfg.curve_points``) on :meth:`curve_dev` (and ``real_dev``), whose
-        size its stats give."""
+        size its stats give. ``recorded_start``: the ``.nemo`` its stats name as its start where its recipe loads it
+        (a transducer head reads the AED's from its overrides) rather than ``init_from``."""
         from nemo_pc.pipelines.train import train_model
 
         target = target or self.model_path(name)
@@ -340,7 +346,8 @@ class Demo(AedSteps, AsrOverrides, FormatterSteps, LmSteps, RealSpeechSteps):
                 val_every=max(1, steps // max(1, points)),
                 isolate_validation_rng=self.cfg.isolate_validation_rng,
             )
-            stats["init_from"] = init_from.name if init_from else None
+            start = init_from or recorded_start
+            stats["init_from"] = start.name if start else None
             stats["curve_dev_utterances"] = sum(1 for _ in iter_manifest(self.curve_dev()))
             write_text_atomic(target.with_suffix(".json"), json.dumps(stats, indent=2) + "\n")
         return target
@@ -459,6 +466,8 @@ class Demo(AedSteps, AsrOverrides, FormatterSteps, LmSteps, RealSpeechSteps):
     def _steps(self) -> Path:
         started, from_empty_folder = utc_now(), folder_is_empty(self.out)
         speed = {"start": speed_probe()}
+        self._running = {"started": started, "from_empty_folder": from_empty_folder, "speed": speed}
+        self._running["index"] = len(read_runs(self.out))
         if malloc_library() == "glibc":
             self.log(MALLOC_HINT)
         write_text_atomic(self.path("config.json"), json.dumps(asdict(self.cfg), indent=2) + "\n")
@@ -497,7 +506,7 @@ class Demo(AedSteps, AsrOverrides, FormatterSteps, LmSteps, RealSpeechSteps):
         from nemo_pc.pipelines.demo.report import write_report
 
         speed["end"] = speed_probe()
-        return write_report(self.out, reports, self._record_invocation(started, from_empty_folder, speed), source)
+        return write_report(self.out, reports, self._save_record(finished=True), source)
 
     def _anchor_step(self) -> dict[str, dict]:
         from nemo_pc.pipelines.anchor import WHISPER_SYSTEM, anchor_available
@@ -515,3 +524,12 @@ class Demo(AedSteps, AsrOverrides, FormatterSteps, LmSteps, RealSpeechSteps):
         """Appends this invocation's record (its step seconds so far, the machine's speed) to ``timings.json``;
         returns every record."""
         return append_run(self.out, invocation_record(self.timings, started, from_empty_folder, speed=speed))
+
+    def _save_record(self, finished: bool) -> list[dict]:
+        """Writes this invocation's record as it stands (after each step, and at its end with ``finished``) in its
+        place in ``timings.json``, so that a stopped invocation keeps the seconds of the steps it finished."""
+        running = self._running
+        record = invocation_record(
+            self.timings, running["started"], running["from_empty_folder"], speed=running["speed"], finished=finished
+        )
+        return write_run(self.out, record, running["index"])

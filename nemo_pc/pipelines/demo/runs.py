@@ -32,10 +32,12 @@ def invocation_record(
     from_empty_folder: bool,
     argv: Sequence[str] | None = None,
     speed: Mapping[str, float] | None = None,
+    finished: bool = True,
 ) -> dict:
-    """The record of this invocation, finished now; ``argv`` defaults to ``sys.argv``. ``speed``: the machine's
-    matrix-product rate at the invocation's ``start`` and ``end`` (GFLOP/s, :func:`speed_probe`), kept in the
-    record's ``machine`` so that two runs' minutes can be read with the speed of the machine each ran on."""
+    """The record of this invocation, finished now (``finished=False``: still running, ``finished`` is ``None``);
+    ``argv`` defaults to ``sys.argv``. ``speed``: the machine's matrix-product rate at the invocation's ``start`` and
+    ``end`` (GFLOP/s, :func:`speed_probe`), kept in the record's ``machine`` so that two runs' minutes can be read with
+    the speed of the machine each ran on."""
     found = machine()
     if speed:
         found["matmul_gflops"] = dict(speed)
@@ -43,7 +45,7 @@ def invocation_record(
         "command": command_line(argv),
         "revision": revision(),
         "started": started,
-        "finished": utc_now(),
+        "finished": utc_now() if finished else None,
         "from_empty_folder": from_empty_folder,
         "machine": found,
         "seconds": dict(seconds),
@@ -63,7 +65,13 @@ def read_runs(out_dir: str | Path) -> list[dict]:
 
 def append_run(out_dir: str | Path, record: Mapping) -> list[dict]:
     """Appends ``record`` to ``out_dir/timings.json`` (atomic) and returns every record."""
-    runs = [*read_runs(out_dir), dict(record)]
+    return write_run(out_dir, record, len(read_runs(out_dir)))
+
+
+def write_run(out_dir: str | Path, record: Mapping, index: int) -> list[dict]:
+    """Writes ``record`` as record ``index`` of ``out_dir/timings.json`` (atomic), after the ``index`` records before
+    it: an invocation rewrites its own record as its steps finish. Returns every record."""
+    runs = [*read_runs(out_dir)[:index], dict(record)]
     write_text_atomic(Path(out_dir) / TIMINGS, json.dumps({"runs": runs}, indent=2) + "\n")
     return runs
 
@@ -120,7 +128,7 @@ def _row(number: int, run: Mapping) -> str:
         str(number),
         revision_phrase(run).removeprefix("revision "),
         run.get("started", "-"),
-        run.get("finished", "-"),
+        run.get("finished") or ("-" if "finished" not in run else "stopped"),
         f"{sum(run['seconds'].values()) / 60:.1f}",
         f"`{without_machine_paths(run['command'])}`" if run.get("command") else "-",
         "; ".join(filter(None, [machine_phrase(run), _software(found)])) or "-",
@@ -141,6 +149,16 @@ def _revision_note(runs: Sequence[Mapping]) -> str:
     return note
 
 
+def _stopped_note(runs: Sequence[Mapping]) -> str:
+    stopped = [str(number) for number, run in enumerate(runs, 1) if "finished" in run and not run["finished"]]
+    if not stopped:
+        return ""
+    return (
+        f" Invocation {', '.join(stopped)} stopped before its end (`stopped`): its minutes are those of the steps it "
+        "finished."
+    )
+
+
 def made_by_section(runs: Sequence[Mapping], out_dir: str | Path) -> list[str]:
     """REPORT.md's lines on the invocations that made ``out_dir`` (named by its last folder, never its full path)."""
     utc = all(run.get("started") for run in runs)
@@ -155,5 +173,5 @@ def made_by_section(runs: Sequence[Mapping], out_dir: str | Path) -> list[str]:
         "|---:|---|---|---|---:|---|---|",
         *(_row(number, run) for number, run in enumerate(runs, 1)),
         "",
-        _revision_note(runs),
+        _revision_note(runs) + _stopped_note(runs),
     ]
