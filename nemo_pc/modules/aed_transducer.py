@@ -25,6 +25,7 @@ from torch import nn
 
 from nemo_pc.losses.pruned_rnnt import node_occupancy, prune_ranges, pruned_lattice, simple_lattice
 from nemo_pc.losses.rnnt_scan import rnnt_lattice_loss
+from nemo_pc.modules.decoder_cache import DecoderCache
 
 
 class TransducerJoint(nn.Module):
@@ -231,6 +232,13 @@ class TransducerPredictor(nn.Module):
             decoder_mems=mems,
         )
 
+    def cache(self, mode: int, prompt: Sequence[int], states: torch.Tensor, mask: torch.Tensor) -> DecoderCache:
+        """The :class:`DecoderCache` of ``mode``'s decoder over a batch, each prefix started with ``prompt``."""
+        if not self.cross_attention:
+            states = states.new_zeros(states.shape[0], 1, states.shape[2])
+            mask = mask.new_ones(mask.shape[0], 1)
+        return DecoderCache(self.decoder(mode), prompt, states, mask)
+
 
 def sample_vocabulary(
     targets: Sequence[Sequence[int]], frequent: torch.Tensor, pool: torch.Tensor, extra: int, generator=None
@@ -313,11 +321,10 @@ def greedy_batch(
 
     Each utterance walks its own frames; every step scores one (frame, state) pair per unfinished utterance in one
     matrix product over the kept tokens' rows (gathered once), so the weights are read once per step for the whole
-    batch. The decoder's states are cached per utterance (NeMo's ``decoder_mems``), so each written token costs one
-    decoder step, and the decoder's logits of a state (its part of the joint) are computed once per written token.
-    The result equals decoding each utterance alone."""
-    from nemo.core.classes.common import typecheck
-
+    batch. The decoder's states are cached per utterance (:class:`DecoderCache`, NeMo's ``decoder_mems`` with each
+    prefix at its own length), so the utterances that wrote a token in a step take one decoder step together, and the
+    decoder's logits of a state (its part of the joint) are computed once per written token. The result equals
+    decoding each utterance alone."""
     device, batch = states.device, states.shape[0]
     f, f_len = joint.frames(states, lengths)
     kept = torch.nonzero(joint.kept()).squeeze(1)
@@ -326,53 +333,41 @@ def greedy_batch(
     token_out, token_bias = joint.token_out[kept], joint.token_bias[kept]
     lm_weight = lm_head.weight[kept] if joint.lm_scale and lm_head is not None else None
     lm_bias = lm_head.bias[kept] if lm_weight is not None else None
-    decoder = predictor.decoder(mode)
-    prefixes = [list(prompt) for _ in range(batch)]
     outs: list[list[int]] = [[] for _ in range(batch)]
     frame, emitted = [0] * batch, [0] * batch
     limit = [2 * int(n) for n in f_len]
-    decoder.return_mems = True
-    try:
-        with typecheck.disable_checks():  # the cached states carry the decoder's output type, not its input's
-            memory = [states[b : b + 1, : int(lengths[b])] for b in range(batch)]
-            masks = [torch.ones(1, int(n), device=device) for n in lengths.tolist()]
-            start = torch.tensor([list(prompt)], device=device)
-            mems = [predictor(mode, start, torch.ones_like(start), memory[b], masks[b]) for b in range(batch)]
-            g = torch.cat([m[:, -1, -1] for m in mems])  # (B, width): the last block's output for the last token
-            pred = joint.pred(g)
-            rowwise = token_bias.expand(batch, -1).clone()
+    mask = (torch.arange(states.shape[1], device=device)[None, :] < lengths.to(device)[:, None]).to(states.dtype)
+    cache = predictor.cache(mode, prompt, states, mask)
+    g = cache.output  # (B, width): the last block's output for the last token
+    pred = joint.pred(g)
+    rowwise = token_bias.expand(batch, -1).clone()
+    if lm_weight is not None:
+        rowwise += joint.lm_scale * (g @ lm_weight.T + lm_bias)
+    while True:
+        active = [b for b in range(batch) if frame[b] < int(f_len[b])]
+        if not active:
+            break
+        index = torch.tensor(active, device=device)
+        frames = f[index, torch.tensor([frame[b] for b in active], device=device)]
+        z = torch.tanh(frames + pred[index])
+        tokens = z @ token_out.T + rowwise[index]
+        blank = joint.blank_out(z)[:, 0]
+        best_value, best = tokens.max(dim=-1)
+        writes, written = [], []
+        for k, b in enumerate(active):
+            stop = emitted[b] >= max_symbols or len(outs[b]) >= limit[b]
+            if stop or blank[k] > best_value[k]:  # a tie goes to the token
+                frame[b], emitted[b] = frame[b] + 1, 0
+                continue
+            token = int(kept[best[k]])
+            outs[b].append(token)
+            emitted[b] += 1
+            writes.append(b)
+            written.append(token)
+        if writes:
+            changed = torch.tensor(writes, device=device)
+            g_new = cache.step(changed, torch.tensor(written, device=device))
+            pred[changed] = joint.pred(g_new)
             if lm_weight is not None:
-                rowwise += joint.lm_scale * (g @ lm_weight.T + lm_bias)
-            while True:
-                active = [b for b in range(batch) if frame[b] < int(f_len[b])]
-                if not active:
-                    break
-                index = torch.tensor(active, device=device)
-                frames = f[index, torch.tensor([frame[b] for b in active], device=device)]
-                z = torch.tanh(frames + pred[index])
-                tokens = z @ token_out.T + rowwise[index]
-                blank = joint.blank_out(z)[:, 0]
-                best_value, best = tokens.max(dim=-1)
-                writes = []
-                for k, b in enumerate(active):
-                    stop = emitted[b] >= max_symbols or len(outs[b]) >= limit[b]
-                    if stop or blank[k] > best_value[k]:  # a tie goes to the token
-                        frame[b], emitted[b] = frame[b] + 1, 0
-                        continue
-                    token = int(kept[best[k]])
-                    outs[b].append(token)
-                    prefixes[b].append(token)
-                    emitted[b] += 1
-                    writes.append(b)
-                for b in writes:
-                    ids = torch.tensor([prefixes[b]], device=device)
-                    mems[b] = predictor(mode, ids, torch.ones_like(ids), memory[b], masks[b], mems[b])
-                if writes:
-                    changed = torch.tensor(writes, device=device)
-                    g_new = torch.cat([mems[b][:, -1, -1] for b in writes])
-                    pred[changed] = joint.pred(g_new)
-                    if lm_weight is not None:
-                        rowwise[changed] = token_bias + joint.lm_scale * (g_new @ lm_weight.T + lm_bias)
-    finally:
-        decoder.return_mems = False
+                rowwise[changed] = token_bias + joint.lm_scale * (g_new @ lm_weight.T + lm_bias)
     return outs
