@@ -4,13 +4,15 @@ NeMo's ``TransformerDecoderNM`` caches the states of a prefix (``decoder_mems``:
 position) so that a new token costs one decoder step, but its self-attention mask covers the new position only: the
 prefixes of a batch must have one length. :class:`DecoderCache` keeps each utterance's cached states right-padded in
 one buffer and masks the padding itself, so that the utterances that wrote a token in a greedy transducer step take
-their decoder step together (:func:`nemo_pc.modules.aed_transducer.greedy_batch`). Each step's states equal those of
-the utterance's prefix alone through the decoder (tested against the whole prefix).
+their decoder step together (:func:`nemo_pc.modules.aed_transducer.greedy_batch`). Every block's cross-attention
+keys and values of the encoder states are projected once per batch, not at every step as NeMo's decoder does. Each
+step's states equal those of the utterance's prefix alone through the decoder (tested against the whole prefix).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import torch
 from torch import nn
@@ -47,6 +49,11 @@ class DecoderCache:
             decoder.return_mems = False
         # mems (B, blocks + 1 [+ 1 with a final norm], L, H): the blocks' inputs are what later steps attend to
         self.blocks = len(decoder._decoder.layers)
+        with torch.no_grad():  # each block's cross-attention keys and values of the states, (B, T, H) each
+            self.cross = [
+                (layer.second_sub_layer.key_net(states), layer.second_sub_layer.value_net(states))
+                for layer in decoder._decoder.layers
+            ]
         self.buffer = mems[:, : self.blocks].contiguous()
         self.output = mems[:, -1, -1]  # (B, H): the last state of the last prompt token
         self.lengths = torch.full((batch,), len(prompt), dtype=torch.long, device=device)
@@ -75,9 +82,23 @@ class DecoderCache:
         states, cross_mask = self.states[rows], form_attention_mask(self.mask[rows])
         for block, layer in enumerate(inner.layers):
             self.buffer[rows, block, position] = x[:, 0]
-            x, _ = layer(x, self_mask, self.buffer[rows, block, :width], states, cross_mask)
+            keys, values = self.cross[block]
+            with _projected(layer.second_sub_layer, keys[rows], values[rows]):
+                x, _ = layer(x, self_mask, self.buffer[rows, block, :width], states, cross_mask)
         if inner.final_layer_norm is not None:
             x = inner.final_layer_norm(x)
         self.lengths[rows] += 1
         self.output[rows] = x[:, 0]
         return x[:, 0]
+
+
+@contextmanager
+def _projected(attention: nn.Module, keys: torch.Tensor, values: torch.Tensor) -> Iterator[None]:
+    """Within the block, ``attention``'s key and value projections return ``keys`` and ``values`` (those of the
+    states it is called with, projected before)."""
+    attention.key_net.forward = lambda states: keys
+    attention.value_net.forward = lambda states: values
+    try:
+        yield
+    finally:
+        del attention.key_net.forward, attention.value_net.forward  # the class's forward again

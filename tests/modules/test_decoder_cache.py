@@ -52,3 +52,6 @@ def test_steps_on_subsets_of_rows_equal_each_whole_prefix(pre_ln):
             torch.testing.assert_close(cache.output[row], expected, atol=1e-5, rtol=1e-5)
     assert cache.lengths.tolist() == [len(prefix) for prefix in prefixes] == [8, 5, 6]
     assert cache.buffer.shape[2] >= 8 and cache.buffer.shape[1] == 2  # one buffer per block
+    for layer in decoder._decoder.layers:  # the cross-attention's projections are the class's again after a step
+        attention = layer.second_sub_layer
+        assert "forward" not in vars(attention.key_net) and "forward" not in vars(attention.value_net)
