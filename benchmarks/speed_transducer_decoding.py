@@ -4,8 +4,9 @@ utterance alone, side by side in one run.
 :func:`nemo_pc.modules.aed_transducer.greedy_batch` gives the utterances that write a token in a step one decoder
 step together (:class:`nemo_pc.modules.decoder_cache.DecoderCache`, each prefix at its own length). Before, each
 utterance took its own decoder call per written token; ``per_utterance`` here does that with the same cache (one row
-per call). This script transcribes the same utterances in both modes each way, in alternating rounds, and writes the
-seconds, the ratio and whether every output is the same.
+per call), and ``per_utterance_projecting`` also projects the cross-attention's keys and values of the encoder states
+at every step, as the decoding before the cache did. This script transcribes the same utterances in both modes each
+way, in alternating rounds, and writes the seconds, the ratios and whether every output is the same.
 
     .venv/bin/python benchmarks/speed_transducer_decoding.py --model demo_out/models/rnnt_conditioned.nemo \\
         --manifest demo_out/manifests/test.json --utterances 64 \\
@@ -44,6 +45,25 @@ def per_utterance_steps():
         DecoderCache.step = batched
 
 
+@contextmanager
+def projecting_each_step():
+    """Each step's cross-attention projects the encoder states' keys and values again, as the decoder's own forward
+    does (no ``_projected`` patch): with :func:`per_utterance_steps`, the decoding before the cache."""
+    from nemo_pc.modules import decoder_cache
+
+    projected = decoder_cache._projected
+
+    @contextmanager
+    def unpatched(attention, keys, values):
+        yield
+
+    decoder_cache._projected = unpatched
+    try:
+        yield
+    finally:
+        decoder_cache._projected = projected
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", required=True, help="an AED .nemo with a transducer head (the demo's RNN-Ts)")
@@ -75,7 +95,15 @@ def main(argv: list[str] | None = None) -> int:
             with per_utterance_steps():
                 return transcribe_both(model, manifest, batch_size=args.batch_size)
 
-        runs = (("batched", batched), ("per_utterance", per_utterance))
+        def per_utterance_projecting():
+            with per_utterance_steps(), projecting_each_step():
+                return transcribe_both(model, manifest, batch_size=args.batch_size)
+
+        runs = (
+            ("batched", batched),
+            ("per_utterance", per_utterance),
+            ("per_utterance_projecting", per_utterance_projecting),
+        )
         timings, outputs = {name: [] for name, _ in runs}, {}
         for name, run in runs:  # warm-up of each (it also fills the head's cache of encoder states)
             outputs[name] = run()
@@ -94,14 +122,16 @@ def main(argv: list[str] | None = None) -> int:
         "seconds": {name: [round(value, 2) for value in values] for name, values in timings.items()},
         "best_seconds": {name: round(min(values), 2) for name, values in timings.items()},
         "speedup": round(min(timings["per_utterance"]) / min(timings["batched"]), 2),
+        "speedup_over_projecting": round(min(timings["per_utterance_projecting"]) / min(timings["batched"]), 2),
         "rtf_batched": round(min(timings["batched"]) / audio, 4),
-        "same_outputs": outputs["batched"] == outputs["per_utterance"],
+        "same_outputs": all(outputs[name] == outputs["batched"] for name, _ in runs),
     }
     path = write_results(args.json, results, sys.argv if argv is None else ["speed_transducer_decoding.py", *argv])
     best = results["best_seconds"]
     print(
-        f"batched {best['batched']} s, per utterance {best['per_utterance']} s: {results['speedup']}x, "
-        f"same outputs: {results['same_outputs']} -> {path}",
+        f"batched {best['batched']} s, per utterance {best['per_utterance']} s: {results['speedup']}x; "
+        f"per utterance projecting each step {best['per_utterance_projecting']} s: "
+        f"{results['speedup_over_projecting']}x; same outputs: {results['same_outputs']} -> {path}",
         file=sys.stderr,
     )
     return 0
