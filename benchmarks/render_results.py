@@ -1271,7 +1271,10 @@ def render_cached_heads(*sources: Path) -> str:
         for r in reports
     ]
     with_encoder = any(r["settings"].get("model") == "whisper" or r["settings"].get("layer") for r in reports)
+    # the frame rate: a column only where the files stack differently (20 ms encoder frames, --stack of them)
+    with_frames = len({r["settings"]["stack"] for r in reports}) > 1
     columns = ["vocabulary:", "layers:", "parameters:", "train minutes:", *(f"dev N-WER at {p}:" for p in points)]
+    columns = ["frame:", *columns] if with_frames else columns
     columns = ["encoder", *columns] if with_encoder else columns
     columns += ["test N-WER:", "PER:", "punct F1:", "real_test N-WER:"]
     table = []
@@ -1292,11 +1295,14 @@ def render_cached_heads(*sources: Path) -> str:
                 f"{_pct(real['wer'])} [{100 * low:.1f}, {100 * high:.1f}]",
             ]
         )
+        if with_frames:
+            table[-1].insert(0, f"{20 * settings['stack']} ms")
         if with_encoder:
             table[-1].insert(0, encoders[len(table) - 1])
     first = reports[0]
+    stacking = "20 ms frames stacked" if with_frames else f"{first['settings']['stack']} frames stacked"
     head = (
-        f"Heads on the frozen encoder's cached outputs ({first['settings']['stack']} frames stacked, batches of "
+        f"Heads on the frozen encoder's cached outputs ({stacking}, batches of "
         f"{first['settings']['batch_size']}, {first['utterances']['train']} training utterances; dev: "
         f"{first['utterances']['dev']} utterances), greedy:"
     )

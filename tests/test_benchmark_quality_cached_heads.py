@@ -129,6 +129,30 @@ def test_an_encoder_column_names_whisper_and_the_block_read(tmp_path):
     assert "| 6052 Whisper tokens, the AED's rows | 0 |" in render.render_cached_heads(paths[0])
 
 
+def test_a_frame_column_where_the_files_stack_differently(tmp_path):
+    import json
+
+    render = load_benchmark("render_results")
+    paths = []
+    for stack in (4, 2):
+        settings = {"model": "demo_out/models/aed_prompt.nemo", "vocab_size": 1024, "layers": 0, "stack": stack}
+        settings |= {"parameters": 1_380_000, "batch_size": 32}
+        report = {
+            "settings": settings,
+            "utterances": {"train": 2610, "dev": 80},
+            "curve": [{"step": 2000, "train_minutes": 3.0, "dev_n_wer": 0.5}],
+            "scores": {"test": {"n_wer": 0.7}, "real_test": {"wer": 0.77, "ci95": [0.74, 0.82]}},
+        }
+        paths.append(tmp_path / f"s{stack}.json")
+        paths[-1].write_text(json.dumps(report))
+    text = render.render_cached_heads(*paths)
+    assert "(20 ms frames stacked, batches of 32" in text
+    assert "| frame | vocabulary |" in text
+    assert "| 80 ms | 1024 | 0 |" in text and "| 40 ms | 1024 | 0 |" in text
+    alone = render.render_cached_heads(paths[1])
+    assert "(2 frames stacked" in alone and "| frame |" not in alone
+
+
 def test_encode_reads_the_output_of_the_block_asked(tmp_path):
     from types import SimpleNamespace
 
