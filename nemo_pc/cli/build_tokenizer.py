@@ -1,4 +1,5 @@
-"""``nemo-pc build-tokenizer``: train the cased, punctuated SentencePiece tokenizer from manifests."""
+"""``nemo-pc build-tokenizer``: train the cased, punctuated SentencePiece tokenizer from manifests, or with
+``--whisper`` write the Whisper subset of the tokens the manifests use (``model.tokenizer.type=whisper``)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--no-normalized", action="store_true", help="train on 'text' only, not also on 'text_normalized'"
     )
     parser.add_argument(
+        "--whisper",
+        action="store_true",
+        help="write Whisper tiny.en's tokens that the texts use, and every one-character token, as a CTC model's "
+        "tokenizer (folder tokenizer_whisper/; --vocab-size and --type do not apply)",
+    )
+    parser.add_argument(
         "--style-tags",
         action="store_true",
         help="add the mixed-style tags of the CTC model as user-defined symbols (folder suffix _styles)",
@@ -34,6 +41,9 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         marks = parse_marks(args.marks, "--marks")
+        if args.whisper:
+            print(_whisper_subset(args, marks))
+            return 0
         folder = build_tokenizer(
             args.manifests,
             args.output_dir,
@@ -48,3 +58,17 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(str(err)) from err
     print(folder)
     return 0
+
+
+def _whisper_subset(args: argparse.Namespace, marks: str):
+    from pathlib import Path
+
+    from nemo_pc.data.tokenizers.pc_tokenizer import tokenizer_training_lines
+    from nemo_pc.data.tokenizers.whisper_subset import build_whisper_subset
+
+    if args.style_tags:
+        raise ValueError("--style-tags: a Whisper subset has no style tags (use a SentencePiece tokenizer)")
+    lines = tokenizer_training_lines(args.manifests, marks, include_normalized=not args.no_normalized)
+    if not lines:
+        raise ValueError("the manifests hold no utterance to take tokens from")
+    return build_whisper_subset(lines, Path(args.output_dir) / "tokenizer_whisper")

@@ -6,6 +6,7 @@ import contextlib
 import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 from lightning.pytorch import Trainer
@@ -54,6 +55,10 @@ class StyleEmbeddingConfig:
 
     layers: list[int] = field(default_factory=list)
     weight: float = 1.0
+
+
+WHISPER_TOKENIZER = "whisper"
+"""``tokenizer.type`` of a Whisper subset (:mod:`nemo_pc.data.tokenizers.whisper_subset`)."""
 
 
 @dataclass
@@ -111,6 +116,12 @@ class EncDecCTCPCBPEModel(PCModelMixin, EncDecCTCModelBPE):
     and its decoding), the encoder layer it reads and its own CTC loss (``self.ctc_losses[name]``). Utterances whose
     ``pc_source`` is ``"none"`` take no loss on a punctuated or mixed main target.
 
+    ``tokenizer.type`` is NeMo's ``bpe`` (a SentencePiece folder) or ``whisper``: Whisper's BPE over the tokens of a
+    subset folder (:mod:`nemo_pc.data.tokenizers.whisper_subset`; ``nemo-pc build-tokenizer --whisper``), whose two
+    files the ``.nemo`` carries. With it, ``init_token_rows`` (a ``.nemo`` of an attention encoder-decoder that
+    writes Whisper's tokens) starts each head's row of every token as that model's output row of the token
+    (:meth:`init_token_rows`), where NeMo's ``init_from_nemo_model`` starts the encoder.
+
     ``train_ds`` / ``validation_ds`` / ``test_ds`` are
     :func:`nemo_pc.data.datasets.pc_dataset.pc_dataloader_from_config`
     configs (``use_lhotse: true`` reads shar, tarred audio or manifests with NeMo's lhotse loader), set up by
@@ -147,6 +158,52 @@ class EncDecCTCPCBPEModel(PCModelMixin, EncDecCTCModelBPE):
         self.ctc_losses = self._build_ctc_losses()
         self.setup_mode_decodings()
 
+    def _setup_tokenizer(self, tokenizer_cfg: DictConfig) -> None:
+        """NeMo's tokenizer setup, plus ``type: whisper`` (a Whisper subset folder, see the class docstring)."""
+        if str(tokenizer_cfg.get("type", "")).lower() != WHISPER_TOKENIZER:
+            super()._setup_tokenizer(tokenizer_cfg)
+            return
+        from nemo_pc.data.tokenizers.whisper_bpe import TOKENIZER_FILE
+        from nemo_pc.data.tokenizers.whisper_subset import KEPT_FILE, WhisperSubsetTokenizer
+
+        self.tokenizer_cfg = OmegaConf.to_container(tokenizer_cfg, resolve=True)
+        self.tokenizer_dir, self.tokenizer_type = self.tokenizer_cfg.pop("dir"), WHISPER_TOKENIZER
+        files = {}
+        for key, name in (("tokenizer_file", TOKENIZER_FILE), ("kept_file", KEPT_FILE)):
+            path = self.tokenizer_cfg.get(key) or str(Path(self.tokenizer_dir) / name)
+            files[key] = self.register_artifact(f"tokenizer.{key}", path)
+        self.tokenizer = WhisperSubsetTokenizer(files["tokenizer_file"], files["kept_file"])
+        self._derive_tokenizer_properties()
+
+    def init_token_rows(self, aed_path: str | Path) -> int:
+        """Each CTC head's row of every token starts as the output row of its Whisper id in the AED ``aed_path``
+        (Whisper's token embedding, which its decoder's output shares); the blank row and the biases start at
+        zero. Returns the rows set per head.
+
+        Raises:
+            ValueError: the tokenizer is not a Whisper subset, or the AED's rows are not as wide as the heads' input.
+        """
+        from nemo_pc.pipelines.inference import load_asr_model
+
+        if self.tokenizer_type != WHISPER_TOKENIZER:
+            raise ValueError(f"init_token_rows needs tokenizer.type={WHISPER_TOKENIZER}, got {self.tokenizer_type}")
+        aed = load_asr_model(str(aed_path))
+        source = aed.log_softmax.mlp.layer0.weight.detach()
+        kept = torch.tensor(self.tokenizer.kept)
+        for name, module in self._decoders().items():
+            conv = module.decoder_layers[0]
+            if conv.in_channels != source.shape[1]:
+                raise ValueError(
+                    f"init_token_rows: {aed_path} has rows of width {source.shape[1]}, the {name} reads "
+                    f"{conv.in_channels} features"
+                )
+            with torch.no_grad():
+                conv.weight.zero_()
+                conv.weight[: len(kept), :, 0] = source[kept]
+                conv.bias.zero_()
+        del aed
+        return len(kept)
+
     def maybe_init_from_pretrained_checkpoint(self, cfg: DictConfig, map_location: str = "cpu") -> None:
         """NeMo's ``init_from_nemo_model`` / ``init_from_pretrained_model`` / ``init_from_ptl_ckpt``, plus one step:
         when the checkpoint set the encoder but not the style layers (e.g. ``include: [encoder]`` from a
@@ -156,6 +213,9 @@ class EncDecCTCPCBPEModel(PCModelMixin, EncDecCTCModelBPE):
         before = [p.detach().clone() for p in branch.parameters()] if branch is not None else []
         top = next(iter(self.encoder.layers[-1].parameters())).detach().clone()
         super().maybe_init_from_pretrained_checkpoint(cfg, map_location=map_location)
+        if cfg.get("init_token_rows"):
+            rows = self.init_token_rows(cfg.init_token_rows)
+            logging.info(f"{rows} token rows of every CTC head initialized from {cfg.init_token_rows}")
         if branch is None or torch.equal(top, next(iter(self.encoder.layers[-1].parameters()))):
             return
         if all(torch.equal(old, new) for old, new in zip(before, branch.parameters(), strict=True)):

@@ -266,7 +266,9 @@ def train_model(
             raise FileNotFoundError(f"init_from: no such .nemo file: {init_from}")
         with open_dict(cfg):
             cfg.init_from_nemo_model = {"encoder": {"path": str(init_from), "include": ["encoder."]}}
-    if any(cfg.get(key) for key in INIT_KEYS):  # NeMo's keys, e.g. +init_from_nemo_model.span.path=X.nemo
+    if any(
+        cfg.get(key) for key in (*INIT_KEYS, "init_token_rows")
+    ):  # NeMo's keys, e.g. +init_from_nemo_model.span.path=X.nemo
         model.maybe_init_from_pretrained_checkpoint(cfg)
     start = time.perf_counter()
     predictor_lm = model.pretrain_predictor_lm() if family == "rnnt" else None
