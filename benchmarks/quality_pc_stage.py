@@ -62,6 +62,11 @@ Variants (name: how the system starts and trains):
                         ``rnnt_dual_demo_stack2``: ``rnnt_dual``; both with the joint's dropout of 0.1; ``_nodrop``:
                         none (the demo's recipe since); ``rnnt_cond_demo_20ms``: the demo's recipe before (20 ms
                         frames, dropout 0.1)
+    ctc_aed_whisper_stack2
+                        ``ctc_aed_v512_stack2`` over Whisper's tokens: the Whisper subset of the tokens the folder's
+                        train split uses in both modes (``model.tokenizer.type=whisper``, written once under the
+                        variant's folder), each head's rows started from the AED's output rows
+                        (``+init_token_rows``); ``_random``: the same tokens from random rows
     ctc_aed_v512_stack2 ``ctc_aed_v512`` (the demo's ``ctc_inter``) with its heads on 40 ms frames (``STACK2``)
                         (``_v1024_stack2``, ``_v2048_stack2``: over 1,024 and 2,048 pieces; ``_stack2_ema``: with
                         NeMo's EMA callback at decay 0.995)
@@ -278,6 +283,14 @@ VARIANTS: dict[str, dict] = {
         "start": "aed",
         "vocab_size": 512,
         "overrides": [*STACK2, *EMA],
+    },
+    # the same over Whisper's tokens, the heads' rows from the AED's or random (``whisper_token_overrides``)
+    "ctc_aed_whisper_stack2": {"system": "ctc_inter", "start": "aed", "whisper_tokens": "init", "overrides": STACK2},
+    "ctc_aed_whisper_stack2_random": {
+        "system": "ctc_inter",
+        "start": "aed",
+        "whisper_tokens": "random",
+        "overrides": STACK2,
     },
     "ctc_aed_v1024_stack2": {"system": "ctc_inter", "start": "aed", "vocab_size": 1024, "overrides": STACK2},
     "ctc_aed_v2048_stack2": {"system": "ctc_inter", "start": "aed", "vocab_size": 2048, "overrides": STACK2},
@@ -640,6 +653,23 @@ def aed_start(aed_model: Path | None) -> tuple[Path, float]:
     return aed_model, record.get("train_seconds", record.get("seconds", 0.0)) / 60
 
 
+def whisper_token_overrides(overrides: list[str], rows: str, demo_dir: Path, folder: Path, aed_model: Path | None):
+    """A variant's overrides over Whisper's tokens: its tokenizer the Whisper subset of the demo folder's train
+    split in both modes (written once, ``folder/tokenizer_whisper``); ``rows`` ``init``: the heads' rows start as
+    the AED's output rows (``+init_token_rows``), ``random``: as NeMo starts them."""
+    from nemo_pc.data.tokenizers.pc_tokenizer import tokenizer_training_lines
+    from nemo_pc.data.tokenizers.whisper_subset import KEPT_FILE, build_whisper_subset
+
+    subset = folder / "tokenizer_whisper"
+    if not (subset / KEPT_FILE).is_file():
+        build_whisper_subset(tokenizer_training_lines([demo_dir / "manifests" / "train.json"]), subset)
+    out = [o for o in overrides if not o.startswith("model.tokenizer.dir=")]
+    out += [f"model.tokenizer.dir={subset.resolve()}", "model.tokenizer.type=whisper"]
+    if rows == "init":
+        out.append(f"+init_token_rows={aed_start(aed_model)[0].resolve()}")
+    return out
+
+
 def heads_model(aed_model: Path | None, folder: Path) -> tuple[Path, float]:
     """The ``ctc_inter`` model of an AED's CTC heads (written once under ``folder``) and the AED's minutes."""
     from nemo_pc.models.aed_ctc_export import export_aed_ctc_heads
@@ -789,6 +819,8 @@ def run_one(
     overrides = demo.asr_overrides(spec["system"])
     if spec.get("speed_perturb"):
         overrides.append(demo_settings.speed_perturb_override(spec["speed_perturb"]))
+    if spec.get("whisper_tokens"):
+        overrides = whisper_token_overrides(overrides, spec["whisper_tokens"], demo_dir, folder, aed_model)
     start_minutes, init_from = 0.0, None
     if spec["start"] == "base":
         init_from = demo_dir / "models" / "base.nemo"

