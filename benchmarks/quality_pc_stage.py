@@ -67,6 +67,11 @@ Variants (name: how the system starts and trains):
                         train split uses in both modes (``model.tokenizer.type=whisper``, written once under the
                         variant's folder), each head's rows started from the AED's output rows
                         (``+init_token_rows``); ``_random``: the same tokens from random rows
+    ctc_aed_whisper_head
+                        ``ctc_aed_v512_head`` over Whisper's tokens, the rows from the AED's (as
+                        ``ctc_aed_whisper_stack2``); ``_norm``: a layer norm after the projection's GELU
+                        (``out_activation=gelu_norm``), the heads of ``quality_cached_heads.py --whisper-tokens init``
+                        inside the model
     ctc_aed_v512_stack2 ``ctc_aed_v512`` (the demo's ``ctc_inter``) with its heads on 40 ms frames (``STACK2``)
                         (``_v1024_stack2``, ``_v2048_stack2``: over 1,024 and 2,048 pieces; ``_stack2_ema``: with
                         NeMo's EMA callback at decay 0.995)
@@ -291,6 +296,13 @@ VARIANTS: dict[str, dict] = {
         "start": "aed",
         "whisper_tokens": "random",
         "overrides": STACK2,
+    },
+    "ctc_aed_whisper_head": {"system": "ctc_inter", "start": "aed", "whisper_tokens": "init", "overrides": FROZEN_MLP},
+    "ctc_aed_whisper_head_norm": {
+        "system": "ctc_inter",
+        "start": "aed",
+        "whisper_tokens": "init",
+        "overrides": [*FROZEN_MLP, "model.encoder.out_activation=gelu_norm"],
     },
     "ctc_aed_v1024_stack2": {"system": "ctc_inter", "start": "aed", "vocab_size": 1024, "overrides": STACK2},
     "ctc_aed_v2048_stack2": {"system": "ctc_inter", "start": "aed", "vocab_size": 2048, "overrides": STACK2},

@@ -162,6 +162,10 @@ class WhisperLayer(nn.Module, adapter_mixins.AdapterModuleMixin):
         return x if pad_mask is None else x.masked_fill(pad_mask[..., None], 0.0)
 
 
+OUT_ACTIVATIONS = (None, "gelu", "gelu_norm")
+"""What may follow the encoder's output projection (``out_activation``)."""
+
+
 class WhisperOutput(nn.Module):
     """The encoder's last step: Whisper's final layer norm, then optionally ``stack`` frames concatenated and
     projected to ``feat_out`` (extra subsampling for the heads), and a GELU after the projection with
@@ -184,11 +188,12 @@ class WhisperOutput(nn.Module):
             with torch.no_grad():
                 self.proj.weight.copy_(torch.eye(d_model).repeat(1, stack) / stack)
                 self.proj.bias.zero_()
-        if activation not in (None, "gelu"):
-            raise ValueError(f"out_activation must be null or 'gelu', got {activation!r}")
+        if activation not in OUT_ACTIVATIONS:
+            raise ValueError(f"out_activation must be null, 'gelu' or 'gelu_norm', got {activation!r}")
         if activation is not None and self.proj is None:
             raise ValueError("out_activation needs the output projection: set stack > 1 or feat_out != d_model")
         self.activation = activation
+        self.norm = nn.LayerNorm(feat_out) if activation == "gelu_norm" else None
 
     def forward(self, x: torch.Tensor, pad_mask: torch.Tensor | None = None) -> torch.Tensor:
         x = self.ln(x)
@@ -199,7 +204,10 @@ class WhisperOutput(nn.Module):
         extra = -x.shape[1] % self.stack
         x = F.pad(x, (0, 0, 0, extra))
         x = self.proj(x.reshape(x.shape[0], x.shape[1] // self.stack, -1))
-        return F.gelu(x) if self.activation == "gelu" else x
+        if self.activation is None:
+            return x
+        x = F.gelu(x)
+        return self.norm(x) if self.norm is not None else x
 
 
 class WhisperEncoder(NeuralModule, Exportable):
@@ -225,7 +233,9 @@ class WhisperEncoder(NeuralModule, Exportable):
         frozen_layers: the convolutions and the first ``frozen_layers`` blocks take no gradient (0: none; -1: the
             whole encoder but the output step).
         out_activation: ``gelu`` after the output projection (it needs one), so that a linear CTC or joint head
-            reads a non-linear layer trained with it, e.g. on a frozen encoder (``frozen_layers: -1``); ``null``: none.
+            reads a non-linear layer trained with it, e.g. on a frozen encoder (``frozen_layers: -1``); ``gelu_norm``:
+            a layer norm after the GELU, so the head reads states on the scale of a decoder's last (normed) hidden
+            state, as a head whose rows start from a decoder's output rows expects; ``null``: none.
         conv_norm_type: ``layer_norm`` only: the key of NeMo's Conformer that variants set to keep batch-norm
             statistics from mixing two styles' passes (configs/ctc/variant/style_embedding.yaml); Whisper's blocks
             have layer norms only, so the variant composes with this backbone too.

@@ -216,7 +216,12 @@ def test_the_output_activation_is_a_gelu_after_the_projection():
     got, got_lengths = _encode(mlp, features, lengths)
     assert torch.equal(got_lengths, want_lengths) and got.shape == (2, 15, 24)
     torch.testing.assert_close(got, torch.nn.functional.gelu(want))
-    with pytest.raises(ValueError, match="out_activation must be null or 'gelu', got 'relu'"):
+    normed = WhisperEncoder(**TINY, stack=2, feat_out=24, out_activation="gelu_norm").eval()
+    missing = normed.load_state_dict(plain.state_dict(), strict=False).missing_keys
+    assert sorted(missing) == ["out_proj.norm.bias", "out_proj.norm.weight"]  # the norm's own, at 1 and 0
+    got, _ = _encode(normed, features, lengths)
+    torch.testing.assert_close(got, torch.nn.functional.layer_norm(torch.nn.functional.gelu(want), (24,)))
+    with pytest.raises(ValueError, match="out_activation must be null, 'gelu' or 'gelu_norm', got 'relu'"):
         WhisperEncoder(**TINY, stack=2, out_activation="relu")
     with pytest.raises(ValueError, match="out_activation needs the output projection"):
         WhisperEncoder(**TINY, out_activation="gelu")
