@@ -44,6 +44,10 @@ def test_hugging_face_weights_give_the_reference_encoder_output(hf_whisper):
         want = reference(features).last_hidden_state
     torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
     assert lengths.tolist() == [100, 100]
+    # the output step's own layers are not in Whisper's weights: they start as built, the rest loads
+    head = WhisperEncoder(**TINY, pretrained=str(folder), stack=2, out_activation="gelu_norm")
+    for name, value in encoder.state_dict().items():
+        torch.testing.assert_close(head.state_dict()[name], value, msg=name)
 
 
 def test_ctranslate2_weights_equal_the_hugging_face_ones(hf_whisper, tmp_path):
