@@ -71,7 +71,8 @@ Variants (name: how the system starts and trains):
                         ``ctc_aed_v512_head`` over Whisper's tokens, the rows from the AED's (as
                         ``ctc_aed_whisper_stack2``); ``_norm``: a layer norm after the projection's GELU
                         (``out_activation=gelu_norm``), the heads of ``quality_cached_heads.py --whisper-tokens init``
-                        inside the model
+                        inside the model; ``_norm_random``: the same from random rows; ``_norm_top1``: the top block
+                        of 4 trains too, the encoder's part at 1e-3
     ctc_aed_v512_stack2 ``ctc_aed_v512`` (the demo's ``ctc_inter``) with its heads on 40 ms frames (``STACK2``)
                         (``_v1024_stack2``, ``_v2048_stack2``: over 1,024 and 2,048 pieces; ``_stack2_ema``: with
                         NeMo's EMA callback at decay 0.995)
@@ -302,7 +303,25 @@ VARIANTS: dict[str, dict] = {
         "system": "ctc_inter",
         "start": "aed",
         "whisper_tokens": "init",
-        "overrides": [*FROZEN_MLP, "model.encoder.out_activation=gelu_norm"],
+        "overrides": [*FROZEN_MLP[:3], "model.encoder.out_activation=gelu_norm", *FROZEN_MLP[4:]],
+    },
+    "ctc_aed_whisper_head_norm_random": {
+        "system": "ctc_inter",
+        "start": "aed",
+        "whisper_tokens": "random",
+        "overrides": [*FROZEN_MLP[:3], "model.encoder.out_activation=gelu_norm", *FROZEN_MLP[4:]],
+    },
+    "ctc_aed_whisper_head_norm_top1": {
+        "system": "ctc_inter",
+        "start": "aed",
+        "whisper_tokens": "init",
+        "overrides": [
+            "model.encoder.frozen_layers=3",
+            *FROZEN_MLP[1:3],
+            "model.encoder.out_activation=gelu_norm",
+            FROZEN_MLP[4],
+            "++model.optim_param_groups.encoder.lr=0.001",
+        ],
     },
     "ctc_aed_v1024_stack2": {"system": "ctc_inter", "start": "aed", "vocab_size": 1024, "overrides": STACK2},
     "ctc_aed_v2048_stack2": {"system": "ctc_inter", "start": "aed", "vocab_size": 2048, "overrides": STACK2},

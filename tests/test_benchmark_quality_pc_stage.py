@@ -294,3 +294,15 @@ def test_the_whisper_token_variants_swap_the_tokenizer_and_start_the_rows_from_t
     assert json.loads((subset / "kept.json").read_text()) == kept
     assert bench.VARIANTS["ctc_aed_whisper_stack2"]["whisper_tokens"] == "init"
     assert bench.VARIANTS["ctc_aed_whisper_stack2_random"]["whisper_tokens"] == "random"
+
+
+def test_the_whisper_head_variants_set_each_key_once():
+    bench = load_benchmark("quality_pc_stage")
+    for name in ("ctc_aed_whisper_head_norm", "ctc_aed_whisper_head_norm_random", "ctc_aed_whisper_head_norm_top1"):
+        overrides = dict(o.lstrip("+").split("=", 1) for o in bench.VARIANTS[name]["overrides"])
+        assert len(overrides) == len(bench.VARIANTS[name]["overrides"]), name
+        assert overrides["model.encoder.out_activation"] == "gelu_norm"
+        assert overrides["model.encoder.stack"] == "4"
+    top1 = dict(o.lstrip("+").split("=", 1) for o in bench.VARIANTS["ctc_aed_whisper_head_norm_top1"]["overrides"])
+    assert top1["model.encoder.frozen_layers"] == "3"
+    assert top1["model.optim_param_groups.encoder.lr"] == "0.001"
