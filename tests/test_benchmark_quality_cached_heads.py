@@ -103,22 +103,30 @@ def test_the_rendered_table_has_a_row_per_results_file(tmp_path):
     assert "| 1024 | 0 | 1.38 M | 4.0 | - | 36.4% | 57.3% |" in text  # a point the run did not take: "-"
 
 
+def _write_report(path, settings: dict):
+    """A 1,024-piece MLP head's results file with ``settings`` over the defaults (one curve point, test and
+    ``real_test`` scores), as quality_cached_heads.py writes it."""
+    import json
+
+    defaults = {"vocab_size": 1024, "layers": 0, "parameters": 1_380_000, "stack": 4, "batch_size": 32}
+    report = {
+        "settings": defaults | settings,
+        "utterances": {"train": 2610, "dev": 80},
+        "curve": [{"step": 2000, "train_minutes": 3.0, "dev_n_wer": 0.5}],
+        "scores": {"test": {"n_wer": 0.7}, "real_test": {"wer": 0.77, "ci95": [0.74, 0.82]}},
+    }
+    path.write_text(json.dumps(report))
+    return path
+
+
 def test_an_encoder_column_names_whisper_and_the_block_read(tmp_path):
     import json
 
     render = load_benchmark("render_results")
     paths = []
     for name, model, layer in (("aed", "demo_out/models/aed_prompt.nemo", None), ("w3", "whisper", 3)):
-        settings = {"model": model, "vocab_size": 1024, "layers": 0, "parameters": 1_380_000, "stack": 4}
-        settings |= {"batch_size": 32} | ({"layer": layer} if layer is not None else {})
-        report = {
-            "settings": settings,
-            "utterances": {"train": 2610, "dev": 80},
-            "curve": [{"step": 2000, "train_minutes": 3.0, "dev_n_wer": 0.5}],
-            "scores": {"test": {"n_wer": 0.7}, "real_test": {"wer": 0.77, "ci95": [0.74, 0.82]}},
-        }
-        paths.append(tmp_path / f"{name}.json")
-        paths[-1].write_text(json.dumps(report))
+        settings = {"model": model} | ({"layer": layer} if layer is not None else {})
+        paths.append(_write_report(tmp_path / f"{name}.json", settings))
     text = render.render_cached_heads(*paths)
     assert "| encoder | vocabulary |" in text
     assert "| the AED's, top | 1024 |" in text and "| Whisper tiny.en's, block 3 | 1024 |" in text
@@ -130,21 +138,12 @@ def test_an_encoder_column_names_whisper_and_the_block_read(tmp_path):
 
 
 def test_a_frame_column_where_the_files_stack_differently(tmp_path):
-    import json
 
     render = load_benchmark("render_results")
     paths = []
     for stack in (4, 2):
-        settings = {"model": "demo_out/models/aed_prompt.nemo", "vocab_size": 1024, "layers": 0, "stack": stack}
-        settings |= {"parameters": 1_380_000, "batch_size": 32}
-        report = {
-            "settings": settings,
-            "utterances": {"train": 2610, "dev": 80},
-            "curve": [{"step": 2000, "train_minutes": 3.0, "dev_n_wer": 0.5}],
-            "scores": {"test": {"n_wer": 0.7}, "real_test": {"wer": 0.77, "ci95": [0.74, 0.82]}},
-        }
-        paths.append(tmp_path / f"s{stack}.json")
-        paths[-1].write_text(json.dumps(report))
+        settings = {"model": "demo_out/models/aed_prompt.nemo", "stack": stack}
+        paths.append(_write_report(tmp_path / f"s{stack}.json", settings))
     text = render.render_cached_heads(*paths)
     assert "(20 ms frames stacked, batches of 32" in text
     assert "| frame | vocabulary |" in text

@@ -182,11 +182,14 @@ class EncDecCTCPCBPEModel(PCModelMixin, EncDecCTCModelBPE):
 
         Raises:
             ValueError: the tokenizer is not a Whisper subset, or the AED's rows are not as wide as the heads' input.
+            FileNotFoundError: ``aed_path`` is not a file.
         """
         from nemo_pc.models.aed_pc import EncDecAEDPCModel
 
         if self.tokenizer_type != WHISPER_TOKENIZER:
             raise ValueError(f"init_token_rows needs tokenizer.type={WHISPER_TOKENIZER}, got {self.tokenizer_type}")
+        if not Path(aed_path).is_file():
+            raise FileNotFoundError(2, "init_token_rows: no such .nemo file", str(aed_path))
         aed = EncDecAEDPCModel.restore_from(str(aed_path), map_location="cpu")
         source = aed.log_softmax.mlp.layer0.weight.detach()
         kept = torch.tensor(self.tokenizer.kept)

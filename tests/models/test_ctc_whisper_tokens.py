@@ -39,6 +39,15 @@ def test_a_word_outside_the_subset_is_spelled_by_kept_tokens(subset):
     assert subset.ids_to_text(ids) == "Zebras quarrel."
 
 
+def test_a_character_without_a_token_is_named_not_looped_over(subset):
+    import copy
+
+    broken = copy.copy(subset)
+    broken._by_text = {token: k for token, k in subset._by_text.items() if token != "Z"}
+    with pytest.raises(ValueError, match="'Z' has no kept token"):
+        broken.text_to_ids("Zebras")
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), max_size=30))
 def test_any_text_encodes_and_reads_back_with_single_spaces(subset, text):
@@ -149,6 +158,8 @@ def test_a_ctc_model_over_whisper_tokens_memorizes_a_batch_in_both_modes(tmp_pat
     torch.manual_seed(0)
     model = EncDecCTCPCBPEModel(OmegaConf.create(config))
     assert model.decoder.num_classes_with_blank == model.tokenizer.vocab_size + 1
+    with pytest.raises(FileNotFoundError, match="init_token_rows"):
+        model.init_token_rows(tmp_path / "absent.nemo")
     losses = fit_steps(model, 120, gradient_clip_val=None)
     assert losses[-1] < 0.1 * losses[0]
     both = model.transcribe(audio_paths(manifest), mode="both", verbose=False)

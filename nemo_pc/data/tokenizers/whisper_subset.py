@@ -108,6 +108,8 @@ class WhisperSubsetTokenizer(TokenizerSpec):
                     out.append(k)
                     start = end
                     break
+            else:  # only a tokenizer.json whose characters are not its own tokens gets here
+                raise ValueError(f"{token[start]!r} has no kept token ({self.kept_file})")
         return out
 
     def text_to_tokens(self, text: str) -> list[str]:
