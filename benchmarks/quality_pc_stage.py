@@ -73,6 +73,11 @@ Variants (name: how the system starts and trains):
                         (``out_activation=gelu_norm``), the heads of ``quality_cached_heads.py --whisper-tokens init``
                         inside the model; ``_norm_random``: the same from random rows; ``_norm_top1``: the top block
                         of 4 trains too, the encoder's part at 1e-3
+    ctc_aed_whisper_attn1
+                        ``ctc_aed_whisper_head_norm`` on 40 ms frames (2 stacked) with a new Transformer block after
+                        the projection (``model.encoder.top_layers=1``, dropout 0.1, then a layer norm): a head with
+                        context of its own on the frozen encoder, for the marks; ``_attn2``: two blocks; ``_s4_attn1``:
+                        one block on the MLP head's 80 ms frames
     ctc_aed_v512_stack2 ``ctc_aed_v512`` (the demo's ``ctc_inter``) with its heads on 40 ms frames (``STACK2``)
                         (``_v1024_stack2``, ``_v2048_stack2``: over 1,024 and 2,048 pieces; ``_stack2_ema``: with
                         NeMo's EMA callback at decay 0.995)
@@ -160,6 +165,19 @@ EMA = [
     "++exp_manager.ema.decay=0.995",
     "++exp_manager.ema.validate_original_weights=false",
 ]
+
+
+def attn_head(stack: int, blocks: int) -> list[str]:
+    """The frozen encoder's normed MLP output step on ``stack`` frames, then ``blocks`` new Transformer blocks."""
+    return [
+        "model.encoder.frozen_layers=-1",
+        f"model.encoder.stack={stack}",
+        "model.encoder.feat_out=384",
+        "model.encoder.out_activation=gelu_norm",
+        "model.encoder.dropout=0.0",
+        f"model.encoder.top_layers={blocks}",
+        "++model.optim_param_groups.encoder.lr=0.002",
+    ]
 
 
 def spec_augment(time_masks: int) -> list[str]:
@@ -322,6 +340,25 @@ VARIANTS: dict[str, dict] = {
             FROZEN_MLP[4],
             "++model.optim_param_groups.encoder.lr=0.001",
         ],
+    },
+    # a head with context on the frozen encoder: new Transformer blocks after the normed projection
+    "ctc_aed_whisper_attn1": {
+        "system": "ctc_inter",
+        "start": "aed",
+        "whisper_tokens": "init",
+        "overrides": attn_head(2, 1),
+    },
+    "ctc_aed_whisper_attn2": {
+        "system": "ctc_inter",
+        "start": "aed",
+        "whisper_tokens": "init",
+        "overrides": attn_head(2, 2),
+    },
+    "ctc_aed_whisper_s4_attn1": {
+        "system": "ctc_inter",
+        "start": "aed",
+        "whisper_tokens": "init",
+        "overrides": attn_head(4, 1),
     },
     "ctc_aed_v1024_stack2": {"system": "ctc_inter", "start": "aed", "vocab_size": 1024, "overrides": STACK2},
     "ctc_aed_v2048_stack2": {"system": "ctc_inter", "start": "aed", "vocab_size": 2048, "overrides": STACK2},

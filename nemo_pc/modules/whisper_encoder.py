@@ -236,6 +236,10 @@ class WhisperEncoder(NeuralModule, Exportable):
             reads a non-linear layer trained with it, e.g. on a frozen encoder (``frozen_layers: -1``); ``gelu_norm``:
             a layer norm after the GELU, so the head reads states on the scale of a decoder's last (normed) hidden
             state, as a head whose rows start from a decoder's output rows expects; ``null``: none.
+        top_layers: new pre-norm blocks (random weights, ``feat_out`` wide, ``n_heads`` heads, 4 x ``feat_out``
+            feed-forward) after the output step, then a layer norm: a head with context of its own on a frozen
+            encoder (``frozen_layers: -1``), which trains with the heads; 0: none (Whisper's encoder alone).
+        top_dropout: dropout on the new blocks' residual branches.
         conv_norm_type: ``layer_norm`` only: the key of NeMo's Conformer that variants set to keep batch-norm
             statistics from mixing two styles' passes (configs/ctc/variant/style_embedding.yaml); Whisper's blocks
             have layer norms only, so the variant composes with this backbone too.
@@ -256,6 +260,8 @@ class WhisperEncoder(NeuralModule, Exportable):
         frozen_layers: int = 0,
         out_activation: str | None = None,
         stack_init: str = "random",
+        top_layers: int = 0,
+        top_dropout: float = 0.1,
         conv_norm_type: str = "layer_norm",
     ) -> None:
         super().__init__()
@@ -275,6 +281,13 @@ class WhisperEncoder(NeuralModule, Exportable):
         self.register_buffer("positions", sinusoids(n_positions, d_model))
         self.layers = nn.ModuleList(WhisperLayer(d_model, n_heads, ff_dim, dropout) for _ in range(n_layers))
         self.out_proj = WhisperOutput(d_model, stack, self._feat_out, out_activation, stack_init)
+        if top_layers < 0:
+            raise ValueError(f"top_layers must be 0 or more, got {top_layers}")
+        width = self._feat_out
+        self.top_layers = nn.ModuleList(
+            WhisperLayer(width, n_heads, 4 * width, top_dropout) for _ in range(top_layers)
+        )
+        self.top_ln = nn.LayerNorm(width) if top_layers else None
         if pretrained:
             from nemo.core.classes.modelPT import ModelPT
 
@@ -312,8 +325,8 @@ class WhisperEncoder(NeuralModule, Exportable):
             for key, value in state.items()
         }
         missing, unexpected = self.load_state_dict(state, strict=False)
-        # the output step's own layers (the projection, the norm after it) are not Whisper's
-        missing = [key for key in missing if not key.startswith(("out_proj.proj.", "out_proj.norm."))]
+        # the output step's own layers (the projection, the norm after it) and the new blocks are not Whisper's
+        missing = [key for key in missing if not key.startswith(("out_proj.proj.", "out_proj.norm.", "top_"))]
         if missing or unexpected:
             raise WhisperWeightsError(f"pretrained={source}: missing {missing}, unexpected {unexpected}")
 
@@ -358,4 +371,10 @@ class WhisperEncoder(NeuralModule, Exportable):
             x = layer(x, pad_mask=pad_mask)
         x = self.out_proj(x, pad_mask)
         stack = self.out_proj.stack
-        return x.transpose(1, 2), (lengths + stack - 1) // stack
+        lengths = (lengths + stack - 1) // stack
+        if self.top_ln is not None:
+            pad_mask = _pad_mask(lengths, x.shape[1])
+            for layer in self.top_layers:
+                x = layer(x, pad_mask=pad_mask)
+            x = self.top_ln(x)
+        return x.transpose(1, 2), lengths

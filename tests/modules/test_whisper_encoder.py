@@ -45,7 +45,7 @@ def test_hugging_face_weights_give_the_reference_encoder_output(hf_whisper):
     torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
     assert lengths.tolist() == [100, 100]
     # the output step's own layers are not in Whisper's weights: they start as built, the rest loads
-    head = WhisperEncoder(**TINY, pretrained=str(folder), stack=2, out_activation="gelu_norm")
+    head = WhisperEncoder(**TINY, pretrained=str(folder), stack=2, out_activation="gelu_norm", top_layers=1)
     for name, value in encoder.state_dict().items():
         torch.testing.assert_close(head.state_dict()[name], value, msg=name)
 
@@ -74,11 +74,11 @@ def test_packaged_tiny_en_matches_ctranslate2s_own_encoder():
     assert np.abs(got.numpy() - want).max() <= 1e-3 * np.abs(want).max()
 
 
-@pytest.mark.parametrize("stack", [1, 2])
-def test_a_padded_batch_equals_each_utterance_alone(stack):
+@pytest.mark.parametrize(("stack", "top_layers"), [(1, 0), (2, 0), (2, 1)])
+def test_a_padded_batch_equals_each_utterance_alone(stack, top_layers):
     torch.manual_seed(0)
     preprocessor = WhisperLogMelPreprocessor(features=16)
-    encoder = WhisperEncoder(**TINY, stack=stack).eval()
+    encoder = WhisperEncoder(**TINY, stack=stack, top_layers=top_layers).eval()
     audio = [torch.from_numpy(tone_audio(k, duration=d)) for k, d in enumerate((0.53, 0.31, 0.47))]
     lengths = torch.tensor([len(a) for a in audio])
     batch = torch.nn.utils.rnn.pad_sequence(audio, batch_first=True)
@@ -244,6 +244,28 @@ def test_a_ctc_model_learns_with_an_mlp_head_on_a_frozen_encoder(data):
     assert losses[-1] < 0.6 * losses[0]
     moved = {name for name, value in model.encoder.state_dict().items() if not torch.equal(value, start[name])}
     assert moved == {f"out_proj.{part}.{kind}" for part in ("ln", "proj") for kind in ("weight", "bias")}
+
+
+def test_a_ctc_model_learns_with_a_transformer_block_on_a_frozen_encoder(data, tmp_path):
+    """``top_layers: 1`` on the frozen encoder: a new block and its layer norm train with the output step and the
+    heads, Whisper's blocks stay as they were, and the .nemo restores the block."""
+    from nemo_pc.models.ctc_pc import EncDecCTCPCBPEModel
+
+    torch.manual_seed(0)
+    encoder = {"stack": 2, "frozen_layers": -1, "out_activation": "gelu_norm", "top_layers": 1, "top_dropout": 0.0}
+    model = EncDecCTCPCBPEModel(OmegaConf.create(_ctc_config(data, encoder)))
+    start = {name: value.detach().clone() for name, value in model.encoder.state_dict().items()}
+    losses = fit_steps(model, 40, gradient_clip_val=None)
+    assert losses[-1] < 0.6 * losses[0]
+    moved = {name for name, value in model.encoder.state_dict().items() if not torch.equal(value, start[name])}
+    assert moved and all(name.startswith(("out_proj.", "top_layers.0.", "top_ln.")) for name in moved)
+    assert {"top_layers.0.attn.qkv.weight", "top_layers.0.ff2.weight", "top_ln.weight"} <= moved
+    model.save_to(str(tmp_path / "top.nemo"))
+    restored = EncDecCTCPCBPEModel.restore_from(str(tmp_path / "top.nemo"), map_location="cpu")
+    for name, value in model.encoder.state_dict().items():
+        torch.testing.assert_close(restored.encoder.state_dict()[name], value, msg=name)
+    with pytest.raises(ValueError, match="top_layers must be 0 or more, got -1"):
+        WhisperEncoder(**TINY, top_layers=-1)
 
 
 def test_the_style_embedding_variant_composes_with_the_whisper_backbone():
