@@ -236,9 +236,10 @@ class WhisperEncoder(NeuralModule, Exportable):
             reads a non-linear layer trained with it, e.g. on a frozen encoder (``frozen_layers: -1``); ``gelu_norm``:
             a layer norm after the GELU, so the head reads states on the scale of a decoder's last (normed) hidden
             state, as a head whose rows start from a decoder's output rows expects; ``null``: none.
-        top_layers: new pre-norm blocks (random weights, ``feat_out`` wide, ``n_heads`` heads, 4 x ``feat_out``
-            feed-forward) after the output step, then a layer norm: a head with context of its own on a frozen
-            encoder (``frozen_layers: -1``), which trains with the heads; 0: none (Whisper's encoder alone).
+        top_layers: new pre-norm blocks (``feat_out`` wide, ``n_heads`` heads, 4 x ``feat_out`` feed-forward) after
+            the output step, then a layer norm: a head with context of its own on a frozen encoder
+            (``frozen_layers: -1``), which trains with the heads; each block's two output projections start at zero,
+            so it starts as the identity and the heads learn as on the output step alone; 0: none.
         top_dropout: dropout on the new blocks' residual branches.
         conv_norm_type: ``layer_norm`` only: the key of NeMo's Conformer that variants set to keep batch-norm
             statistics from mixing two styles' passes (configs/ctc/variant/style_embedding.yaml); Whisper's blocks
@@ -287,6 +288,11 @@ class WhisperEncoder(NeuralModule, Exportable):
         self.top_layers = nn.ModuleList(
             WhisperLayer(width, n_heads, 4 * width, top_dropout) for _ in range(top_layers)
         )
+        with torch.no_grad():  # each new block starts as the identity: the heads read the output step as without it
+            for layer in self.top_layers:
+                for branch_out in (layer.attn.out, layer.ff2):
+                    branch_out.weight.zero_()
+                    branch_out.bias.zero_()
         self.top_ln = nn.LayerNorm(width) if top_layers else None
         if pretrained:
             from nemo.core.classes.modelPT import ModelPT

@@ -79,6 +79,9 @@ def test_a_padded_batch_equals_each_utterance_alone(stack, top_layers):
     torch.manual_seed(0)
     preprocessor = WhisperLogMelPreprocessor(features=16)
     encoder = WhisperEncoder(**TINY, stack=stack, top_layers=top_layers).eval()
+    for layer in encoder.top_layers:  # they start as the identity: random outputs, so the mask is what is tested
+        for branch_out in (layer.attn.out, layer.ff2):
+            torch.nn.init.normal_(branch_out.weight, std=0.2)
     audio = [torch.from_numpy(tone_audio(k, duration=d)) for k, d in enumerate((0.53, 0.31, 0.47))]
     lengths = torch.tensor([len(a) for a in audio])
     batch = torch.nn.utils.rnn.pad_sequence(audio, batch_first=True)
@@ -244,6 +247,22 @@ def test_a_ctc_model_learns_with_an_mlp_head_on_a_frozen_encoder(data):
     assert losses[-1] < 0.6 * losses[0]
     moved = {name for name, value in model.encoder.state_dict().items() if not torch.equal(value, start[name])}
     assert moved == {f"out_proj.{part}.{kind}" for part in ("ln", "proj") for kind in ("weight", "bias")}
+
+
+def test_new_top_blocks_start_as_the_identity():
+    """With ``top_layers`` the encoder first gives the output step's states, layer-normed (the step's own norm
+    already normed them: the same up to the norm's epsilon)."""
+    torch.manual_seed(0)
+    plain = WhisperEncoder(**TINY, stack=2, feat_out=24, out_activation="gelu_norm").eval()
+    topped = WhisperEncoder(**TINY, stack=2, feat_out=24, out_activation="gelu_norm", top_layers=2).eval()
+    missing = topped.load_state_dict(plain.state_dict(), strict=False).missing_keys
+    assert missing and all(key.startswith(("top_layers.", "top_ln.")) for key in missing)
+    features, lengths = torch.randn(2, 16, 60), torch.tensor([60, 44])
+    want, want_lengths = _encode(plain, features, lengths)
+    got, got_lengths = _encode(topped, features, lengths)
+    assert torch.equal(got_lengths, want_lengths)
+    torch.testing.assert_close(got[0], want[0], atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(got[1, :11], want[1, :11], atol=1e-4, rtol=1e-4)
 
 
 def test_a_ctc_model_learns_with_a_transformer_block_on_a_frozen_encoder(data, tmp_path):
