@@ -12,7 +12,11 @@ DEFAULT_ORDER = 6  # nemo_pc.parts.ngram_lm.DEFAULT_ORDER; repeated so that --he
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("manifest", help="nemo_pc manifest (JSON lines) whose text the LM is trained on")
-    parser.add_argument("tokenizer", help="the ASR model's tokenizer folder, its tokenizer.model, or the model .nemo")
+    parser.add_argument(
+        "tokenizer",
+        help="the ASR model's tokenizer folder (SentencePiece, or a Whisper subset with kept.json), its "
+        "tokenizer.model, or the model .nemo",
+    )
     parser.add_argument(
         "output",
         help="the ARPA file to write (atomically); a .nemo name writes NGPU-LM's checkpoint, which loads faster",

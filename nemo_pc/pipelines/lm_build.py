@@ -44,9 +44,9 @@ class LMJob:
 
     def vocab_size(self) -> int:
         """The tokenizer's pieces: the larger vocabulary has more n-grams, so its LM takes longer."""
-        from nemo_pc.parts.ngram_lm import load_sentencepiece
+        from nemo_pc.parts.ngram_lm import load_token_encoder
 
-        return load_sentencepiece(self.tokenizer).get_piece_size()
+        return load_token_encoder(self.tokenizer).get_piece_size()
 
 
 def _run_in_worker(job: LMJob) -> Path:
