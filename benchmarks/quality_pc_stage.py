@@ -77,8 +77,8 @@ Variants (name: how the system starts and trains):
                         ``ctc_aed_whisper_head_norm`` on 40 ms frames (2 stacked) with a new Transformer block after
                         the projection (``model.encoder.top_layers=1``, dropout 0.1, then a layer norm): a head with
                         context of its own on the frozen encoder, for the marks; ``_attn2``: two blocks; ``_s4_attn1``:
-                        one block on the MLP head's 80 ms frames; ``_s4_attn1_5e-4``, ``_s4_attn2_5e-4``: one and two
-                        blocks there, the projection and the blocks at 5e-4
+                        one block on the MLP head's 80 ms frames; ``_s4_attn1_5e-4``, ``_s4_attn2_5e-4``,
+                        ``_s4_attn4_5e-4``: one, two and four blocks there, the projection and the blocks at 5e-4
     ctc_aed_v512_stack2 ``ctc_aed_v512`` (the demo's ``ctc_inter``) with its heads on 40 ms frames (``STACK2``)
                         (``_v1024_stack2``, ``_v2048_stack2``: over 1,024 and 2,048 pieces; ``_stack2_ema``: with
                         NeMo's EMA callback at decay 0.995)
@@ -367,6 +367,12 @@ VARIANTS: dict[str, dict] = {
         "start": "aed",
         "whisper_tokens": "init",
         "overrides": attn_head(4, 2, 5e-4),
+    },
+    "ctc_aed_whisper_s4_attn4_5e-4": {
+        "system": "ctc_inter",
+        "start": "aed",
+        "whisper_tokens": "init",
+        "overrides": attn_head(4, 4, 5e-4),
     },
     "ctc_aed_whisper_s4_attn1": {
         "system": "ctc_inter",
