@@ -306,3 +306,24 @@ def test_the_whisper_head_variants_set_each_key_once():
     top1 = dict(o.lstrip("+").split("=", 1) for o in bench.VARIANTS["ctc_aed_whisper_head_norm_top1"]["overrides"])
     assert top1["model.encoder.frozen_layers"] == "3"
     assert top1["model.optim_param_groups.encoder.lr"] == "0.001"
+
+
+def test_the_attention_head_variants_add_blocks_on_the_frozen_encoder_at_their_rate():
+    bench = load_benchmark("quality_pc_stage")
+    want = {  # name: (stack, blocks, the encoder group's rate)
+        "ctc_aed_whisper_attn1": ("2", "1", "0.002"),
+        "ctc_aed_whisper_attn2": ("2", "2", "0.002"),
+        "ctc_aed_whisper_s4_attn1": ("4", "1", "0.002"),
+        "ctc_aed_whisper_s4_attn1_5e-4": ("4", "1", "0.0005"),
+        "ctc_aed_whisper_s4_attn2_5e-4": ("4", "2", "0.0005"),
+        "ctc_aed_whisper_s4_attn4_5e-4": ("4", "4", "0.0005"),
+    }
+    for name, (stack, blocks, rate) in want.items():
+        spec = bench.VARIANTS[name]
+        overrides = dict(o.lstrip("+").split("=", 1) for o in spec["overrides"])
+        assert len(overrides) == len(spec["overrides"]), name
+        assert spec["whisper_tokens"] == "init" and spec["start"] == "aed", name
+        assert overrides["model.encoder.frozen_layers"] == "-1", name
+        assert overrides["model.encoder.out_activation"] == "gelu_norm", name
+        got = (overrides["model.encoder.stack"], overrides["model.encoder.top_layers"])
+        assert (*got, overrides["model.optim_param_groups.encoder.lr"]) == (stack, blocks, rate), name
