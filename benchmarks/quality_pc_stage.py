@@ -78,7 +78,8 @@ Variants (name: how the system starts and trains):
                         the projection (``model.encoder.top_layers=1``, dropout 0.1, then a layer norm): a head with
                         context of its own on the frozen encoder, for the marks; ``_attn2``: two blocks; ``_s4_attn1``:
                         one block on the MLP head's 80 ms frames; ``_s4_attn1_5e-4``, ``_s4_attn2_5e-4``,
-                        ``_s4_attn4_5e-4``: one, two and four blocks there, the projection and the blocks at 5e-4
+                        ``_s4_attn4_5e-4``: one, two and four blocks there, the projection and the blocks at 5e-4;
+                        ``_s4_attn2_5e-4_mix``: two, reading the lower blocks too (``model.encoder.layer_mix=true``)
     ctc_aed_v512_stack2 ``ctc_aed_v512`` (the demo's ``ctc_inter``) with its heads on 40 ms frames (``STACK2``)
                         (``_v1024_stack2``, ``_v2048_stack2``: over 1,024 and 2,048 pieces; ``_stack2_ema``: with
                         NeMo's EMA callback at decay 0.995)
@@ -168,10 +169,12 @@ EMA = [
 ]
 
 
-def attn_head(stack: int, blocks: int, lr: float = 0.002) -> list[str]:
+def attn_head(stack: int, blocks: int, lr: float = 0.002, mix: bool = False) -> list[str]:
     """The frozen encoder's normed MLP output step on ``stack`` frames, then ``blocks`` new Transformer blocks, both
-    at ``lr`` (the encoder's parameter group; the CTC heads keep the model's 2e-3)."""
+    at ``lr`` (the encoder's parameter group; the CTC heads keep the model's 2e-3); ``mix``: the lower blocks' outputs
+    added by learned scalars (``layer_mix``)."""
     return [
+        *(["model.encoder.layer_mix=true"] if mix else []),
         "model.encoder.frozen_layers=-1",
         f"model.encoder.stack={stack}",
         "model.encoder.feat_out=384",
@@ -373,6 +376,12 @@ VARIANTS: dict[str, dict] = {
         "start": "aed",
         "whisper_tokens": "init",
         "overrides": attn_head(4, 4, 5e-4),
+    },
+    "ctc_aed_whisper_s4_attn2_5e-4_mix": {
+        "system": "ctc_inter",
+        "start": "aed",
+        "whisper_tokens": "init",
+        "overrides": attn_head(4, 2, 5e-4, mix=True),
     },
     "ctc_aed_whisper_s4_attn1": {
         "system": "ctc_inter",

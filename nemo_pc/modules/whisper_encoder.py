@@ -195,8 +195,12 @@ class WhisperOutput(nn.Module):
         self.activation = activation
         self.norm = nn.LayerNorm(feat_out) if activation == "gelu_norm" else None
 
-    def forward(self, x: torch.Tensor, pad_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, pad_mask: torch.Tensor | None = None, mix: torch.Tensor | None = None
+    ) -> torch.Tensor:
         x = self.ln(x)
+        if mix is not None:  # the encoder's layer mix, added to the normed last block
+            x = x + mix
         if self.proj is None:
             return x
         if pad_mask is not None:
@@ -241,6 +245,9 @@ class WhisperEncoder(NeuralModule, Exportable):
             (``frozen_layers: -1``), which trains with the heads; each block's two output projections start at zero,
             so it starts as the identity and the heads learn as on the output step alone; 0: none.
         top_dropout: dropout on the new blocks' residual branches.
+        layer_mix: add every block's output below the last, each layer-normed (no weights of its own) and scaled by a
+            learned scalar that starts at zero, to the last block's normed output before the projection: the lower
+            blocks' features (closer to the sound, e.g. pauses) for heads on a frozen encoder; it starts as without.
         conv_norm_type: ``layer_norm`` only: the key of NeMo's Conformer that variants set to keep batch-norm
             statistics from mixing two styles' passes (configs/ctc/variant/style_embedding.yaml); Whisper's blocks
             have layer norms only, so the variant composes with this backbone too.
@@ -263,6 +270,7 @@ class WhisperEncoder(NeuralModule, Exportable):
         stack_init: str = "random",
         top_layers: int = 0,
         top_dropout: float = 0.1,
+        layer_mix: bool = False,
         conv_norm_type: str = "layer_norm",
     ) -> None:
         super().__init__()
@@ -294,6 +302,7 @@ class WhisperEncoder(NeuralModule, Exportable):
                     branch_out.weight.zero_()
                     branch_out.bias.zero_()
         self.top_ln = nn.LayerNorm(width) if top_layers else None
+        self.layer_mix = nn.Parameter(torch.zeros(n_layers - 1)) if layer_mix and n_layers > 1 else None
         if pretrained:
             from nemo.core.classes.modelPT import ModelPT
 
@@ -332,7 +341,8 @@ class WhisperEncoder(NeuralModule, Exportable):
         }
         missing, unexpected = self.load_state_dict(state, strict=False)
         # the output step's own layers (the projection, the norm after it) and the new blocks are not Whisper's
-        missing = [key for key in missing if not key.startswith(("out_proj.proj.", "out_proj.norm.", "top_"))]
+        own = ("out_proj.proj.", "out_proj.norm.", "top_", "layer_mix")
+        missing = [key for key in missing if not key.startswith(own)]
         if missing or unexpected:
             raise WhisperWeightsError(f"pretrained={source}: missing {missing}, unexpected {unexpected}")
 
@@ -359,6 +369,12 @@ class WhisperEncoder(NeuralModule, Exportable):
         lengths = torch.linspace(frames, frames // 2, max_batch, device=parameter.device).long()
         return features.to(parameter.dtype), lengths
 
+    def _mixed(self, lower: list[torch.Tensor]) -> torch.Tensor | None:
+        """``layer_mix``: the lower blocks' outputs, each layer-normed, weighted by their scalars and summed."""
+        if self.layer_mix is None:
+            return None
+        return sum(w * F.layer_norm(h, h.shape[-1:]) for w, h in zip(self.layer_mix, lower, strict=True))
+
     @typecheck()
     def forward(self, audio_signal: torch.Tensor, length: torch.Tensor):
         feature_pad = _pad_mask(length, audio_signal.shape[-1])[:, None, :]
@@ -373,9 +389,11 @@ class WhisperEncoder(NeuralModule, Exportable):
         x = x.transpose(1, 2) + self.positions[: x.shape[-1]].to(x.dtype)
         pad_mask = _pad_mask(lengths, x.shape[1])
         x = x.masked_fill(pad_mask[..., None], 0.0)
+        lower = []
         for layer in self.layers:
             x = layer(x, pad_mask=pad_mask)
-        x = self.out_proj(x, pad_mask)
+            lower.append(x)
+        x = self.out_proj(x, pad_mask, self._mixed(lower[:-1]))
         stack = self.out_proj.stack
         lengths = (lengths + stack - 1) // stack
         if self.top_ln is not None:

@@ -74,11 +74,13 @@ def test_packaged_tiny_en_matches_ctranslate2s_own_encoder():
     assert np.abs(got.numpy() - want).max() <= 1e-3 * np.abs(want).max()
 
 
-@pytest.mark.parametrize(("stack", "top_layers"), [(1, 0), (2, 0), (2, 1)])
-def test_a_padded_batch_equals_each_utterance_alone(stack, top_layers):
+@pytest.mark.parametrize(("stack", "top_layers", "layer_mix"), [(1, 0, False), (2, 0, False), (2, 1, True)])
+def test_a_padded_batch_equals_each_utterance_alone(stack, top_layers, layer_mix):
     torch.manual_seed(0)
     preprocessor = WhisperLogMelPreprocessor(features=16)
-    encoder = WhisperEncoder(**TINY, stack=stack, top_layers=top_layers).eval()
+    encoder = WhisperEncoder(**TINY, stack=stack, top_layers=top_layers, layer_mix=layer_mix).eval()
+    if layer_mix:
+        torch.nn.init.normal_(encoder.layer_mix, std=0.5)
     for layer in encoder.top_layers:  # they start as the identity: random outputs, so the mask is what is tested
         for branch_out in (layer.attn.out, layer.ff2):
             torch.nn.init.normal_(branch_out.weight, std=0.2)
@@ -265,20 +267,41 @@ def test_new_top_blocks_start_as_the_identity():
     torch.testing.assert_close(got[1, :11], want[1, :11], atol=1e-4, rtol=1e-4)
 
 
+def test_the_layer_mix_starts_as_without_and_adds_the_lower_blocks_normed_outputs():
+    torch.manual_seed(0)
+    plain = WhisperEncoder(**TINY, stack=2, feat_out=24, out_activation="gelu_norm").eval()
+    mixed = WhisperEncoder(**TINY, stack=2, feat_out=24, out_activation="gelu_norm", layer_mix=True).eval()
+    assert mixed.load_state_dict(plain.state_dict(), strict=False).missing_keys == ["layer_mix"]
+    assert mixed.layer_mix.shape == (TINY["n_layers"] - 1,) and not mixed.layer_mix.any()
+    features, lengths = torch.randn(2, 16, 60), torch.tensor([60, 60])
+    torch.testing.assert_close(_encode(mixed, features, lengths)[0], _encode(plain, features, lengths)[0])
+    with torch.no_grad():
+        mixed.layer_mix.fill_(0.5)
+    lower = {}
+    mixed.layers[0].register_forward_hook(lambda module, args, out: lower.setdefault("h", out))
+    got, _ = _encode(mixed, features, lengths)
+    with torch.no_grad():
+        last = mixed.layers[1](lower["h"])
+        x = mixed.out_proj.ln(last) + 0.5 * torch.nn.functional.layer_norm(lower["h"], (TINY["d_model"],))
+        want = mixed.out_proj.norm(torch.nn.functional.gelu(mixed.out_proj.proj(x.reshape(2, 15, -1))))
+    torch.testing.assert_close(got, want)
+
+
 def test_a_ctc_model_learns_with_a_transformer_block_on_a_frozen_encoder(data, tmp_path):
-    """``top_layers: 1`` on the frozen encoder: a new block and its layer norm train with the output step and the
-    heads, Whisper's blocks stay as they were, and the .nemo restores the block."""
+    """``top_layers: 1`` and ``layer_mix`` on the frozen encoder: a new block, its layer norm and the mix's scalars
+    train with the output step and the heads, Whisper's blocks stay as they were, and the .nemo restores them."""
     from nemo_pc.models.ctc_pc import EncDecCTCPCBPEModel
 
     torch.manual_seed(0)
     encoder = {"stack": 2, "frozen_layers": -1, "out_activation": "gelu_norm", "top_layers": 1, "top_dropout": 0.0}
+    encoder["layer_mix"] = True
     model = EncDecCTCPCBPEModel(OmegaConf.create(_ctc_config(data, encoder)))
     start = {name: value.detach().clone() for name, value in model.encoder.state_dict().items()}
     losses = fit_steps(model, 40, gradient_clip_val=None)
     assert losses[-1] < 0.6 * losses[0]
     moved = {name for name, value in model.encoder.state_dict().items() if not torch.equal(value, start[name])}
-    assert moved and all(name.startswith(("out_proj.", "top_layers.0.", "top_ln.")) for name in moved)
-    assert {"top_layers.0.attn.qkv.weight", "top_layers.0.ff2.weight", "top_ln.weight"} <= moved
+    assert moved and all(name.startswith(("out_proj.", "top_layers.0.", "top_ln.", "layer_mix")) for name in moved)
+    assert {"top_layers.0.attn.qkv.weight", "top_layers.0.ff2.weight", "top_ln.weight", "layer_mix"} <= moved
     model.save_to(str(tmp_path / "top.nemo"))
     restored = EncDecCTCPCBPEModel.restore_from(str(tmp_path / "top.nemo"), map_location="cpu")
     for name, value in model.encoder.state_dict().items():
