@@ -79,7 +79,8 @@ Variants (name: how the system starts and trains):
                         context of its own on the frozen encoder, for the marks; ``_attn2``: two blocks; ``_s4_attn1``:
                         one block on the MLP head's 80 ms frames; ``_s4_attn1_5e-4``, ``_s4_attn2_5e-4``,
                         ``_s4_attn4_5e-4``: one, two and four blocks there, the projection and the blocks at 5e-4;
-                        ``_s4_attn2_5e-4_mix``: two, reading the lower blocks too (``model.encoder.layer_mix=true``)
+                        ``_s4_attn2_5e-4_mix``: two, reading the lower blocks too (``model.encoder.layer_mix=true``, a
+                        weight per block; ``_mixc``: ``channel``, a weight per block and channel)
     ctc_aed_v512_stack2 ``ctc_aed_v512`` (the demo's ``ctc_inter``) with its heads on 40 ms frames (``STACK2``)
                         (``_v1024_stack2``, ``_v2048_stack2``: over 1,024 and 2,048 pieces; ``_stack2_ema``: with
                         NeMo's EMA callback at decay 0.995)
@@ -169,12 +170,12 @@ EMA = [
 ]
 
 
-def attn_head(stack: int, blocks: int, lr: float = 0.002, mix: bool = False) -> list[str]:
+def attn_head(stack: int, blocks: int, lr: float = 0.002, mix: str = "") -> list[str]:
     """The frozen encoder's normed MLP output step on ``stack`` frames, then ``blocks`` new Transformer blocks, both
     at ``lr`` (the encoder's parameter group; the CTC heads keep the model's 2e-3); ``mix``: the lower blocks' outputs
-    added by learned scalars (``layer_mix``)."""
+    added by learned weights (``layer_mix``: ``scalar`` or ``channel``)."""
     return [
-        *(["model.encoder.layer_mix=true"] if mix else []),
+        *([f"model.encoder.layer_mix={mix}"] if mix else []),
         "model.encoder.frozen_layers=-1",
         f"model.encoder.stack={stack}",
         "model.encoder.feat_out=384",
@@ -381,7 +382,13 @@ VARIANTS: dict[str, dict] = {
         "system": "ctc_inter",
         "start": "aed",
         "whisper_tokens": "init",
-        "overrides": attn_head(4, 2, 5e-4, mix=True),
+        "overrides": attn_head(4, 2, 5e-4, mix="true"),
+    },
+    "ctc_aed_whisper_s4_attn2_5e-4_mixc": {
+        "system": "ctc_inter",
+        "start": "aed",
+        "whisper_tokens": "init",
+        "overrides": attn_head(4, 2, 5e-4, mix="channel"),
     },
     "ctc_aed_whisper_s4_attn1": {
         "system": "ctc_inter",

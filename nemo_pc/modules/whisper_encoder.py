@@ -245,9 +245,10 @@ class WhisperEncoder(NeuralModule, Exportable):
             (``frozen_layers: -1``), which trains with the heads; each block's two output projections start at zero,
             so it starts as the identity and the heads learn as on the output step alone; 0: none.
         top_dropout: dropout on the new blocks' residual branches.
-        layer_mix: add every block's output below the last, each layer-normed (no weights of its own) and scaled by a
-            learned scalar that starts at zero, to the last block's normed output before the projection: the lower
+        layer_mix: add every block's output below the last, each layer-normed (no weights of its own) and scaled by
+            learned weights that start at zero, to the last block's normed output before the projection: the lower
             blocks' features (closer to the sound, e.g. pauses) for heads on a frozen encoder; it starts as without.
+            ``scalar`` (or ``true``): one weight per block; ``channel``: one per block and channel; ``false``: none.
         conv_norm_type: ``layer_norm`` only: the key of NeMo's Conformer that variants set to keep batch-norm
             statistics from mixing two styles' passes (configs/ctc/variant/style_embedding.yaml); Whisper's blocks
             have layer norms only, so the variant composes with this backbone too.
@@ -270,7 +271,7 @@ class WhisperEncoder(NeuralModule, Exportable):
         stack_init: str = "random",
         top_layers: int = 0,
         top_dropout: float = 0.1,
-        layer_mix: bool = False,
+        layer_mix: bool | str = False,
         conv_norm_type: str = "layer_norm",
     ) -> None:
         super().__init__()
@@ -302,7 +303,11 @@ class WhisperEncoder(NeuralModule, Exportable):
                     branch_out.weight.zero_()
                     branch_out.bias.zero_()
         self.top_ln = nn.LayerNorm(width) if top_layers else None
-        self.layer_mix = nn.Parameter(torch.zeros(n_layers - 1)) if layer_mix and n_layers > 1 else None
+        mix = {False: None, None: None, True: "scalar"}.get(layer_mix, layer_mix)
+        if mix not in (None, "scalar", "channel"):
+            raise ValueError(f"layer_mix must be false, 'scalar' (true) or 'channel', got {layer_mix!r}")
+        shape = (n_layers - 1, 1, 1, d_model if mix == "channel" else 1)  # broadcast over batch and time
+        self.layer_mix = nn.Parameter(torch.zeros(shape)) if mix and n_layers > 1 else None
         if pretrained:
             from nemo.core.classes.modelPT import ModelPT
 
@@ -370,7 +375,7 @@ class WhisperEncoder(NeuralModule, Exportable):
         return features.to(parameter.dtype), lengths
 
     def _mixed(self, lower: list[torch.Tensor]) -> torch.Tensor | None:
-        """``layer_mix``: the lower blocks' outputs, each layer-normed, weighted by their scalars and summed."""
+        """``layer_mix``: the lower blocks' outputs, each layer-normed, weighted and summed."""
         if self.layer_mix is None:
             return None
         return sum(w * F.layer_norm(h, h.shape[-1:]) for w, h in zip(self.layer_mix, lower, strict=True))

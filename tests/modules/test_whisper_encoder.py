@@ -272,7 +272,11 @@ def test_the_layer_mix_starts_as_without_and_adds_the_lower_blocks_normed_output
     plain = WhisperEncoder(**TINY, stack=2, feat_out=24, out_activation="gelu_norm").eval()
     mixed = WhisperEncoder(**TINY, stack=2, feat_out=24, out_activation="gelu_norm", layer_mix=True).eval()
     assert mixed.load_state_dict(plain.state_dict(), strict=False).missing_keys == ["layer_mix"]
-    assert mixed.layer_mix.shape == (TINY["n_layers"] - 1,) and not mixed.layer_mix.any()
+    assert mixed.layer_mix.shape == (TINY["n_layers"] - 1, 1, 1, 1) and not mixed.layer_mix.any()
+    channel = WhisperEncoder(**TINY, layer_mix="channel")
+    assert channel.layer_mix.shape == (TINY["n_layers"] - 1, 1, 1, TINY["d_model"])
+    with pytest.raises(ValueError, match="layer_mix must be false, 'scalar' \\(true\\) or 'channel', got 'vector'"):
+        WhisperEncoder(**TINY, layer_mix="vector")
     features, lengths = torch.randn(2, 16, 60), torch.tensor([60, 60])
     torch.testing.assert_close(_encode(mixed, features, lengths)[0], _encode(plain, features, lengths)[0])
     with torch.no_grad():
