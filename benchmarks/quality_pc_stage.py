@@ -76,8 +76,8 @@ Variants (name: how the system starts and trains):
     ctc_aed_whisper_attn1
                         ``ctc_aed_whisper_head_norm`` on 40 ms frames (2 stacked) with a new Transformer block after
                         the projection (``model.encoder.top_layers=1``, dropout 0.1, then a layer norm): a head with
-                        context of its own on the frozen encoder, for the marks; ``_attn2``: two blocks; ``_s4_attn1``:
-                        one block on the MLP head's 80 ms frames; ``_s4_attn1_5e-4``, ``_s4_attn2_5e-4``,
+                        context of its own on the frozen encoder, for the marks; ``_s4_attn1``: one block on the MLP
+                        head's 80 ms frames; ``_s4_attn1_5e-4``, ``_s4_attn2_5e-4``,
                         ``_s4_attn4_5e-4``: one, two and four blocks there, the projection and the blocks at 5e-4;
                         ``_s4_attn2_5e-4_mix``: two, reading the lower blocks too (``model.encoder.layer_mix=true``, a
                         weight per block; ``_mixc``: ``channel``, a weight per block and channel)
@@ -353,12 +353,6 @@ VARIANTS: dict[str, dict] = {
         "start": "aed",
         "whisper_tokens": "init",
         "overrides": attn_head(2, 1),
-    },
-    "ctc_aed_whisper_attn2": {
-        "system": "ctc_inter",
-        "start": "aed",
-        "whisper_tokens": "init",
-        "overrides": attn_head(2, 2),
     },
     "ctc_aed_whisper_s4_attn1_5e-4": {
         "system": "ctc_inter",

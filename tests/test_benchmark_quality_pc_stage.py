@@ -312,12 +312,14 @@ def test_the_attention_head_variants_add_blocks_on_the_frozen_encoder_at_their_r
     bench = load_benchmark("quality_pc_stage")
     want = {  # name: (stack, blocks, the encoder group's rate)
         "ctc_aed_whisper_attn1": ("2", "1", "0.002"),
-        "ctc_aed_whisper_attn2": ("2", "2", "0.002"),
         "ctc_aed_whisper_s4_attn1": ("4", "1", "0.002"),
         "ctc_aed_whisper_s4_attn1_5e-4": ("4", "1", "0.0005"),
         "ctc_aed_whisper_s4_attn2_5e-4": ("4", "2", "0.0005"),
         "ctc_aed_whisper_s4_attn4_5e-4": ("4", "4", "0.0005"),
+        "ctc_aed_whisper_s4_attn2_5e-4_mix": ("4", "2", "0.0005"),
+        "ctc_aed_whisper_s4_attn2_5e-4_mixc": ("4", "2", "0.0005"),
     }
+    mixes = {"ctc_aed_whisper_s4_attn2_5e-4_mix": "true", "ctc_aed_whisper_s4_attn2_5e-4_mixc": "channel"}
     for name, (stack, blocks, rate) in want.items():
         spec = bench.VARIANTS[name]
         overrides = dict(o.lstrip("+").split("=", 1) for o in spec["overrides"])
@@ -327,3 +329,4 @@ def test_the_attention_head_variants_add_blocks_on_the_frozen_encoder_at_their_r
         assert overrides["model.encoder.out_activation"] == "gelu_norm", name
         got = (overrides["model.encoder.stack"], overrides["model.encoder.top_layers"])
         assert (*got, overrides["model.optim_param_groups.encoder.lr"]) == (stack, blocks, rate), name
+        assert overrides.get("model.encoder.layer_mix") == mixes.get(name), name
