@@ -5,7 +5,10 @@ or from ``--lm-text`` (``nemo-pc lm-text``) with the model's own tokenizer, tune
 small grid (ties go to the smaller weight), then decodes ``test`` in ``--mode`` with and without the LM
 (``--strategy`` greedy or beam for both) and reports WER, WER-PC and PER (punctuated mode; tuned by WER-PC) or WER
 (normalized mode; against ``text_normalized``) with nemo_pc's paired bootstrap and MAPSSWE tests (``nemo-pc
-evaluate --compare``). Work files (LM, prediction manifests) go to ``--work``; the JSON report to ``--json``.
+evaluate --compare``), and punctuation F1 beside them. ``--splits`` adds other held-out splits (``real_test``: the
+demo folder's ``real_speech/``) under ``splits``. A model outside the folder's ``models/`` (a benchmark's
+``final.nemo``) is named with ``--model NAME=PATH``; a model over a Whisper token subset gets its LM over that
+subset's ids. Work files (LM, prediction manifests) go to ``--work``; the JSON report to ``--json``.
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/quality_lm_fusion.py --demo-dir demo_out \\
         --json benchmarks/results/lm_fusion.json
@@ -22,6 +25,7 @@ DEFAULT_SYSTEMS = ("rnnt_conditioned", "ctc_inter")
 DEFAULT_ALPHAS = (0.1, 0.2, 0.3, 0.5, 0.8)
 TUNE_METRIC = "wer_pc"
 REPORTED = ("wer", "wer_pc", "per")
+F1 = "punct_macro_f1"
 
 
 def transcribe_to_manifest(
@@ -53,45 +57,67 @@ MODE_SETTINGS = {
 }
 
 
+def split_manifest(demo_dir: Path, split: str) -> Path:
+    """``manifests/<split>.json``, or ``real_speech/<split>.json`` for the real recordings (``real_dev``,
+    ``real_test``)."""
+    return demo_dir / ("real_speech" if split.startswith("real_") else "manifests") / f"{split}.json"
+
+
 def run_system(name: str, args: argparse.Namespace) -> dict:
+    from nemo_pc.data.tokenizers.token_encoder import model_token_encoder
     from nemo_pc.metrics.evaluate import EvalConfig, evaluate
     from nemo_pc.parts.lm_fusion import ngram_lm_decoding
     from nemo_pc.parts.ngram_lm import build_token_lm
     from nemo_pc.pipelines.inference import load_asr_model
 
-    model_path = args.demo_dir / "models" / f"{name}.nemo"
+    model_path = args.models.get(name) or args.demo_dir / "models" / f"{name}.nemo"
     if not model_path.is_file():
         return {"skipped": f"no model {model_path}"}
-    manifests = args.demo_dir / "manifests"
     work = args.work / name
     field_name, tune_metric, reported, reference = MODE_SETTINGS[args.mode]
-    lm_source = args.lm_text or manifests / "train.json"
+    lm_source = args.lm_text or args.demo_dir / "manifests" / "train.json"
+    model = load_asr_model(model_path)
     built = build_token_lm(
         lm_source,
-        model_path,
+        model_token_encoder(model, model_path),
         work / f"{args.mode}_order{args.order}.nemo",
         args.order,
         field_name=field_name,
         marks=args.marks,
         progress=False,
     )
-    model = load_asr_model(model_path)
     config = EvalConfig(progress=False, marks=args.marks, ref_field=reference)
 
     def decode(split: str, alpha: float) -> tuple[Path, float]:
         target = work / f"{split}_{args.mode}_{args.strategy}_alpha{alpha:g}.json"
         with ngram_lm_decoding(model, args.mode, built.output, alpha, args.strategy, args.beam_size):
-            return transcribe_to_manifest(model, manifests / f"{split}.json", target, args.batch_size, args.mode)
+            manifest = split_manifest(args.demo_dir, split)
+            return transcribe_to_manifest(model, manifest, target, args.batch_size, args.mode)
 
     grid = {}
     for alpha in (0.0, *args.alphas):
         predictions, seconds = decode("dev", alpha)
         grid[f"{alpha:g}"] = {**metrics_of(evaluate(predictions, config), reported), "seconds": round(seconds, 2)}
     best = min((0.0, *args.alphas), key=lambda a: (grid[f"{a:g}"][tune_metric], a))
-    plain, plain_seconds = decode("test", 0.0)
-    fused, fused_seconds = decode("test", best) if best else (plain, plain_seconds)
-    report = evaluate(fused, config, compare=plain, num_resamples=args.resamples, seed=0)
-    paired = report["compare"]["metrics"]
+
+    def scored(split: str) -> dict:
+        plain, plain_seconds = decode(split, 0.0)
+        fused, fused_seconds = decode(split, best) if best else (plain, plain_seconds)
+        report = evaluate(fused, config, compare=plain, num_resamples=args.resamples, seed=0)
+        paired = report["compare"]["metrics"]
+        row = {
+            "no_lm": {metric: paired[metric]["b"] for metric in reported},
+            "lm": {metric: paired[metric]["a"] for metric in reported},
+            "paired": {metric: paired[metric] for metric in reported},
+            "seconds": {"no_lm": round(plain_seconds, 2), "lm": round(fused_seconds, 2)},
+            "num_utterances": report["num_utterances"],
+        }
+        if args.mode == "punctuated":  # punctuation F1 beside the error rates, unpaired
+            row["no_lm"][F1] = evaluate(plain, config)["metrics"][F1]
+            row["lm"][F1] = report["metrics"][F1]
+        return row
+
+    splits = {split: scored(split) for split in args.splits}
     return {
         "model": str(model_path),
         "lm": built.as_dict(),
@@ -100,13 +126,8 @@ def run_system(name: str, args: argparse.Namespace) -> dict:
         "tuned_on": f"dev {tune_metric}",
         "dev_grid": grid,
         "best_alpha": best,
-        "test": {
-            "no_lm": {metric: paired[metric]["b"] for metric in reported},
-            "lm": {metric: paired[metric]["a"] for metric in reported},
-            "paired": {metric: paired[metric] for metric in reported},
-            "seconds": {"no_lm": round(plain_seconds, 2), "lm": round(fused_seconds, 2)},
-            "num_utterances": report["num_utterances"],
-        },
+        "test": splits["test"],
+        **({"splits": splits} if len(splits) > 1 else {}),
     }
 
 
@@ -134,6 +155,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=None,
         help="JSON lines the LM is built from (`nemo-pc lm-text`); default DEMO/manifests/train.json",
     )
+    parser.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help="a system's .nemo outside DEMO/models (repeatable); NAME is then one of --systems",
+    )
+    parser.add_argument(
+        "--splits", default="test", help="held-out splits scored, comma-separated: test first, then e.g. real_test"
+    )
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples of the paired test")
     parser.add_argument("--work", type=Path, default=None, help="ARPA and predictions (default DEMO/lm_fusion)")
@@ -143,12 +174,26 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if not args.alphas or any(a <= 0 for a in args.alphas):
         parser.error("--alphas must be positive weights")
     args.work = args.work or args.demo_dir / "lm_fusion"
+    args.splits = [s.strip() for s in args.splits.split(",") if s.strip()]
+    if not args.splits or args.splits[0] != "test":
+        parser.error(f"--splits must start with test, got {args.splits}")
+    args.models = {}
+    for item in args.model:
+        name, sep, path = item.partition("=")
+        if not (sep and name.strip() and path.strip()):
+            parser.error(f"--model {item}: give NAME=PATH")
+        args.models[name.strip()] = Path(path.strip())
+    missing = [split for split in args.splits if not split_manifest(args.demo_dir, split).is_file()]
+    if missing:
+        parser.error(f"--splits: no manifest for {missing} in {args.demo_dir}")
     return args
 
 
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
-    settings = {key: str(value) if isinstance(value, Path) else value for key, value in vars(args).items()}
+    settings = {
+        key: str(value) if isinstance(value, Path) else value for key, value in vars(args).items() if key != "models"
+    }
     results = {"settings": settings, "systems": {}}
     for name in [s.strip() for s in args.systems.split(",") if s.strip()]:
         results["systems"][name] = run_system(name, args)

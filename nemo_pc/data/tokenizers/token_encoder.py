@@ -39,3 +39,15 @@ def load_token_encoder(source: str | Path):
     from nemo_pc.parts.ngram_lm import load_sentencepiece
 
     return load_sentencepiece(path)
+
+
+def model_token_encoder(model, nemo_path: str | Path):
+    """The token ids of a loaded ASR ``model`` (restored from ``nemo_path``) for the LM builder: its Whisper subset
+    tokenizer behind the two SentencePiece calls, else the SentencePiece model inside ``nemo_path``."""
+    from nemo_pc.data.tokenizers.whisper_subset import WhisperSubsetTokenizer
+
+    if isinstance(getattr(model, "tokenizer", None), WhisperSubsetTokenizer):
+        return _SubsetEncoder(model.tokenizer)
+    from nemo_pc.parts.ngram_lm import load_sentencepiece
+
+    return load_sentencepiece(nemo_path)
