@@ -25,7 +25,7 @@ DEFAULT_SYSTEMS = ("rnnt_conditioned", "ctc_inter")
 DEFAULT_ALPHAS = (0.1, 0.2, 0.3, 0.5, 0.8)
 TUNE_METRIC = "wer_pc"
 REPORTED = ("wer", "wer_pc", "per")
-F1 = "punct_macro_f1"
+F1 = "punct_micro_f1"
 
 
 def transcribe_to_manifest(

@@ -384,6 +384,19 @@ VARIANTS: dict[str, dict] = {
         "whisper_tokens": "init",
         "overrides": attn_head(4, 2, 5e-4, mix="channel"),
     },
+    # the same frozen-encoder heads over the demo's 512 pieces, whose spelling an n-gram LM corrects more
+    "ctc_aed_v512_head_norm": {
+        "system": "ctc_inter",
+        "start": "aed",
+        "vocab_size": 512,
+        "overrides": [*FROZEN_MLP[:3], "model.encoder.out_activation=gelu_norm", *FROZEN_MLP[4:]],
+    },
+    "ctc_aed_v512_s4_attn2_5e-4_mix": {
+        "system": "ctc_inter",
+        "start": "aed",
+        "vocab_size": 512,
+        "overrides": attn_head(4, 2, 5e-4, mix="true"),
+    },
     "ctc_aed_whisper_s4_attn1": {
         "system": "ctc_inter",
         "start": "aed",

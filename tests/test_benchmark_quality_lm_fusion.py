@@ -42,7 +42,7 @@ def test_lm_fusion_benchmark_runs_end_to_end_on_a_fake_demo(tmp_path):
         assert Path(system["lm"]["output"]).is_file() and system["lm"]["order"] == 3
         assert system["lm"]["skipped"]["total"] == 1  # the utterance without punctuated text
         test = system["test"]
-        assert set(test["lm"]) == set(test["no_lm"]) == {"wer", "wer_pc", "per", "punct_macro_f1"}
+        assert set(test["lm"]) == set(test["no_lm"]) == {"wer", "wer_pc", "per", "punct_micro_f1"}
         assert all("delta" in row for row in test["paired"].values())
         # matched pairs for the word error rates; PER (insertions in its denominator) gets the bootstrap only
         assert "p_mapsswe" in test["paired"]["wer_pc"] and "p_mapsswe" not in test["paired"]["per"]
@@ -99,8 +99,8 @@ def test_lm_fusion_benchmark_reads_a_model_outside_the_folder_and_scores_real_te
     assert system["model"] == str(elsewhere)
     assert set(system["splits"]) == {"test", "real_test"} and system["test"] == system["splits"]["test"]
     for row in system["splits"].values():
-        assert set(row["lm"]) == set(row["no_lm"]) == {"wer", "wer_pc", "per", "punct_macro_f1"}
-        assert 0.0 <= row["lm"]["punct_macro_f1"] <= 1.0 and row["num_utterances"] == 4
+        assert set(row["lm"]) == set(row["no_lm"]) == {"wer", "wer_pc", "per", "punct_micro_f1"}
+        assert 0.0 <= row["lm"]["punct_micro_f1"] <= 1.0 and row["num_utterances"] == 4
     with pytest.raises(SystemExit) as exit_info:
         load_benchmark("quality_lm_fusion").main([*common, "--splits", "test,real_dev", "--json", str(out)])
     assert exit_info.value.code == 2 and "no manifest for ['real_dev']" in capsys.readouterr().err
