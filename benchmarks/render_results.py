@@ -746,7 +746,22 @@ def render_lm_fusion(source: Path) -> str:
         for name, r in report["systems"].items()
     ]
     columns = ["system", "LM weight (dev):", "test utterances:", "WER", "WER-PC", "PER"]
-    return "\n".join(lines + _table(columns, rows)) + "\n"
+    lines += _table(columns, rows)
+    if any("splits" in r for r in report["systems"].values()):
+        note = "Each held-out split without → with the LM (punctuation F1 unpaired; on the real recordings WER only:"
+        lines += ["", f"{note} most of their references carry no marks):", ""]
+        split_rows = []
+        for name, r in report["systems"].items():
+            for split, row in r.get("splits", {"test": r["test"]}).items():
+                marks = not split.startswith("real_")
+                cells = [
+                    f"{100 * row['no_lm'][m]:.1f} → {100 * row['lm'][m]:.1f}%" if marks or m == "wer" else "-"
+                    for m in ("wer", "wer_pc", "per", "punct_micro_f1")
+                ]
+                split_rows.append([f"`{name}`", split, row["num_utterances"], *cells])
+        columns = ["system", "split", "utterances:", "WER", "WER-PC", "PER", "punct F1"]
+        lines += _table(columns, split_rows)
+    return "\n".join(lines) + "\n"
 
 
 def render_lm_loso(source: Path) -> str:

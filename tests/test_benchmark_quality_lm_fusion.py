@@ -101,6 +101,11 @@ def test_lm_fusion_benchmark_reads_a_model_outside_the_folder_and_scores_real_te
     for row in system["splits"].values():
         assert set(row["lm"]) == set(row["no_lm"]) == {"wer", "wer_pc", "per", "punct_micro_f1"}
         assert 0.0 <= row["lm"]["punct_micro_f1"] <= 1.0 and row["num_utterances"] == 4
+    rendered = load_benchmark("render_results").render_lm_fusion(out)
+    real = next(line for line in rendered.splitlines() if "| real_test |" in line)
+    assert real.startswith("| `mine` | real_test | 4 |") and real.endswith("| - | - | - |")
+    f1 = system["splits"]["test"]["lm"]["punct_micro_f1"]
+    assert f"→ {100 * f1:.1f}% |" in next(line for line in rendered.splitlines() if "| test |" in line)
     with pytest.raises(SystemExit) as exit_info:
         load_benchmark("quality_lm_fusion").main([*common, "--splits", "test,real_dev", "--json", str(out)])
     assert exit_info.value.code == 2 and "no manifest for ['real_dev']" in capsys.readouterr().err
