@@ -5,10 +5,11 @@ or from ``--lm-text`` (``nemo-pc lm-text``) with the model's own tokenizer, tune
 small grid (ties go to the smaller weight), then decodes ``test`` in ``--mode`` with and without the LM
 (``--strategy`` greedy or beam for both) and reports WER, WER-PC and PER (punctuated mode; tuned by WER-PC) or WER
 (normalized mode; against ``text_normalized``) with nemo_pc's paired bootstrap and MAPSSWE tests (``nemo-pc
-evaluate --compare``), and punctuation F1 beside them. ``--splits`` adds other held-out splits (``real_test``: the
-demo folder's ``real_speech/``) under ``splits``. A model outside the folder's ``models/`` (a benchmark's
-``final.nemo``) is named with ``--model NAME=PATH``; a model over a Whisper token subset gets its LM over that
-subset's ids. Work files (LM, prediction manifests) go to ``--work``; the JSON report to ``--json``.
+evaluate --compare``), and punctuation F1 beside them. ``--betas`` tunes CTC beam search's per-piece bonus
+(``beam_beta``, NeMo's default 1.0) on dev together with the weight. ``--splits`` adds other held-out splits
+(``real_test``: the demo folder's ``real_speech/``) under ``splits``. A model outside the folder's ``models/`` (a
+benchmark's ``final.nemo``) is named with ``--model NAME=PATH``; a model over a Whisper token subset gets its LM
+over that subset's ids. Work files (LM, prediction manifests) go to ``--work``; the JSON report to ``--json``.
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/quality_lm_fusion.py --demo-dir demo_out \\
         --json benchmarks/results/lm_fusion.json
@@ -88,21 +89,33 @@ def run_system(name: str, args: argparse.Namespace) -> dict:
     )
     config = EvalConfig(progress=False, marks=args.marks, ref_field=reference)
 
-    def decode(split: str, alpha: float) -> tuple[Path, float]:
-        target = work / f"{split}_{args.mode}_{args.strategy}_alpha{alpha:g}.json"
-        with ngram_lm_decoding(model, args.mode, built.output, alpha, args.strategy, args.beam_size):
+    def key(alpha: float, beta: float | None) -> str:
+        return f"{alpha:g}" if beta is None else f"{alpha:g}/beta{beta:g}"
+
+    def decode(split: str, alpha: float, beta: float | None) -> tuple[Path, float]:
+        target = work / f"{split}_{args.mode}_{args.strategy}_alpha{key(alpha, beta).replace('/', '_')}.json"
+        with ngram_lm_decoding(model, args.mode, built.output, alpha, args.strategy, args.beam_size, beta):
             manifest = split_manifest(args.demo_dir, split)
             return transcribe_to_manifest(model, manifest, target, args.batch_size, args.mode)
 
     grid = {}
-    for alpha in (0.0, *args.alphas):
-        predictions, seconds = decode("dev", alpha)
-        grid[f"{alpha:g}"] = {**metrics_of(evaluate(predictions, config), reported), "seconds": round(seconds, 2)}
-    best = min((0.0, *args.alphas), key=lambda a: (grid[f"{a:g}"][tune_metric], a))
+    settings = [(alpha, beta) for alpha in (0.0, *args.alphas) for beta in args.betas]
+    for alpha, beta in settings:
+        predictions, seconds = decode("dev", alpha, beta)
+        row = {**metrics_of(evaluate(predictions, config), reported), "seconds": round(seconds, 2)}
+        grid[key(alpha, beta)] = row
+
+    def tuned(options: list[tuple[float, float | None]]) -> tuple[float, float | None]:
+        # the lowest dev error; ties to the smaller LM weight, then the smaller bonus
+        return min(options, key=lambda s: (grid[key(*s)][tune_metric], s[0], s[1] or 0.0))
+
+    best_alpha, best_beta = tuned(settings)
+    plain_beta = tuned([s for s in settings if s[0] == 0.0])[1]  # the beam without the LM at its own best bonus
 
     def scored(split: str) -> dict:
-        plain, plain_seconds = decode(split, 0.0)
-        fused, fused_seconds = decode(split, best) if best else (plain, plain_seconds)
+        plain, plain_seconds = decode(split, 0.0, plain_beta)
+        same = (best_alpha, best_beta) == (0.0, plain_beta)
+        fused, fused_seconds = (plain, plain_seconds) if same else decode(split, best_alpha, best_beta)
         report = evaluate(fused, config, compare=plain, num_resamples=args.resamples, seed=0)
         paired = report["compare"]["metrics"]
         row = {
@@ -125,7 +138,8 @@ def run_system(name: str, args: argparse.Namespace) -> dict:
         "mode": args.mode,
         "tuned_on": f"dev {tune_metric}",
         "dev_grid": grid,
-        "best_alpha": best,
+        "best_alpha": best_alpha,
+        **({"best_beta": best_beta, "no_lm_beta": plain_beta} if args.betas != [None] else {}),
         "test": splits["test"],
         **({"splits": splits} if len(splits) > 1 else {}),
     }
@@ -165,6 +179,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--splits", default="test", help="held-out splits scored, comma-separated: test first, then e.g. real_test"
     )
+    parser.add_argument(
+        "--betas",
+        default="",
+        help="CTC beam search's per-piece bonus (beam_beta) tried on dev with each LM weight, comma-separated "
+        "(default: the model's decoding config, else NeMo's 1.0); the row without the LM takes its own best",
+    )
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples of the paired test")
     parser.add_argument("--work", type=Path, default=None, help="ARPA and predictions (default DEMO/lm_fusion)")
@@ -174,6 +194,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if not args.alphas or any(a <= 0 for a in args.alphas):
         parser.error("--alphas must be positive weights")
     args.work = args.work or args.demo_dir / "lm_fusion"
+    try:
+        args.betas = sorted({float(b) for b in args.betas.split(",") if b.strip()}) or [None]
+    except ValueError:
+        parser.error(f"--betas must be comma-separated numbers, got {args.betas!r}")
+    if args.betas != [None] and args.strategy != "beam":
+        parser.error("--betas needs --strategy beam (beam_beta is a setting of CTC beam search)")
     args.splits = [s.strip() for s in args.splits.split(",") if s.strip()]
     if not args.splits or args.splits[0] != "test":
         parser.error(f"--splits must start with test, got {args.splits}")

@@ -114,6 +114,30 @@ def test_lm_fusion_benchmark_reads_a_model_outside_the_folder_and_scores_real_te
     assert "--model broken: give NAME=PATH" in capsys.readouterr().err
 
 
+def test_lm_fusion_benchmark_tunes_the_ctc_beam_bonus_with_the_weight(tmp_path, capsys):
+    """``--betas``: every weight with every bonus on dev; the row without the LM at its own best bonus; a bonus that
+    reaches the decoder changes what it writes; greedy decoding refuses the option."""
+    import pytest
+
+    demo = fake_demo(tmp_path / "demo")
+    out = tmp_path / "betas.json"
+    common = ["--demo-dir", str(demo), "--systems", "ctc_inter", "--order", "3", "--alphas", "0.5"]
+    args = [*common, "--strategy", "beam", "--beam-size", "2", "--betas", "0,5", "--resamples", "20"]
+    load_benchmark("quality_lm_fusion").main([*args, "--json", str(out)])
+    system = json.loads(out.read_text())["systems"]["ctc_inter"]
+    grid = system["dev_grid"]
+    assert set(grid) == {"0/beta0", "0/beta5", "0.5/beta0", "0.5/beta5"}
+    assert grid["0/beta0"] != grid["0/beta5"]  # a bonus of 5 per piece writes more pieces
+    assert system["best_beta"] in (0.0, 5.0) and system["no_lm_beta"] in (0.0, 5.0)
+    best = min(grid.values(), key=lambda row: row["wer_pc"])["wer_pc"]
+    assert grid[f"{system['best_alpha']:g}/beta{system['best_beta']:g}"]["wer_pc"] == best
+    no_lm = min((grid["0/beta0"], grid["0/beta5"]), key=lambda row: row["wer_pc"])
+    assert grid[f"0/beta{system['no_lm_beta']:g}"] == no_lm
+    with pytest.raises(SystemExit):
+        load_benchmark("quality_lm_fusion").main([*common, "--betas", "1", "--json", str(out)])
+    assert "--betas needs --strategy beam" in capsys.readouterr().err
+
+
 def test_lm_loso_refuses_a_source_the_demo_does_not_have(tmp_path, capsys):
     import pytest
 

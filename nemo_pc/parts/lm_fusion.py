@@ -58,19 +58,30 @@ STRATEGIES = ("greedy", "beam")
 
 
 def fusion_decoding_cfg(
-    decoding_cfg: DictConfig, transducer: bool, strategy: str, lm, alpha: float, beam_size: int = 8
+    decoding_cfg: DictConfig,
+    transducer: bool,
+    strategy: str,
+    lm,
+    alpha: float,
+    beam_size: int = 8,
+    beta: float | None = None,
 ) -> DictConfig:
     """A copy of a model's NeMo decoding config that fuses the n-gram LM ``lm`` (ARPA or NGPU-LM ``.nemo``) at
     weight ``alpha``: ``greedy`` is ``greedy_batch``; ``beam`` is RNN-T ``malsd_batch`` or CTC ``beam_batch`` of
-    ``beam_size``. No ``lm`` or weight 0 gives the same strategy without the LM.
+    ``beam_size``. No ``lm`` or weight 0 gives the same strategy without the LM. ``beta``: CTC ``beam_batch``'s
+    ``beam_beta``, added to the score of every emitted piece (None keeps the config's, else NeMo's default 1.0,
+    which without an LM favours insertions).
 
     Raises:
-        ValueError: an unknown strategy, a negative weight or a beam size below 1.
+        ValueError: an unknown strategy, a negative weight, a beam size below 1, or a ``beta`` outside CTC beam
+            search.
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
     if alpha < 0 or beam_size < 1:
         raise ValueError(f"the LM weight must be >= 0 and the beam size >= 1, got {alpha} and {beam_size}")
+    if beta is not None and (transducer or strategy != "beam"):
+        raise ValueError(f"beta (beam_beta) is a setting of CTC beam search, not of {strategy} decoding here")
     cfg = OmegaConf.create(OmegaConf.to_container(decoding_cfg))
     with open_dict(cfg):
         cfg.strategy = "greedy_batch" if strategy == "greedy" else ("malsd_batch" if transducer else "beam_batch")
@@ -80,12 +91,14 @@ def fusion_decoding_cfg(
             cfg.beam.beam_size = beam_size
         cfg[strategy].ngram_lm_model = str(lm) if lm is not None and alpha else None
         cfg[strategy].ngram_lm_alpha = float(alpha)
+        if beta is not None:
+            cfg.beam.beam_beta = float(beta)
     return cfg
 
 
 @contextlib.contextmanager
 def ngram_lm_decoding(
-    model, mode: str, lm, alpha: float, strategy: str = "beam", beam_size: int = 8
+    model, mode: str, lm, alpha: float, strategy: str = "beam", beam_size: int = 8, beta: float | None = None
 ) -> Iterator[None]:
     """Inside the block a restored nemo_pc model decodes ``mode`` with the LM (``pc.ngram_lm_mode``) and
     ``strategy``, and the other mode with the same strategy and no LM; when the block ends (also on an error) the
@@ -93,11 +106,12 @@ def ngram_lm_decoding(
     pass :func:`fusion_decoding_cfg`'s config to the model's ``change_decoding_strategy``.
 
     Raises:
-        ValueError: an unknown mode, strategy, a negative weight or a beam size below 1.
+        ValueError: an unknown mode, strategy, a negative weight, a beam size below 1 or a ``beta`` outside CTC beam
+            search (:func:`fusion_decoding_cfg`).
     """
     mode_id(mode, "mode")
     decoding = OmegaConf.create(OmegaConf.to_container(model.cfg.decoding))
-    fused = fusion_decoding_cfg(decoding, hasattr(model, "joint"), strategy, lm, alpha, beam_size)
+    fused = fusion_decoding_cfg(decoding, hasattr(model, "joint"), strategy, lm, alpha, beam_size, beta)
     before = model.cfg.pc.ngram_lm_mode  # every nemo_pc ASR model's pc section has it (PCConfig)
     try:
         with open_dict(model.cfg):

@@ -200,6 +200,13 @@ def test_fusion_decoding_cfg_maps_the_strategy_per_family_and_refuses_bad_settin
     ):
         with pytest.raises(ValueError, match=message):
             fusion_decoding_cfg(base, True, strategy, "lm.nemo", alpha, beam)
+    # CTC beam search's per-piece bonus: set when given, the config's own (NeMo's default) kept when not
+    ctc = fusion_decoding_cfg(base, False, "beam", "lm.nemo", 0.4, beta=0.25)
+    assert ctc.beam.beam_beta == 0.25 and ctc.strategy == "beam_batch"
+    assert "beam_beta" not in fusion_decoding_cfg(base, False, "beam", "lm.nemo", 0.4).beam
+    for transducer, strategy in ((True, "beam"), (False, "greedy")):
+        with pytest.raises(ValueError, match="beta \\(beam_beta\\) is a setting of CTC beam search"):
+            fusion_decoding_cfg(base, transducer, strategy, "lm.nemo", 0.4, beta=0.5)
 
 
 def test_lm_tuning_scores_wer_for_the_normalized_mode_and_wer_pc_for_the_punctuated_mode():
