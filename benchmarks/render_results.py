@@ -731,9 +731,17 @@ def render_lm_fusion(source: Path) -> str:
     report = _read_json(source)
     st = report["settings"]
     decoding = "greedy" if st["strategy"] == "greedy" else f"beam {st['beam_size']}"
+    bonus = ""
+    if st.get("betas") not in (None, [None]):  # --betas: CTC beam search's per-piece bonus tuned with the weight
+        chosen = ", ".join(
+            f"`{name}` {r['best_beta']:g} with the LM and {r['no_lm_beta']:g} without"
+            for name, r in report["systems"].items()
+            if "best_beta" in r
+        )
+        bonus = f", with the per-piece bonus (`beam_beta`) over {st['betas']} ({chosen})"
     lines = [
-        f"{decoding}, token {st['order']}-gram, LM weight tuned on dev by WER-PC over {st['alphas']}; demo folder "
-        f"`{st['demo_dir']}`; p: paired bootstrap (`{source_name(source)}`).",
+        f"{decoding}, token {st['order']}-gram, LM weight tuned on dev by WER-PC over {st['alphas']}{bonus}; demo "
+        f"folder `{st['demo_dir']}`; p: paired bootstrap (`{source_name(source)}`).",
         "",
     ]
     rows = [
@@ -754,8 +762,10 @@ def render_lm_fusion(source: Path) -> str:
         for name, r in report["systems"].items():
             for split, row in r.get("splits", {"test": r["test"]}).items():
                 marks = not split.startswith("real_")
-                cells = [
-                    f"{100 * row['no_lm'][m]:.1f} → {100 * row['lm'][m]:.1f}%" if marks or m == "wer" else "-"
+                cells = [  # a file written before the micro F1 was reported has no F1 cell
+                    f"{100 * row['no_lm'][m]:.1f} → {100 * row['lm'][m]:.1f}%"
+                    if (marks or m == "wer") and m in row["lm"]
+                    else "-"
                     for m in ("wer", "wer_pc", "per", "punct_micro_f1")
                 ]
                 split_rows.append([f"`{name}`", split, row["num_utterances"], *cells])

@@ -133,6 +133,9 @@ def test_lm_fusion_benchmark_tunes_the_ctc_beam_bonus_with_the_weight(tmp_path, 
     assert grid[f"{system['best_alpha']:g}/beta{system['best_beta']:g}"]["wer_pc"] == best
     no_lm = min((grid["0/beta0"], grid["0/beta5"]), key=lambda row: row["wer_pc"])
     assert grid[f"0/beta{system['no_lm_beta']:g}"] == no_lm
+    first = load_benchmark("render_results").render_lm_fusion(out).splitlines()[0]
+    chosen = f"`ctc_inter` {system['best_beta']:g} with the LM and {system['no_lm_beta']:g} without"
+    assert f"per-piece bonus (`beam_beta`) over [0.0, 5.0] ({chosen})" in first
     with pytest.raises(SystemExit):
         load_benchmark("quality_lm_fusion").main([*common, "--betas", "1", "--json", str(out)])
     assert "--betas needs --strategy beam" in capsys.readouterr().err
