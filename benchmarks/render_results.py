@@ -9,8 +9,8 @@ A block names its kind and its source between two markers; everything between th
 Kinds: ``claims``, ``run_all_formatter``, ``run_all_rtf`` (``benchmarks/run_all.py``'s JSON: the claims table,
 section b, section a); ``demo`` and ``demo_steps`` (a demo output folder kept in benchmarks/results: its test table,
 with its real recordings table when the run transcribed them, and its seconds per step); ``formatter_loso``,
-``formatter_loso_all``, ``train_dev_gap``, ``lm_fusion``, ``lm_loso``, ``asr_recipe``, ``streaming``,
-``formatter_asr_input`` (the JSON of ``benchmarks/quality_<kind>.py``);
+``formatter_loso_all``, ``train_dev_gap``, ``lm_fusion``, ``lm_loso``, ``head_lm_scale``, ``asr_recipe``,
+``streaming``, ``formatter_asr_input`` (the JSON of ``benchmarks/quality_<kind>.py``);
 ``formatter_sources`` and ``real_speech_sets`` (the JSON of ``data_formatter_sources``, ``data_real_speech``);
 ``train_speed``, ``lhotse_speed``, ``builder_scale``, ``rnnt_loss``, ``longform`` (the JSON of ``speed_train``,
 ``speed_lhotse``, ``speed_builder``, ``speed_rnnt_loss``, ``speed_longform``); ``longform_trained`` (the JSON of
@@ -772,6 +772,31 @@ def render_lm_fusion(source: Path) -> str:
         columns = ["system", "split", "utterances:", "WER", "WER-PC", "PER", "punct F1"]
         lines += _table(columns, split_rows)
     return "\n".join(lines) + "\n"
+
+
+def render_head_lm_scale(source: Path) -> str:
+    """``quality_head_lm_scale.py``: a transducer head's dev subset at each weight of the decoder's logits, then the
+    held-out splits at the trained weight and the dev-best one."""
+    report = _read_json(source)
+    model = Path(report["model"]).name
+
+    def cells(scores: dict, real: bool) -> list[str]:
+        keys = ("wer_normalized",) if real else ("wer_normalized", "wer_pc", "per", "punct_micro_f1")
+        return [
+            f"{100 * scores[k]:.1f}%" if k in keys else "-"
+            for k in ("wer_normalized", "wer_pc", "per", "punct_micro_f1")
+        ]
+
+    rows = [[scale, "dev_curve", *cells(scores, False)] for scale, scores in report["dev_grid"].items()]
+    for scale, splits in report["final"].items():
+        rows += [[scale, split, *cells(scores, split.startswith("real_"))] for split, scores in splits.items()]
+    lines = [
+        f"`{model}`, greedy, both outputs; the weight of the decoder's logits in the joint trained at "
+        f"{report['trained_scale']:g}, tuned on `dev_curve` ({report['dev_utterances']} utterances) by WER-PC: "
+        f"{report['best_scale']:g} (`{source_name(source)}`; on the real recordings N-WER only):",
+        "",
+    ]
+    return "\n".join(lines + _table(["weight:", "split", "N-WER:", "WER-PC:", "PER:", "punct F1:"], rows)) + "\n"
 
 
 def render_lm_loso(source: Path) -> str:
@@ -1635,6 +1660,7 @@ RENDERERS: dict[str, Callable[[Path], str]] = {
     "train_dev_gap": render_train_dev_gap,
     "lm_fusion": render_lm_fusion,
     "lm_loso": render_lm_loso,
+    "head_lm_scale": render_head_lm_scale,
     "asr_recipe": render_asr_recipe,
     "train_speed": render_train_speed,
     "allocator_speed": render_allocator_speed,

@@ -45,6 +45,11 @@ def test_each_weight_is_scored_on_dev_and_the_best_beside_the_trained_one(demo, 
     best = min(report["dev_grid"].values(), key=lambda row: row["wer_pc"])["wer_pc"]
     assert report["dev_grid"][f"{report['best_scale']:g}"]["wer_pc"] == best
     assert report["dev_utterances"] == sum(1 for _ in (demo["folder"] / "manifests" / "dev_curve.json").open())
+    rendered = load_benchmark("render_results").render_head_lm_scale(out).splitlines()
+    assert f"by WER-PC: {report['best_scale']:g} (" in rendered[0]
+    test_row = next(line for line in rendered if line.startswith("| 1 | test |"))
+    assert f"| {100 * report['final']['1']['test']['per']:.1f}% |" in test_row
+    assert sum(line.count("| dev_curve |") for line in rendered) == 3
 
 
 def test_the_weight_changes_the_joint_inside_the_block_only():
