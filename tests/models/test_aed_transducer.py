@@ -571,3 +571,30 @@ def test_the_copies_embeddings_and_lower_blocks_stay_the_aeds_when_frozen(traine
     assert any(not torch.equal(after[k], before[k]) for k in after if k not in frozen)  # the rest trained
     with pytest.raises(ValueError, match=r"frozen_layers must be in \[0, "):
         model.transducer_predictor.frozen_names(False, 99)
+
+
+def test_a_decoding_weight_of_the_decoders_logits_applies_to_decoding_only(trained):
+    """``transducer.decode_lm_scale``: transcription decodes as the joint with that weight does, and the joint keeps
+    its trained weight (the loss's) after; a bad weight is refused by name."""
+    from omegaconf import open_dict
+
+    from nemo_pc.testing.asr import audio_paths
+
+    paths = audio_paths(trained["corpus"]["manifest"])[:3]
+    model = _restore(trained["path"])
+    assert model.transducer_options["decode_lm_scale"] is None and model.transducer_joint.lm_scale == 1.0
+    model.transducer_joint.lm_scale = 4.0  # what decoding at weight 4 writes, set by hand
+    by_hand = model.transcribe(paths, batch_size=2, mode="both")
+    model.transducer_joint.lm_scale = 1.0
+    trained_weight = model.transcribe(paths, batch_size=2, mode="both")
+    with open_dict(model.cfg):
+        model.cfg.transducer.decode_lm_scale = 4.0
+    assert model.transcribe(paths, batch_size=2, mode="both") == by_hand
+    assert model.transducer_joint.lm_scale == 1.0  # restored after decoding
+    with open_dict(model.cfg):
+        model.cfg.transducer.decode_lm_scale = None
+    assert model.transcribe(paths, batch_size=2, mode="both") == trained_weight
+    with open_dict(model.cfg):
+        model.cfg.transducer.decode_lm_scale = -1.0
+    with pytest.raises(ValueError, match="transducer.decode_lm_scale must be null or a weight of 0 or more"):
+        model.setup_transducer()

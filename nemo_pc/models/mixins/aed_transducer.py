@@ -9,6 +9,8 @@ the AED stays as it is, so that one ``.nemo`` writes with either head.
         true); false: it reads the labels alone.
     stack: encoder frames per joint frame (2: 40 ms on Whisper's 20 ms frames).
     lm_scale: the weight of the decoder's own next-token logits in the joint (1.0; 0 leaves them out).
+    decode_lm_scale: that weight when decoding (transcription and validation) only; null: ``lm_scale``. A larger one
+        leans the head's choices toward the AED's decoder (docs/pc_stage.md, "The decoder's weight at decoding").
     frequent / random: each training step's loss runs over the batch's targets, the ``frequent`` most frequent tokens
         learned so far and ``random`` more drawn from the others the head may write.
     vocab_text: JSON-lines files (``text`` per line) whose tokens, in both modes, the head may write beside those of
@@ -59,6 +61,7 @@ DEFAULTS = {
     "cross_attention": True,
     "stack": 2,
     "lm_scale": 1.0,
+    "decode_lm_scale": None,
     "frequent": 512,
     "random": 256,
     "vocab_text": None,
@@ -104,6 +107,9 @@ class AEDTransducerMixin:
         options = transducer_options(self.cfg.get("transducer"))
         if options is None:
             return
+        scale = options["decode_lm_scale"]
+        if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float)) or scale < 0):
+            raise ValueError(f"transducer.decode_lm_scale must be null or a weight of 0 or more, got {scale!r}")
         modes = options["train_modes"]
         if modes is not None and (not modes or any(mode not in MODES for mode in modes)):
             raise ValueError(f"transducer.train_modes must be a non-empty list of {MODES}, got {modes!r}")
@@ -313,14 +319,18 @@ class AEDTransducerMixin:
         from nemo_pc.parts.text import normalize
 
         training = self.training
-        self.eval()
         lengths = mask.sum(dim=1).long()
         out = {}
         learned = self.transducer_modes
         if PUNCTUATED_ID in modes and PUNCTUATED_ID not in learned:
             raise ValueError("mode: this model's transducer writes only normalized text, not punctuated")
         sources = {mode: mode if mode in learned else PUNCTUATED_ID for mode in modes}
+        joint = self.transducer_joint
+        trained_scale, decode_scale = joint.lm_scale, self.transducer_options.get("decode_lm_scale")
+        self.eval()
         try:
+            if decode_scale is not None:  # the joint's weight for this decoding only
+                joint.lm_scale = float(decode_scale)
             for mode in sorted(set(sources.values())):
                 prompt = [self.tokenizer.bos, self.tokenizer.mode_token_id(mode)]
                 ids = greedy_batch(
@@ -342,6 +352,7 @@ class AEDTransducerMixin:
                     for row in ids
                 ]
         finally:
+            joint.lm_scale = trained_scale
             self.train(training)
         for mode, source in sources.items():
             if mode != source:  # a punctuated-only transducer: the normalized output by the text rules
