@@ -112,6 +112,22 @@ def test_the_default_rnnts_are_transducer_heads_on_the_aed(config, tmp_path):
         Demo(dataclasses.replace(config, rnnt_predictor="gru"))
 
 
+def test_the_heads_decode_at_the_demos_weight_of_the_decoders_logits(config, tmp_path):
+    """``rnnt_head_decode_lm_scale`` reaches every head as ``transducer.decode_lm_scale`` (None: no key, the trained
+    weight); a negative weight is refused; the demo command takes it."""
+    from nemo_pc.pipelines.demo.command import build_parser
+
+    plain = _kinds(Demo(dataclasses.replace(config, rnnt_head_decode_lm_scale=None)), tmp_path)
+    assert not any("decode_lm_scale" in o for o in plain.asr_overrides("rnnt_dual"))
+    scaled = _kinds(Demo(dataclasses.replace(config, rnnt_head_decode_lm_scale=4)), tmp_path)
+    for name in ("rnnt_conditioned", "rnnt_dual", "rnnt_punctuated"):
+        assert "model.transducer.decode_lm_scale=4.0" in scaled.asr_overrides(name)
+    assert not any("decode_lm_scale" in o for o in scaled.asr_overrides("ctc_inter"))
+    with pytest.raises(ValueError, match="rnnt_head_decode_lm_scale must be None or a weight of 0 or more"):
+        Demo(dataclasses.replace(config, rnnt_head_decode_lm_scale=-1.0))
+    assert build_parser().parse_args(["--rnnt-head-decode-lm-scale", "2.5"]).rnnt_head_decode_lm_scale == 2.5
+
+
 def test_an_rnnt_from_the_aed_freezes_the_lower_blocks_for_all_its_steps(config, tmp_path):
     demo = _kinds(Demo(dataclasses.replace(config, rnnt_predictor="lstm")), tmp_path)
     for name in ("rnnt_conditioned", "rnnt_dual", "rnnt_punctuated"):

@@ -109,9 +109,15 @@ class AsrOverrides:
             f"model.validation_ds.num_workers={workers}",
             "trainer.precision=32",
             "model.compute_eval_loss=false",  # the learning curves read the WERs only (RNNT_VALIDATION)
+            *self._decode_lm_scale(),
             *([] if self.cfg.backbone == "whisper_tiny" else [f"backbone={self.cfg.backbone}", *SMALL_ENCODER]),
             *self.cfg.extra.get(name, []),
         ]
+
+    def _decode_lm_scale(self) -> list[str]:
+        """``rnnt_head_decode_lm_scale`` as the head's ``transducer.decode_lm_scale`` (none: the trained weight)."""
+        scale = self.cfg.rnnt_head_decode_lm_scale
+        return [] if scale is None else [f"model.transducer.decode_lm_scale={float(scale)}"]
 
     @staticmethod
     def aed_ctc_tokenizer_kind(variant: list[str]) -> str:

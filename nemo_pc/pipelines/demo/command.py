@@ -106,6 +106,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--rnnt-steps for them)",
     )
     parser.add_argument(
+        "--rnnt-head-decode-lm-scale",
+        type=float,
+        default=defaults.rnnt_head_decode_lm_scale,
+        help="the weight of the AED decoder's logits in a transducer head's joint when it decodes "
+        f"({defaults.rnnt_head_decode_lm_scale}; none: the trained 1.0)",
+    )
+    parser.add_argument(
         "--rnnt-predictor-lm-steps",
         type=int,
         default=defaults.rnnt_predictor_lm_steps,
@@ -327,6 +334,7 @@ def main(argv: list[str] | None = None) -> None:
         asr_steps=args.asr_steps or defaults.asr_steps * scale,
         rnnt_steps=args.rnnt_steps or defaults.rnnt_steps * scale,
         rnnt_head_steps=args.rnnt_head_steps or args.rnnt_steps or defaults.rnnt_head_steps * scale,
+        rnnt_head_decode_lm_scale=args.rnnt_head_decode_lm_scale,
         rnnt_predictor_lm_steps=args.rnnt_predictor_lm_steps,
         aed_steps=args.aed_steps or defaults.aed_steps * scale,
         aed_finetune=args.aed_finetune,

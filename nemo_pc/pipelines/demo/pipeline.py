@@ -96,6 +96,9 @@ class Demo(AedSteps, AsrOverrides, FormatterSteps, LmSteps, RealSpeechSteps):
             raise ValueError(f"baselines {starts} start other systems (rnnt_init, ctc_init): train them as systems")
         if config.base_steps < 0:
             raise ValueError(f"base_steps must be 0 (no base encoder) or more, got {config.base_steps}")
+        decode_scale = config.rnnt_head_decode_lm_scale
+        if decode_scale is not None and decode_scale < 0:
+            raise ValueError(f"rnnt_head_decode_lm_scale must be None or a weight of 0 or more, got {decode_scale}")
         if config.rnnt_predictor_lm_steps < 0:
             raise ValueError(f"rnnt_predictor_lm_steps must be 0 (none) or more, got {config.rnnt_predictor_lm_steps}")
         sizes = (
