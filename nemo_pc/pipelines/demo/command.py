@@ -110,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=defaults.rnnt_head_decode_lm_scale,
         help="the weight of the AED decoder's logits in a transducer head's joint when it decodes "
-        f"({defaults.rnnt_head_decode_lm_scale}; none: the trained 1.0)",
+        f"({defaults.rnnt_head_decode_lm_scale:g}; 1: the weight they trained with)",
     )
     parser.add_argument(
         "--rnnt-predictor-lm-steps",

