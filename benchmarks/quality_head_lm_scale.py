@@ -17,6 +17,7 @@ import contextlib
 import sys
 from pathlib import Path
 
+from quality_pc_stage import score, split_path
 from suite import write_results
 
 TUNE_METRIC = "wer_pc"
@@ -32,22 +33,6 @@ def lm_scale(model, scale: float):
         yield model
     finally:
         joint.lm_scale = trained
-
-
-def scored(model, manifest: Path, target: Path, batch_size: int) -> dict:
-    """Both outputs of ``model`` on ``manifest`` (written to ``target``): PER, F1, WER-PC and the normalized WER."""
-    from quality_pc_stage import _scores
-
-    from nemo_pc.parts.manifest import iter_manifest, write_manifest
-    from nemo_pc.pipelines.inference import transcribe_both
-
-    outputs = transcribe_both(model, manifest, batch_size=batch_size, progress=False)
-    rows = [
-        {**entry, "pred_text": outputs["punctuated"][k], "pred_text_normalized": outputs["normalized"][k]}
-        for k, (_, entry) in enumerate(iter_manifest(manifest))
-    ]
-    write_manifest(target, rows)
-    return _scores(target)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -66,23 +51,24 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error(f"--scales must be comma-separated numbers, got {args.scales!r}")
     if not args.scales or any(s < 0 for s in args.scales):
         parser.error("--scales must be one or more weights of 0 or more")
-    args.final_splits = [s.strip() for s in args.final_splits.split(",") if s.strip()]
+    args.manifests = {
+        s.strip(): split_path(args.demo_dir, s.strip()) for s in args.final_splits.split(",") if s.strip()
+    }
     if not args.model.is_file():
         parser.error(f"--model {args.model}: no such file")
     args.work = args.work or args.demo_dir / "head_lm_scale"
+    args.dev = args.demo_dir / "manifests" / "dev_curve.json"
+    missing = [str(path) for path in (args.dev, *args.manifests.values()) if not path.is_file()]
+    if missing:
+        parser.error(f"no such manifest: {', '.join(missing)} (the demo writes dev_curve before its first curve)")
     return args
 
 
 def main(argv: list[str] | None = None) -> dict:
-    from quality_pc_stage import split_manifest
-
     from nemo_pc.pipelines.inference import load_asr_model
 
     args = parse_args(argv)
-    dev = args.demo_dir / "manifests" / "dev_curve.json"
-    manifests = {split: split_manifest(args.demo_dir, split) for split in args.final_splits}
-    if not dev.is_file():
-        raise SystemExit(f"error: {dev}: no such file (the demo writes it before its first curve)")
+    dev, manifests = args.dev, args.manifests
     model = load_asr_model(args.model)
     if getattr(model, "transducer_joint", None) is None:
         print(f"error: {args.model}: not a transducer head on an AED (no transducer_joint)", file=sys.stderr)
@@ -91,14 +77,14 @@ def main(argv: list[str] | None = None) -> dict:
     dev_grid = {}
     for scale in args.scales:
         with lm_scale(model, scale):
-            dev_grid[f"{scale:g}"] = scored(model, dev, args.work / f"dev_scale{scale:g}.json", args.batch_size)
+            dev_grid[f"{scale:g}"] = score(model, dev, args.work / f"dev_scale{scale:g}.json", args.batch_size)
         print(f"dev, scale {scale:g}: {dev_grid[f'{scale:g}']}", file=sys.stderr, flush=True)
     best = min(args.scales, key=lambda s: (dev_grid[f"{s:g}"][TUNE_METRIC], abs(s - trained)))
     final = {}
     for scale in sorted({trained, best}):
         with lm_scale(model, scale):
             final[f"{scale:g}"] = {
-                split: scored(model, manifest, args.work / f"{split}_scale{scale:g}.json", args.batch_size)
+                split: score(model, manifest, args.work / f"{split}_scale{scale:g}.json", args.batch_size)
                 for split, manifest in manifests.items()
             }
     results = {

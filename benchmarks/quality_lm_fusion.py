@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from quality_pc_stage import split_path
 from suite import Stopwatch, results_path, write_results
 
 DEFAULT_SYSTEMS = ("rnnt_conditioned", "ctc_inter")
@@ -58,12 +59,6 @@ MODE_SETTINGS = {
 }
 
 
-def split_manifest(demo_dir: Path, split: str) -> Path:
-    """``manifests/<split>.json``, or ``real_speech/<split>.json`` for the real recordings (``real_dev``,
-    ``real_test``)."""
-    return demo_dir / ("real_speech" if split.startswith("real_") else "manifests") / f"{split}.json"
-
-
 def run_system(name: str, args: argparse.Namespace) -> dict:
     from nemo_pc.data.tokenizers.token_encoder import model_token_encoder
     from nemo_pc.metrics.evaluate import EvalConfig, evaluate
@@ -95,7 +90,7 @@ def run_system(name: str, args: argparse.Namespace) -> dict:
     def decode(split: str, alpha: float, beta: float | None) -> tuple[Path, float]:
         target = work / f"{split}_{args.mode}_{args.strategy}_alpha{key(alpha, beta).replace('/', '_')}.json"
         with ngram_lm_decoding(model, args.mode, built.output, alpha, args.strategy, args.beam_size, beta):
-            manifest = split_manifest(args.demo_dir, split)
+            manifest = split_path(args.demo_dir, split)
             return transcribe_to_manifest(model, manifest, target, args.batch_size, args.mode)
 
     grid = {}
@@ -209,7 +204,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         if not (sep and name.strip() and path.strip()):
             parser.error(f"--model {item}: give NAME=PATH")
         args.models[name.strip()] = Path(path.strip())
-    missing = [split for split in args.splits if not split_manifest(args.demo_dir, split).is_file()]
+    missing = [split for split in args.splits if not split_path(args.demo_dir, split).is_file()]
     if missing:
         parser.error(f"--splits: no manifest for {missing} in {args.demo_dir}")
     return args

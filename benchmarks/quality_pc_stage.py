@@ -658,11 +658,13 @@ def dev_subset(demo_dir: Path, folder: Path, stride: int) -> Path:
     return write_manifest(folder / "dev_subset.json", entries)
 
 
-def score(model_path: Path, manifest: Path, target: Path) -> dict:
-    """Both outputs of a snapshot on ``manifest``, scored: the report's PER, F1, WER-PC and the normalized WER."""
+def score(model, manifest: Path, target: Path, batch_size: int = 16) -> dict:
+    """Both outputs of a snapshot (a ``.nemo`` path or a loaded model) on ``manifest``, written to ``target`` and
+    scored: the report's PER, F1, WER-PC and the normalized WER."""
     from nemo_pc.pipelines.inference import load_asr_model, transcribe_both
 
-    outputs = transcribe_both(load_asr_model(model_path), manifest, batch_size=16, progress=False)
+    model = load_asr_model(model) if isinstance(model, (str, Path)) else model
+    outputs = transcribe_both(model, manifest, batch_size=batch_size, progress=False)
     rows = [
         {**entry, "pred_text": outputs["punctuated"][k], "pred_text_normalized": outputs["normalized"][k]}
         for k, (_, entry) in enumerate(iter_manifest(manifest))
@@ -684,11 +686,15 @@ def _scores(predictions: Path) -> dict:
     }
 
 
+def split_path(demo_dir: Path, split: str) -> Path:
+    """Where a demo folder keeps the manifest of ``split``: ``manifests/<split>.json``, or ``real_speech/<split>.json``
+    for the real recordings (``real_dev``, ``real_test``)."""
+    return demo_dir / ("real_speech" if split.startswith("real_") else "manifests") / f"{split}.json"
+
+
 def split_manifest(demo_dir: Path, split: str) -> Path:
-    """A demo folder's manifest of ``split``: ``manifests/<split>.json``, or ``real_speech/<split>.json`` for the
-    real recordings (``real_dev``, ``real_test``)."""
-    folder = "real_speech" if split.startswith("real_") else "manifests"
-    path = demo_dir / folder / f"{split}.json"
+    """:func:`split_path`, which must exist."""
+    path = split_path(demo_dir, split)
     if not path.is_file():
         raise SystemExit(f"--final-splits: {path} does not exist")
     return path

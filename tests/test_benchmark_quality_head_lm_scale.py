@@ -75,6 +75,9 @@ def test_a_model_without_a_head_and_bad_weights_are_clear_errors(demo, tmp_path,
     with pytest.raises(SystemExit) as stop:
         bench.main([*args, "--final-splits", "test"])
     assert stop.value.code == 2 and "not a transducer head on an AED" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stop:  # a held-out split the folder lacks: named before any model loads
+        bench.main([*args, "--final-splits", "real_test"])
+    assert stop.value.code == 2 and "no such manifest" in capsys.readouterr().err
     with pytest.raises(SystemExit) as stop:
         bench.main([*args, "--scales", "1,x"])
     assert stop.value.code == 2 and "--scales must be comma-separated numbers" in capsys.readouterr().err
