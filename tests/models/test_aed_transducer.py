@@ -598,3 +598,7 @@ def test_a_decoding_weight_of_the_decoders_logits_applies_to_decoding_only(train
         model.cfg.transducer.decode_lm_scale = -1.0
     with pytest.raises(ValueError, match="transducer.decode_lm_scale must be null or a weight of 0 or more"):
         model.setup_transducer()
+    with open_dict(model.cfg):
+        model.cfg.transducer.decode_lm_scale = float("nan")  # would decode garbage without a word
+    with pytest.raises(ValueError, match="transducer.decode_lm_scale must be null or a weight of 0 or more"):
+        model.setup_transducer()

@@ -125,6 +125,8 @@ def test_the_heads_decode_at_the_demos_weight_of_the_decoders_logits(config, tmp
     assert not any("decode_lm_scale" in o for o in scaled.asr_overrides("ctc_inter"))
     with pytest.raises(ValueError, match="rnnt_head_decode_lm_scale must be None or a weight of 0 or more"):
         Demo(dataclasses.replace(config, rnnt_head_decode_lm_scale=-1.0))
+    with pytest.raises(ValueError, match="rnnt_head_decode_lm_scale must be None or a weight of 0 or more"):
+        Demo(dataclasses.replace(config, rnnt_head_decode_lm_scale=float("nan")))
     assert build_parser().parse_args(["--rnnt-head-decode-lm-scale", "2.5"]).rnnt_head_decode_lm_scale == 2.5
 
 

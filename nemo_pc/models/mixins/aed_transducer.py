@@ -41,6 +41,7 @@ learning rate.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import torch
 from nemo.collections.asr.parts.utils.rnnt_utils import Hypothesis
@@ -108,7 +109,9 @@ class AEDTransducerMixin:
         if options is None:
             return
         scale = options["decode_lm_scale"]
-        if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float)) or scale < 0):
+        if scale is not None and (
+            isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale) or scale < 0
+        ):
             raise ValueError(f"transducer.decode_lm_scale must be null or a weight of 0 or more, got {scale!r}")
         modes = options["train_modes"]
         if modes is not None and (not modes or any(mode not in MODES for mode in modes)):

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import time
 from collections.abc import Callable
 from dataclasses import asdict
@@ -97,7 +98,7 @@ class Demo(AedSteps, AsrOverrides, FormatterSteps, LmSteps, RealSpeechSteps):
         if config.base_steps < 0:
             raise ValueError(f"base_steps must be 0 (no base encoder) or more, got {config.base_steps}")
         decode_scale = config.rnnt_head_decode_lm_scale
-        if decode_scale is not None and decode_scale < 0:
+        if decode_scale is not None and not (math.isfinite(decode_scale) and decode_scale >= 0):
             raise ValueError(f"rnnt_head_decode_lm_scale must be None or a weight of 0 or more, got {decode_scale}")
         if config.rnnt_predictor_lm_steps < 0:
             raise ValueError(f"rnnt_predictor_lm_steps must be 0 (none) or more, got {config.rnnt_predictor_lm_steps}")
