@@ -12,6 +12,10 @@ pieces need), then a projection, ``--layers`` transformer layers and the two CTC
 Whisper's own tokens (the AED's tokenizer), those that the training targets use, and each output row starts as the
 AED's output row of its token (Whisper's token embedding); ``random`` is the same vocabulary from random rows.
 
+``--extra-train MANIFEST:REPEAT`` adds more training lines, each REPEAT times: e.g. the real recordings of
+``benchmarks/data_real_pool.py`` with a teacher's transcripts, or ``real_dev`` with its own, to measure what real
+speech in the heads' training gives on ``real_test``.
+
     .venv/bin/python benchmarks/quality_cached_heads.py --model demo_out/models/aed_prompt.nemo --demo-dir demo_out \\
         --steps 3000 --layers 1 --json benchmarks/results/cached_heads.json
 """
@@ -220,6 +224,16 @@ def demo_rows(demo: Path) -> dict[str, list[dict]]:
     return {split: read_manifest(path) for split, path in splits.items()}
 
 
+def training_rows(demo: Path, extra_train: list[str]) -> dict[str, list[dict]]:
+    """:func:`demo_rows`, the lines of each ``MANIFEST[:REPEAT]`` of ``extra_train`` added to ``train`` REPEAT times
+    (default once)."""
+    rows = demo_rows(demo)
+    for item in extra_train:
+        path, _, repeat = item.partition(":")
+        rows["train"] += read_manifest(path) * int(repeat or 1)
+    return rows
+
+
 def score_split(split: str, rows: list[dict], punctuated: list[str], normalized: list[str], tmp: Path,
                 words_only: bool = False) -> dict:  # fmt: skip
     """``test``: N-WER, PER and punctuation F1 (N-WER alone with ``words_only``); ``real_test``: the N-WER and its
@@ -269,6 +283,14 @@ def main(argv: list[str] | None = None) -> int:
         help="with --whisper-tokens: a JSON-lines text (`text` per line, e.g. the demo's lm/text.json) whose tokens "
         "in both modes the heads may write too, as the transducer heads' vocab_text",
     )
+    parser.add_argument(
+        "--extra-train",
+        action="append",
+        default=[],
+        metavar="MANIFEST[:REPEAT]",
+        help="more training lines (audio_filepath, text), e.g. a teacher's transcripts of other audio; each line "
+        "REPEAT times (default 1); repeatable",
+    )
     parser.add_argument("--json", required=True)
     args = parser.parse_args(argv)
 
@@ -282,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         model = load_asr_model(args.model).eval()
     demo, work = Path(args.demo_dir), tempfile.TemporaryDirectory()
-    rows = demo_rows(demo)
+    rows = training_rows(demo, args.extra_train)
     marks = "".join(model.cfg.train_ds.get("marks", ".,?"))
     if args.whisper_tokens:
         extra = read_manifest(args.vocab_text) if args.vocab_text else []

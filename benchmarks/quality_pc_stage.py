@@ -49,6 +49,10 @@ Variants (name: how the system starts and trains):
                         outputs in both modes on copies of the train audio at speeds 0.9 and 1.1
                         (:mod:`nemo_pc.pipelines.distill`, written once under ``WORK/distill/``); its minutes add the
                         teacher's transcription minutes. ``_distill1``: the teacher's outputs on the audio as it is
+    ctc_aed_v512_stack2_real
+                        ``ctc_aed_v512_stack2`` (the demo's ``ctc_inter``) with real speech among its training lines:
+                        ``--real-pool`` (``benchmarks/data_real_pool.py``: untranscribed recordings, a teacher's text)
+                        and the folder's ``real_dev`` with its own transcripts, each line 20 times
     ctc_aed_heads       the ``ctc_inter`` model of an AED trained with the punctuated CTC heads on its encoder
                         (``--aed-model``, e.g. the demo's ``models/aed_prompt_heads.nemo``; ``nemo-pc aed-ctc-heads``):
                         scored as written, no CTC step; its minutes are the AED's
@@ -111,7 +115,7 @@ from pathlib import Path
 
 from suite import variant_rounds, write_results
 
-from nemo_pc.parts.manifest import iter_manifest, write_manifest, write_text_atomic
+from nemo_pc.parts.manifest import iter_manifest, read_manifest, write_manifest, write_text_atomic
 from nemo_pc.pipelines.demo import config as demo_settings
 from nemo_pc.pipelines.demo import pipeline
 
@@ -308,6 +312,15 @@ VARIANTS: dict[str, dict] = {
     },
     # the demo's ctc_inter (``ctc_aed_v512``) with its heads on 40 ms frames, the projection started as the mean
     "ctc_aed_v512_stack2": {"system": "ctc_inter", "start": "aed", "vocab_size": 512, "overrides": STACK2},
+    # the same with real speech among the training lines: ``--real-pool`` (benchmarks/data_real_pool.py, a teacher's
+    # transcripts) and the demo folder's ``real_dev`` (its own), each line 20 times (``real_speech_train``)
+    "ctc_aed_v512_stack2_real": {
+        "system": "ctc_inter",
+        "start": "aed",
+        "vocab_size": 512,
+        "overrides": STACK2,
+        "real_speech": 20,
+    },
     "ctc_aed_v512_stack2_ema": {
         "system": "ctc_inter",
         "start": "aed",
@@ -850,6 +863,24 @@ def distilled_train(demo_dir: Path, work: Path, speeds: tuple[float, ...]) -> tu
     return [train, out], record
 
 
+def real_speech_train(demo_dir: Path, work: Path, pool: Path | None, repeat: int) -> Path:
+    """A training manifest of a ``real_speech`` variant: the demo's train split, then ``repeat`` copies of every line
+    of ``pool`` and of the folder's ``real_speech/real_dev.json`` (each copy's ``utt_id`` ends in ``-r<k>``: the
+    loaders want them unique), written under ``work/real_speech/``."""
+    if pool is None or not pool.is_file():
+        raise SystemExit(f"error: --real-pool {pool}: no such manifest (benchmarks/data_real_pool.py writes it)")
+    real_dev = demo_dir / "real_speech" / "real_dev.json"
+    if not real_dev.is_file():
+        raise SystemExit(f"error: {real_dev}: the demo folder has no real_dev set")
+    lines = read_manifest(demo_dir / "manifests" / "train.json")
+    for source in (pool, real_dev):
+        for k in range(repeat):
+            lines += [
+                {**row, "utt_id": f"{row.get('utt_id', row['audio_filepath'])}-r{k}"} for row in read_manifest(source)
+            ]
+    return write_manifest(work / "real_speech" / f"train_real_x{repeat}.json", lines)
+
+
 def variant_demo(spec: dict, config: dict, folder: Path, steps: int):
     """The :class:`~nemo_pc.pipelines.demo.pipeline.Demo` whose ``asr_overrides`` give a variant its recipe: the demo
     folder's settings (``config``), the variant's vocabulary, start and overrides."""
@@ -908,6 +939,7 @@ def run_one(
     train: bool = True,
     aed_model: Path | None = None,
     final_splits: tuple[str, ...] = (),
+    real_pool: Path | None = None,
 ) -> dict:
     """Trains one variant in this process, scores its snapshots and returns its row; ``train=False`` scores the
     snapshots of a run that was stopped (the row then says at which step). ``final_splits``: the held-out splits
@@ -977,6 +1009,10 @@ def run_one(
         overrides = [o for o in overrides if not o.startswith("model.train_ds.manifest_filepath=")]
         overrides.append(f"model.train_ds.manifest_filepath=[{','.join(map(str, manifests))}]")
         start_minutes += distilled["minutes"]
+    if spec.get("real_speech"):
+        manifest = real_speech_train(demo_dir, work, real_pool, spec["real_speech"])
+        overrides = [o for o in overrides if not o.startswith("model.train_ds.manifest_filepath=")]
+        overrides.append(f"model.train_ds.manifest_filepath={manifest}")
     snapshots = folder / "snapshots"
     snapshots.mkdir(exist_ok=True)
     final = folder / "final.nemo"
@@ -1073,6 +1109,11 @@ def main(argv: list[str] | None = None) -> None:
         default="",
         help="comma-separated held-out splits the last model is scored on: test, test_seen, real_dev, real_test",
     )
+    parser.add_argument(
+        "--real-pool",
+        default=None,
+        help="the real-speech pool (benchmarks/data_real_pool.py's pool.json) that the *_real variants train on",
+    )
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     demo_dir = Path(args.demo_dir)
@@ -1090,6 +1131,7 @@ def main(argv: list[str] | None = None) -> None:
             train=not args.stopped,
             aed_model=aed,
             final_splits=final_splits,
+            real_pool=Path(args.real_pool) if args.real_pool else None,
         )
         write_text_atomic(work / args.one / "row.json", json.dumps(row) + "\n")
         return
@@ -1116,6 +1158,7 @@ def main(argv: list[str] | None = None) -> None:
         *(["--stopped"] if args.stopped else []),
         *(["--aed-model", args.aed_model] if args.aed_model else []),
         *(["--final-splits", args.final_splits] if final_splits else []),
+        *(["--real-pool", args.real_pool] if args.real_pool else []),
     ]
     rows = []
     for round_, row in variant_rounds(__file__, variants, work, arguments, args.jobs, threads, resume=True):

@@ -1309,6 +1309,13 @@ def _cached_vocabulary(settings: dict) -> str:
     return str(settings["vocab_size"] or "the AED's aux_ctc")
 
 
+def _extra_train(item: str) -> str:
+    """``MANIFEST[:REPEAT]`` of ``quality_cached_heads.py --extra-train`` as a cell: the manifest's stem and the
+    times each line is repeated (``real_dev.json:20`` is ``real_dev x20``)."""
+    path, _, repeat = item.partition(":")
+    return f"{Path(path).stem} x{repeat or 1}"
+
+
 def render_cached_heads(*sources: Path) -> str:
     """``quality_cached_heads.py``: one row per results file (its head's vocabulary, size and minutes, the dev
     subset's N-WER at each point, the test and ``real_test`` scores of its last step)."""
@@ -1323,8 +1330,11 @@ def render_cached_heads(*sources: Path) -> str:
     with_encoder = any(r["settings"].get("model") == "whisper" or r["settings"].get("layer") for r in reports)
     # the frame rate: a column only where the files stack differently (20 ms encoder frames, --stack of them)
     with_frames = len({r["settings"]["stack"] for r in reports}) > 1
+    # more training lines (--extra-train MANIFEST:REPEAT): a column only where a file has them
+    extras = [", ".join(_extra_train(item) for item in r["settings"].get("extra_train") or []) for r in reports]
     columns = ["vocabulary:", "layers:", "parameters:", "train minutes:", *(f"dev N-WER at {p}:" for p in points)]
     columns = ["frame:", *columns] if with_frames else columns
+    columns = ["more training lines", *columns] if any(extras) else columns
     columns = ["encoder", *columns] if with_encoder else columns
     columns += ["test N-WER:", "PER:", "punct F1:", "real_test N-WER:"]
     table = []
@@ -1347,6 +1357,8 @@ def render_cached_heads(*sources: Path) -> str:
         )
         if with_frames:
             table[-1].insert(0, f"{20 * settings['stack']} ms")
+        if any(extras):
+            table[-1].insert(0, extras[len(table) - 1] or "none")
         if with_encoder:
             table[-1].insert(0, encoders[len(table) - 1])
     first = reports[0]

@@ -189,3 +189,31 @@ def test_encode_reads_the_output_of_the_block_asked(tmp_path):
     assert first[1][:, 0].tolist() == [1.125, 1.5] and second[1][:, 0].tolist() == [2.25, 3.0]
     assert first[0].shape == (3, 1)  # each utterance cut to its own length
     assert not encoder.layers[0]._forward_hooks  # the tap is removed
+
+
+def test_a_column_names_the_more_training_lines_of_a_file(tmp_path):
+    render = load_benchmark("render_results")
+    base = _write_report(tmp_path / "base.json", {"extra_train": []})
+    more = _write_report(tmp_path / "more.json", {"extra_train": ["/x/pool.json:20", "/y/real_dev.json"]})
+    text = render.render_cached_heads(base, more)
+    assert "| more training lines | vocabulary |" in text
+    assert "| none | 1024 |" in text and "| pool x20, real_dev x1 | 1024 |" in text
+    assert "more training lines" not in render.render_cached_heads(base)  # no file with them: no column
+
+
+def test_more_training_lines_are_read_with_their_repeats(tmp_path):
+    """``--extra-train MANIFEST:REPEAT`` adds each line of the manifest REPEAT times to the training rows."""
+    import json
+
+    bench = load_benchmark("quality_cached_heads")
+    demo = tmp_path / "demo"
+    (demo / "manifests").mkdir(parents=True)
+    (demo / "real_speech").mkdir()
+    line = {"audio_filepath": "a.wav", "duration": 1.0, "text": "a b"}
+    for name in ("manifests/train", "manifests/dev_curve", "manifests/test", "real_speech/real_test"):
+        (demo / f"{name}.json").write_text(json.dumps(line) + "\n")
+    extra = tmp_path / "pool.json"
+    extra.write_text(json.dumps(line | {"text": "c"}) + "\n")
+    rows = bench.training_rows(demo, [f"{extra}:3"])
+    assert [row["text"] for row in rows["train"]] == ["a b", "c", "c", "c"]
+    assert len(rows["test"]) == 1

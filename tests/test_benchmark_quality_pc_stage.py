@@ -330,3 +330,27 @@ def test_the_attention_head_variants_add_blocks_on_the_frozen_encoder_at_their_r
         got = (overrides["model.encoder.stack"], overrides["model.encoder.top_layers"])
         assert (*got, overrides["model.optim_param_groups.encoder.lr"]) == (stack, blocks, rate), name
         assert overrides.get("model.encoder.layer_mix") == mixes.get(name), name
+
+
+def test_a_real_speech_variant_trains_on_the_pool_and_real_dev_repeated(tmp_path):
+    import json
+
+    bench = load_benchmark("quality_pc_stage")
+    assert bench.VARIANTS["ctc_aed_v512_stack2_real"]["real_speech"] == 20
+    demo = tmp_path / "demo"
+    (demo / "manifests").mkdir(parents=True)
+    (demo / "real_speech").mkdir()
+
+    def line(text: str, utt_id: str) -> str:
+        return json.dumps({"audio_filepath": f"{utt_id}.wav", "duration": 1.0, "text": text, "utt_id": utt_id}) + "\n"
+
+    (demo / "manifests" / "train.json").write_text(line("a", "t0"))
+    (demo / "real_speech" / "real_dev.json").write_text(line("b", "d0"))
+    pool = tmp_path / "pool.json"
+    pool.write_text(line("C.", "p0"))
+    with pytest.raises(SystemExit, match="--real-pool"):
+        bench.real_speech_train(demo, tmp_path / "work", None, 2)
+    written = bench.real_speech_train(demo, tmp_path / "work", pool, 2)
+    rows = [json.loads(text) for text in written.read_text().splitlines()]
+    assert [row["text"] for row in rows] == ["a", "C.", "C.", "b", "b"]
+    assert [row["utt_id"] for row in rows] == ["t0", "p0-r0", "p0-r1", "d0-r0", "d0-r1"]  # unique ids
