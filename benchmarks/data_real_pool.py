@@ -141,6 +141,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from nemo_pc.pipelines.inference import transcribe_both
 
+    if not Path(args.teacher).is_file():
+        print(f"error: {args.teacher}: no such teacher model", file=sys.stderr)
+        return 2
     out, drops, rows, sources = Path(args.out), DropCounter(), [], []
     for pin, licence, keep in SOURCES:
         try:

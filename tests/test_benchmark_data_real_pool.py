@@ -26,3 +26,11 @@ def test_a_long_recording_is_cut_in_its_silence():
     (first_start, first_end), (second_start, second_end) = bench.cut_points(audio)
     assert first_start == 0 and 11.0 * rate <= first_end < 11.3 * rate
     assert second_start == first_end and second_end == len(audio)
+
+
+def test_a_missing_teacher_is_named_with_exit_code_2(tmp_path, capsys):
+    bench = load_benchmark("data_real_pool")
+    code = bench.main([str(tmp_path / "absent.nemo"), str(tmp_path / "pool"), "--json", str(tmp_path / "r.json")])
+    assert code == 2
+    assert "absent.nemo: no such teacher model" in capsys.readouterr().err
+    assert not (tmp_path / "r.json").exists()
