@@ -53,6 +53,10 @@ Variants (name: how the system starts and trains):
                         ``ctc_aed_v512_stack2`` (the demo's ``ctc_inter``) with real speech among its training lines:
                         ``--real-pool`` (``benchmarks/data_real_pool.py``: untranscribed recordings, a teacher's text)
                         and the folder's ``real_dev`` with its own transcripts, each line 20 times
+    ctc_aed_v512_stack2_more
+                        ``ctc_aed_v512_stack2`` with more synthetic hours among its training lines: ``--more-train``
+                        (``benchmarks/data_more_hours.py``: a larger corpus's lines that share no voice, chapter or
+                        text with the folder's held-out sets), each line once
     ctc_aed_heads       the ``ctc_inter`` model of an AED trained with the punctuated CTC heads on its encoder
                         (``--aed-model``, e.g. the demo's ``models/aed_prompt_heads.nemo``; ``nemo-pc aed-ctc-heads``):
                         scored as written, no CTC step; its minutes are the AED's
@@ -320,6 +324,15 @@ VARIANTS: dict[str, dict] = {
         "vocab_size": 512,
         "overrides": STACK2,
         "real_speech": 20,
+    },
+    # the same with more synthetic hours among the training lines: ``--more-train`` (benchmarks/data_more_hours.py's
+    # extra_train.json, a larger corpus's lines that share no voice, chapter or text with the held-out sets)
+    "ctc_aed_v512_stack2_more": {
+        "system": "ctc_inter",
+        "start": "aed",
+        "vocab_size": 512,
+        "overrides": STACK2,
+        "more_train": True,
     },
     "ctc_aed_v512_stack2_ema": {
         "system": "ctc_inter",
@@ -881,6 +894,15 @@ def real_speech_train(demo_dir: Path, work: Path, pool: Path | None, repeat: int
     return write_manifest(work / "real_speech" / f"train_real_x{repeat}.json", lines)
 
 
+def more_train(demo_dir: Path, work: Path, extra: Path | None) -> Path:
+    """A training manifest of a ``more_train`` variant: the demo's train split, then every line of ``extra``
+    (benchmarks/data_more_hours.py's ``extra_train.json``), written under ``work/more_train/``."""
+    if extra is None or not extra.is_file():
+        raise SystemExit(f"error: --more-train {extra}: no such manifest (benchmarks/data_more_hours.py writes it)")
+    lines = read_manifest(demo_dir / "manifests" / "train.json") + read_manifest(extra)
+    return write_manifest(work / "more_train" / f"train_plus_{extra.stem}.json", lines)
+
+
 def variant_demo(spec: dict, config: dict, folder: Path, steps: int):
     """The :class:`~nemo_pc.pipelines.demo.pipeline.Demo` whose ``asr_overrides`` give a variant its recipe: the demo
     folder's settings (``config``), the variant's vocabulary, start and overrides."""
@@ -940,6 +962,7 @@ def run_one(
     aed_model: Path | None = None,
     final_splits: tuple[str, ...] = (),
     real_pool: Path | None = None,
+    more_train_manifest: Path | None = None,
 ) -> dict:
     """Trains one variant in this process, scores its snapshots and returns its row; ``train=False`` scores the
     snapshots of a run that was stopped (the row then says at which step). ``final_splits``: the held-out splits
@@ -1009,6 +1032,10 @@ def run_one(
         overrides = [o for o in overrides if not o.startswith("model.train_ds.manifest_filepath=")]
         overrides.append(f"model.train_ds.manifest_filepath=[{','.join(map(str, manifests))}]")
         start_minutes += distilled["minutes"]
+    if spec.get("more_train"):
+        manifest = more_train(demo_dir, work, more_train_manifest)
+        overrides = [o for o in overrides if not o.startswith("model.train_ds.manifest_filepath=")]
+        overrides.append(f"model.train_ds.manifest_filepath={manifest}")
     if spec.get("real_speech"):
         manifest = real_speech_train(demo_dir, work, real_pool, spec["real_speech"])
         overrides = [o for o in overrides if not o.startswith("model.train_ds.manifest_filepath=")]
@@ -1114,6 +1141,11 @@ def main(argv: list[str] | None = None) -> None:
         default=None,
         help="the real-speech pool (benchmarks/data_real_pool.py's pool.json) that the *_real variants train on",
     )
+    parser.add_argument(
+        "--more-train",
+        default=None,
+        help="more synthetic training lines (benchmarks/data_more_hours.py's extra_train.json) for *_more variants",
+    )
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     demo_dir = Path(args.demo_dir)
@@ -1132,6 +1164,7 @@ def main(argv: list[str] | None = None) -> None:
             aed_model=aed,
             final_splits=final_splits,
             real_pool=Path(args.real_pool) if args.real_pool else None,
+            more_train_manifest=Path(args.more_train) if args.more_train else None,
         )
         write_text_atomic(work / args.one / "row.json", json.dumps(row) + "\n")
         return
@@ -1159,6 +1192,7 @@ def main(argv: list[str] | None = None) -> None:
         *(["--aed-model", args.aed_model] if args.aed_model else []),
         *(["--final-splits", args.final_splits] if final_splits else []),
         *(["--real-pool", args.real_pool] if args.real_pool else []),
+        *(["--more-train", args.more_train] if args.more_train else []),
     ]
     rows = []
     for round_, row in variant_rounds(__file__, variants, work, arguments, args.jobs, threads, resume=True):

@@ -354,3 +354,23 @@ def test_a_real_speech_variant_trains_on_the_pool_and_real_dev_repeated(tmp_path
     rows = [json.loads(text) for text in written.read_text().splitlines()]
     assert [row["text"] for row in rows] == ["a", "C.", "C.", "b", "b"]
     assert [row["utt_id"] for row in rows] == ["t0", "p0-r0", "p0-r1", "d0-r0", "d0-r1"]  # unique ids
+
+
+def test_a_more_train_variant_trains_on_the_train_split_and_the_extra_lines(tmp_path):
+    import json
+
+    bench = load_benchmark("quality_pc_stage")
+    assert bench.VARIANTS["ctc_aed_v512_stack2_more"]["more_train"]
+    demo = tmp_path / "demo"
+    (demo / "manifests").mkdir(parents=True)
+
+    def line(text: str, utt_id: str) -> str:
+        return json.dumps({"audio_filepath": f"{utt_id}.wav", "duration": 1.0, "text": text, "utt_id": utt_id}) + "\n"
+
+    (demo / "manifests" / "train.json").write_text(line("a", "t0"))
+    extra = tmp_path / "extra_train.json"
+    extra.write_text(line("b", "e0") + line("c", "e1"))
+    with pytest.raises(SystemExit, match="--more-train"):
+        bench.more_train(demo, tmp_path / "work", tmp_path / "absent.json")
+    written = bench.more_train(demo, tmp_path / "work", extra)
+    assert [json.loads(text)["utt_id"] for text in written.read_text().splitlines()] == ["t0", "e0", "e1"]
