@@ -34,7 +34,8 @@ from pathlib import Path
 
 from suite import write_results
 
-from nemo_pc.parts.manifest import DropCounter, iter_manifest, write_manifest
+from nemo_pc.data.recipes.lm_text import held_out_documents
+from nemo_pc.parts.manifest import DropCounter, ManifestError, iter_manifest, write_manifest
 
 HELD_OUT_MANIFESTS = ("dev", "test", "test_seen")
 REAL_MANIFESTS = ("real_dev", "real_test")
@@ -140,9 +141,15 @@ def main(argv: list[str] | None = None) -> int:
     if not 0 < args.share <= 1:
         print(f"error: --share must be above 0 and at most 1, got {args.share}", file=sys.stderr)
         return 2
-    seconds = build_corpus(demo, out, args.hours)
-    drops = DropCounter()
-    kept = spread(select(demo, out, drops), args.share)
+    try:
+        held_out_documents([demo / "manifests" / f"{n}.json" for n in HELD_OUT_MANIFESTS
+                            if (demo / "manifests" / f"{n}.json").is_file()], demo / "corpus")  # fmt: skip
+        seconds = build_corpus(demo, out, args.hours)
+        drops = DropCounter()
+        kept = spread(select(demo, out, drops), args.share)
+    except ManifestError as err:  # a bad manifest or CHAPTERS.TXT line, named with its file and line
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     name = "extra_train.json" if args.share == 1 else f"extra_train_share{args.share:g}.json"
     write_manifest(out / name, kept)
     record = {

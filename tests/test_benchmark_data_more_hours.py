@@ -84,3 +84,16 @@ def test_a_share_keeps_that_share_of_the_lines_in_order(n, share):
     assert len(kept) == math.floor(n * share)
     if share == 1.0:
         assert kept == list(range(n))
+
+
+def test_a_bad_held_out_manifest_line_is_named_with_exit_code_2(tmp_path, capsys):
+    bench = load_benchmark("data_more_hours")
+    demo = tmp_path / "demo"
+    _folder(demo, [("train", "a", "espeak-ng:en+m1", 1, "in the beginning", 2.0)], {1: "Genesis 1"})
+    (demo / "config.json").write_text("{}")
+    (demo / "manifests" / "test.json").write_text('{"utt_id": "t", "text_normalized": "no chapter"}\n')
+    code = bench.main([str(demo), str(tmp_path / "out"), "--hours", "1", "--json", str(tmp_path / "r.json")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "test.json" in err and "chapter" in err
+    assert not (tmp_path / "r.json").exists()
