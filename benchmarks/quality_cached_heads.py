@@ -12,6 +12,9 @@ pieces need), then a projection, ``--layers`` transformer layers and the two CTC
 Whisper's own tokens (the AED's tokenizer), those that the training targets use, and each output row starts as the
 AED's output row of its token (Whisper's token embedding); ``random`` is the same vocabulary from random rows.
 
+``--head decoder`` makes the head the AED's decoder itself, read without its causal mask (:class:`DecoderHead`): a CTC
+head whose blocks, cross-attention and token rows start as the AED's, over Whisper's tokens.
+
 ``--extra-train MANIFEST:REPEAT`` adds more training lines, each REPEAT times: e.g. the real recordings of
 ``benchmarks/data_real_pool.py`` with a teacher's transcripts, or ``real_dev`` with its own, to measure what real
 speech in the heads' training gives on ``real_test``.
@@ -23,6 +26,7 @@ speech in the heads' training gives on ``real_test``.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import random
 import sys
@@ -78,6 +82,73 @@ class CachedHeads(nn.Module):
                 head.bias.zero_()
 
 
+class DecoderHead(nn.Module):
+    """The AED's decoder as a non-autoregressive CTC head (``--head decoder``).
+
+    Each group of ``stack`` encoder frames becomes one query of the AED's decoder blocks (a projection started as the
+    mean of the group, scaled to the size of the decoder's token embeddings, plus the decoder's learned position
+    embedding), after the mode prompt's tokens (``<|startoftranscript|>`` and the mode's token): one network reads
+    both modes, as the conditioned predictor does. Self-attention sees every position (no causal mask), the
+    cross-attention reads the encoder's frames as the AED's does, and each query's output is a CTC distribution over
+    the kept Whisper tokens (rows started as the AED's output rows) and a blank. The decoder keeps what it learned of
+    words and audio from Whisper's training; the head's outputs stay independent given the audio, as CTC's are.
+    """
+
+    def __init__(self, aed, kept: list[int], frame_dim: int, stack: int, prompts: dict[str, list[int]]):
+        super().__init__()
+        self.stack, self.frame_dim = stack, frame_dim
+        self.decoder = copy.deepcopy(aed.transf_decoder)
+        self.decoder._decoder.diagonal = None  # every position sees every other
+        self.decoder._embedding.token_embedding.requires_grad_(False)  # it embeds the two prompt tokens alone
+        self.cross_proj = copy.deepcopy(aed.encoder_decoder_proj)
+        out = aed.log_softmax.mlp.layer0
+        width = out.weight.shape[1]
+        embedding = self.decoder._embedding.token_embedding.weight.detach()
+        self.query = nn.Linear(frame_dim * stack, width)
+        with torch.no_grad():
+            self.query.weight.copy_(torch.eye(width, frame_dim).repeat(1, stack) / stack)
+            self.query.bias.zero_()
+        self.query_scale = nn.Parameter(torch.tensor(float(embedding.norm(dim=1).mean() / frame_dim**0.5)))
+        for mode, ids in prompts.items():
+            self.register_buffer(f"prompt_{mode}", torch.tensor(ids))
+        self.token_out = nn.Parameter(out.weight.detach()[torch.tensor(kept)].clone())
+        self.token_bias = nn.Parameter(torch.zeros(len(kept)))
+        self.blank_out = nn.Linear(width, 1)
+        nn.init.zeros_(self.blank_out.weight)
+        nn.init.zeros_(self.blank_out.bias)
+        self.blank = len(kept)
+
+    def param_groups(self, lr: float, decoder_lr: float) -> list[dict]:
+        """The copied decoder and cross-projection at ``decoder_lr``, the new parts and token rows at ``lr``."""
+        pretrained = [p for p in [*self.decoder.parameters(), *self.cross_proj.parameters()] if p.requires_grad]
+        ids = {id(p) for p in pretrained}
+        return [
+            {"params": pretrained, "lr": decoder_lr},
+            {"params": [p for p in self.parameters() if p.requires_grad and id(p) not in ids], "lr": lr},
+        ]
+
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Log-probabilities ``(B, T, V + 1)`` per mode over ``x``, stacked frames ``(B, T, stack * D)``."""
+        batch, steps = x.shape[:2]
+        frames = x.reshape(batch, steps * self.stack, self.frame_dim)
+        memory = self.cross_proj(frames)
+        memory_mask = (frames.abs().sum(-1) > 0).to(memory.dtype)  # a frame of zeros is padding
+        queries = self.query(x) * self.query_scale
+        embedding = self.decoder._embedding
+        out = {}
+        for mode in MODES:
+            prompt = getattr(self, f"prompt_{mode}")
+            width = len(prompt)
+            positions = torch.arange(width + steps)
+            states = torch.cat([embedding.token_embedding(prompt)[None].expand(batch, -1, -1), queries], dim=1)
+            states = states + embedding.position_embedding(positions)[None]
+            mask = (positions[None] < width + lengths[:, None]).to(states.dtype)
+            hidden = self.decoder._decoder(states, mask, memory, memory_mask)[0][:, width:]
+            logits = torch.cat([hidden @ self.token_out.T + self.token_bias, self.blank_out(hidden)], dim=-1)
+            out[mode] = logits.log_softmax(-1)
+        return out
+
+
 class KeptTokens:
     """The AED's tokenizer over the tokens that ``texts`` use alone, renumbered ``0..V-1`` in the order of their
     Whisper ids (so a CTC output stays small); ``kept`` holds those Whisper ids."""
@@ -117,17 +188,19 @@ def greedy_ids(log_probs: torch.Tensor, lengths: torch.Tensor) -> list[list[int]
 
 
 def train_heads(heads: CachedHeads, feats: list, targets: dict, steps: int, batch_size: int, lr: float,
-                seed: int = 0, every: int = 0, on_point=None) -> list[dict]:  # fmt: skip
+                seed: int = 0, every: int = 0, on_point=None, decoder_lr: float = 1e-4) -> list[dict]:  # fmt: skip
     """AdamW on the sum of both modes' CTC losses over random batches of ``feats`` (cosine decay, 5% warm-up);
     ``on_point(step)`` after every ``every`` steps and at the end. Returns the loss every 100 steps."""
     rng = random.Random(seed)
-    optimizer = torch.optim.AdamW(heads.parameters(), lr=lr, weight_decay=0.01)
+    groups = heads.param_groups(lr, decoder_lr) if hasattr(heads, "param_groups") else heads.parameters()
+    optimizer = torch.optim.AdamW(groups, lr=lr, weight_decay=0.01)
     warmup = max(1, steps // 20)
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer,
         lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (1 + torch.cos(torch.tensor(torch.pi * s / steps)).item()),
     )
-    ctc, losses = nn.CTCLoss(blank=heads.out[MODES[0]].out_features - 1, zero_infinity=True), []
+    blank = heads.blank if hasattr(heads, "blank") else heads.out[MODES[0]].out_features - 1
+    ctc, losses = nn.CTCLoss(blank=blank, zero_infinity=True), []
     heads.train()
     for step in range(1, steps + 1):
         index = rng.sample(range(len(feats)), min(batch_size, len(feats)))
@@ -313,8 +386,20 @@ def main(argv: list[str] | None = None) -> int:
         help="more training lines (audio_filepath, text), e.g. a teacher's transcripts of other audio; each line "
         "REPEAT times (default 1); repeatable",
     )
+    parser.add_argument(
+        "--head",
+        choices=("mlp", "decoder"),
+        default="mlp",
+        help="mlp: a projection, --layers new transformer layers and a CTC output per mode; decoder: the AED's "
+        "decoder as a non-autoregressive CTC head over Whisper's tokens (DecoderHead; implies --whisper-tokens init)",
+    )
+    parser.add_argument(
+        "--decoder-lr", type=float, default=1e-4, help="with --head decoder: the copied decoder's learning rate"
+    )
     parser.add_argument("--json", required=True)
     args = parser.parse_args(argv)
+    if args.head == "decoder":
+        args.whisper_tokens = "init"
 
     from nemo_pc.pipelines.inference import load_asr_model
 
@@ -346,10 +431,15 @@ def main(argv: list[str] | None = None) -> int:
         "normalized": [tokenizer.text_to_ids(normalize(row["text"])) for row in rows["train"]],
         "punctuated": [tokenizer.text_to_ids(preprocess_punctuated(row["text"], marks)) for row in rows["train"]],
     }
-    heads = CachedHeads(
-        feats["train"][0].shape[1], tokenizer.vocab_size, layers=args.layers, norm=bool(args.whisper_tokens)
-    )
-    if args.whisper_tokens == "init":
+    if args.head == "decoder":
+        prompts = {mode: model.mode_prompt(mode, 1, torch.device("cpu"))[0].tolist() for mode in MODES}
+        frame_dim = feats["train"][0].shape[1] // args.stack
+        heads = DecoderHead(model, tokenizer.kept, frame_dim, args.stack, prompts)
+    else:
+        heads = CachedHeads(
+            feats["train"][0].shape[1], tokenizer.vocab_size, layers=args.layers, norm=bool(args.whisper_tokens)
+        )
+    if args.whisper_tokens == "init" and args.head == "mlp":
         heads.init_rows(model.log_softmax.mlp.layer0.weight.detach()[torch.tensor(tokenizer.kept)])
     detokenize, curve, clock = tokenizer.ids_to_text, [], {"train": 0.0, "since": time.perf_counter()}
 
@@ -366,7 +456,7 @@ def main(argv: list[str] | None = None) -> int:
         clock["since"] = time.perf_counter()
 
     losses = train_heads(heads, feats["train"], targets, args.steps, args.batch_size, args.lr, every=args.every,
-                         on_point=on_point)  # fmt: skip
+                         on_point=on_point, decoder_lr=args.decoder_lr)  # fmt: skip
     scores, aux_scores = {}, {}
     with tempfile.TemporaryDirectory() as tmp:
         for split in ("test", "real_test"):
@@ -377,7 +467,11 @@ def main(argv: list[str] | None = None) -> int:
                 aux_scores[split] = score_split(split, rows[split], aux, aux, Path(tmp), words_only=True)
     results = {
         "settings": vars(args)
-        | {"parameters": sum(p.numel() for p in heads.parameters()), "pieces": tokenizer.vocab_size},
+        | {
+            "parameters": sum(p.numel() for p in heads.parameters()),
+            "trainable_parameters": sum(p.numel() for p in heads.parameters() if p.requires_grad),
+            "pieces": tokenizer.vocab_size,
+        },
         "encode_minutes": round(encode_seconds / 60, 2),
         "utterances": {split: len(split_rows) for split, split_rows in rows.items()},
         "curve": curve,

@@ -233,3 +233,60 @@ def test_a_bad_extra_train_value_is_named(tmp_path, capsys):
             bench.main(["--model", "m.nemo", "--demo-dir", str(tmp_path), "--extra-train", value, "--json", "r.json"])
         assert stop.value.code == 2
         assert message in capsys.readouterr().err
+
+
+def _tiny_aed(vocab: int = 16, hidden: int = 16):
+    from types import SimpleNamespace
+
+    from torch import nn
+
+    from nemo_pc.testing.whisper import tiny_whisper_decoder
+
+    decoder, head = tiny_whisper_decoder(vocab, hidden)
+    prompts = {"normalized": 14, "punctuated": 15}
+    return SimpleNamespace(
+        transf_decoder=decoder,
+        log_softmax=SimpleNamespace(mlp=SimpleNamespace(layer0=head)),
+        encoder_decoder_proj=nn.Identity(),
+        mode_prompt=lambda mode, batch, device: torch.tensor([[13, prompts[mode]]] * batch),
+    )
+
+
+def _decoder_head(bench, kept=(2, 5, 7, 9), stack=2):
+    aed = _tiny_aed()
+    prompts = {mode: aed.mode_prompt(mode, 1, None)[0].tolist() for mode in bench.MODES}
+    return aed, bench.DecoderHead(aed, list(kept), frame_dim=16, stack=stack, prompts=prompts)
+
+
+def test_the_decoder_head_starts_from_the_aeds_rows_and_reads_every_frame():
+    bench = load_benchmark("quality_cached_heads")
+    torch.manual_seed(0)
+    aed, head = _decoder_head(bench)
+    assert torch.equal(head.token_out, aed.log_softmax.mlp.layer0.weight[[2, 5, 7, 9]])
+    assert head.blank == 4 and not head.blank_out.weight.any()
+    assert not head.decoder._embedding.token_embedding.weight.requires_grad  # it embeds the prompt alone
+    head.eval()
+    x = bench.stack_frames(torch.randn(10, 16), 2)[None]
+    out = head(x, torch.tensor([5]))
+    assert out["normalized"].shape == (1, 5, 5) and out["punctuated"].shape == (1, 5, 5)
+    assert not torch.allclose(out["normalized"], out["punctuated"])  # the prompt tells the modes apart
+    later = x.clone()
+    later[0, 4] += 1.0
+    changed = head(later, torch.tensor([5]))["normalized"]
+    assert not torch.allclose(changed[0, 0], out["normalized"][0, 0])  # no causal mask: the first sees the last
+    padded = torch.cat([x, torch.zeros(1, 3, 32)], dim=1)
+    alone = head(padded, torch.tensor([5]))["normalized"][0, :5]
+    torch.testing.assert_close(alone, out["normalized"][0], atol=1e-5, rtol=1e-5)  # padding is masked out
+
+
+def test_the_decoder_head_memorizes_two_utterances_in_both_modes():
+    bench = load_benchmark("quality_cached_heads")
+    torch.manual_seed(0)
+    _, head = _decoder_head(bench)
+    feats = [bench.stack_frames(torch.randn(16, 16), 2), bench.stack_frames(torch.randn(12, 16), 2)]
+    targets = {"normalized": [[0, 1, 2], [3, 3, 1]], "punctuated": [[0, 1, 2, 3], [3, 2]]}
+    losses = bench.train_heads(head, feats, targets, 300, batch_size=2, lr=1e-2, decoder_lr=3e-3)
+    assert losses[-1]["loss"] < losses[0]["loss"]
+    out = bench.transcribe(head, feats, detokenize=lambda ids: " ".join(map(str, ids)))
+    assert out["punctuated"] == ["0 1 2 3", "3 2"]
+    assert out["normalized"] == ["0 1 2", "3 3 1"]
