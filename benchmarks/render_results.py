@@ -1333,7 +1333,10 @@ def render_cached_heads(*sources: Path) -> str:
     with_frames = len({r["settings"]["stack"] for r in reports}) > 1
     # more training lines (--extra-train MANIFEST:REPEAT): a column only where a file has them
     extras = [", ".join(_extra_train(item) for item in r["settings"].get("extra_train") or []) for r in reports]
+    # batch size: a column only where the files differ in it
+    with_batch = len({r["settings"]["batch_size"] for r in reports}) > 1
     columns = ["vocabulary:", "layers:", "parameters:", "train minutes:", *(f"dev N-WER at {p}:" for p in points)]
+    columns = ["batch:", *columns] if with_batch else columns
     columns = ["frame:", *columns] if with_frames else columns
     columns = ["more training lines", *columns] if any(extras) else columns
     columns = ["encoder", *columns] if with_encoder else columns
@@ -1346,7 +1349,7 @@ def render_cached_heads(*sources: Path) -> str:
         table.append(
             [
                 _cached_vocabulary(settings),
-                str(settings["layers"]),
+                "the AED's decoder" if settings.get("head") == "decoder" else str(settings["layers"]),
                 f"{settings['parameters'] / 1e6:.2f} M",
                 f"{report['curve'][-1]['train_minutes']:.1f}",
                 *(_pct(curve[p]["dev_n_wer"]) if p in curve else "-" for p in points),
@@ -1356,6 +1359,8 @@ def render_cached_heads(*sources: Path) -> str:
                 f"{_pct(real['wer'])} [{100 * low:.1f}, {100 * high:.1f}]",
             ]
         )
+        if with_batch:
+            table[-1].insert(0, str(settings["batch_size"]))
         if with_frames:
             table[-1].insert(0, f"{20 * settings['stack']} ms")
         if any(extras):
@@ -1364,9 +1369,10 @@ def render_cached_heads(*sources: Path) -> str:
             table[-1].insert(0, encoders[len(table) - 1])
     first = reports[0]
     stacking = "20 ms frames stacked" if with_frames else f"{first['settings']['stack']} frames stacked"
+    batches = "" if with_batch else f", batches of {first['settings']['batch_size']}"
     head = (
-        f"Heads on the frozen encoder's cached outputs ({stacking}, batches of "
-        f"{first['settings']['batch_size']}, {first['utterances']['train']} training utterances; dev: "
+        f"Heads on the frozen encoder's cached outputs ({stacking}{batches}, "
+        f"{first['utterances']['train']} training utterances; dev: "
         f"{first['utterances']['dev']} utterances), greedy:"
     )
     return "\n".join([head, "", *_table(columns, table)]) + "\n"

@@ -153,6 +153,21 @@ def test_a_frame_column_where_the_files_stack_differently(tmp_path):
     assert "(2 frames stacked" in alone and "| frame |" not in alone
 
 
+def test_the_decoder_head_is_named_and_a_batch_column_where_the_files_differ_in_it(tmp_path):
+    render = load_benchmark("render_results")
+    mlp = _write_report(tmp_path / "mlp.json", {"whisper_tokens": "init", "pieces": 5312})
+    decoder = _write_report(
+        tmp_path / "decoder.json",
+        {"whisper_tokens": "init", "pieces": 5312, "head": "decoder", "layers": 1, "batch_size": 16},
+    )
+    text = render.render_cached_heads(mlp, decoder)
+    assert "(4 frames stacked, 2610 training utterances" in text and "batches of" not in text
+    assert "| batch | vocabulary | layers |" in text
+    assert "| 32 | 5312 Whisper tokens, the AED's rows | 0 |" in text
+    assert "| 16 | 5312 Whisper tokens, the AED's rows | the AED's decoder |" in text
+    assert "| batch |" not in render.render_cached_heads(decoder)
+
+
 def test_encode_reads_the_output_of_the_block_asked(tmp_path):
     from types import SimpleNamespace
 
