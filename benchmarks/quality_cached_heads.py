@@ -135,6 +135,12 @@ class DecoderHead(nn.Module):
         memory_mask = (frames.abs().sum(-1) > 0).to(memory.dtype)  # a frame of zeros is padding
         queries = self.query(x) * self.query_scale
         embedding = self.decoder._embedding
+        limit = embedding.position_embedding.num_embeddings
+        if steps + max(len(getattr(self, f"prompt_{mode}")) for mode in MODES) > limit:
+            raise ValueError(
+                f"{steps} queries of {self.stack} frames and the prompt exceed the decoder's {limit} positions: "
+                "stack more frames (--stack) or cut the audio"
+            )
         out = {}
         for mode in MODES:
             prompt = getattr(self, f"prompt_{mode}")

@@ -292,6 +292,8 @@ def test_the_decoder_head_starts_from_the_aeds_rows_and_reads_every_frame():
     padded = torch.cat([x, torch.zeros(1, 3, 32)], dim=1)
     alone = head(padded, torch.tensor([5]))["normalized"][0, :5]
     torch.testing.assert_close(alone, out["normalized"][0], atol=1e-5, rtol=1e-5)  # padding is masked out
+    with pytest.raises(ValueError, match="exceed the decoder's 32 positions"):
+        head(torch.zeros(1, 31, 32), torch.tensor([31]))  # 31 queries and 2 prompt tokens
 
 
 def test_the_decoder_head_memorizes_two_utterances_in_both_modes():
