@@ -65,6 +65,7 @@ from nemo_pc.data.tokenizers.whisper_bpe import (
 from nemo_pc.metrics.mode_wer import text_errors
 from nemo_pc.models.mixins.adapters import AEDAdapterMixin
 from nemo_pc.models.mixins.aed_ctc import AEDCTCHeadsMixin
+from nemo_pc.models.mixins.aed_decoder_ctc import AEDDecoderCTCMixin
 from nemo_pc.models.mixins.aed_transducer import AEDTransducerMixin
 from nemo_pc.models.mixins.pc_model import PCConfig, PCModelMixin
 from nemo_pc.modules.aed_search import SearchLimits, limit_search, normalized_token_ids
@@ -146,7 +147,9 @@ def full_decoding_cfg(decoding_cfg: DictConfig | None) -> DictConfig:
     return OmegaConf.merge(base, decoding_cfg or {})
 
 
-class EncDecAEDPCModel(PCModelMixin, AEDAdapterMixin, AEDCTCHeadsMixin, AEDTransducerMixin, EncDecMultiTaskModel):
+class EncDecAEDPCModel(
+    PCModelMixin, AEDAdapterMixin, AEDCTCHeadsMixin, AEDDecoderCTCMixin, AEDTransducerMixin, EncDecMultiTaskModel
+):
     """The P&C attention encoder-decoder; see the module docstring for its config keys."""
 
     pc_config_class = AEDPCConfig
@@ -166,6 +169,7 @@ class EncDecAEDPCModel(PCModelMixin, AEDAdapterMixin, AEDCTCHeadsMixin, AEDTrans
             self.load_pretrained_decoder(source)
         self.setup_adapter_finetune()
         self.setup_transducer()
+        self.setup_decoder_ctc()
         self.setup_mode_decodings()
 
     def _setup_tokenizer(self, tokenizer_cfg: DictConfig) -> None:
@@ -282,6 +286,8 @@ class EncDecAEDPCModel(PCModelMixin, AEDAdapterMixin, AEDCTCHeadsMixin, AEDTrans
         train/eval mode is kept."""
         if self.transducer_decodes:
             return self.transducer_decode_modes(states, mask, modes, return_hypotheses)
+        if self.decoder_ctc_decodes:
+            return self.decoder_ctc_decode_modes(states, mask, modes, return_hypotheses)
         training = self.training
         mixed = self.cfg.pc.variant == "mixed"
         passes = [PUNCTUATED_ID] if mixed else modes
@@ -414,9 +420,12 @@ class EncDecAEDPCModel(PCModelMixin, AEDAdapterMixin, AEDCTCHeadsMixin, AEDTrans
 
     def batch_loss(self, batch: PCBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor], tuple]:
         """(1 - w) CE + w CTC over a batch, the loss terms to log, and the encoder states; with a transducer, the
-        transducer's loss alone (:meth:`AEDTransducerMixin.transducer_batch_loss`)."""
+        transducer's loss alone (:meth:`AEDTransducerMixin.transducer_batch_loss`), with the decoder's CTC head
+        that head's (:meth:`AEDDecoderCTCMixin.decoder_ctc_batch_loss`)."""
         if self.transducer_joint is not None:
             return self.transducer_batch_loss(batch)
+        if self.decoder_ctc_head is not None:
+            return self.decoder_ctc_batch_loss(batch)
         encoded, encoded_len = self.encode(batch.audio, batch.audio_len)
         states, mask = self.cross_states(encoded, encoded_len)
         rows = self.build_rows(batch)
@@ -466,10 +475,13 @@ class EncDecAEDPCModel(PCModelMixin, AEDAdapterMixin, AEDCTCHeadsMixin, AEDTrans
         return torch.tensor(errors / max(words, 1))
 
     def validation_pass(self, batch: PCBatch, batch_idx: int, dataloader_idx: int = 0, eval_mode: str = "val"):
-        """Loss, each mode's loss term, and WER (overall and per mode) of one batch; a transducer head with
-        ``compute_eval_loss: false`` computes its WERs only."""
+        """Loss, each mode's loss term, and WER (overall and per mode) of one batch; a transducer or decoder CTC
+        head with ``compute_eval_loss: false`` computes its WERs only."""
         if self.transducer_joint is not None and not self.cfg.get("compute_eval_loss", True):
             states, mask, _ = self.transducer_states(batch)
+            out = {}
+        elif self.decoder_ctc_head is not None and not self.cfg.get("compute_eval_loss", True):
+            states, mask, _ = self.frozen_states(batch, float(self.decoder_ctc_options["cache_states_gb"]))
             out = {}
         else:
             loss, logs, (states, mask, _) = self.batch_loss(batch)

@@ -182,18 +182,20 @@ class AEDTransducerMixin:
         return self.transducer_joint is not None and bool(self.transducer_options["transcribe"])
 
     def decode_with(self, head: str) -> None:
-        """``transducer`` or ``aed``: the head that ``transcribe`` and validation decode with.
+        """``transducer``, ``decoder_ctc`` or ``aed``: the head that ``transcribe`` and validation decode with.
 
         Raises:
-            ValueError: an unknown head, or ``transducer`` on a model without one.
+            ValueError: an unknown head, or a head the model does not have.
         """
-        if head not in ("transducer", "aed"):
-            raise ValueError(f"head must be 'transducer' or 'aed', got {head!r}")
-        if head == "transducer" and self.transducer_joint is None:
-            raise ValueError("head=transducer: this model has no transducer (model.transducer is null)")
-        if self.transducer_joint is not None:
-            with _open(self.cfg):
-                self.cfg.transducer.transcribe = head == "transducer"
+        heads = {"transducer": self.transducer_joint, "decoder_ctc": getattr(self, "decoder_ctc_head", None)}
+        if head not in (*heads, "aed"):
+            raise ValueError(f"head must be 'transducer', 'decoder_ctc' or 'aed', got {head!r}")
+        if head != "aed" and heads[head] is None:
+            raise ValueError(f"head={head}: this model has no {head} head (model.{head} is null)")
+        for name, module in heads.items():
+            if module is not None:
+                with _open(self.cfg):
+                    self.cfg[name].transcribe = head == name
 
     # Training
 
@@ -214,9 +216,13 @@ class AEDTransducerMixin:
         return rows
 
     def transducer_states(self, batch: PCBatch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """The AED's cross-attention states ``(B, T, D)``, zero past each utterance's length, their mask and lengths,
-        without SpecAugment or grad. With ``cache_states_gb``, the utterances in the cache are read from it and only
-        the others go through the encoder (as one smaller batch)."""
+        """:meth:`frozen_states` of a batch, cached up to ``transducer.cache_states_gb``."""
+        return self.frozen_states(batch, float(self.transducer_options["cache_states_gb"]))
+
+    def frozen_states(self, batch: PCBatch, cache_gb: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The frozen AED's cross-attention states ``(B, T, D)``, zero past each utterance's length, their mask and
+        lengths, without SpecAugment or grad. With ``cache_gb`` > 0, the utterances in the cache are read from it and
+        only the others go through the encoder (as one smaller batch)."""
         keys = [_audio_key(batch.audio[row, : int(batch.audio_len[row])]) for row in range(batch.audio.shape[0])]
         cache = self.__dict__.setdefault("_transducer_cache", {})
         missing = [row for row, key in enumerate(keys) if key not in cache]
@@ -226,7 +232,7 @@ class AEDTransducerMixin:
             audio_len = batch.audio_len.index_select(0, index)
             audio = batch.audio.index_select(0, index)[:, : int(audio_len.max())]
             states, _, lengths = self._encode_for_transducer(audio, audio_len)
-            budget = float(self.transducer_options["cache_states_gb"]) * 2**30
+            budget = cache_gb * 2**30
             for row, state, length in zip(missing, states, lengths.tolist(), strict=True):
                 rows[row] = state[:length]
                 if self.__dict__.get("_transducer_cache_bytes", 0) < budget:

@@ -1,0 +1,269 @@
+"""The AED's decoder as a CTC head on the P&C attention encoder-decoder (:class:`~nemo_pc.models.EncDecAEDPCModel`):
+a copy of the decoder, read without its causal mask, writes a CTC distribution over Whisper's tokens per group of
+encoder frames, in the mode its prompt names (:mod:`nemo_pc.modules.aed_decoder_ctc`). It trains from the AED's
+weights while the AED stays as it is, so one ``.nemo`` writes with either head (docs/pc_stage.md, "The AED's decoder
+as a CTC head").
+
+``decoder_ctc`` configures it (null or absent: none; ``configs/aed/decoder_ctc/``):
+    stack: encoder frames per query (4: 80 ms on Whisper's 20 ms frames; 30 s of audio is 375 queries of the
+        decoder's 448 positions).
+    train_modes: the modes it learns (null: both; ``[punctuated]``: its normalized output is its punctuated output
+        normalized by the text rules).
+    vocab_from_train: the tokens of the training manifests' transcripts, in both modes, are those it may write from
+        the first step (read when the model is built; a ``.nemo`` keeps the token set).
+    vocab_text: JSON-lines files (``text`` per line) whose tokens, in both modes, it may write as well.
+    transcribe: ``transcribe`` and validation decode with this head (true) or with the AED's decoder (false);
+        :meth:`~nemo_pc.models.mixins.aed_transducer.AEDTransducerMixin.decode_with` switches it.
+    cache_states_gb: the encoder is frozen, so its states of an utterance are kept (in memory, up to this many GB)
+        and read again when the utterance comes back; 0: none.
+
+While a model has this head, training trains it alone: the encoder, the AED's decoder and its CTC heads are frozen,
+the features take no SpecAugment, and the loss is the sum over modes of each mode's CTC loss (per target token,
+averaged over the utterances that have a target in the mode). The copy's token embedding stays the AED's (it embeds
+the prompt's two tokens alone). The head starts as the AED's decoder and output rows when the model is built, and
+again after NeMo's ``init_from_nemo_model`` loads an AED without a trained head. NeMo's
+``optim_param_groups.decoder_ctc_decoder`` sets the copy's own learning rate.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from pathlib import Path
+
+import torch
+from nemo.collections.asr.parts.utils.rnnt_utils import Hypothesis
+from omegaconf import DictConfig, OmegaConf
+
+from nemo_pc.data.datasets.pc_batch import PCBatch
+from nemo_pc.modules.aed_decoder_ctc import DecoderCTCHead, decoder_ctc_hidden, greedy_ctc
+from nemo_pc.parts.modes import MODES, NORMALIZED_ID, PUNCTUATED_ID
+
+DEFAULTS = {
+    "stack": 4,
+    "train_modes": None,
+    "vocab_from_train": True,
+    "vocab_text": None,
+    "transcribe": True,
+    "cache_states_gb": 2.0,
+}
+
+
+def decoder_ctc_options(cfg: DictConfig | dict | None) -> dict | None:
+    """``decoder_ctc`` with its defaults filled in; None when absent.
+
+    Raises:
+        ValueError: an unknown key (the message lists the known ones).
+    """
+    if not cfg:
+        return None
+    given = OmegaConf.to_container(cfg) if isinstance(cfg, DictConfig) else dict(cfg)
+    unknown = sorted(set(given) - set(DEFAULTS))
+    if unknown:
+        raise ValueError(f"decoder_ctc: unknown key(s) {unknown}; known: {sorted(DEFAULTS)}")
+    return DEFAULTS | given
+
+
+class AEDDecoderCTCMixin:
+    """``decoder_ctc`` of the AED (module docstring): :meth:`setup_decoder_ctc`, the loss
+    (:meth:`decoder_ctc_batch_loss`) and decoding (:meth:`decoder_ctc_decode_modes`)."""
+
+    def setup_decoder_ctc(self) -> None:
+        """Builds the head from ``decoder_ctc`` (nothing when it is absent), starts it from the AED's decoder unless
+        the model is being restored, and freezes the rest of the model.
+
+        Raises:
+            ValueError: an unknown key, bad ``train_modes``, an AED variant other than ``prompt``, or a transducer
+                configured as well.
+        """
+        self.decoder_ctc_decoder = self.decoder_ctc_head = None
+        options = decoder_ctc_options(self.cfg.get("decoder_ctc"))
+        if options is None:
+            return
+        modes = options["train_modes"]
+        if modes is not None and (not modes or any(mode not in MODES for mode in modes)):
+            raise ValueError(f"decoder_ctc.train_modes must be a non-empty list of {MODES}, got {modes!r}")
+        if self.cfg.pc.variant != "prompt":
+            raise ValueError(f"decoder_ctc: needs pc.variant=prompt (the mode prompt), got {self.cfg.pc.variant!r}")
+        if self.cfg.get("transducer"):
+            raise ValueError("decoder_ctc and transducer are alternatives: configure one head on the AED")
+        self.decoder_ctc_decoder = copy.deepcopy(self.transf_decoder)
+        self.decoder_ctc_decoder._decoder.diagonal = None  # every position sees every other
+        width = self.transf_decoder.hidden_size
+        vocab_size = self.log_softmax.mlp.layer0.weight.shape[0]
+        self.decoder_ctc_head = DecoderCTCHead(width, width, vocab_size, int(options["stack"]))
+        if not self._is_model_being_restored():
+            self.decoder_ctc_from_aed()
+            texts = _paths(options["vocab_text"])
+            if options["vocab_from_train"]:
+                texts += _train_manifests(self.cfg.get("train_ds"))
+            for path in texts:
+                self.add_decoder_ctc_text(path)
+        for name, parameter in self.named_parameters():
+            trains = name.startswith(("decoder_ctc_decoder.", "decoder_ctc_head."))
+            parameter.requires_grad_(trains and not name.startswith("decoder_ctc_decoder._embedding.token_embedding"))
+
+    @property
+    def decoder_ctc_options(self) -> dict:
+        return decoder_ctc_options(self.cfg.get("decoder_ctc")) or {}
+
+    def decoder_ctc_from_aed(self) -> None:
+        """The copy takes the AED decoder's weights, the output its rows, the queries their starting projection."""
+        self.decoder_ctc_decoder.load_state_dict(self.transf_decoder.state_dict())
+        self.decoder_ctc_decoder._decoder.diagonal = None
+        embedding = self.transf_decoder._embedding.token_embedding.weight.detach()
+        self.decoder_ctc_head.start_from(embedding, self.log_softmax.mlp.layer0.weight.detach())
+
+    def add_decoder_ctc_text(self, path: str) -> int:
+        """The tokens of a JSON-lines text (``text`` per line, in both modes) join those the head may write; returns
+        how many lines were read."""
+        ids, count = text_token_ids(self, path)
+        if ids:
+            self.decoder_ctc_head.extra_tokens[torch.tensor(sorted(ids))] = True
+        return count
+
+    def maybe_init_from_pretrained_checkpoint(self, cfg, map_location: str = "cpu"):
+        """NeMo's initialisation from another checkpoint; an AED loaded without a trained head (no token counted)
+        starts the head again, from the loaded decoder (its token set stays the one built from its texts)."""
+        super().maybe_init_from_pretrained_checkpoint(cfg, map_location)
+        head = self.decoder_ctc_head
+        if head is not None and float(head.token_counts.sum()) == 0:
+            self.decoder_ctc_from_aed()
+
+    @property
+    def decoder_ctc_modes(self) -> tuple[int, ...]:
+        modes = self.decoder_ctc_options.get("train_modes")
+        return (NORMALIZED_ID, PUNCTUATED_ID) if modes is None else tuple(MODES.index(mode) for mode in modes)
+
+    @property
+    def decoder_ctc_decodes(self) -> bool:
+        return self.decoder_ctc_head is not None and bool(self.decoder_ctc_options["transcribe"])
+
+    def decoder_ctc_log_probs(
+        self, modes: list[int], states: torch.Tensor, lengths: torch.Tensor, vocab: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Log-probabilities ``(R, T', len(vocab) + 1)`` of rows in ``modes`` (one per state row) and their lengths."""
+        head = self.decoder_ctc_head
+        queries, query_len = head.queries(states, lengths)
+        prompts = torch.stack([self.mode_prompt(mode, 1, states.device)[0] for mode in modes])
+        mask = (torch.arange(states.shape[1], device=states.device)[None] < lengths[:, None]).to(states.dtype)
+        hidden = decoder_ctc_hidden(self.decoder_ctc_decoder, prompts, queries, query_len, states, mask)
+        return head.log_probs(hidden, vocab), query_len
+
+    # Training
+
+    def decoder_ctc_batch_loss(self, batch: PCBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor], tuple]:
+        """The sum over modes of each mode's CTC loss, each mode's term, and the AED's states."""
+        states, mask, lengths = self.frozen_states(batch, float(self.decoder_ctc_options["cache_states_gb"]))
+        rows = []  # (utterance, mode, Whisper ids)
+        for utt in range(batch.audio.shape[0]):
+            if NORMALIZED_ID in self.decoder_ctc_modes:
+                rows.append((utt, NORMALIZED_ID, batch.tokens_n[utt, : batch.tokens_n_len[utt]].tolist()))
+            if bool(batch.p_mask[utt]) and PUNCTUATED_ID in self.decoder_ctc_modes:
+                rows.append((utt, PUNCTUATED_ID, batch.tokens_p[utt, : batch.tokens_p_len[utt]].tolist()))
+        head = self.decoder_ctc_head
+        if not rows:  # nothing to learn here (a punctuated-only head on a batch without a P target)
+            anchor = sum(p.sum() for p in head.parameters()) * 0.0
+            return anchor, {}, (states, mask, batch)
+        if self.training:
+            head.count([ids for _, _, ids in rows])
+        kept = head.kept()
+        for _, _, ids in rows:
+            kept[torch.tensor(ids, dtype=torch.long, device=kept.device)] = True
+        vocab = torch.nonzero(kept).squeeze(1)
+        index = torch.full((kept.shape[0],), -1, dtype=torch.long, device=kept.device)
+        index[vocab] = torch.arange(len(vocab), device=kept.device)
+        utts = torch.tensor([utt for utt, _, _ in rows], device=states.device)
+        log_probs, out_len = self.decoder_ctc_log_probs(
+            [mode for _, mode, _ in rows], states[utts], lengths[utts], vocab.to(states.device)
+        )
+        targets = [index[torch.tensor(ids, dtype=torch.long, device=kept.device)] for _, _, ids in rows]
+        target_len = torch.tensor([len(t) for t in targets], device=states.device)
+        per_row = torch.nn.functional.ctc_loss(
+            log_probs.transpose(0, 1),
+            torch.cat(targets).to(states.device) if sum(map(len, targets)) else target_len.new_zeros(0),
+            out_len,
+            target_len,
+            blank=len(vocab),
+            reduction="none",
+            zero_infinity=True,
+        ) / target_len.clamp(min=1)
+        terms = {}
+        for mode in sorted({mode for _, mode, _ in rows}):
+            chosen = torch.tensor([k for k, row in enumerate(rows) if row[1] == mode], device=states.device)
+            terms[mode] = per_row.index_select(0, chosen).mean()
+        loss = sum(terms.values())
+        logs = {f"decoder_ctc_loss_{MODES[mode]}": term.detach() for mode, term in terms.items()}
+        return loss, logs, (states, mask, batch)
+
+    # Decoding
+
+    def decoder_ctc_decode_modes(
+        self, states: torch.Tensor, mask: torch.Tensor, modes: list[int], return_hypotheses: bool = False
+    ) -> dict[int, list]:
+        """Greedy CTC decoding of each mode, as :meth:`decode_modes` returns it.
+
+        Raises:
+            ValueError: the punctuated mode of a normalized-only head.
+        """
+        from nemo_pc.parts.text import normalize
+
+        learned = self.decoder_ctc_modes
+        if PUNCTUATED_ID in modes and PUNCTUATED_ID not in learned:
+            raise ValueError("mode: this model's decoder_ctc head writes only normalized text, not punctuated")
+        sources = {mode: mode if mode in learned else PUNCTUATED_ID for mode in modes}
+        lengths = mask.sum(dim=1).long()
+        states = states * mask[..., None].to(states.dtype)
+        vocab = torch.nonzero(self.decoder_ctc_head.kept()).squeeze(1).to(states.device)
+        training, out = self.training, {}
+        self.eval()
+        try:
+            with torch.no_grad():
+                for mode in sorted(set(sources.values())):
+                    log_probs, out_len = self.decoder_ctc_log_probs([mode] * states.shape[0], states, lengths, vocab)
+                    out[mode] = []
+                    for row in greedy_ctc(log_probs, out_len):
+                        ids = vocab[torch.tensor(row, dtype=torch.long)].cpu() if row else torch.zeros(0).long()
+                        text = self.tokenizer.ids_to_text(ids.tolist()).strip() if row else ""
+                        out[mode].append(Hypothesis(score=0.0, y_sequence=ids, text=text))
+        finally:
+            self.train(training)
+        for mode, source in sources.items():
+            if mode != source:
+                out[mode] = [dataclasses.replace(hyp, text=normalize(hyp.text)) for hyp in out[source]]
+        out = {mode: out[mode] for mode in modes}
+        if not return_hypotheses:
+            return {mode: [hyp.text for hyp in hyps] for mode, hyps in out.items()}
+        return out
+
+
+def text_token_ids(model, path: str) -> tuple[set[int], int]:
+    """The AED tokenizer's ids of a JSON-lines text's lines (``text``), normalized and punctuated, and the number of
+    lines."""
+    from nemo_pc.parts.manifest import read_manifest
+    from nemo_pc.parts.text import normalize, preprocess_punctuated
+
+    marks = "".join(model.cfg.pc.marks)
+    lines = read_manifest(path)
+    ids: set[int] = set()
+    for line in lines:
+        for text in (normalize(line["text"]), preprocess_punctuated(line["text"], marks)):
+            ids.update(model.tokenizer.text_to_ids(text))
+    return ids, len(lines)
+
+
+def _paths(value) -> list[str]:
+    if not value:
+        return []
+    return [str(value)] if isinstance(value, str) else [str(path) for path in value]
+
+
+def _train_manifests(train_ds) -> list[str]:
+    """The JSON-lines manifests of ``train_ds`` that exist here (a comma-separated string or a list; tarred or
+    lhotse inputs give none)."""
+    if not train_ds:
+        return []
+    value = train_ds.get("manifest_filepath")
+    if isinstance(value, str):
+        value = value.split(",")
+    return [str(p).strip() for p in _paths(value) if Path(str(p).strip()).is_file()]

@@ -1,0 +1,120 @@
+"""The AED's decoder as a non-autoregressive CTC head (:mod:`nemo_pc.models.mixins.aed_decoder_ctc` puts it on the
+model).
+
+A copy of the AED's Whisper decoder reads, after the mode prompt (``<|startoftranscript|> <mode>``), one query per
+group of ``stack`` encoder frames: a projection of the group (started as its mean, scaled to the size of the
+decoder's token embeddings) plus the decoder's learned position. Its self-attention sees every position (no causal
+mask), its cross-attention reads the encoder's states as the AED's does, and each query's output is a CTC
+distribution over Whisper's tokens and a blank. One network writes both modes, read from the prompt (papers/000's
+conditioned predictor, made a CTC head); the outputs are independent given the audio, as CTC's are, and the whole
+utterance is one pass. The output rows start as the AED's; the vocabulary is Whisper's 50k tokens, of which the loss
+and decoding read those the head may write (``token_counts``, counted over its training targets, and
+``extra_tokens``, those of its training transcripts and extra texts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+
+class DecoderCTCHead(nn.Module):
+    """The parts of the head beside the decoder copy: the queries and the CTC output.
+
+    Args:
+        frame_dim: the width of the states it reads (the AED's cross-attention states).
+        width: the decoder's hidden size.
+        vocab_size: the AED's output rows.
+        stack: encoder frames per query.
+    """
+
+    def __init__(self, frame_dim: int, width: int, vocab_size: int, stack: int = 4) -> None:
+        super().__init__()
+        if stack < 1:
+            raise ValueError(f"decoder_ctc.stack must be at least 1, got {stack}")
+        self.stack, self.frame_dim = stack, frame_dim
+        self.query = nn.Linear(frame_dim * stack, width)
+        self.query_scale = nn.Parameter(torch.tensor(1.0))
+        self.token_out = nn.Parameter(torch.randn(vocab_size, width) * width**-0.5)
+        self.token_bias = nn.Parameter(torch.zeros(vocab_size))
+        self.blank_out = nn.Linear(width, 1)
+        self.register_buffer("token_counts", torch.zeros(vocab_size))
+        self.register_buffer("extra_tokens", torch.zeros(vocab_size, dtype=torch.bool))
+
+    def start_from(self, embedding: torch.Tensor, out_rows: torch.Tensor) -> None:
+        """The start of training: queries as the mean of their frames at the token embeddings' size (``embedding``:
+        the decoder's token rows), output rows ``out_rows`` (the AED's), zero biases and blank."""
+        width = self.query.weight.shape[0]
+        with torch.no_grad():
+            self.query.weight.copy_(torch.eye(width, self.frame_dim).repeat(1, self.stack) / self.stack)
+            self.query.bias.zero_()
+            self.query_scale.fill_(float(embedding.norm(dim=1).mean()) / self.frame_dim**0.5)
+            self.token_out.copy_(out_rows)
+            self.token_bias.zero_()
+            nn.init.zeros_(self.blank_out.weight)
+            nn.init.zeros_(self.blank_out.bias)
+
+    def kept(self) -> torch.Tensor:
+        """``(V,)`` bool: the tokens the head may write (learned in training, or in its texts)."""
+        return (self.token_counts > 0) | self.extra_tokens
+
+    def count(self, targets: Sequence[Sequence[int]]) -> None:
+        """Adds a batch's targets to ``token_counts``."""
+        flat = [token for row in targets for token in row]
+        if flat:
+            ids = torch.tensor(flat, device=self.token_counts.device)
+            self.token_counts.index_add_(0, ids, torch.ones(len(flat), device=ids.device))
+
+    def queries(self, states: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(B, T, D)`` states (zero past each length) as ``(B, ceil(T / stack), width)`` queries and their
+        lengths."""
+        steps = -(-states.shape[1] // self.stack)
+        padded = states.new_zeros(states.shape[0], steps * self.stack, states.shape[2])
+        padded[:, : states.shape[1]] = states
+        grouped = padded.reshape(states.shape[0], steps, self.stack * states.shape[2])
+        return self.query(grouped) * self.query_scale, -(-lengths // self.stack)
+
+    def log_probs(self, hidden: torch.Tensor, vocab: torch.Tensor) -> torch.Tensor:
+        """CTC log-probabilities ``(B, T, len(vocab) + 1)`` over the token ids ``vocab`` and the blank (last)."""
+        tokens = hidden @ self.token_out[vocab].T + self.token_bias[vocab]
+        return torch.cat([tokens, self.blank_out(hidden)], dim=-1).log_softmax(-1)
+
+
+def decoder_ctc_hidden(
+    decoder: nn.Module, prompts: torch.Tensor, queries: torch.Tensor, lengths: torch.Tensor, states, mask
+) -> torch.Tensor:
+    """The decoder's output ``(B, T, width)`` at each query: ``prompts`` ``(B, P)`` token ids, then ``queries``
+    ``(B, T, width)`` (``lengths`` valid), with no causal mask, attending to ``states`` ``(B, T_enc, D)`` under
+    ``mask``. ``decoder`` is NeMo's ``TransformerDecoderNM`` (``_embedding``, ``_decoder``).
+
+    Raises:
+        ValueError: more positions than the decoder has (the message says how to fit).
+    """
+    embedding = decoder._embedding
+    width, steps = prompts.shape[1], queries.shape[1]
+    limit = embedding.position_embedding.num_embeddings
+    if width + steps > limit:
+        raise ValueError(
+            f"{steps} decoder_ctc queries and the {width}-token prompt exceed the decoder's {limit} positions: "
+            "raise decoder_ctc.stack or cut the audio"
+        )
+    positions = torch.arange(width + steps, device=queries.device)
+    tokens = embedding.token_embedding(prompts)
+    hidden = torch.cat([tokens, queries], dim=1) + embedding.position_embedding(positions)[None]
+    valid = (positions[None] < width + lengths[:, None]).to(hidden.dtype)
+    return decoder._decoder(hidden, valid, states, mask.to(hidden.dtype))[0][:, width:]
+
+
+def greedy_ctc(log_probs: torch.Tensor, lengths: torch.Tensor) -> list[list[int]]:
+    """Greedy CTC: per utterance the best index per frame, repeats merged, blanks (the last index) dropped."""
+    blank, out = log_probs.shape[-1] - 1, []
+    for row, length in zip(log_probs.argmax(-1).tolist(), lengths.tolist(), strict=True):
+        ids, previous = [], None
+        for index in row[:length]:
+            if index != previous and index != blank:
+                ids.append(index)
+            previous = index
+        out.append(ids)
+    return out

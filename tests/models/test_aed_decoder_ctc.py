@@ -1,0 +1,258 @@
+"""The AED's decoder as a CTC head (nemo_pc.models.mixins.aed_decoder_ctc, nemo_pc.modules.aed_decoder_ctc): the
+queries, the kept tokens, no causal mask, memorization by the modules in both modes, and the head trained from a tiny
+AED's .nemo through the AED recipe, saved, restored and transcribing with either head."""
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nemo_pc.modules.aed_decoder_ctc import DecoderCTCHead, decoder_ctc_hidden, greedy_ctc
+from nemo_pc.testing.whisper import tiny_whisper_decoder
+
+BOS, MODE_TOKENS = 13, (14, 15)
+
+
+def _nar(decoder):
+    decoder._decoder.diagonal = None
+    return decoder
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    rows=st.lists(st.lists(st.integers(0, 4), min_size=0, max_size=12), min_size=1, max_size=4),
+    data=st.data(),
+)
+def test_greedy_ctc_merges_repeats_and_drops_blanks(rows, data):
+    width = max(len(row) for row in rows) or 1
+    lengths = [data.draw(st.integers(0, len(row))) for row in rows]
+    best = torch.full((len(rows), width), 4)
+    for k, row in enumerate(rows):
+        best[k, : len(row)] = torch.tensor(row, dtype=torch.long)
+    log_probs = torch.nn.functional.one_hot(best, 5).float().log()
+    out = greedy_ctc(log_probs, torch.tensor(lengths))
+    for row, length, ids in zip(rows, lengths, out, strict=True):
+        expected = [t for k, t in enumerate(row[:length]) if t != 4 and (k == 0 or row[k - 1] != t)]
+        assert ids == expected
+
+
+def test_the_queries_start_as_the_mean_of_their_frames_at_the_embeddings_size():
+    head = DecoderCTCHead(frame_dim=4, width=4, vocab_size=10, stack=2)
+    embedding, rows = torch.randn(10, 4), torch.randn(10, 4)
+    head.start_from(embedding, rows)
+    states = torch.randn(2, 5, 4)
+    states[1, 3:] = 0
+    queries, lengths = head.queries(states, torch.tensor([5, 3]))
+    assert queries.shape == (2, 3, 4) and lengths.tolist() == [3, 2]
+    scale = float(embedding.norm(dim=1).mean()) / 2.0
+    torch.testing.assert_close(queries[0, 0], (states[0, 0] + states[0, 1]) / 2 * scale)
+    torch.testing.assert_close(queries[0, 2], states[0, 4] / 2 * scale)  # the last group padded with a zero frame
+    torch.testing.assert_close(head.token_out, rows)
+    log_probs = head.log_probs(torch.randn(2, 3, 4), torch.tensor([2, 7]))
+    assert log_probs.shape == (2, 3, 3)  # two tokens and the blank
+    torch.testing.assert_close(log_probs.exp().sum(-1), torch.ones(2, 3))
+    assert not head.kept().any()
+    head.count([[3, 3], [5]])
+    head.extra_tokens[9] = True
+    assert torch.nonzero(head.kept()).squeeze(1).tolist() == [3, 5, 9]
+    with pytest.raises(ValueError, match="stack"):
+        DecoderCTCHead(4, 4, 10, stack=0)
+
+
+def test_every_query_sees_every_other_and_padding_is_masked():
+    torch.manual_seed(0)
+    decoder = _nar(tiny_whisper_decoder()[0]).eval()
+    prompts = torch.tensor([[BOS, MODE_TOKENS[0]]])
+    queries, states, mask = torch.randn(1, 5, 16), torch.randn(1, 7, 16), torch.ones(1, 7)
+    base = decoder_ctc_hidden(decoder, prompts, queries, torch.tensor([5]), states, mask)
+    later = queries.clone()
+    later[0, 4] += torch.randn(16)  # not a constant: the blocks' layer norms take out a vector's mean
+    moved = decoder_ctc_hidden(decoder, prompts, later, torch.tensor([5]), states, mask)
+    assert not torch.allclose(base[0, 0], moved[0, 0])  # no causal mask: the first query reads the last
+    unused = decoder_ctc_hidden(decoder, prompts, later, torch.tensor([4]), states, mask)
+    short = decoder_ctc_hidden(decoder, prompts, queries, torch.tensor([4]), states, mask)
+    torch.testing.assert_close(unused[0, :4], short[0, :4])  # a query past the length is not read
+    other = states.clone()
+    other[0, 6] += 5.0
+    mask[0, 6] = 0
+    torch.testing.assert_close(
+        decoder_ctc_hidden(decoder, prompts, queries, torch.tensor([5]), other, mask),
+        decoder_ctc_hidden(decoder, prompts, queries, torch.tensor([5]), states, mask),
+    )  # a masked frame is not read
+    with pytest.raises(ValueError, match="decoder_ctc.stack"):
+        decoder_ctc_hidden(decoder, prompts, torch.randn(1, 31, 16), torch.tensor([31]), states, mask)
+
+
+def test_the_modules_memorize_two_utterances_in_both_modes():
+    torch.manual_seed(0)
+    decoder, out = tiny_whisper_decoder()
+    decoder = _nar(decoder)
+    head = DecoderCTCHead(16, 16, 16, stack=2)
+    head.start_from(decoder._embedding.token_embedding.weight.detach(), out.weight.detach())
+    targets = {0: [[1, 2, 3], [4, 4, 2]], 1: [[1, 2, 3, 8], [5, 6]]}
+    states = torch.randn(2, 16, 16)
+    lengths, mask = torch.tensor([16, 14]), torch.ones(2, 16)
+    mask[1, 14:] = 0
+    states = states * mask[..., None]
+    vocab = torch.arange(1, 9)
+    optimizer = torch.optim.Adam([*decoder.parameters(), *head.parameters()], lr=3e-3)
+    first = None
+    for _ in range(200):
+        loss = 0.0
+        for mode in (0, 1):
+            queries, query_len = head.queries(states, lengths)
+            prompts = torch.tensor([[BOS, MODE_TOKENS[mode]]] * 2)
+            log_probs = head.log_probs(decoder_ctc_hidden(decoder, prompts, queries, query_len, states, mask), vocab)
+            flat = torch.tensor([t - 1 for row in targets[mode] for t in row])
+            loss = loss + torch.nn.functional.ctc_loss(
+                log_probs.transpose(0, 1), flat, query_len, torch.tensor([len(r) for r in targets[mode]]), blank=8
+            )
+        first = float(loss.detach()) if first is None else first
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    assert float(loss.detach()) < first / 10
+    decoder.eval()
+    with torch.no_grad():
+        for mode in (0, 1):
+            queries, query_len = head.queries(states, lengths)
+            prompts = torch.tensor([[BOS, MODE_TOKENS[mode]]] * 2)
+            log_probs = head.log_probs(decoder_ctc_hidden(decoder, prompts, queries, query_len, states, mask), vocab)
+            decoded = [[int(vocab[i]) for i in row] for row in greedy_ctc(log_probs, query_len)]
+            assert decoded == targets[mode]
+
+
+# The head on a tiny AED, trained through the AED recipe from the AED's .nemo (as the demo trains its RNN-Ts)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    from lightning.pytorch.callbacks import Callback
+
+    from nemo_pc.pipelines.train import train_model
+    from nemo_pc.testing.whisper import tiny_aed_overrides, train_tiny_aed
+
+    folder = tmp_path_factory.mktemp("aed_decoder_ctc")
+    corpus, aed = train_tiny_aed(folder)
+    losses = []
+
+    class Losses(Callback):
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+            losses.append(float(outputs["loss"]))
+
+    text = folder / "extra.json"
+    text.write_text('{"text": "Zebras graze."}\n')
+    overrides = tiny_aed_overrides(
+        corpus["weights"],
+        corpus["tokenizer"],
+        corpus["manifest"],
+        "decoder_ctc=conditioned",
+        f"+init_from_nemo_model={aed}",
+        f"model.decoder_ctc.vocab_text={text}",
+        "model.decoder_ctc.stack=2",
+        "model.optim.lr=0.01",
+        "model.optim_param_groups.decoder_ctc_decoder.lr=0.003",
+    )
+    path = folder / "decoder_ctc.nemo"
+    train_model("aed", overrides, path, 40, callbacks=[Losses()])
+    return {"corpus": corpus, "aed": aed, "path": path, "losses": losses, "text": text}
+
+
+def _restore(path):
+    from nemo_pc.models import EncDecAEDPCModel
+
+    return EncDecAEDPCModel.restore_from(str(path), map_location="cpu").eval()
+
+
+def test_the_head_trains_alone_from_the_aed(trained):
+    from nemo_pc.parts.manifest import read_manifest
+
+    aed, model = _restore(trained["aed"]), _restore(trained["path"])
+    assert model.cfg.decoder_ctc.stack == 2
+    frozen = {k: v for k, v in model.state_dict().items() if not k.startswith("decoder_ctc_")}
+    for key, value in aed.state_dict().items():  # the encoder, the AED's decoder and head, the CTC head
+        torch.testing.assert_close(frozen[key], value, msg=key)
+    copy_state = model.decoder_ctc_decoder.state_dict()
+    moved = [k for k, v in aed.transf_decoder.state_dict().items() if not torch.equal(copy_state[k], v)]
+    assert moved, "the decoder's copy did not train"
+    embedding = "_embedding.token_embedding.weight"
+    torch.testing.assert_close(copy_state[embedding], aed.transf_decoder.state_dict()[embedding])  # frozen
+    losses = trained["losses"]
+    assert sum(losses[-10:]) / 10 < sum(losses[:10]) / 10
+    kept, head = model.decoder_ctc_head.kept(), model.decoder_ctc_head
+    assert head.token_counts.sum() > 0
+    for text in ["Zebras graze.", *(line["text"] for line in read_manifest(trained["corpus"]["manifest"]))]:
+        for token in model.tokenizer.text_to_ids(text):  # the extra text's and training text's tokens, restored
+            assert kept[token]
+    assert int(kept.sum()) < kept.shape[0] // 100  # and not Whisper's whole vocabulary
+
+
+def test_the_head_starts_as_the_aeds_decoder(trained):
+    from nemo_pc.models import EncDecAEDPCModel
+    from nemo_pc.parts.configs import compose_config
+    from nemo_pc.testing.whisper import tiny_aed_overrides
+
+    corpus = trained["corpus"]
+
+    def built(source, *extra):
+        cfg = compose_config(
+            "aed",
+            tiny_aed_overrides(
+                corpus["weights"],
+                corpus["tokenizer"],
+                corpus["manifest"],
+                "decoder_ctc=conditioned",
+                f"+init_from_nemo_model={source}",
+                *extra,
+            ),
+        )
+        model = EncDecAEDPCModel(cfg=cfg.model)
+        model.maybe_init_from_pretrained_checkpoint(cfg)
+        return model, cfg
+
+    model, cfg = built(trained["aed"])
+    aed = _restore(trained["aed"])
+    for key, value in aed.transf_decoder.state_dict().items():
+        torch.testing.assert_close(model.decoder_ctc_decoder.state_dict()[key], value, msg=key)
+    torch.testing.assert_close(model.decoder_ctc_head.token_out, aed.log_softmax.mlp.layer0.weight)
+    assert model.decoder_ctc_decoder._decoder.diagonal is None and aed.transf_decoder._decoder.diagonal is not None
+    trainable = {name.split(".")[0] for name, p in model.named_parameters() if p.requires_grad}
+    assert trainable == {"decoder_ctc_decoder", "decoder_ctc_head"}
+    model.setup_optimization(cfg.model.optim)  # the copy at its own rate (optim_param_groups)
+    assert {group["lr"] for group in model._optimizer.param_groups} == {1e-3, 1e-4}
+    again, _ = built(trained["path"], "model.decoder_ctc.stack=2")  # a trained head is kept when its checkpoint is loaded again
+    torch.testing.assert_close(
+        again.decoder_ctc_decoder.state_dict(), _restore(trained["path"]).decoder_ctc_decoder.state_dict()
+    )
+    with pytest.raises(ValueError, match="alternatives"):
+        built(trained["aed"], "transducer=conditioned")
+
+
+def test_a_saved_head_transcribes_with_either_head(trained, tmp_path):
+    from nemo_pc.testing.asr import audio_paths
+
+    paths = audio_paths(trained["corpus"]["manifest"])[:3]
+    model = _restore(trained["path"])
+    both = model.transcribe(paths, batch_size=2, mode="both")
+    assert both == _restore(trained["path"]).transcribe(paths, batch_size=3, mode="both")  # batched otherwise
+    hyps = model.transcribe(paths, batch_size=2, mode="punctuated", return_hypotheses=True)
+    assert [model.tokenizer.ids_to_text(h.y_sequence.tolist()).strip() for h in hyps] == both["punctuated"]
+    model.decode_with("aed")
+    assert model.transcribe(paths, batch_size=2) == _restore(trained["aed"]).transcribe(paths, batch_size=2)
+    with pytest.raises(ValueError, match="no decoder_ctc"):
+        _restore(trained["aed"]).decode_with("decoder_ctc")
+    with pytest.raises(ValueError, match="no transducer"):
+        model.decode_with("transducer")
+    model.decode_with("decoder_ctc")
+    saved = tmp_path / "saved.nemo"
+    model.save_to(str(saved))
+    assert _restore(saved).transcribe(paths, batch_size=2, mode="both") == both
+
+
+def test_bad_decoder_ctc_settings_are_refused():
+    from nemo_pc.models.mixins.aed_decoder_ctc import decoder_ctc_options
+
+    with pytest.raises(ValueError, match=r"unknown key\(s\) \['stacks'\]"):
+        decoder_ctc_options({"stacks": 3})
+    assert decoder_ctc_options(None) is None
+    assert decoder_ctc_options({"stack": 3})["stack"] == 3
