@@ -83,7 +83,8 @@ class CachedHeads(nn.Module):
 
 
 class DecoderHead(nn.Module):
-    """The AED's decoder as a non-autoregressive CTC head (``--head decoder``).
+    """The AED's decoder as a non-autoregressive CTC head (``--head decoder``), the modules of the model's
+    ``decoder_ctc`` head (:mod:`nemo_pc.modules.aed_decoder_ctc`) over cached frames.
 
     Each group of ``stack`` encoder frames becomes one query of the AED's decoder blocks (a projection started as the
     mean of the group, scaled to the size of the decoder's token embeddings, plus the decoder's learned position
@@ -92,30 +93,28 @@ class DecoderHead(nn.Module):
     cross-attention reads the encoder's frames as the AED's does, and each query's output is a CTC distribution over
     the kept Whisper tokens (rows started as the AED's output rows) and a blank. The decoder keeps what it learned of
     words and audio from Whisper's training; the head's outputs stay independent given the audio, as CTC's are.
+
+    ``inter_block``: one pass instead of one per mode, after the punctuated prompt: the normalized CTC reads the
+    output of that block and the punctuated CTC the last block's (papers/004's intermediate normalized CTC, inside the
+    decoder).
     """
 
-    def __init__(self, aed, kept: list[int], frame_dim: int, stack: int, prompts: dict[str, list[int]]):
+    def __init__(self, aed, kept: list[int], frame_dim: int, stack: int, prompts: dict[str, list[int]],
+                 inter_block: int | None = None):  # fmt: skip
         super().__init__()
-        self.stack, self.frame_dim = stack, frame_dim
+        from nemo_pc.modules.aed_decoder_ctc import DecoderCTCHead
+
+        self.stack, self.frame_dim, self.inter_block = stack, frame_dim, inter_block
         self.decoder = copy.deepcopy(aed.transf_decoder)
         self.decoder._decoder.diagonal = None  # every position sees every other
         self.decoder._embedding.token_embedding.requires_grad_(False)  # it embeds the two prompt tokens alone
         self.cross_proj = copy.deepcopy(aed.encoder_decoder_proj)
         out = aed.log_softmax.mlp.layer0
-        width = out.weight.shape[1]
+        self.head = DecoderCTCHead(frame_dim, out.weight.shape[1], len(kept), stack)
         embedding = self.decoder._embedding.token_embedding.weight.detach()
-        self.query = nn.Linear(frame_dim * stack, width)
-        with torch.no_grad():
-            self.query.weight.copy_(torch.eye(width, frame_dim).repeat(1, stack) / stack)
-            self.query.bias.zero_()
-        self.query_scale = nn.Parameter(torch.tensor(float(embedding.norm(dim=1).mean() / frame_dim**0.5)))
+        self.head.start_from(embedding, out.weight.detach()[torch.tensor(kept)])
         for mode, ids in prompts.items():
             self.register_buffer(f"prompt_{mode}", torch.tensor(ids))
-        self.token_out = nn.Parameter(out.weight.detach()[torch.tensor(kept)].clone())
-        self.token_bias = nn.Parameter(torch.zeros(len(kept)))
-        self.blank_out = nn.Linear(width, 1)
-        nn.init.zeros_(self.blank_out.weight)
-        nn.init.zeros_(self.blank_out.bias)
         self.blank = len(kept)
 
     def param_groups(self, lr: float, decoder_lr: float) -> list[dict]:
@@ -129,29 +128,31 @@ class DecoderHead(nn.Module):
 
     def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> dict[str, torch.Tensor]:
         """Log-probabilities ``(B, T, V + 1)`` per mode over ``x``, stacked frames ``(B, T, stack * D)``."""
+        from nemo_pc.modules.aed_decoder_ctc import decoder_ctc_hidden
+
         batch, steps = x.shape[:2]
         frames = x.reshape(batch, steps * self.stack, self.frame_dim)
         memory = self.cross_proj(frames)
         memory_mask = (frames.abs().sum(-1) > 0).to(memory.dtype)  # a frame of zeros is padding
-        queries = self.query(x) * self.query_scale
-        embedding = self.decoder._embedding
-        limit = embedding.position_embedding.num_embeddings
-        if steps + max(len(getattr(self, f"prompt_{mode}")) for mode in MODES) > limit:
-            raise ValueError(
-                f"{steps} queries of {self.stack} frames and the prompt exceed the decoder's {limit} positions: "
-                "stack more frames (--stack) or cut the audio"
+        queries, _ = self.head.queries(frames, lengths * self.stack)
+        vocab = torch.arange(self.blank, device=x.device)
+        if self.inter_block is not None:
+            prompt = self.prompt_punctuated[None].expand(batch, -1)
+            inter, last = decoder_ctc_hidden(
+                self.decoder,
+                prompt,
+                queries,
+                lengths,
+                memory,
+                memory_mask,
+                blocks=[self.inter_block, len(self.decoder._decoder.layers)],
             )
+            return {"normalized": self.head.log_probs(inter, vocab), "punctuated": self.head.log_probs(last, vocab)}
         out = {}
         for mode in MODES:
-            prompt = getattr(self, f"prompt_{mode}")
-            width = len(prompt)
-            positions = torch.arange(width + steps)
-            states = torch.cat([embedding.token_embedding(prompt)[None].expand(batch, -1, -1), queries], dim=1)
-            states = states + embedding.position_embedding(positions)[None]
-            mask = (positions[None] < width + lengths[:, None]).to(states.dtype)
-            hidden = self.decoder._decoder(states, mask, memory, memory_mask)[0][:, width:]
-            logits = torch.cat([hidden @ self.token_out.T + self.token_bias, self.blank_out(hidden)], dim=-1)
-            out[mode] = logits.log_softmax(-1)
+            prompt = getattr(self, f"prompt_{mode}")[None].expand(batch, -1)
+            (hidden,) = decoder_ctc_hidden(self.decoder, prompt, queries, lengths, memory, memory_mask)
+            out[mode] = self.head.log_probs(hidden, vocab)
         return out
 
 
@@ -402,6 +403,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--decoder-lr", type=float, default=1e-4, help="with --head decoder: the copied decoder's learning rate"
     )
+    parser.add_argument(
+        "--inter-block",
+        type=int,
+        default=None,
+        help="with --head decoder: one pass, the normalized CTC on this decoder block's output and the punctuated on "
+        "the last block's (papers/004's intermediate CTC); default: a pass per mode, after its prompt",
+    )
     parser.add_argument("--json", required=True)
     args = parser.parse_args(argv)
     if args.head == "decoder":
@@ -440,7 +448,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.head == "decoder":
         prompts = {mode: model.mode_prompt(mode, 1, torch.device("cpu"))[0].tolist() for mode in MODES}
         frame_dim = feats["train"][0].shape[1] // args.stack
-        heads = DecoderHead(model, tokenizer.kept, frame_dim, args.stack, prompts)
+        heads = DecoderHead(model, tokenizer.kept, frame_dim, args.stack, prompts, args.inter_block)
     else:
         heads = CachedHeads(
             feats["train"][0].shape[1], tokenizer.vocab_size, layers=args.layers, norm=bool(args.whisper_tokens)

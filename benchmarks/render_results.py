@@ -56,7 +56,14 @@ from nemo_pc.pipelines.demo.runs import (
 BLOCK = re.compile(
     r"<!-- results:(?P<kind>[a-z_]+) (?P<source>\S+(?: \S+)*?) -->\n(?P<body>.*?)<!-- results:end -->", re.S
 )
-MULTI_SOURCE = {"train_dev_gap", "asr_recipe", "formatter_loso_gain", "cached_heads", "whisper_transducer"}
+MULTI_SOURCE = {
+    "train_dev_gap",
+    "asr_recipe",
+    "formatter_loso_gain",
+    "cached_heads",
+    "decoder_ctc",
+    "whisper_transducer",
+}
 """Kinds that take several results files, one table."""
 OPEN = re.compile(r"<!-- results:(?!end )(\S+)")
 FORMATTER_METRICS = ("per", "cer", "m_wer", "i_wer")
@@ -1378,6 +1385,45 @@ def render_cached_heads(*sources: Path) -> str:
     return "\n".join([head, "", *_table(columns, table)]) + "\n"
 
 
+def render_decoder_ctc(*sources: Path) -> str:
+    """``quality_decoder_ctc.py``: one row per results file (the head trained as a NeMo model: its steps, batches,
+    more training lines, tokens, trained weights and minutes, and the test and ``real_test`` scores of NeMo's
+    ``transcribe()``)."""
+    reports = [_read_json(source) for source in sources]
+    extras = [", ".join(_extra_train(item) for item in r["settings"].get("extra_train") or []) for r in reports]
+    columns = ["steps:", "batch:", "tokens:", "trainable weights:", "train minutes:", "test transcribe minutes:"]
+    columns = (["more training lines", *columns] if any(extras) else columns) + [
+        "test N-WER:",
+        "PER:",
+        "punct F1:",
+        "real_test N-WER:",
+    ]
+    table = []
+    for report, extra in zip(reports, extras, strict=True):
+        settings, test, real = report["settings"], report["scores"]["test"], report["scores"]["real_test"]
+        low, high = real["ci95"]
+        row = [
+            str(settings["steps"]),
+            str(settings["batch_size"]),
+            str(settings["pieces"]),
+            f"{settings['trainable_parameters'] / 1e6:.1f} M",
+            f"{report['train_minutes']:.1f}",
+            f"{report['transcribe_minutes']['test']:.2f}",
+            _pct(test["n_wer"]),
+            _pct(test.get("per")),
+            _pct(test.get("punct_f1")),
+            f"{_pct(real['wer'])} [{100 * low:.1f}, {100 * high:.1f}]",
+        ]
+        table.append(([extra or "none"] if any(extras) else []) + row)
+    first = reports[0]
+    head = (
+        "`decoder_ctc=conditioned` trained through the AED recipe from the demo's AED "
+        f"({first['utterances']['train']} training utterances, {first['settings']['stack']} frames a query), "
+        "greedy, NeMo's `transcribe()`:"
+    )
+    return "\n".join([head, "", *_table(columns, table)]) + "\n"
+
+
 def render_whisper_transducer(*sources: Path) -> str:
     """``quality_whisper_transducer.py``: one row per results file (how its prediction network reads, the weight of
     the decoder's own logits, its rates and minutes, the dev subset's N-WER at each point, the test and
@@ -1656,6 +1702,7 @@ RENDERERS: dict[str, Callable[[Path], str]] = {
     "pc_stage": render_pc_stage,
     "encoder_interpolation": render_encoder_interpolation,
     "cached_heads": render_cached_heads,
+    "decoder_ctc": render_decoder_ctc,
     "whisper_transducer": render_whisper_transducer,
     "demo_validation": render_demo_validation,
     "rnnt_validation": render_rnnt_validation,

@@ -250,14 +250,14 @@ def test_a_bad_extra_train_value_is_named(tmp_path, capsys):
         assert message in capsys.readouterr().err
 
 
-def _tiny_aed(vocab: int = 16, hidden: int = 16):
+def _tiny_aed(vocab: int = 16, hidden: int = 16, layers: int = 1):
     from types import SimpleNamespace
 
     from torch import nn
 
     from nemo_pc.testing.whisper import tiny_whisper_decoder
 
-    decoder, head = tiny_whisper_decoder(vocab, hidden)
+    decoder, head = tiny_whisper_decoder(vocab, hidden, layers)
     prompts = {"normalized": 14, "punctuated": 15}
     return SimpleNamespace(
         transf_decoder=decoder,
@@ -267,18 +267,18 @@ def _tiny_aed(vocab: int = 16, hidden: int = 16):
     )
 
 
-def _decoder_head(bench, kept=(2, 5, 7, 9), stack=2):
-    aed = _tiny_aed()
+def _decoder_head(bench, kept=(2, 5, 7, 9), stack=2, layers=1, inter_block=None):
+    aed = _tiny_aed(layers=layers)
     prompts = {mode: aed.mode_prompt(mode, 1, None)[0].tolist() for mode in bench.MODES}
-    return aed, bench.DecoderHead(aed, list(kept), frame_dim=16, stack=stack, prompts=prompts)
+    return aed, bench.DecoderHead(aed, list(kept), frame_dim=16, stack=stack, prompts=prompts, inter_block=inter_block)
 
 
 def test_the_decoder_head_starts_from_the_aeds_rows_and_reads_every_frame():
     bench = load_benchmark("quality_cached_heads")
     torch.manual_seed(0)
     aed, head = _decoder_head(bench)
-    assert torch.equal(head.token_out, aed.log_softmax.mlp.layer0.weight[[2, 5, 7, 9]])
-    assert head.blank == 4 and not head.blank_out.weight.any()
+    assert torch.equal(head.head.token_out, aed.log_softmax.mlp.layer0.weight[[2, 5, 7, 9]])
+    assert head.blank == 4 and not head.head.blank_out.weight.any()
     assert not head.decoder._embedding.token_embedding.weight.requires_grad  # it embeds the prompt alone
     head.eval()
     x = bench.stack_frames(torch.randn(10, 16), 2)[None]
@@ -296,10 +296,12 @@ def test_the_decoder_head_starts_from_the_aeds_rows_and_reads_every_frame():
         head(torch.zeros(1, 31, 32), torch.tensor([31]))  # 31 queries and 2 prompt tokens
 
 
-def test_the_decoder_head_memorizes_two_utterances_in_both_modes():
+@pytest.mark.parametrize("inter_block", [None, 1])
+def test_the_decoder_head_memorizes_two_utterances_in_both_modes(inter_block):
+    """A pass per mode, or one pass with the normalized CTC on the first of two blocks (--inter-block 1)."""
     bench = load_benchmark("quality_cached_heads")
     torch.manual_seed(0)
-    _, head = _decoder_head(bench)
+    _, head = _decoder_head(bench, layers=2, inter_block=inter_block)
     feats = [bench.stack_frames(torch.randn(16, 16), 2), bench.stack_frames(torch.randn(12, 16), 2)]
     targets = {"normalized": [[0, 1, 2], [3, 3, 1]], "punctuated": [[0, 1, 2, 3], [3, 2]]}
     losses = bench.train_heads(head, feats, targets, 300, batch_size=2, lr=1e-2, decoder_lr=3e-3)

@@ -83,16 +83,29 @@ class DecoderCTCHead(nn.Module):
 
 
 def decoder_ctc_hidden(
-    decoder: nn.Module, prompts: torch.Tensor, queries: torch.Tensor, lengths: torch.Tensor, states, mask
-) -> torch.Tensor:
-    """The decoder's output ``(B, T, width)`` at each query: ``prompts`` ``(B, P)`` token ids, then ``queries``
-    ``(B, T, width)`` (``lengths`` valid), with no causal mask, attending to ``states`` ``(B, T_enc, D)`` under
-    ``mask``. ``decoder`` is NeMo's ``TransformerDecoderNM`` (``_embedding``, ``_decoder``).
+    decoder: nn.Module,
+    prompts: torch.Tensor,
+    queries: torch.Tensor,
+    lengths: torch.Tensor,
+    states: torch.Tensor,
+    mask: torch.Tensor,
+    blocks: Sequence[int] | None = None,
+) -> list[torch.Tensor]:
+    """The decoder's output ``(B, T, width)`` at each query after each of ``blocks`` (1-based; default: the last),
+    each through the decoder's final layer norm as its output is: ``prompts`` ``(B, P)`` token ids, then ``queries``
+    ``(B, T, width)`` (``lengths`` valid), every position seeing every other, attending to ``states``
+    ``(B, T_enc, D)`` under ``mask``. ``decoder`` is NeMo's ``TransformerDecoderNM`` (``_embedding``, ``_decoder``).
 
     Raises:
-        ValueError: more positions than the decoder has (the message says how to fit).
+        ValueError: more positions than the decoder has (the message says how to fit), or a block out of range.
     """
-    embedding = decoder._embedding
+    from nemo.collections.asr.modules.transformer.transformer_decoders import form_attention_mask
+
+    embedding, body = decoder._embedding, decoder._decoder
+    count = len(body.layers)
+    blocks = [count] if blocks is None else list(blocks)
+    if any(not 1 <= block <= count for block in blocks):
+        raise ValueError(f"decoder_ctc: blocks must be in [1, {count}], got {blocks}")
     width, steps = prompts.shape[1], queries.shape[1]
     limit = embedding.position_embedding.num_embeddings
     if width + steps > limit:
@@ -101,10 +114,17 @@ def decoder_ctc_hidden(
             "raise decoder_ctc.stack or cut the audio"
         )
     positions = torch.arange(width + steps, device=queries.device)
-    tokens = embedding.token_embedding(prompts)
-    hidden = torch.cat([tokens, queries], dim=1) + embedding.position_embedding(positions)[None]
+    hidden = torch.cat([embedding.token_embedding(prompts), queries], dim=1) + embedding.position_embedding(positions)
     valid = (positions[None] < width + lengths[:, None]).to(hidden.dtype)
-    return decoder._decoder(hidden, valid, states, mask.to(hidden.dtype))[0][:, width:]
+    self_mask = form_attention_mask(valid)  # no diagonal: no causal mask
+    cross_mask = form_attention_mask(mask.to(hidden.dtype))
+    final = body.final_layer_norm if body.final_layer_norm is not None else nn.Identity()
+    out = {}
+    for index, layer in enumerate(body.layers[: max(blocks)], start=1):
+        hidden, _ = layer(hidden, self_mask, hidden, states, cross_mask)
+        if index in blocks:
+            out[index] = final(hidden)[:, width:]
+    return [out[block] for block in blocks]
 
 
 def greedy_ctc(log_probs: torch.Tensor, lengths: torch.Tensor) -> list[list[int]]:

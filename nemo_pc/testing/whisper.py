@@ -111,9 +111,9 @@ TINY_AED_VOCABULARY = 51864
 """Whisper tiny.en's vocabulary: the tiny AED's weights then hold the ``<|notimestamps|>`` row its mode rows copy."""
 
 
-def tiny_whisper_decoder(vocab: int = 16, hidden: int = 16):
-    """A one-block Whisper decoder and its output layer, tied to its token embedding as the AED's output rows are to
-    Whisper's: ``(decoder, head)``, the pieces of a transducer head's tests."""
+def tiny_whisper_decoder(vocab: int = 16, hidden: int = 16, layers: int = 1):
+    """A Whisper decoder of ``layers`` blocks (one by default) and its output layer, tied to its token embedding as
+    the AED's output rows are to Whisper's: ``(decoder, head)``, the pieces of a transducer head's tests."""
     from torch import nn
 
     from nemo_pc.modules.whisper_decoder import WhisperTransformerDecoderNM
@@ -121,7 +121,7 @@ def tiny_whisper_decoder(vocab: int = 16, hidden: int = 16):
     decoder = WhisperTransformerDecoderNM(
         vocab_size=vocab,
         hidden_size=hidden,
-        num_layers=1,
+        num_layers=layers,
         inner_size=32,
         num_attention_heads=2,
         max_sequence_length=32,

@@ -64,13 +64,13 @@ def test_every_query_sees_every_other_and_padding_is_masked():
     decoder = _nar(tiny_whisper_decoder()[0]).eval()
     prompts = torch.tensor([[BOS, MODE_TOKENS[0]]])
     queries, states, mask = torch.randn(1, 5, 16), torch.randn(1, 7, 16), torch.ones(1, 7)
-    base = decoder_ctc_hidden(decoder, prompts, queries, torch.tensor([5]), states, mask)
+    (base,) = decoder_ctc_hidden(decoder, prompts, queries, torch.tensor([5]), states, mask)
     later = queries.clone()
     later[0, 4] += torch.randn(16)  # not a constant: the blocks' layer norms take out a vector's mean
-    moved = decoder_ctc_hidden(decoder, prompts, later, torch.tensor([5]), states, mask)
+    (moved,) = decoder_ctc_hidden(decoder, prompts, later, torch.tensor([5]), states, mask)
     assert not torch.allclose(base[0, 0], moved[0, 0])  # no causal mask: the first query reads the last
-    unused = decoder_ctc_hidden(decoder, prompts, later, torch.tensor([4]), states, mask)
-    short = decoder_ctc_hidden(decoder, prompts, queries, torch.tensor([4]), states, mask)
+    (unused,) = decoder_ctc_hidden(decoder, prompts, later, torch.tensor([4]), states, mask)
+    (short,) = decoder_ctc_hidden(decoder, prompts, queries, torch.tensor([4]), states, mask)
     torch.testing.assert_close(unused[0, :4], short[0, :4])  # a query past the length is not read
     other = states.clone()
     other[0, 6] += 5.0
@@ -81,6 +81,30 @@ def test_every_query_sees_every_other_and_padding_is_masked():
     )  # a masked frame is not read
     with pytest.raises(ValueError, match="decoder_ctc.stack"):
         decoder_ctc_hidden(decoder, prompts, torch.randn(1, 31, 16), torch.tensor([31]), states, mask)
+
+
+def test_the_blocks_run_as_the_decoders_own_forward_and_any_block_is_read():
+    from nemo_pc.modules.whisper_decoder import WhisperTransformerDecoderNM
+
+    torch.manual_seed(0)
+    decoder = WhisperTransformerDecoderNM(
+        vocab_size=16, hidden_size=16, num_layers=3, inner_size=32, num_attention_heads=2, max_sequence_length=32
+    )
+    decoder = _nar(decoder).eval()
+    prompts = torch.tensor([[BOS, MODE_TOKENS[1]]] * 2)
+    queries, states = torch.randn(2, 6, 16), torch.randn(2, 9, 16)
+    lengths, mask = torch.tensor([6, 4]), torch.ones(2, 9)
+    mask[1, 7:] = 0
+    first, last = decoder_ctc_hidden(decoder, prompts, queries, lengths, states, mask, blocks=[1, 3])
+    embedding = decoder._embedding
+    x = torch.cat([embedding.token_embedding(prompts), queries], 1) + embedding.position_embedding(torch.arange(8))
+    valid = (torch.arange(8)[None] < 2 + lengths[:, None]).float()
+    whole = decoder._decoder(x, valid, states, mask)[0][:, 2:]
+    torch.testing.assert_close(last[0], whole[0])
+    torch.testing.assert_close(last[1, :4], whole[1, :4])  # the valid queries of the shorter row
+    assert not torch.allclose(first, last)
+    with pytest.raises(ValueError, match="blocks must be in"):
+        decoder_ctc_hidden(decoder, prompts, queries, lengths, states, mask, blocks=[4])
 
 
 def test_the_modules_memorize_two_utterances_in_both_modes():
@@ -102,7 +126,9 @@ def test_the_modules_memorize_two_utterances_in_both_modes():
         for mode in (0, 1):
             queries, query_len = head.queries(states, lengths)
             prompts = torch.tensor([[BOS, MODE_TOKENS[mode]]] * 2)
-            log_probs = head.log_probs(decoder_ctc_hidden(decoder, prompts, queries, query_len, states, mask), vocab)
+            log_probs = head.log_probs(
+                decoder_ctc_hidden(decoder, prompts, queries, query_len, states, mask)[0], vocab
+            )
             flat = torch.tensor([t - 1 for row in targets[mode] for t in row])
             loss = loss + torch.nn.functional.ctc_loss(
                 log_probs.transpose(0, 1), flat, query_len, torch.tensor([len(r) for r in targets[mode]]), blank=8
@@ -117,7 +143,9 @@ def test_the_modules_memorize_two_utterances_in_both_modes():
         for mode in (0, 1):
             queries, query_len = head.queries(states, lengths)
             prompts = torch.tensor([[BOS, MODE_TOKENS[mode]]] * 2)
-            log_probs = head.log_probs(decoder_ctc_hidden(decoder, prompts, queries, query_len, states, mask), vocab)
+            log_probs = head.log_probs(
+                decoder_ctc_hidden(decoder, prompts, queries, query_len, states, mask)[0], vocab
+            )
             decoded = [[int(vocab[i]) for i in row] for row in greedy_ctc(log_probs, query_len)]
             assert decoded == targets[mode]
 
@@ -220,7 +248,8 @@ def test_the_head_starts_as_the_aeds_decoder(trained):
     assert trainable == {"decoder_ctc_decoder", "decoder_ctc_head"}
     model.setup_optimization(cfg.model.optim)  # the copy at its own rate (optim_param_groups)
     assert {group["lr"] for group in model._optimizer.param_groups} == {1e-3, 1e-4}
-    again, _ = built(trained["path"], "model.decoder_ctc.stack=2")  # a trained head is kept when its checkpoint is loaded again
+    # a trained head is kept when its checkpoint is loaded again
+    again, _ = built(trained["path"], "model.decoder_ctc.stack=2")
     torch.testing.assert_close(
         again.decoder_ctc_decoder.state_dict(), _restore(trained["path"]).decoder_ctc_decoder.state_dict()
     )
@@ -256,3 +285,25 @@ def test_bad_decoder_ctc_settings_are_refused():
         decoder_ctc_options({"stacks": 3})
     assert decoder_ctc_options(None) is None
     assert decoder_ctc_options({"stack": 3})["stack"] == 3
+
+
+def test_nemos_transcribe_speech_calls_decode_with_the_head(trained):
+    """What NeMo's examples/asr/transcribe_speech.py does with the .nemo: restore through ``setup_model``, take
+    ``get_transcribe_config()`` and the prompt's mode; the head writes what ``transcribe(mode=...)`` writes."""
+    from nemo.collections.asr.models.aed_multitask_models import parse_multitask_prompt
+    from nemo.collections.asr.parts.utils.transcribe_utils import setup_model
+    from omegaconf import OmegaConf
+
+    from nemo_pc.testing.asr import audio_paths
+
+    asr_model, _ = setup_model(OmegaConf.create({"model_path": str(trained["path"])}), torch.device("cpu"))
+    assert asr_model.decoder_ctc_decodes
+    files = audio_paths(trained["corpus"]["manifest"])[:3]
+    model = _restore(trained["path"])
+    for prompt, mode in (({"mode": "normalized"}, "normalized"), ({}, "punctuated")):
+        override = asr_model.get_transcribe_config()
+        override.batch_size, override.num_workers, override.return_hypotheses = 2, 0, True
+        override.channel_selector, override.augmentor, override.text_field = None, None, "text"
+        override.prompt = parse_multitask_prompt(OmegaConf.to_container(OmegaConf.create(prompt)))
+        got = [hyp.text for hyp in asr_model.eval().transcribe(audio=files, override_config=override)]
+        assert got == model.transcribe(files, mode=mode, verbose=False), prompt

@@ -147,7 +147,7 @@ class AEDDecoderCTCMixin:
         queries, query_len = head.queries(states, lengths)
         prompts = torch.stack([self.mode_prompt(mode, 1, states.device)[0] for mode in modes])
         mask = (torch.arange(states.shape[1], device=states.device)[None] < lengths[:, None]).to(states.dtype)
-        hidden = decoder_ctc_hidden(self.decoder_ctc_decoder, prompts, queries, query_len, states, mask)
+        (hidden,) = decoder_ctc_hidden(self.decoder_ctc_decoder, prompts, queries, query_len, states, mask)
         return head.log_probs(hidden, vocab), query_len
 
     # Training
