@@ -307,3 +307,48 @@ def test_nemos_transcribe_speech_calls_decode_with_the_head(trained):
         override.prompt = parse_multitask_prompt(OmegaConf.to_container(OmegaConf.create(prompt)))
         got = [hyp.text for hyp in asr_model.eval().transcribe(audio=files, override_config=override)]
         assert got == model.transcribe(files, mode=mode, verbose=False), prompt
+
+
+def test_inter_block_reads_both_modes_from_one_pass(trained):
+    from omegaconf import open_dict
+
+    from nemo_pc.parts.modes import NORMALIZED_ID, PUNCTUATED_ID
+
+    model = _restore(trained["path"])
+    with open_dict(model.cfg):
+        model.cfg.decoder_ctc.inter_block = 1
+    torch.manual_seed(0)
+    width = model.transf_decoder.hidden_size
+    states, lengths = torch.randn(2, 8, width), torch.tensor([8, 6])
+    states[1, 6:] = 0
+    vocab = torch.tensor([3, 5, 9])
+    with torch.no_grad():
+        rows, row_len = model.decoder_ctc_log_probs(
+            [0, 0, 1], [NORMALIZED_ID, PUNCTUATED_ID, NORMALIZED_ID], states, lengths, vocab
+        )
+        head = model.decoder_ctc_head
+        queries, query_len = head.queries(states, lengths)
+        mask = (torch.arange(8)[None] < lengths[:, None]).float()
+        prompts = model.mode_prompt(PUNCTUATED_ID, 2, states.device)
+        inter, last = decoder_ctc_hidden(model.decoder_ctc_decoder, prompts, queries, query_len, states, mask, [1, 2])
+    assert row_len.tolist() == [query_len[0], query_len[0], query_len[1]]
+    torch.testing.assert_close(rows[0], head.log_probs(inter, vocab)[0])  # normalized: block 1 of 2
+    torch.testing.assert_close(rows[1], head.log_probs(last, vocab)[0])  # punctuated: the last block
+    torch.testing.assert_close(rows[2, : query_len[1]], head.log_probs(inter, vocab)[1, : query_len[1]])
+
+
+def test_bad_decoder_ctc_settings_are_refused_when_built(trained):
+    from nemo_pc.models import EncDecAEDPCModel
+    from nemo_pc.parts.configs import compose_config
+    from nemo_pc.testing.whisper import tiny_aed_overrides
+
+    corpus = trained["corpus"]
+    for extra, message in (("model.decoder_ctc.inter_block=2", "inter_block"), ("variant=mixed", "pc.variant")):
+        cfg = compose_config(
+            "aed",
+            tiny_aed_overrides(
+                corpus["weights"], corpus["tokenizer"], corpus["manifest"], "decoder_ctc=conditioned", extra
+            ),
+        )
+        with pytest.raises(ValueError, match=message):
+            EncDecAEDPCModel(cfg=cfg.model)

@@ -7,6 +7,9 @@ as a CTC head").
 ``decoder_ctc`` configures it (null or absent: none; ``configs/aed/decoder_ctc/``):
     stack: encoder frames per query (4: 80 ms on Whisper's 20 ms frames; 30 s of audio is 375 queries of the
         decoder's 448 positions).
+    inter_block: null: a pass per mode, after its prompt; a block number: one pass after the punctuated prompt, the
+        normalized CTC on that block's output and the punctuated CTC on the last block's (papers/004's intermediate
+        normalized CTC, inside the decoder; half the decoder's work).
     train_modes: the modes it learns (null: both; ``[punctuated]``: its normalized output is its punctuated output
         normalized by the text rules).
     vocab_from_train: the tokens of the training manifests' transcripts, in both modes, are those it may write from
@@ -41,6 +44,7 @@ from nemo_pc.parts.modes import MODES, NORMALIZED_ID, PUNCTUATED_ID
 
 DEFAULTS = {
     "stack": 4,
+    "inter_block": None,
     "train_modes": None,
     "vocab_from_train": True,
     "vocab_text": None,
@@ -85,6 +89,9 @@ class AEDDecoderCTCMixin:
             raise ValueError(f"decoder_ctc.train_modes must be a non-empty list of {MODES}, got {modes!r}")
         if self.cfg.pc.variant != "prompt":
             raise ValueError(f"decoder_ctc: needs pc.variant=prompt (the mode prompt), got {self.cfg.pc.variant!r}")
+        inter, blocks = options["inter_block"], len(self.transf_decoder._decoder.layers)
+        if inter is not None and (isinstance(inter, bool) or not isinstance(inter, int) or not 1 <= inter < blocks):
+            raise ValueError(f"decoder_ctc.inter_block must be null or in [1, {blocks - 1}], got {inter!r}")
         if self.cfg.get("transducer"):
             raise ValueError("decoder_ctc and transducer are alternatives: configure one head on the AED")
         self.decoder_ctc_decoder = copy.deepcopy(self.transf_decoder)
@@ -140,15 +147,31 @@ class AEDDecoderCTCMixin:
         return self.decoder_ctc_head is not None and bool(self.decoder_ctc_options["transcribe"])
 
     def decoder_ctc_log_probs(
-        self, modes: list[int], states: torch.Tensor, lengths: torch.Tensor, vocab: torch.Tensor
+        self, utts: list[int], modes: list[int], states: torch.Tensor, lengths: torch.Tensor, vocab: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Log-probabilities ``(R, T', len(vocab) + 1)`` of rows in ``modes`` (one per state row) and their lengths."""
-        head = self.decoder_ctc_head
+        """Log-probabilities ``(R, T', len(vocab) + 1)`` of rows ``(utts[r], modes[r])`` over the batch's ``states``
+        ``(B, T, D)`` (zero past ``lengths``), and their lengths. Without ``inter_block`` a row is one pass after its
+        mode's prompt; with it, an utterance is one pass after the punctuated prompt, whose block ``inter_block`` gives
+        the normalized rows and the last block the punctuated ones."""
+        head, inter = self.decoder_ctc_head, self.decoder_ctc_options.get("inter_block")
+        chosen = sorted(set(utts)) if inter is not None else utts
+        index = torch.tensor(chosen, device=states.device)
+        states, lengths = states.index_select(0, index), lengths.index_select(0, index)
         queries, query_len = head.queries(states, lengths)
-        prompts = torch.stack([self.mode_prompt(mode, 1, states.device)[0] for mode in modes])
         mask = (torch.arange(states.shape[1], device=states.device)[None] < lengths[:, None]).to(states.dtype)
-        (hidden,) = decoder_ctc_hidden(self.decoder_ctc_decoder, prompts, queries, query_len, states, mask)
-        return head.log_probs(hidden, vocab), query_len
+        decoder = self.decoder_ctc_decoder
+        if inter is None:
+            prompts = torch.stack([self.mode_prompt(mode, 1, states.device)[0] for mode in modes])
+            (hidden,) = decoder_ctc_hidden(decoder, prompts, queries, query_len, states, mask)
+            return head.log_probs(hidden, vocab), query_len
+        prompts = self.mode_prompt(PUNCTUATED_ID, len(chosen), states.device)
+        blocks = [int(inter), len(decoder._decoder.layers)]
+        normalized, punctuated = decoder_ctc_hidden(decoder, prompts, queries, query_len, states, mask, blocks)
+        outputs = {NORMALIZED_ID: normalized, PUNCTUATED_ID: punctuated}
+        place = {utt: k for k, utt in enumerate(chosen)}
+        hidden = torch.stack([outputs[mode][place[utt]] for utt, mode in zip(utts, modes, strict=True)])
+        rows = torch.tensor([place[utt] for utt in utts], device=states.device)
+        return head.log_probs(hidden, vocab), query_len.index_select(0, rows)
 
     # Training
 
@@ -173,9 +196,8 @@ class AEDDecoderCTCMixin:
         vocab = torch.nonzero(kept).squeeze(1)
         index = torch.full((kept.shape[0],), -1, dtype=torch.long, device=kept.device)
         index[vocab] = torch.arange(len(vocab), device=kept.device)
-        utts = torch.tensor([utt for utt, _, _ in rows], device=states.device)
         log_probs, out_len = self.decoder_ctc_log_probs(
-            [mode for _, mode, _ in rows], states[utts], lengths[utts], vocab.to(states.device)
+            [utt for utt, _, _ in rows], [mode for _, mode, _ in rows], states, lengths, vocab.to(states.device)
         )
         targets = [index[torch.tensor(ids, dtype=torch.long, device=kept.device)] for _, _, ids in rows]
         target_len = torch.tensor([len(t) for t in targets], device=states.device)
@@ -219,8 +241,9 @@ class AEDDecoderCTCMixin:
         self.eval()
         try:
             with torch.no_grad():
+                batch = list(range(states.shape[0]))
                 for mode in sorted(set(sources.values())):
-                    log_probs, out_len = self.decoder_ctc_log_probs([mode] * states.shape[0], states, lengths, vocab)
+                    log_probs, out_len = self.decoder_ctc_log_probs(batch, [mode] * len(batch), states, lengths, vocab)
                     out[mode] = []
                     for row in greedy_ctc(log_probs, out_len):
                         ids = vocab[torch.tensor(row, dtype=torch.long)].cpu() if row else torch.zeros(0).long()
