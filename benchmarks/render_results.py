@@ -1324,6 +1324,12 @@ def _extra_train(item: str) -> str:
     return f"{Path(path).stem} x{repeat}"
 
 
+def _decoder_layers(settings: dict) -> str:
+    """The layers cell of ``--head decoder``: a pass per mode, or one with the normalized CTC on ``--inter-block``."""
+    block = settings.get("inter_block")
+    return "the AED's decoder" + (f", one pass, normalized at block {block}" if block else "")
+
+
 def render_cached_heads(*sources: Path) -> str:
     """``quality_cached_heads.py``: one row per results file (its head's vocabulary, size and minutes, the dev
     subset's N-WER at each point, the test and ``real_test`` scores of its last step)."""
@@ -1356,7 +1362,7 @@ def render_cached_heads(*sources: Path) -> str:
         table.append(
             [
                 _cached_vocabulary(settings),
-                "the AED's decoder" if settings.get("head") == "decoder" else str(settings["layers"]),
+                _decoder_layers(settings) if settings.get("head") == "decoder" else str(settings["layers"]),
                 f"{settings['parameters'] / 1e6:.2f} M",
                 f"{report['curve'][-1]['train_minutes']:.1f}",
                 *(_pct(curve[p]["dev_n_wer"]) if p in curve else "-" for p in points),

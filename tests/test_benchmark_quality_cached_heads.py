@@ -166,6 +166,11 @@ def test_the_decoder_head_is_named_and_a_batch_column_where_the_files_differ_in_
     assert "| 32 | 5312 Whisper tokens, the AED's rows | 0 |" in text
     assert "| 16 | 5312 Whisper tokens, the AED's rows | the AED's decoder |" in text
     assert "| batch |" not in render.render_cached_heads(decoder)
+    inter = _write_report(
+        tmp_path / "inter.json",
+        {"whisper_tokens": "init", "pieces": 5312, "head": "decoder", "layers": 1, "batch_size": 16, "inter_block": 2},
+    )
+    assert "| the AED's decoder, one pass, normalized at block 2 |" in render.render_cached_heads(inter)
 
 
 def test_encode_reads_the_output_of_the_block_asked(tmp_path):
