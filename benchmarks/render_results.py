@@ -1391,24 +1391,30 @@ def render_cached_heads(*sources: Path) -> str:
     return "\n".join([head, "", *_table(columns, table)]) + "\n"
 
 
+def _decoder_ctc_inter(settings: dict) -> str:
+    """Where a ``decoder_ctc`` head's normalized CTC reads (``model.decoder_ctc.inter_block`` in its overrides)."""
+    for override in settings.get("overrides") or []:
+        if override.startswith("model.decoder_ctc.inter_block=") and override.split("=", 1)[1] != "null":
+            return f"block {override.split('=', 1)[1]}, one pass"
+    return "a pass of its own"
+
+
 def render_decoder_ctc(*sources: Path) -> str:
-    """``quality_decoder_ctc.py``: one row per results file (the head trained as a NeMo model: its steps, batches,
-    more training lines, tokens, trained weights and minutes, and the test and ``real_test`` scores of NeMo's
-    ``transcribe()``)."""
+    """``quality_decoder_ctc.py``: one row per results file (the head trained as a NeMo model: its training lines,
+    where its normalized CTC reads, steps, batches, tokens, trainable weights and minutes, and the test and
+    ``real_test`` scores of NeMo's ``transcribe()``)."""
     reports = [_read_json(source) for source in sources]
     extras = [", ".join(_extra_train(item) for item in r["settings"].get("extra_train") or []) for r in reports]
-    columns = ["steps:", "batch:", "tokens:", "trainable weights:", "train minutes:", "test transcribe minutes:"]
-    columns = (["more training lines", *columns] if any(extras) else columns) + [
-        "test N-WER:",
-        "PER:",
-        "punct F1:",
-        "real_test N-WER:",
-    ]
+    columns = ["training utterances:", "normalized CTC", "steps:", "batch:", "tokens:", "trainable weights:"]
+    columns += ["train minutes:", "test transcribe minutes:", "test N-WER:", "PER:", "punct F1:", "real_test N-WER:"]
+    columns = ["more training lines", *columns] if any(extras) else columns
     table = []
     for report, extra in zip(reports, extras, strict=True):
         settings, test, real = report["settings"], report["scores"]["test"], report["scores"]["real_test"]
         low, high = real["ci95"]
         row = [
+            str(report["utterances"]["train"]),
+            _decoder_ctc_inter(settings),
             str(settings["steps"]),
             str(settings["batch_size"]),
             str(settings["pieces"]),
@@ -1421,11 +1427,10 @@ def render_decoder_ctc(*sources: Path) -> str:
             f"{_pct(real['wer'])} [{100 * low:.1f}, {100 * high:.1f}]",
         ]
         table.append(([extra or "none"] if any(extras) else []) + row)
-    first = reports[0]
+    stacks = sorted({r["settings"]["stack"] for r in reports})
     head = (
         "`decoder_ctc=conditioned` trained through the AED recipe from the demo's AED "
-        f"({first['utterances']['train']} training utterances, {first['settings']['stack']} frames a query), "
-        "greedy, NeMo's `transcribe()`:"
+        f"({'/'.join(map(str, stacks))} frames a query), greedy, NeMo's `transcribe()`:"
     )
     return "\n".join([head, "", *_table(columns, table)]) + "\n"
 

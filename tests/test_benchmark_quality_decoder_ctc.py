@@ -29,9 +29,10 @@ def test_the_overrides_compose_a_decoder_ctc_head_on_the_aed_recipe(tmp_path):
 def test_the_rendered_table_has_a_row_per_results_file(tmp_path):
     render = load_benchmark("render_results")
 
-    def results(steps: int, extra: list, n_wer: float) -> dict:
+    def results(steps: int, extra: list, n_wer: float, overrides: list) -> dict:
         return {
             "settings": {
+                "overrides": overrides,
                 "steps": steps,
                 "batch_size": 16,
                 "stack": 4,
@@ -49,10 +50,13 @@ def test_the_rendered_table_has_a_row_per_results_file(tmp_path):
         }
 
     paths = [tmp_path / "a.json", tmp_path / "b.json"]
-    paths[0].write_text(json.dumps(results(1000, [], 0.474)))
-    paths[1].write_text(json.dumps(results(2000, ["/x/more_hours/extra_train.json:1"], 0.336)))
+    paths[0].write_text(json.dumps(results(1000, [], 0.474, ["decoder_ctc=conditioned"])))
+    paths[1].write_text(
+        json.dumps(results(2000, ["/x/more_hours/extra_train.json:1"], 0.336, ["model.decoder_ctc.inter_block=3"]))
+    )
     text = render.render_decoder_ctc(*paths)
-    assert "2610 training utterances, 4 frames a query" in text
-    assert "| none | 1000 | 16 | 5312 | 29.6 M | 24.3 | 0.52 | 47.4% | 49.0% | 51.6% | 53.4% [46.6, 59.7] |" in text
-    assert "| 2000 | 16 |" in text and "| 33.6% |" in text
+    assert "(4 frames a query)" in text
+    row = "| none | 2610 | a pass of its own | 1000 | 16 | 5312 | 29.6 M | 24.3 | 0.52 | 47.4% | 49.0% | 51.6% |"
+    assert row in text
+    assert "| extra_train x1 | 2610 | block 3, one pass | 2000 | 16 |" in text and "| 33.6% |" in text
     assert "more training lines" not in render.render_decoder_ctc(paths[0])  # no extra lines: no column

@@ -352,3 +352,17 @@ def test_bad_decoder_ctc_settings_are_refused_when_built(trained):
         )
         with pytest.raises(ValueError, match=message):
             EncDecAEDPCModel(cfg=cfg.model)
+
+
+def test_the_training_manifests_read_for_the_token_set(tmp_path):
+    from omegaconf import OmegaConf
+
+    from nemo_pc.models.mixins.aed_decoder_ctc import _train_manifests
+
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text('{"text": "x"}\n')
+    b.write_text('{"text": "y"}\n')
+    assert _train_manifests(OmegaConf.create({"manifest_filepath": f"{a}, {b}"})) == [str(a), str(b)]
+    assert _train_manifests(OmegaConf.create({"manifest_filepath": [str(a), str(tmp_path / "gone.json")]})) == [str(a)]
+    assert _train_manifests(OmegaConf.create({"manifest_filepath": None})) == []  # lhotse shards or none: no files
+    assert _train_manifests(None) == []
