@@ -335,6 +335,12 @@ def test_inter_block_reads_both_modes_from_one_pass(trained):
     torch.testing.assert_close(rows[0], head.log_probs(inter, vocab)[0])  # normalized: block 1 of 2
     torch.testing.assert_close(rows[1], head.log_probs(last, vocab)[0])  # punctuated: the last block
     torch.testing.assert_close(rows[2, : query_len[1]], head.log_probs(inter, vocab)[1, : query_len[1]])
+    from nemo_pc.testing.asr import audio_paths
+
+    paths = audio_paths(trained["corpus"]["manifest"])[:3]
+    both = model.transcribe(paths, batch_size=2, mode="both", verbose=False)  # both modes from one pass
+    for mode in ("normalized", "punctuated"):
+        assert both[mode] == model.transcribe(paths, batch_size=3, mode=mode, verbose=False)
 
 
 def test_bad_decoder_ctc_settings_are_refused_when_built(trained):

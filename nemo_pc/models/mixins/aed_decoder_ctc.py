@@ -240,12 +240,15 @@ class AEDDecoderCTCMixin:
         training, out = self.training, {}
         self.eval()
         try:
-            with torch.no_grad():
-                batch = list(range(states.shape[0]))
-                for mode in sorted(set(sources.values())):
-                    log_probs, out_len = self.decoder_ctc_log_probs(batch, [mode] * len(batch), states, lengths, vocab)
+            with torch.no_grad():  # every mode's rows in one call: with inter_block, one pass gives both
+                decoded, size = sorted(set(sources.values())), states.shape[0]
+                utts = list(range(size)) * len(decoded)
+                rows = [mode for mode in decoded for _ in range(size)]
+                log_probs, out_len = self.decoder_ctc_log_probs(utts, rows, states, lengths, vocab)
+                best = greedy_ctc(log_probs, out_len)
+                for k, mode in enumerate(decoded):
                     out[mode] = []
-                    for row in greedy_ctc(log_probs, out_len):
+                    for row in best[k * size : (k + 1) * size]:
                         ids = vocab[torch.tensor(row, dtype=torch.long)].cpu() if row else torch.zeros(0).long()
                         text = self.tokenizer.ids_to_text(ids.tolist()).strip() if row else ""
                         out[mode].append(Hypothesis(score=0.0, y_sequence=ids, text=text))
