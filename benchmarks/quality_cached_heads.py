@@ -38,6 +38,7 @@ import torch
 from suite import write_results
 from torch import nn
 
+from nemo_pc.modules.aed_decoder_ctc import greedy_ctc
 from nemo_pc.parts.manifest import read_manifest, write_manifest
 from nemo_pc.parts.text import normalize, preprocess_punctuated
 
@@ -181,17 +182,7 @@ def pad_batch(items: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
     return x, lengths
 
 
-def greedy_ids(log_probs: torch.Tensor, lengths: torch.Tensor) -> list[list[int]]:
-    """Greedy CTC: the best piece per frame, repeats merged, blanks (the last id) dropped."""
-    blank, out = log_probs.shape[-1] - 1, []
-    for row, length in zip(log_probs.argmax(-1).tolist(), lengths.tolist(), strict=True):
-        ids, previous = [], None
-        for token in row[:length]:
-            if token != previous and token != blank:
-                ids.append(token)
-            previous = token
-        out.append(ids)
-    return out
+greedy_ids = greedy_ctc  # greedy CTC of the model's decoder head: best piece per frame, repeats merged, blanks dropped
 
 
 def train_heads(heads: CachedHeads, feats: list, targets: dict, steps: int, batch_size: int, lr: float,
