@@ -379,12 +379,29 @@ def _rnnt_heads_on_aed(config: dict) -> bool:
     )
 
 
+def _ctc_heads_on_aed(config: dict) -> bool:
+    """Whether a demo's CTC systems are the ``ctc_init`` AED's decoder read as a CTC head (``ctc_head``
+    ``aed_decoder``; a config from before that setting trained the CTC model)."""
+    return (
+        config.get("ctc_head") == "aed_decoder"
+        and str(config.get("ctc_init", "")).startswith("aed")
+        and config.get("backbone", "fastconformer") != "fastconformer"
+        and not config.get("base_steps")
+    )
+
+
 def _rnnt_steps(config: dict):
     """The steps of a demo folder's RNN-Ts: ``rnnt_head_steps`` for transducer heads on the AED (a folder from before
     that field trained them for ``rnnt_steps``), else ``rnnt_steps``."""
     if _rnnt_heads_on_aed(config) and "rnnt_head_steps" in config:
         return config["rnnt_head_steps"]
     return config.get("rnnt_steps", config.get("asr_steps", "?"))
+
+
+def _ctc_steps(config: dict):
+    """The steps of a demo folder's CTC systems: ``ctc_head_steps`` for decoder CTC heads on the AED, else
+    ``asr_steps``."""
+    return config["ctc_head_steps"] if _ctc_heads_on_aed(config) else config["asr_steps"]
 
 
 def _demo_starts(config: dict) -> str:
@@ -406,6 +423,11 @@ def _demo_starts(config: dict) -> str:
         for family, key in (("CTC", "ctc_init"), ("RNN-Ts", "rnnt_init"))
         if config.get(key)
     ]
+    if _ctc_heads_on_aed(config):
+        starts[0] = (
+            f"CTC systems `{config['ctc_init']}`'s decoder read as a CTC head (`ctc_inter` normalized at its block 3 "
+            "of 4, its encoder frozen)"
+        )
     if _rnnt_heads_on_aed(config):
         starts[-1] = (
             f"RNN-Ts transducer heads on `{config['rnnt_init']}` (its decoder as their prediction network, its "
@@ -448,7 +470,7 @@ def render_demo(source: Path) -> str:
     head = (
         f"{_demo_made_by(runs)}: {config['hours']} h corpus planned, seed {config['seed']}, backbone "
         f"`{config.get('backbone') or 'fastconformer'}`, base encoder {config['base_steps']} steps, RNN-T "
-        f"{_rnnt_steps(config)} steps, CTC {config['asr_steps']} steps, {aed}{_demo_tokenizers(config)}"
+        f"{_rnnt_steps(config)} steps, CTC {_ctc_steps(config)} steps, {aed}{_demo_tokenizers(config)}"
         f"{_demo_starts(config)}. **{_minutes(total)}** of steps in its last invocation "
         f"({_minutes(total - anchor)} without the Whisper anchor; a resumed invocation skips what an earlier one "
         "finished)"

@@ -10,6 +10,7 @@ from nemo_pc.pipelines.demo.config import (
     ASR_SYSTEMS,
     BASE_OVERRIDES,
     BASE_SYSTEM,
+    DECODER_CTC_SYSTEMS,
     PC_FROM_START,
     PRETRAINED_ENCODER,
     RNNT_FINETUNE_OVERRIDES,
@@ -42,6 +43,8 @@ class AsrOverrides:
             return self._aed_overrides(name, variant)
         if self.transducer_on_aed(name):
             return self._transducer_overrides(name)
+        if self.decoder_ctc_on_aed(name):
+            return self._decoder_ctc_overrides(name)
         tokenizer = self.tokenizers()[self.tokenizer_kind(name)]
         layers = self.cfg.rnnt_layers if family == "rnnt" else self.cfg.ctc_layers
         workers = max(0, self.cfg.num_jobs - 1)
@@ -83,35 +86,63 @@ class AsrOverrides:
             and self.rnnt_from_aed()
         )
 
+    def decoder_ctc_on_aed(self, name: str) -> bool:
+        """Whether ``name`` is a CTC system trained as the ``ctc_init`` AED's decoder read as a CTC head (``ctc_head``
+        ``aed_decoder``, :data:`DECODER_CTC_SYSTEMS`, and the CTC systems starting from an AED)."""
+        return name in DECODER_CTC_SYSTEMS and self.cfg.ctc_head == "aed_decoder" and bool(self._ctc_init())
+
+    def head_on_aed(self, name: str) -> bool:
+        """Whether ``name`` is a head trained on an AED (a transducer or decoder CTC head): it writes Whisper's tokens
+        and trains through the AED's recipe."""
+        return self.transducer_on_aed(name) or self.decoder_ctc_on_aed(name)
+
     def training_family(self, name: str) -> str:
-        """The config family ``name`` trains with: a transducer head on the AED trains through the AED's recipe."""
-        return "aed" if self.transducer_on_aed(name) else ASR_SYSTEMS[name][0]
+        """The config family ``name`` trains with: a head on the AED trains through the AED's recipe."""
+        return "aed" if self.head_on_aed(name) else ASR_SYSTEMS[name][0]
 
     def _transducer_overrides(self, name: str) -> list[str]:
         """A transducer head's overrides: the ``rnnt_init`` AED's recipe (its variant, tokenizer, data), the system's
         ``transducer`` keys (:data:`TRANSDUCER_SYSTEMS`), the AED's fine-tune as the start (NeMo's
         ``init_from_nemo_model``), the LM text's tokens among those it may write, and ``rnnt_batch_size``."""
-        init = self.rnnt_init()
+        return [
+            *self._head_overrides(self.rnnt_init(), self.cfg.rnnt_batch_size),
+            *TRANSDUCER_SYSTEMS[name],
+            f"+init_from_nemo_model={self.rnnt_start()}",
+            f"model.transducer.vocab_text={self.path('lm', 'text.json')}",  # written first (Demo.train_asr)
+            *self._decode_lm_scale(),
+            *self.cfg.extra.get(name, []),
+        ]
+
+    def _decoder_ctc_overrides(self, name: str) -> list[str]:
+        """A decoder CTC head's overrides: the ``ctc_init`` AED's recipe, the system's ``decoder_ctc`` keys
+        (:data:`DECODER_CTC_SYSTEMS`), the AED's fine-tune as the start, the LM text's tokens among those it may
+        write, and batches of ``batch_size``."""
+        return [
+            *self._head_overrides(self._ctc_init(), self.cfg.batch_size),
+            *DECODER_CTC_SYSTEMS[name],
+            f"+init_from_nemo_model={self.ctc_start()}",
+            f"model.decoder_ctc.vocab_text={self.path('lm', 'text.json')}",  # written first (Demo.train_asr)
+            *self.cfg.extra.get(name, []),
+        ]
+
+    def _head_overrides(self, init: str, batch_size: int) -> list[str]:
+        """What every head on the AED ``init`` shares: the AED's recipe (its variant, tokenizer, data), float32, and
+        validations that compute WERs without a loss."""
         workers = max(0, self.cfg.num_jobs - 1)
         variant = ASR_SYSTEMS[init][1]
         return [
             *variant,
             *AED_OVERRIDES,
-            *TRANSDUCER_SYSTEMS[name],
-            f"+init_from_nemo_model={self.rnnt_start()}",
-            f"model.transducer.vocab_text={self.path('lm', 'text.json')}",  # written first (Demo.train_asr)
             f"model.aux_ctc.tokenizer.dir={self.tokenizers()[self.aed_ctc_tokenizer_kind(variant)]}",
             f"model.train_ds.manifest_filepath={self.manifest('train')}",
             self.validation_override(self.curve_dev()),
-            f"model.train_ds.batch_size={self.cfg.rnnt_batch_size}",
+            f"model.train_ds.batch_size={batch_size}",
             f"model.train_ds.max_duration={self.cfg.max_duration}",
             f"model.train_ds.num_workers={workers}",
             f"model.validation_ds.num_workers={workers}",
             "trainer.precision=32",
             "model.compute_eval_loss=false",  # the learning curves read the WERs only (RNNT_VALIDATION)
-            *self._decode_lm_scale(),
             *([] if self.cfg.backbone == "whisper_tiny" else [f"backbone={self.cfg.backbone}", *SMALL_ENCODER]),
-            *self.cfg.extra.get(name, []),
         ]
 
     def _decode_lm_scale(self) -> list[str]:

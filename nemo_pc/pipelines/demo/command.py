@@ -21,6 +21,7 @@ from nemo_pc.pipelines.demo.config import (
     BACKBONES,
     CLAIM_GROUPS,
     CLAIM_SYSTEMS,
+    CTC_HEADS,
     DEFAULT_BASE_STEPS,
     DEFAULT_CTC_INIT,
     DEFAULT_RNNT_INIT,
@@ -194,6 +195,20 @@ def build_parser() -> argparse.ArgumentParser:
         f"({defaults.rnnt_predictor})",
     )
     parser.add_argument(
+        "--ctc-head",
+        choices=CTC_HEADS,
+        default=defaults.ctc_head,
+        help="the CTC systems where they start from an AED: encoder (the CTC model on its fine-tuned encoder) or "
+        "aed_decoder (`ctc_inter` and `ctc_punctuated` as the AED's decoder read as a CTC head over Whisper's tokens, "
+        f"on its frozen encoder; no n-gram LM decoding) ({defaults.ctc_head})",
+    )
+    parser.add_argument(
+        "--ctc-head-steps",
+        type=int,
+        default=None,
+        help=f"steps per CTC system trained as a decoder CTC head on the AED ({defaults.ctc_head_steps})",
+    )
+    parser.add_argument(
         "--ctc-init-encoder-lr",
         type=float,
         default=defaults.ctc_init_encoder_lr,
@@ -344,6 +359,8 @@ def main(argv: list[str] | None = None) -> None:
         backbone=args.backbone,
         ctc_init=args.ctc_init if args.ctc_init is not None else DEFAULT_CTC_INIT.get(args.backbone, ""),
         ctc_init_encoder_lr=args.ctc_init_encoder_lr,
+        ctc_head=args.ctc_head,
+        ctc_head_steps=args.ctc_head_steps or defaults.ctc_head_steps * scale,
         rnnt_init=args.rnnt_init if args.rnnt_init is not None else DEFAULT_RNNT_INIT[args.backbone],
         rnnt_init_frozen_layers=args.rnnt_init_frozen_layers,
         rnnt_predictor=args.rnnt_predictor,

@@ -57,6 +57,16 @@ TRANSDUCER_SYSTEMS = {
     "rnnt_conditioned_p05": ["transducer=conditioned", "model.train_ds.pc_fraction=0.05"],
 }
 RNNT_PREDICTORS = ("aed_decoder", "lstm")
+# The CTC systems as the AED's decoder read as a CTC head on the ``ctc_init`` AED (``ctc_head="aed_decoder"``): the AED
+# recipe's ``decoder_ctc`` group (a copy of the AED's decoder, without its causal mask, over the AED's frozen encoder;
+# nemo_pc.models.mixins.aed_decoder_ctc), with papers/004's structure kept: ``ctc_inter`` reads its normalized CTC at
+# block 3 of the 4 and its punctuated CTC at the last, in one pass after the punctuated prompt (``inter_block``: in the
+# cached benchmark on the demo's 2.28 h, half the minutes of a pass per mode, with lower PER; docs/pc_stage.md).
+DECODER_CTC_SYSTEMS = {
+    "ctc_inter": ["decoder_ctc=conditioned", "model.decoder_ctc.inter_block=3"],
+    "ctc_punctuated": ["decoder_ctc=conditioned", "model.decoder_ctc.train_modes=[punctuated]"],
+}
+CTC_HEADS = ("encoder", "aed_decoder")
 # The shared starting encoder (``base_steps``) of the FastConformer from random weights: normalized CTC, trained for a
 # fast start on little data (small batches, no SpecAugment, cosine schedule, the config's encoder dropout of 0.1).
 # Every ASR system then loads its encoder (init_from_nemo_model). Without dropout the dev WER was lower over 1,000
@@ -234,6 +244,12 @@ class DemoConfig:
             Not used with a base encoder or on the FastConformer (the AED's is not the CTC's size). From
             ``aed_prompt``'s encoder every default CTC and RNN-T system had a lower test N-WER and PER than from
             Whisper's, in the same steps (``benchmarks/results/pc_stage_aed_test.json``, docs/pc_stage.md).
+        ctc_head: where the CTC systems start from an AED (``ctc_init``), what they are: ``encoder`` (the CTC model
+            class, its heads on the AED's fine-tuned encoder over the ``vocab_size`` pieces) or ``aed_decoder`` (each
+            CTC system of :data:`DECODER_CTC_SYSTEMS` is the AED's decoder read as a CTC head over Whisper's tokens, on
+            the AED's frozen encoder, for ``ctc_head_steps``, saved in one ``.nemo`` with the AED; the other CTC
+            systems stay the CTC model). The decoder head writes Whisper's tokens, so it has no n-gram LM decoding.
+        ctc_head_steps: optimizer steps per CTC system trained as a decoder CTC head (batches of ``batch_size``).
         ctc_init_encoder_lr: the encoder's peak rate in a CTC system that starts from ``ctc_init``'s encoder (the
             heads keep 2e-3); 3e-4, the pretrained encoders' rate. At 1e-4 ``ctc_inter`` wrote better words on every
             set (test N-WER 64.1% against 66.5%, ``real_test`` 77.9% against 85.1%) and so did ``rnnt_dual`` from
@@ -388,6 +404,8 @@ class DemoConfig:
     rnnt_init_frozen_layers: int = 2
     rnnt_predictor: str = "aed_decoder"
     ctc_init: str = "aed_prompt"
+    ctc_head: str = "encoder"
+    ctc_head_steps: int = 1000
     ctc_init_encoder_lr: float = 3e-4
     rnnt_steps: int = 1000
     rnnt_head_steps: int = 500

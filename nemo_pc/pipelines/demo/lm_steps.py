@@ -22,7 +22,7 @@ LM_FIELDS = {"normalized": "text_normalized", "punctuated": "text"}
 
 class LmSteps:
     """The LM steps of :class:`~nemo_pc.pipelines.demo.pipeline.Demo`, which gives them ``cfg``, ``path``,
-    ``manifest``, ``model_path``, ``dev_subset``, ``tokenizers``, ``tokenizer_kind``, ``transducer_on_aed``,
+    ``manifest``, ``model_path``, ``dev_subset``, ``tokenizers``, ``tokenizer_kind``, ``head_on_aed``,
     ``_synth_sources`` and ``_write_predictions``."""
 
     def lm_dev(self) -> Path:
@@ -31,8 +31,8 @@ class LmSteps:
 
     def lm_systems(self) -> list[str]:
         """The systems also decoded with the LMs (those of ``lm_systems`` that are trained and write plain pieces:
-        not the AEDs nor the transducer heads on an AED, which write Whisper's tokens, nor ``ctc_m2`` with its style
-        tags)."""
+        not the AEDs nor the heads on an AED (transducer or decoder CTC), which write Whisper's tokens, nor ``ctc_m2``
+        with its style tags)."""
         if not self.cfg.lm_order:
             return []
         return [
@@ -41,7 +41,7 @@ class LmSteps:
             if name in self.cfg.systems
             and name != "ctc_m2"
             and ASR_SYSTEMS[name][0] != "aed"
-            and not self.transducer_on_aed(name)
+            and not self.head_on_aed(name)
         ]
 
     def language_models(self) -> dict[str, dict[str, Path]]:

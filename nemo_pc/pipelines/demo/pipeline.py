@@ -55,6 +55,8 @@ from nemo_pc.pipelines.demo.config import (
     BASE_SYSTEM,
     BASELINE_CURVE_POINTS,
     BASELINE_SPLITS,
+    CTC_HEADS,
+    DECODER_CTC_SYSTEMS,
     RNNT_PREDICTORS,
     DemoConfig,
 )
@@ -107,6 +109,7 @@ class Demo(AedSteps, AsrOverrides, FormatterSteps, LmSteps, RealSpeechSteps):
             "ctc_batch_size",
             "rnnt_steps",
             "rnnt_head_steps",
+            "ctc_head_steps",
             "rnnt_batch_size",
             "rnnt_stack",
             "ctc_stack",
@@ -127,6 +130,13 @@ class Demo(AedSteps, AsrOverrides, FormatterSteps, LmSteps, RealSpeechSteps):
             starts = sorted(name for name, (family, _) in ASR_SYSTEMS.items() if family in ("ctc", "aed"))
             raise ValueError(
                 f"rnnt_init must be a CTC or AED system ({', '.join(starts)}) or empty, got {config.rnnt_init!r}"
+            )
+        if config.ctc_head not in CTC_HEADS:
+            raise ValueError(f"ctc_head must be one of {CTC_HEADS}, got {config.ctc_head!r}")
+        if config.ctc_head == "aed_decoder" and config.rnnt_init in DECODER_CTC_SYSTEMS:
+            raise ValueError(
+                f"rnnt_init {config.rnnt_init!r} is a decoder CTC head with ctc_head=aed_decoder, not an encoder to "
+                "start an RNN-T from: start the RNN-Ts from the AED (rnnt_init=aed_prompt) or use ctc_head=encoder"
             )
         if config.rnnt_predictor not in RNNT_PREDICTORS:
             raise ValueError(f"rnnt_predictor must be one of {RNNT_PREDICTORS}, got {config.rnnt_predictor!r}")
@@ -276,7 +286,7 @@ class Demo(AedSteps, AsrOverrides, FormatterSteps, LmSteps, RealSpeechSteps):
             build_tokenizer([self.manifest("train")], folder, vocab_size=self.cfg.vocab_size)
         if "ctc_m2" in self.cfg.systems and not (styles / "tokenizer.model").is_file():
             build_style_tokenizer([self.manifest("train")], folder, vocab_size=self.cfg.vocab_size)
-        families = {ASR_SYSTEMS[name][0] for name in self.training_order() if not self.transducer_on_aed(name)}
+        families = {ASR_SYSTEMS[name][0] for name in self.training_order() if not self.head_on_aed(name)}
         others = {"rnnt": (self.cfg.rnnt_vocab_size, "rnnt"), "aed_ctc": (self.cfg.aed_ctc_vocab_size, "aed")}
         folders = {"plain": plain, "styles": styles}
         for kind, (size, family) in others.items():
@@ -309,6 +319,9 @@ class Demo(AedSteps, AsrOverrides, FormatterSteps, LmSteps, RealSpeechSteps):
             start = self.ctc_start()
             if self._ctc_init():
                 self.train_asr(self._ctc_init())  # kept when it is trained already
+            if self.decoder_ctc_on_aed(name):  # the AED's decoder as a CTC head: its recipe, the AED's .nemo its start
+                self.lm_text()  # whose tokens it may write
+                return self._train(name, "aed", self.cfg.ctc_head_steps, None, recorded_start=start)
             return self._train(name, family, self.cfg.asr_steps, start)
         start = self.rnnt_start()
         if self.rnnt_init():

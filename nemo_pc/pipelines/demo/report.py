@@ -33,7 +33,8 @@ DESCRIPTIONS = {
     "rnnt_dual": "RNN-T, a predictor per mode (papers/000 §III-A; by default two copies of `aed_prompt`'s decoder), P "
     "output",
     "ctc_inter": "CTC on punctuated text with intermediate normalized CTC (papers/004), last layer (its normalized "
-    "output too, normalized)",
+    "output too, normalized; with `--ctc-head aed_decoder`, `aed_prompt`'s decoder read as a CTC head, the "
+    "normalized CTC at its block 3 of 4)",
     "rnnt_punctuated": "RNN-T trained on punctuated text only (papers/000 Table I baseline)",
     "rnnt_conditioned_p50": "conditioned RNN-T, P labels on 50% of training utterances (papers/000 Table III)",
     "rnnt_conditioned_p05": "conditioned RNN-T, P labels on 5% of training utterances (papers/000 Table III)",
