@@ -19,8 +19,10 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from nemo_pc.modules.token_rows import TokenRows
 
-class DecoderCTCHead(nn.Module):
+
+class DecoderCTCHead(TokenRows):
     """The parts of the head beside the decoder copy: the queries and the CTC output.
 
     Args:
@@ -37,11 +39,7 @@ class DecoderCTCHead(nn.Module):
         self.stack, self.frame_dim = stack, frame_dim
         self.query = nn.Linear(frame_dim * stack, width)
         self.query_scale = nn.Parameter(torch.tensor(1.0))
-        self.token_out = nn.Parameter(torch.randn(vocab_size, width) * width**-0.5)
-        self.token_bias = nn.Parameter(torch.zeros(vocab_size))
-        self.blank_out = nn.Linear(width, 1)
-        self.register_buffer("token_counts", torch.zeros(vocab_size))
-        self.register_buffer("extra_tokens", torch.zeros(vocab_size, dtype=torch.bool))
+        self._add_token_rows(vocab_size, width)
 
     def start_from(self, embedding: torch.Tensor, out_rows: torch.Tensor) -> None:
         """The start of training: queries as the mean of their frames at the token embeddings' size (``embedding``:
@@ -55,17 +53,6 @@ class DecoderCTCHead(nn.Module):
             self.token_bias.zero_()
             nn.init.zeros_(self.blank_out.weight)
             nn.init.zeros_(self.blank_out.bias)
-
-    def kept(self) -> torch.Tensor:
-        """``(V,)`` bool: the tokens the head may write (learned in training, or in its texts)."""
-        return (self.token_counts > 0) | self.extra_tokens
-
-    def count(self, targets: Sequence[Sequence[int]]) -> None:
-        """Adds a batch's targets to ``token_counts``."""
-        flat = [token for row in targets for token in row]
-        if flat:
-            ids = torch.tensor(flat, device=self.token_counts.device)
-            self.token_counts.index_add_(0, ids, torch.ones(len(flat), device=ids.device))
 
     def queries(self, states: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(B, T, D)`` states (zero past each length) as ``(B, ceil(T / stack), width)`` queries and their

@@ -26,9 +26,10 @@ from torch import nn
 from nemo_pc.losses.pruned_rnnt import node_occupancy, prune_ranges, pruned_lattice, simple_lattice
 from nemo_pc.losses.rnnt_scan import rnnt_lattice_loss
 from nemo_pc.modules.decoder_cache import DecoderCache
+from nemo_pc.modules.token_rows import TokenRows
 
 
-class TransducerJoint(nn.Module):
+class TransducerJoint(TokenRows):
     """The joint over the AED's vocabulary, with the decoder's logits added.
 
     Args:
@@ -46,26 +47,7 @@ class TransducerJoint(nn.Module):
         self.stack, self.lm_scale = stack, float(lm_scale)
         self.enc = nn.Linear(frame_dim * stack, width)
         self.pred = nn.Linear(width, width)
-        self.token_out = nn.Parameter(torch.randn(vocab_size, width) * width**-0.5)
-        self.token_bias = nn.Parameter(torch.zeros(vocab_size))
-        self.blank_out = nn.Linear(width, 1)
-        self.register_buffer("token_counts", torch.zeros(vocab_size))
-        self.register_buffer("extra_tokens", torch.zeros(vocab_size, dtype=torch.bool))
-
-    @property
-    def vocab_size(self) -> int:
-        return self.token_out.shape[0]
-
-    def kept(self) -> torch.Tensor:
-        """``(V,)`` bool: the tokens decoding may write (learned in training, or in the extra text)."""
-        return (self.token_counts > 0) | self.extra_tokens
-
-    def count(self, targets: Sequence[Sequence[int]]) -> None:
-        """Adds a batch's targets to ``token_counts``."""
-        flat = [token for row in targets for token in row]
-        if flat:
-            ids = torch.tensor(flat, device=self.token_counts.device)
-            self.token_counts.index_add_(0, ids, torch.ones(len(flat), device=ids.device))
+        self._add_token_rows(vocab_size, width)
 
     def frames(self, states: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(B, T, D)`` states as ``(B, ceil(T / stack), width)`` joint inputs and their lengths."""

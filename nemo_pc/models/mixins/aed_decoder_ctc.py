@@ -36,10 +36,11 @@ from pathlib import Path
 
 import torch
 from nemo.collections.asr.parts.utils.rnnt_utils import Hypothesis
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from nemo_pc.data.datasets.pc_batch import PCBatch
 from nemo_pc.modules.aed_decoder_ctc import DecoderCTCHead, decoder_ctc_hidden, greedy_ctc
+from nemo_pc.modules.token_rows import as_paths, head_options, text_token_ids
 from nemo_pc.parts.modes import MODES, NORMALIZED_ID, PUNCTUATED_ID
 
 DEFAULTS = {
@@ -59,13 +60,7 @@ def decoder_ctc_options(cfg: DictConfig | dict | None) -> dict | None:
     Raises:
         ValueError: an unknown key (the message lists the known ones).
     """
-    if not cfg:
-        return None
-    given = OmegaConf.to_container(cfg) if isinstance(cfg, DictConfig) else dict(cfg)
-    unknown = sorted(set(given) - set(DEFAULTS))
-    if unknown:
-        raise ValueError(f"decoder_ctc: unknown key(s) {unknown}; known: {sorted(DEFAULTS)}")
-    return DEFAULTS | given
+    return head_options("decoder_ctc", cfg, DEFAULTS)
 
 
 class AEDDecoderCTCMixin:
@@ -101,7 +96,7 @@ class AEDDecoderCTCMixin:
         self.decoder_ctc_head = DecoderCTCHead(width, width, vocab_size, int(options["stack"]))
         if not self._is_model_being_restored():
             self.decoder_ctc_from_aed()
-            texts = _paths(options["vocab_text"])
+            texts = as_paths(options["vocab_text"])
             if options["vocab_from_train"]:
                 texts += _train_manifests(self.cfg.get("train_ds"))
             for path in texts:
@@ -124,9 +119,8 @@ class AEDDecoderCTCMixin:
     def add_decoder_ctc_text(self, path: str) -> int:
         """The tokens of a JSON-lines text (``text`` per line, in both modes) join those the head may write; returns
         how many lines were read."""
-        ids, count = text_token_ids(self, path)
-        if ids:
-            self.decoder_ctc_head.extra_tokens[torch.tensor(sorted(ids))] = True
+        ids, count = text_token_ids(self.tokenizer, "".join(self.cfg.pc.marks), path)
+        self.decoder_ctc_head.allow(ids)
         return count
 
     def maybe_init_from_pretrained_checkpoint(self, cfg, map_location: str = "cpu"):
@@ -263,27 +257,6 @@ class AEDDecoderCTCMixin:
         return out
 
 
-def text_token_ids(model, path: str) -> tuple[set[int], int]:
-    """The AED tokenizer's ids of a JSON-lines text's lines (``text``), normalized and punctuated, and the number of
-    lines."""
-    from nemo_pc.parts.manifest import read_manifest
-    from nemo_pc.parts.text import normalize, preprocess_punctuated
-
-    marks = "".join(model.cfg.pc.marks)
-    lines = read_manifest(path)
-    ids: set[int] = set()
-    for line in lines:
-        for text in (normalize(line["text"]), preprocess_punctuated(line["text"], marks)):
-            ids.update(model.tokenizer.text_to_ids(text))
-    return ids, len(lines)
-
-
-def _paths(value) -> list[str]:
-    if not value:
-        return []
-    return [str(value)] if isinstance(value, str) else [str(path) for path in value]
-
-
 def _train_manifests(train_ds) -> list[str]:
     """The JSON-lines manifests of ``train_ds`` that exist here (a comma-separated string or a list; tarred or
     lhotse inputs give none)."""
@@ -292,4 +265,4 @@ def _train_manifests(train_ds) -> list[str]:
     value = train_ds.get("manifest_filepath")
     if isinstance(value, str):
         value = value.split(",")
-    return [str(p).strip() for p in _paths(value) if Path(str(p).strip()).is_file()]
+    return [str(p).strip() for p in as_paths(value) if Path(str(p).strip()).is_file()]

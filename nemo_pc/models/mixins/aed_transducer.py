@@ -45,7 +45,7 @@ import math
 
 import torch
 from nemo.collections.asr.parts.utils.rnnt_utils import Hypothesis
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from nemo_pc.data.datasets.pc_batch import PCBatch
 from nemo_pc.modules.aed_transducer import (
@@ -55,6 +55,7 @@ from nemo_pc.modules.aed_transducer import (
     sample_vocabulary,
     transducer_loss,
 )
+from nemo_pc.modules.token_rows import as_paths, head_options, text_token_ids
 from nemo_pc.parts.modes import MODES, NORMALIZED_ID, PUNCTUATED_ID
 
 DEFAULTS = {
@@ -84,13 +85,7 @@ def transducer_options(cfg: DictConfig | dict | None) -> dict | None:
     Raises:
         ValueError: an unknown key (the message lists the known ones).
     """
-    if not cfg:
-        return None
-    given = OmegaConf.to_container(cfg) if isinstance(cfg, DictConfig) else dict(cfg)
-    unknown = sorted(set(given) - set(DEFAULTS))
-    if unknown:
-        raise ValueError(f"transducer: unknown key(s) {unknown}; known: {sorted(DEFAULTS)}")
-    return DEFAULTS | given
+    return head_options("transducer", cfg, DEFAULTS)
 
 
 class AEDTransducerMixin:
@@ -126,7 +121,7 @@ class AEDTransducerMixin:
         self._transducer_rng = torch.Generator().manual_seed(int(options["seed"]))
         if not self._is_model_being_restored():
             self.transducer_from_aed()
-            for path in _paths(options["vocab_text"]):
+            for path in as_paths(options["vocab_text"]):
                 self.add_transducer_text(path)
         self._freeze_all_but_transducer()
 
@@ -144,18 +139,9 @@ class AEDTransducerMixin:
     def add_transducer_text(self, path: str) -> int:
         """The tokens of a JSON-lines text (``text`` per line, in both modes) join those the head may write; returns
         how many lines were read."""
-        from nemo_pc.parts.manifest import read_manifest
-        from nemo_pc.parts.text import normalize, preprocess_punctuated
-
-        marks = "".join(self.cfg.pc.marks)
-        lines = read_manifest(path)
-        ids = set()
-        for line in lines:
-            for text in (normalize(line["text"]), preprocess_punctuated(line["text"], marks)):
-                ids.update(self.tokenizer.text_to_ids(text))
-        if ids:
-            self.transducer_joint.extra_tokens[torch.tensor(sorted(ids))] = True
-        return len(lines)
+        ids, count = text_token_ids(self.tokenizer, "".join(self.cfg.pc.marks), path)
+        self.transducer_joint.allow(ids)
+        return count
 
     def _freeze_all_but_transducer(self) -> None:
         options = self.transducer_options
@@ -377,12 +363,6 @@ def _audio_key(samples: torch.Tensor) -> bytes:
     import hashlib
 
     return hashlib.blake2b(samples.detach().cpu().float().numpy().tobytes(), digest_size=16).digest()
-
-
-def _paths(value) -> list[str]:
-    if not value:
-        return []
-    return [str(value)] if isinstance(value, str) else [str(path) for path in value]
 
 
 def _open(cfg):
