@@ -142,3 +142,14 @@ def test_an_anchor_read_from_its_cache_has_no_rtf(demo, monkeypatch):
     text = write_report(demo.out, reports, [{"finished": "now", "seconds": {"corpus": 1.0}}], "whisper_tiny_en")
     row = next(line for line in text.read_text().splitlines() if line.startswith("| `whisper_tiny_en` |"))
     assert row.endswith("| - |")
+
+
+def test_a_run_stopped_before_its_end_is_a_column_of_the_timings(demo):
+    # a resumed folder holds the record of the run that stopped (no finish time) before its own
+    runs = [
+        {"started": "then", "finished": None, "seconds": {"corpus": 1.0}},
+        {"started": "now", "finished": "later", "seconds": {"train ctc_inter": 2.0}},
+    ]
+    text = write_report(demo.out, {"rnnt_conditioned": PC_REPORT}, runs, "rnnt_conditioned").read_text()
+    assert "| step | started then, stopped | later |" in text
+    assert "| train ctc_inter |  | 2.0 |" in text

@@ -503,7 +503,9 @@ def write_report(out_dir: str | Path, reports: Mapping[str, dict], runs: Sequenc
     for system in reports:
         lines.append(f"![{system}](eval/{system}_per.png)")
     lines += ["", "## Step timings (seconds)", "", "A resumed run skips what is on disk; each run is a column.", ""]
-    lines += ["| step | " + " | ".join(run["finished"] for run in runs) + " |", "|---|" + "---:|" * len(runs)]
+    # a run stopped before its end (a crash, a restart) kept its record with no finish time
+    heads = [run.get("finished") or f"started {run.get('started', '?')}, stopped" for run in runs]
+    lines += ["| step | " + " | ".join(heads) + " |", "|---|" + "---:|" * len(runs)]
     steps = list(dict.fromkeys(name for run in runs for name in run["seconds"]))
     lines += [f"| {name} | " + " | ".join(str(run["seconds"].get(name, "")) for run in runs) + " |" for name in steps]
     lines += ["| total | " + " | ".join(f"{sum(run['seconds'].values()):.1f}" for run in runs) + " |"]
