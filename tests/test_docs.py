@@ -188,14 +188,19 @@ def _listed_as(name: str, known: str) -> bool:
 
 def _named_by_run_folder(name: str) -> bool:
     """Whether results file ``name`` lies in a kept demo folder whose ``timings.json`` names every invocation's
-    command, revision and date (:mod:`nemo_pc.pipelines.demo.runs`)."""
+    command, revision and date, its finish or, for a run stopped before its end, its start
+    (:mod:`nemo_pc.pipelines.demo.runs`)."""
     parts = Path(name).parts
     for depth in range(len(parts) - 1, 2, -1):
         timings = REPO.joinpath(*parts[:depth]) / "timings.json"
         if timings.is_file():
             runs = json.loads(timings.read_text(encoding="utf-8")).get("runs") or []
-            keys = ("command", "revision", "finished")
-            return bool(runs) and all(all(run.get(key) for key in keys) for run in runs)
+            # a run stopped before its end names its start instead of its finish
+            named = [
+                run.get("command") and run.get("revision") and (run.get("finished") or run.get("started"))
+                for run in runs
+            ]
+            return bool(runs) and all(named)
     return False
 
 
