@@ -114,6 +114,10 @@ def test_the_demo_command_takes_the_ctc_head(monkeypatch, tmp_path, capsys):
         command.main(["--out", str(tmp_path / "d"), "--ctc-head", "lstm"])
     assert exit_info.value.code == 2
     assert "--ctc-head" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:  # no silent default for 0 steps
+        command.main(["--out", str(tmp_path / "e"), "--ctc-head", "aed_decoder", "--ctc-head-steps", "0"])
+    assert exit_info.value.code == 2
+    assert "ctc_head_steps must be 1 or more, got 0" in capsys.readouterr().err
 
 
 def test_the_results_block_says_the_ctc_systems_are_decoder_heads():

@@ -360,7 +360,8 @@ def main(argv: list[str] | None = None) -> None:
         ctc_init=args.ctc_init if args.ctc_init is not None else DEFAULT_CTC_INIT.get(args.backbone, ""),
         ctc_init_encoder_lr=args.ctc_init_encoder_lr,
         ctc_head=args.ctc_head,
-        ctc_head_steps=args.ctc_head_steps or defaults.ctc_head_steps * scale,
+        # 0 is refused (DemoConfig's check, exit 2), not read as "the default"
+        ctc_head_steps=defaults.ctc_head_steps * scale if args.ctc_head_steps is None else args.ctc_head_steps,
         rnnt_init=args.rnnt_init if args.rnnt_init is not None else DEFAULT_RNNT_INIT[args.backbone],
         rnnt_init_frozen_layers=args.rnnt_init_frozen_layers,
         rnnt_predictor=args.rnnt_predictor,
