@@ -100,7 +100,7 @@ class DecoderHead(nn.Module):
     decoder).
     """
 
-    def __init__(self, aed, kept: list[int], frame_dim: int, stack: int, prompts: dict[str, list[int]],
+    def __init__(self, aed, rows: torch.Tensor, frame_dim: int, stack: int, prompts: dict[str, list[int]],
                  inter_block: int | None = None):  # fmt: skip
         super().__init__()
         from nemo_pc.modules.aed_decoder_ctc import DecoderCTCHead
@@ -111,12 +111,12 @@ class DecoderHead(nn.Module):
         self.decoder._embedding.token_embedding.requires_grad_(False)  # it embeds the two prompt tokens alone
         self.cross_proj = copy.deepcopy(aed.encoder_decoder_proj)
         out = aed.log_softmax.mlp.layer0
-        self.head = DecoderCTCHead(frame_dim, out.weight.shape[1], len(kept), stack)
+        self.head = DecoderCTCHead(frame_dim, out.weight.shape[1], rows.shape[0], stack)
         embedding = self.decoder._embedding.token_embedding.weight.detach()
-        self.head.start_from(embedding, out.weight.detach()[torch.tensor(kept)])
+        self.head.start_from(embedding, rows)
         for mode, ids in prompts.items():
             self.register_buffer(f"prompt_{mode}", torch.tensor(ids))
-        self.blank = len(kept)
+        self.blank = rows.shape[0]
 
     def param_groups(self, lr: float, decoder_lr: float) -> list[dict]:
         """The copied decoder and cross-projection at ``decoder_lr``, the new parts and token rows at ``lr``."""
@@ -172,6 +172,19 @@ class KeptTokens:
 
     def ids_to_text(self, ids: list[int]) -> str:
         return self.tokenizer.ids_to_text([self.kept[k] for k in ids])
+
+
+def piece_rows(aed, tokenizer) -> torch.Tensor:
+    """A start for each output row of a head over ``tokenizer``'s pieces (a SentencePiece model's, ``--pieces-from``):
+    the mean of the AED's output rows of the Whisper tokens that spell the piece (``▁`` read as a space), or the mean
+    of all its rows for a piece Whisper's tokenizer gives nothing for."""
+    out = aed.log_softmax.mlp.layer0.weight.detach()
+    rows = []
+    for index in range(tokenizer.vocab_size):
+        piece = tokenizer.ids_to_tokens([index])[0].replace("\u2581", " ")
+        ids = aed.tokenizer.text_to_ids(piece) if piece.strip() else []
+        rows.append(out[torch.tensor(ids)].mean(0) if ids else out.mean(0))
+    return torch.stack(rows)
 
 
 def pad_batch(items: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -236,6 +249,58 @@ def transcribe(heads: CachedHeads, feats: list, detokenize, batch_size: int = 32
                 out[mode].extend(detokenize(ids) for ids in greedy_ids(log_probs, lengths))
     out["normalized"] = [normalize(text) for text in out["normalized"]]
     return out
+
+
+def log_probs_of(heads, feats: list, mode: str, batch_size: int = 32):
+    """The head's ``mode`` log-probabilities, batch by batch: ``(log_probs (B, T, V + 1), lengths)`` pairs."""
+    heads.eval()
+    with torch.no_grad():
+        for start in range(0, len(feats), batch_size):
+            x, lengths = pad_batch(feats[start : start + batch_size])
+            yield heads(x, lengths)[mode], lengths
+
+
+def lm_decode(heads, feats: list, decoding) -> list[str]:
+    """The punctuated output of every utterance through NeMo's CTC ``decoding`` (a ``CTCBPEDecoding``: beam search,
+    with or without an n-gram LM)."""
+    texts = []
+    for log_probs, lengths in log_probs_of(heads, feats, "punctuated", batch_size=16):
+        hyps = decoding.ctc_decoder_predictions_tensor(log_probs, decoder_lengths=lengths)
+        texts.extend(getattr(hyp, "text", hyp) for hyp in (hyps[0] if isinstance(hyps, tuple) else hyps))
+    return texts
+
+
+def lm_scores(heads, feats: dict, rows: dict, pieces_model, args, tmp: Path) -> dict:
+    """Beam search of ``--beam-size`` over the punctuated output with the n-gram LM ``--lm`` (over the pieces of
+    ``pieces_model``, whose decoding config it starts from; NeMo's per-piece bonus of 1.0) at each weight of
+    ``--lm-alphas``, the weight with the lowest WER-PC on the full ``dev`` chosen, then ``test`` and ``real_test`` at
+    it; the normalized output is the punctuated one normalized by the text rules, as the demo's ``ctc_inter_lm``
+    writes it."""
+    from nemo.collections.asr.parts.submodules.ctc_decoding import CTCBPEDecoding
+
+    from nemo_pc.parts.lm_fusion import fusion_decoding_cfg
+
+    def decoded(split: str, alpha: float) -> tuple[list[str], list[str]]:
+        cfg = fusion_decoding_cfg(pieces_model.cfg.decoding, False, "beam", args.lm, alpha, args.beam_size, 1.0)
+        texts = lm_decode(heads, feats[split], CTCBPEDecoding(cfg, tokenizer=pieces_model.tokenizer))
+        return texts, [normalize(text) for text in texts]
+
+    dev = {}
+    for alpha in args.lm_alphas:
+        path = write_manifest(
+            tmp / f"dev_lm_{alpha}.json",
+            [
+                {**row, "pred_text": text}
+                for row, text in zip(rows["dev_full"], decoded("dev_full", alpha)[0], strict=True)
+            ],
+        )
+        from nemo_pc.pipelines.demo.scoring import score_predictions
+
+        dev[alpha] = score_predictions(path)["metrics"]["wer_pc"]
+        print(json.dumps({"lm_alpha": alpha, "dev_wer_pc": dev[alpha]}), file=sys.stderr)
+    alpha = min(args.lm_alphas, key=lambda a: (dev[a], a))
+    scores = {split: score_split(split, rows[split], *decoded(split, alpha), tmp) for split in ("test", "real_test")}
+    return {"alpha": alpha, "dev_wer_pc": {str(a): v for a, v in dev.items()}, "scores": scores}
 
 
 def encode(
@@ -401,9 +466,27 @@ def main(argv: list[str] | None = None) -> int:
         help="with --head decoder: one pass, the normalized CTC on this decoder block's output and the punctuated on "
         "the last block's (papers/004's intermediate CTC); default: a pass per mode, after its prompt",
     )
+    parser.add_argument(
+        "--pieces-from",
+        default=None,
+        help="a CTC model (.nemo, e.g. the demo's models/ctc_inter.nemo) whose SentencePiece pieces the heads write "
+        "instead; with --head decoder each row starts as the mean of the AED's rows of the piece's Whisper tokens",
+    )
+    parser.add_argument(
+        "--lm",
+        default=None,
+        help="with --pieces-from: an n-gram LM over its pieces (the demo's lm/punctuated_order6_bpe_v512.nemo) that "
+        "beam search fuses into the punctuated output, its weight tuned on the full dev by WER-PC",
+    )
+    parser.add_argument("--lm-alphas", type=lambda v: [float(a) for a in v.split(",")], default=[0.2, 0.4, 0.8])
+    parser.add_argument("--beam-size", type=int, default=8)
     parser.add_argument("--json", required=True)
     args = parser.parse_args(argv)
-    if args.head == "decoder":
+    if args.lm and not args.pieces_from:
+        parser.error("--lm needs --pieces-from: the LM is over that model's pieces")
+    if args.pieces_from:
+        args.whisper_tokens = None
+    elif args.head == "decoder":
         args.whisper_tokens = "init"
 
     from nemo_pc.pipelines.inference import load_asr_model
@@ -417,6 +500,9 @@ def main(argv: list[str] | None = None) -> int:
         model = load_asr_model(args.model).eval()
     demo, work = Path(args.demo_dir), tempfile.TemporaryDirectory()
     rows = training_rows(demo, args.extra_train)
+    if args.lm:
+        rows["dev_full"] = read_manifest(demo / "manifests" / "dev.json")
+    pieces_model = load_asr_model(args.pieces_from).eval() if args.pieces_from else None
     marks = "".join(model.cfg.train_ds.get("marks", ".,?"))
     if args.whisper_tokens:
         extra = read_manifest(args.vocab_text) if args.vocab_text else []
@@ -426,6 +512,8 @@ def main(argv: list[str] | None = None) -> int:
             for text in (normalize(row["text"]), preprocess_punctuated(row["text"], marks))
         ]
         tokenizer = KeptTokens(model.tokenizer, texts)
+    elif pieces_model is not None:
+        tokenizer = pieces_model.tokenizer
     else:
         tokenizer = head_tokenizer(model, args.vocab_size, demo / "manifests" / "train.json", Path(work.name))
     start = time.perf_counter()
@@ -439,7 +527,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.head == "decoder":
         prompts = {mode: model.mode_prompt(mode, 1, torch.device("cpu"))[0].tolist() for mode in MODES}
         frame_dim = feats["train"][0].shape[1] // args.stack
-        heads = DecoderHead(model, tokenizer.kept, frame_dim, args.stack, prompts, args.inter_block)
+        out_rows = model.log_softmax.mlp.layer0.weight.detach()
+        rows_start = (
+            piece_rows(model, tokenizer) if pieces_model is not None else out_rows[torch.tensor(tokenizer.kept)]
+        )
+        heads = DecoderHead(model, rows_start, frame_dim, args.stack, prompts, args.inter_block)
     else:
         heads = CachedHeads(
             feats["train"][0].shape[1], tokenizer.vocab_size, layers=args.layers, norm=bool(args.whisper_tokens)
@@ -462,14 +554,20 @@ def main(argv: list[str] | None = None) -> int:
 
     losses = train_heads(heads, feats["train"], targets, args.steps, args.batch_size, args.lr, every=args.every,
                          on_point=on_point, decoder_lr=args.decoder_lr)  # fmt: skip
-    scores, aux_scores = {}, {}
+    scores, aux_scores, greedy_punctuated = {}, {}, {}
     with tempfile.TemporaryDirectory() as tmp:
         for split in ("test", "real_test"):
             outputs = transcribe(heads, feats[split], detokenize)
             scores[split] = score_split(split, rows[split], outputs["punctuated"], outputs["normalized"], Path(tmp))
+            if args.lm:  # the greedy row to set beside the LM's, whose normalized output is the punctuated one's
+                from_punctuated = [normalize(text) for text in outputs["punctuated"]]
+                greedy_punctuated[split] = score_split(
+                    split, rows[split], outputs["punctuated"], from_punctuated, Path(tmp)
+                )
             if model.ctc_decoder is not None:  # the AED's own CTC head writes normalized text alone: N-WER only
                 aux = encoded[split][1]
                 aux_scores[split] = score_split(split, rows[split], aux, aux, Path(tmp), words_only=True)
+        lm = lm_scores(heads, feats, rows, pieces_model, args, Path(tmp)) if args.lm else None
     results = {
         "settings": vars(args)
         | {
@@ -484,8 +582,10 @@ def main(argv: list[str] | None = None) -> int:
         "scores": scores,
         "aed_aux_ctc": aux_scores,
     }
+    if lm is not None:
+        results["lm"] = lm | {"greedy_normalized_from_punctuated": greedy_punctuated}
     write_results(args.json, results, sys.argv if argv is None else ["quality_cached_heads.py", *argv])
-    print(json.dumps({"heads": scores, "aed_aux_ctc": aux_scores}), file=sys.stderr)
+    print(json.dumps({"heads": scores, "aed_aux_ctc": aux_scores, "lm": lm}), file=sys.stderr)
     work.cleanup()
     return 0
 

@@ -275,7 +275,8 @@ def _tiny_aed(vocab: int = 16, hidden: int = 16, layers: int = 1):
 def _decoder_head(bench, kept=(2, 5, 7, 9), stack=2, layers=1, inter_block=None):
     aed = _tiny_aed(layers=layers)
     prompts = {mode: aed.mode_prompt(mode, 1, None)[0].tolist() for mode in bench.MODES}
-    return aed, bench.DecoderHead(aed, list(kept), frame_dim=16, stack=stack, prompts=prompts, inter_block=inter_block)
+    rows = aed.log_softmax.mlp.layer0.weight.detach()[list(kept)]
+    return aed, bench.DecoderHead(aed, rows, frame_dim=16, stack=stack, prompts=prompts, inter_block=inter_block)
 
 
 def test_the_decoder_head_starts_from_the_aeds_rows_and_reads_every_frame():
@@ -314,3 +315,78 @@ def test_the_decoder_head_memorizes_two_utterances_in_both_modes(inter_block):
     out = bench.transcribe(head, feats, detokenize=lambda ids: " ".join(map(str, ids)))
     assert out["punctuated"] == ["0 1 2 3", "3 2"]
     assert out["normalized"] == ["0 1 2", "3 3 1"]
+
+
+def _pieces(tmp_path, vocab_size=30):
+    """A tiny cased, punctuated SentencePiece trained here, as a NeMo BPE model holds it (``ASRBPEMixin`` gives the
+    inner processor the vocabulary that NeMo's CTC decoding reads)."""
+    from nemo.collections.common.tokenizers.sentencepiece_tokenizer import SentencePieceTokenizer
+
+    from nemo_pc.testing.asr import train_tokenizer, write_pc_manifest
+
+    lines = [("The cat sat.", "book"), ("A dog ran?", "book"), ("The dog, sat.", "book")] * 4
+    manifest = write_pc_manifest(tmp_path / "audio", lines)
+    folder = train_tokenizer(manifest, tmp_path / "tok", vocab_size=vocab_size)
+    pieces = SentencePieceTokenizer(model_path=str(folder / "tokenizer.model"))
+    vocabulary = {pieces.tokenizer.id_to_piece(i): i for i in range(pieces.vocab_size)}
+    pieces.tokenizer.vocab_size, pieces.tokenizer.get_vocab = len(vocabulary), lambda: vocabulary  # as NeMo's models
+    return pieces
+
+
+def test_a_pieces_rows_start_as_the_mean_of_the_aeds_rows_of_its_whisper_tokens(tmp_path):
+    """--pieces-from with --head decoder: each piece's row is the mean of the AED's rows of the Whisper tokens that
+    spell it (the word-start mark read as a space), all rows' mean where Whisper gives nothing."""
+    from types import SimpleNamespace
+
+    bench = load_benchmark("quality_cached_heads")
+    pieces = _pieces(tmp_path)
+    spelled = {}
+
+    def whisper_ids(text):  # a stand-in for Whisper's BPE: one id per character
+        spelled[text] = [ord(c) % 16 for c in text]
+        return spelled[text]
+
+    torch.manual_seed(0)
+    out = torch.nn.Linear(8, 16, bias=False)
+    aed = SimpleNamespace(tokenizer=SimpleNamespace(text_to_ids=whisper_ids), log_softmax=SimpleNamespace(
+        mlp=SimpleNamespace(layer0=out)))  # fmt: skip
+    rows = bench.piece_rows(aed, pieces)
+    assert rows.shape == (pieces.vocab_size, 8)
+    weight = out.weight.detach()
+    for index in range(pieces.vocab_size):
+        piece = pieces.ids_to_tokens([index])[0].replace("\u2581", " ")
+        want = weight[spelled[piece]].mean(0) if piece.strip() else weight.mean(0)
+        torch.testing.assert_close(rows[index], want)
+    assert " cat" in spelled or " c" in spelled  # a word-start piece reaches Whisper with its space
+
+
+def test_lm_decode_reads_the_punctuated_output_through_nemos_ctc_beam_search(tmp_path):
+    """Beam search without an LM over a head whose punctuated frames say one piece each: the pieces' text."""
+    from nemo.collections.asr.parts.submodules.ctc_decoding import CTCBPEDecoding, CTCBPEDecodingConfig
+    from omegaconf import OmegaConf
+
+    bench = load_benchmark("quality_cached_heads")
+    pieces = _pieces(tmp_path)
+    ids = pieces.text_to_ids("The dog sat.")
+    blank = pieces.vocab_size
+
+    class Fixed(torch.nn.Module):  # frames: each piece, then a blank
+        def forward(self, x, lengths):
+            frames = [i for piece in ids for i in (piece, blank)]
+            log_probs = torch.full((x.shape[0], len(frames), blank + 1), -20.0)
+            log_probs[:, torch.arange(len(frames)), torch.tensor(frames)] = 0.0
+            return {"punctuated": log_probs.log_softmax(-1), "normalized": log_probs.log_softmax(-1)}
+
+    cfg = OmegaConf.structured(CTCBPEDecodingConfig(strategy="beam_batch"))
+    cfg.beam.beam_size = 4
+    decoding = CTCBPEDecoding(cfg, tokenizer=pieces)
+    feats = [torch.zeros(2 * len(ids), 4), torch.zeros(2 * len(ids), 4)]
+    assert bench.lm_decode(Fixed(), feats, decoding) == ["The dog sat.", "The dog sat."]
+
+
+def test_an_lm_without_its_pieces_is_refused(capsys):
+    bench = load_benchmark("quality_cached_heads")
+    with pytest.raises(SystemExit) as stop:
+        bench.main(["--model", "m.nemo", "--demo-dir", "d", "--lm", "lm.nemo", "--json", "r.json"])
+    assert stop.value.code == 2
+    assert "--lm needs --pieces-from" in capsys.readouterr().err
