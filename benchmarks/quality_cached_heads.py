@@ -285,18 +285,16 @@ def lm_scores(heads, feats: dict, rows: dict, pieces_model, args, tmp: Path) -> 
         texts = lm_decode(heads, feats[split], CTCBPEDecoding(cfg, tokenizer=pieces_model.tokenizer))
         return texts, [normalize(text) for text in texts]
 
+    from nemo_pc.pipelines.demo.scoring import score_predictions
+
     dev = {}
     for alpha in args.lm_alphas:
-        path = write_manifest(
-            tmp / f"dev_lm_{alpha}.json",
-            [
-                {**row, "pred_text": text}
-                for row, text in zip(rows["dev_full"], decoded("dev_full", alpha)[0], strict=True)
-            ],
-        )
-        from nemo_pc.pipelines.demo.scoring import score_predictions
-
-        dev[alpha] = score_predictions(path)["metrics"]["wer_pc"]
+        texts, normalized = decoded("dev_full", alpha)
+        predictions = [
+            {**row, "pred_text": text, "pred_text_normalized": plain}
+            for row, text, plain in zip(rows["dev_full"], texts, normalized, strict=True)
+        ]
+        dev[alpha] = score_predictions(write_manifest(tmp / f"dev_lm_{alpha}.json", predictions))["metrics"]["wer_pc"]
         print(json.dumps({"lm_alpha": alpha, "dev_wer_pc": dev[alpha]}), file=sys.stderr)
     alpha = min(args.lm_alphas, key=lambda a: (dev[a], a))
     scores = {split: score_split(split, rows[split], *decoded(split, alpha), tmp) for split in ("test", "real_test")}
@@ -480,6 +478,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--lm-alphas", type=lambda v: [float(a) for a in v.split(",")], default=[0.2, 0.4, 0.8])
     parser.add_argument("--beam-size", type=int, default=8)
+    parser.add_argument("--save", default=None, help="write the trained head's state dict here (torch.save)")
     parser.add_argument("--json", required=True)
     args = parser.parse_args(argv)
     if args.lm and not args.pieces_from:
@@ -554,6 +553,8 @@ def main(argv: list[str] | None = None) -> int:
 
     losses = train_heads(heads, feats["train"], targets, args.steps, args.batch_size, args.lr, every=args.every,
                          on_point=on_point, decoder_lr=args.decoder_lr)  # fmt: skip
+    if args.save:
+        torch.save(heads.state_dict(), args.save)
     scores, aux_scores, greedy_punctuated = {}, {}, {}
     with tempfile.TemporaryDirectory() as tmp:
         for split in ("test", "real_test"):

@@ -390,3 +390,41 @@ def test_an_lm_without_its_pieces_is_refused(capsys):
         bench.main(["--model", "m.nemo", "--demo-dir", "d", "--lm", "lm.nemo", "--json", "r.json"])
     assert stop.value.code == 2
     assert "--lm needs --pieces-from" in capsys.readouterr().err
+
+
+def test_lm_scores_tune_the_weight_on_dev_and_score_test_and_real_test_at_it(tmp_path):
+    """The LM rows: each weight decoded on the full dev and scored by WER-PC, the best kept, test and real_test
+    decoded at it; the normalized output is the punctuated one normalized. Weight 0 is beam search without the LM."""
+    from types import SimpleNamespace
+
+    from nemo.collections.asr.parts.submodules.ctc_decoding import CTCBPEDecodingConfig
+    from omegaconf import OmegaConf
+
+    bench = load_benchmark("quality_cached_heads")
+    pieces = _pieces(tmp_path)
+    ids = pieces.text_to_ids("The dog sat.")
+    blank = pieces.vocab_size
+
+    class Fixed(torch.nn.Module):
+        def forward(self, x, lengths):
+            frames = [i for piece in ids for i in (piece, blank)]
+            log_probs = torch.full((x.shape[0], len(frames), blank + 1), -20.0)
+            log_probs[:, torch.arange(len(frames)), torch.tensor(frames)] = 0.0
+            return {"punctuated": log_probs.log_softmax(-1)}
+
+    row = {"audio_filepath": "a.wav", "duration": 1.0, "text": "The dog sat.", "text_normalized": "the dog sat"}
+    rows = {
+        "dev_full": [row, row | {"audio_filepath": "b.wav", "text": "The cat sat."}],
+        "test": [row],
+        "real_test": [row | {"has_marks": True}],
+    }
+    feats = {split: [torch.zeros(2 * len(ids), 4)] * len(split_rows) for split, split_rows in rows.items()}
+    model = SimpleNamespace(
+        cfg=SimpleNamespace(decoding=OmegaConf.structured(CTCBPEDecodingConfig())), tokenizer=pieces
+    )
+    args = SimpleNamespace(lm="absent.nemo", lm_alphas=[0.0], beam_size=4)
+    out = bench.lm_scores(Fixed(), feats, rows, model, args, tmp_path)
+    assert out["alpha"] == 0.0
+    assert out["dev_wer_pc"] == {"0.0": pytest.approx(1 / 8)}  # "dog" for "cat": one of 8 tokens, marks counted
+    assert out["scores"]["test"] == {"n_wer": 0.0, "per": 0.0, "punct_f1": 1.0}
+    assert out["scores"]["real_test"]["wer"] == 0.0
