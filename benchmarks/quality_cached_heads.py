@@ -479,6 +479,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lm-alphas", type=lambda v: [float(a) for a in v.split(",")], default=[0.2, 0.4, 0.8])
     parser.add_argument("--beam-size", type=int, default=8)
     parser.add_argument("--save", default=None, help="write the trained head's state dict here (torch.save)")
+    parser.add_argument(
+        "--load", default=None, help="a head --save wrote (the same settings): scored as it is, no steps trained"
+    )
     parser.add_argument("--json", required=True)
     args = parser.parse_args(argv)
     if args.lm and not args.pieces_from:
@@ -551,8 +554,13 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(curve[-1]), file=sys.stderr)
         clock["since"] = time.perf_counter()
 
-    losses = train_heads(heads, feats["train"], targets, args.steps, args.batch_size, args.lr, every=args.every,
-                         on_point=on_point, decoder_lr=args.decoder_lr)  # fmt: skip
+    if args.load:
+        heads.load_state_dict(torch.load(args.load))
+        losses = []
+        on_point(args.steps)  # the loaded head, after the steps it was trained for
+    else:
+        losses = train_heads(heads, feats["train"], targets, args.steps, args.batch_size, args.lr, every=args.every,
+                             on_point=on_point, decoder_lr=args.decoder_lr)  # fmt: skip
     if args.save:
         torch.save(heads.state_dict(), args.save)
     scores, aux_scores, greedy_punctuated = {}, {}, {}

@@ -61,6 +61,7 @@ MULTI_SOURCE = {
     "asr_recipe",
     "formatter_loso_gain",
     "cached_heads",
+    "cached_heads_lm",
     "decoder_ctc",
     "whisper_transducer",
 }
@@ -1333,6 +1334,8 @@ def _cached_vocabulary(settings: dict) -> str:
     """A cached head's vocabulary: Whisper's tokens (with how their rows started), a SentencePiece's size, or the
     AED's ``aux_ctc`` tokenizer."""
     rows = settings.get("whisper_tokens")
+    if settings.get("pieces_from"):
+        return f"{settings['pieces']} pieces of `{Path(settings['pieces_from']).stem}`"
     if rows:
         return f"{settings['pieces']} Whisper tokens, " + ("the AED's rows" if rows == "init" else "random rows")
     return str(settings["vocab_size"] or "the AED's aux_ctc")
@@ -1411,6 +1414,42 @@ def render_cached_heads(*sources: Path) -> str:
         f"{first['utterances']['dev']} utterances), greedy:"
     )
     return "\n".join([head, "", *_table(columns, table)]) + "\n"
+
+
+def render_cached_heads_lm(*sources: Path) -> str:
+    """``quality_cached_heads.py --lm``: one row per results file (the head, the LM weights tried with the dev
+    WER-PC of each, the one kept), greedy and with the LM on ``test`` and ``real_test``; the normalized output of
+    both is the punctuated one normalized, as the LM decodes the punctuated output alone."""
+    table = []
+    for source in sources:
+        report = _read_json(source)
+        settings, lm = report["settings"], report["lm"]
+        for name, scores in (("greedy", lm["greedy_normalized_from_punctuated"]), ("LM", lm["scores"])):
+            test, real = scores["test"], scores["real_test"]
+            low, high = real["ci95"]
+            tried = ", ".join(f"{float(a):g}: {_pct(v)}" for a, v in lm["dev_wer_pc"].items())
+            table.append(
+                [
+                    f"{_cached_vocabulary(settings)}, {_decoder_layers(settings)}"
+                    if settings.get("head") == "decoder"
+                    else _cached_vocabulary(settings),
+                    name,
+                    tried if name == "LM" else "-",
+                    f"{lm['alpha']:g}" if name == "LM" else "-",
+                    _pct(test["n_wer"]),
+                    _pct(test.get("per")),
+                    _pct(test.get("punct_f1")),
+                    f"{_pct(real['wer'])} [{100 * low:.1f}, {100 * high:.1f}]",
+                ]
+            )
+    first = _read_json(sources[0])["settings"]
+    head = (
+        f"The punctuated output greedy and by beam search of {first['beam_size']} with the n-gram LM "
+        f"`{Path(first['lm']).name}` (NeMo's per-piece bonus 1.0), its weight the one of lowest WER-PC on the full "
+        "dev; N-WER of the punctuated output normalized:"
+    )
+    columns = ["head", "decoding", "LM weights tried (dev WER-PC)", "weight:", "test N-WER:", "PER:", "punct F1:"]
+    return "\n".join([head, "", *_table([*columns, "real_test N-WER:"], table)]) + "\n"
 
 
 def _decoder_ctc_inter(settings: dict) -> str:
@@ -1735,6 +1774,7 @@ RENDERERS: dict[str, Callable[[Path], str]] = {
     "pc_stage": render_pc_stage,
     "encoder_interpolation": render_encoder_interpolation,
     "cached_heads": render_cached_heads,
+    "cached_heads_lm": render_cached_heads_lm,
     "decoder_ctc": render_decoder_ctc,
     "whisper_transducer": render_whisper_transducer,
     "demo_validation": render_demo_validation,

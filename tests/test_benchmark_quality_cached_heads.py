@@ -428,3 +428,48 @@ def test_lm_scores_tune_the_weight_on_dev_and_score_test_and_real_test_at_it(tmp
     assert out["dev_wer_pc"] == {"0.0": pytest.approx(1 / 8)}  # "dog" for "cat": one of 8 tokens, marks counted
     assert out["scores"]["test"] == {"n_wer": 0.0, "per": 0.0, "punct_f1": 1.0}
     assert out["scores"]["real_test"]["wer"] == 0.0
+
+
+def test_the_lm_table_sets_greedy_beside_the_lm_for_a_head_over_a_ctc_models_pieces(tmp_path):
+    """render_results' ``cached_heads_lm`` block: per file a greedy and an LM row, the weights tried with their dev
+    WER-PC and the one kept; the ``cached_heads`` block names the pieces' model."""
+    import json
+
+    render = load_benchmark("render_results")
+    real = {"wer": 0.5, "ci95": [0.4, 0.6]}
+    report = {
+        "settings": {
+            "head": "decoder",
+            "inter_block": 3,
+            "pieces_from": "d/models/ctc_inter.nemo",
+            "pieces": 512,
+            "lm": "d/lm/punctuated_order6_bpe_v512.nemo",
+            "beam_size": 8,
+            "parameters": 2e6,
+            "stack": 4,
+            "batch_size": 16,
+        },  # fmt: skip
+        "utterances": {"train": 10, "dev": 4},
+        "curve": [{"step": 100, "train_minutes": 1.0, "dev_n_wer": 0.3}],
+        "scores": {"test": {"n_wer": 0.6, "per": 0.45, "punct_f1": 0.55}, "real_test": real},
+        "lm": {
+            "alpha": 0.8,
+            "dev_wer_pc": {"0.4": 0.33, "0.8": 0.3},
+            "scores": {"test": {"n_wer": 0.37, "per": 0.48, "punct_f1": 0.58}, "real_test": real},
+            "greedy_normalized_from_punctuated": {
+                "test": {"n_wer": 0.57, "per": 0.45, "punct_f1": 0.55},
+                "real_test": real,
+            },
+        },
+    }
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(report))
+    table = render.render_cached_heads_lm(path)
+    greedy, lm = table.strip().splitlines()[-2:]
+    assert greedy.startswith(
+        "| 512 pieces of `ctc_inter`, the AED's decoder, one pass, normalized at block 3 | greedy"
+    )
+    assert "| 57.0% | 45.0% | 55.0% | 50.0% [40.0, 60.0] |" in greedy
+    assert "| LM | 0.4: 33.0%, 0.8: 30.0% | 0.8 | 37.0% | 48.0% | 58.0% |" in lm
+    assert "`punctuated_order6_bpe_v512.nemo`" in table
+    assert "| 512 pieces of `ctc_inter` |" in render.render_cached_heads(path)
