@@ -15,6 +15,11 @@ AED's output row of its token (Whisper's token embedding); ``random`` is the sam
 ``--head decoder`` makes the head the AED's decoder itself, read without its causal mask (:class:`DecoderHead`): a CTC
 head whose blocks, cross-attention and token rows start as the AED's, over Whisper's tokens.
 
+``--pieces-from MODEL.nemo`` gives the heads a CTC model's SentencePiece pieces instead (the demo's ``ctc_inter``'s
+512), the decoder head's rows started from the AED's rows of each piece's Whisper tokens; ``--lm`` then decodes the
+punctuated output by beam search with an n-gram LM over those pieces too, its weight (``--lm-alphas``) tuned on the
+full ``dev`` by WER-PC. ``--save`` keeps the trained head, ``--load`` scores a kept one without training.
+
 ``--extra-train MANIFEST:REPEAT`` adds more training lines, each REPEAT times: e.g. the real recordings of
 ``benchmarks/data_real_pool.py`` with a teacher's transcripts, or ``real_dev`` with its own, to measure what real
 speech in the heads' training gives on ``real_test``.
@@ -486,6 +491,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.lm and not args.pieces_from:
         parser.error("--lm needs --pieces-from: the LM is over that model's pieces")
+    for flag, path in (("--pieces-from", args.pieces_from), ("--lm", args.lm), ("--load", args.load)):
+        if path and not Path(path).is_file():
+            parser.error(f"{flag} {path}: no such file")
     if args.pieces_from:
         args.whisper_tokens = None
     elif args.head == "decoder":

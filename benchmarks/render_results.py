@@ -1424,15 +1424,20 @@ def render_cached_heads_lm(*sources: Path) -> str:
     for source in sources:
         report = _read_json(source)
         settings, lm = report["settings"], report["lm"]
-        for name, scores in (("greedy", lm["greedy_normalized_from_punctuated"]), ("LM", lm["scores"])):
+        decodings = [("greedy", lm["greedy_normalized_from_punctuated"]), ("LM", lm["scores"])]
+        # a head --load read back is one an earlier file trained: its greedy row is that file's
+        for name, scores in decodings[1:] if settings.get("load") else decodings:
             test, real = scores["test"], scores["real_test"]
             low, high = real["ci95"]
             tried = ", ".join(f"{float(a):g}: {_pct(v)}" for a, v in lm["dev_wer_pc"].items())
             table.append(
                 [
-                    f"{_cached_vocabulary(settings)}, {_decoder_layers(settings)}"
-                    if settings.get("head") == "decoder"
-                    else _cached_vocabulary(settings),
+                    (
+                        f"{_cached_vocabulary(settings)}, {_decoder_layers(settings)}"
+                        if settings.get("head") == "decoder"
+                        else _cached_vocabulary(settings)
+                    )
+                    + (", the head above read back (`--load`)" if settings.get("load") else ""),
                     name,
                     tried if name == "LM" else "-",
                     f"{lm['alpha']:g}" if name == "LM" else "-",

@@ -390,6 +390,10 @@ def test_an_lm_without_its_pieces_is_refused(capsys):
         bench.main(["--model", "m.nemo", "--demo-dir", "d", "--lm", "lm.nemo", "--json", "r.json"])
     assert stop.value.code == 2
     assert "--lm needs --pieces-from" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stop:
+        bench.main(["--model", "m.nemo", "--demo-dir", "d", "--load", "absent.pt", "--json", "r.json"])
+    assert stop.value.code == 2
+    assert "--load absent.pt: no such file" in capsys.readouterr().err
 
 
 def test_lm_scores_tune_the_weight_on_dev_and_score_test_and_real_test_at_it(tmp_path):
