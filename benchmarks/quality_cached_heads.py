@@ -43,6 +43,7 @@ import torch
 from suite import write_results
 from torch import nn
 
+from nemo_pc.data.tokenizers.extension import WORD_START
 from nemo_pc.modules.aed_decoder_ctc import greedy_ctc
 from nemo_pc.parts.manifest import read_manifest, write_manifest
 from nemo_pc.parts.text import normalize, preprocess_punctuated
@@ -186,7 +187,7 @@ def piece_rows(aed, tokenizer) -> torch.Tensor:
     out = aed.log_softmax.mlp.layer0.weight.detach()
     rows = []
     for index in range(tokenizer.vocab_size):
-        piece = tokenizer.ids_to_tokens([index])[0].replace("\u2581", " ")
+        piece = tokenizer.ids_to_tokens([index])[0].replace(WORD_START, " ")
         ids = aed.tokenizer.text_to_ids(piece) if piece.strip() else []
         rows.append(out[torch.tensor(ids)].mean(0) if ids else out.mean(0))
     return torch.stack(rows)
@@ -491,6 +492,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.lm and not args.pieces_from:
         parser.error("--lm needs --pieces-from: the LM is over that model's pieces")
+    if args.pieces_from and (args.whisper_tokens or args.vocab_size):
+        parser.error("--pieces-from gives the heads their pieces: leave out --whisper-tokens and --vocab-size")
+    if args.lm and (not args.lm_alphas or min(args.lm_alphas) < 0 or args.beam_size < 1):
+        parser.error(
+            f"--lm-alphas must be weights >= 0 and --beam-size >= 1, got {args.lm_alphas} and {args.beam_size}"
+        )
     for flag, path in (("--pieces-from", args.pieces_from), ("--lm", args.lm), ("--load", args.load)):
         if path and not Path(path).is_file():
             parser.error(f"{flag} {path}: no such file")

@@ -394,6 +394,15 @@ def test_an_lm_without_its_pieces_is_refused(capsys):
         bench.main(["--model", "m.nemo", "--demo-dir", "d", "--load", "absent.pt", "--json", "r.json"])
     assert stop.value.code == 2
     assert "--load absent.pt: no such file" in capsys.readouterr().err
+    refusals = [
+        (["--vocab-size", "64"], "leave out --whisper-tokens and --vocab-size"),
+        (["--lm", "lm.nemo", "--lm-alphas", "0.4,-1"], "--lm-alphas must be weights >= 0"),
+    ]
+    for extra, message in refusals:
+        with pytest.raises(SystemExit) as stop:
+            bench.main(["--model", "m.nemo", "--demo-dir", "d", "--pieces-from", "p.nemo", *extra, "--json", "r.json"])
+        assert stop.value.code == 2
+        assert message in capsys.readouterr().err
 
 
 def test_lm_scores_tune_the_weight_on_dev_and_score_test_and_real_test_at_it(tmp_path):
