@@ -37,6 +37,7 @@ import random
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
@@ -104,14 +105,21 @@ class DecoderHead(nn.Module):
     ``inter_block``: one pass instead of one per mode, after the punctuated prompt: the normalized CTC reads the
     output of that block and the punctuated CTC the last block's (papers/004's intermediate normalized CTC, inside the
     decoder).
+
+    ``condition_blocks`` (with ``inter_block``): self-conditioned CTC. A normalized CTC reads each of these blocks'
+    output (and ``inter_block``'s), and its distribution, as the expected output row (the token rows and a blank row
+    of its own, times a learned scale), is added to the queries' states before the next block, so that the blocks
+    above read the words written below. The normalized loss is the mean over these CTCs; the scored normalized output
+    stays ``inter_block``'s.
     """
 
     def __init__(self, aed, rows: torch.Tensor, frame_dim: int, stack: int, prompts: dict[str, list[int]],
-                 inter_block: int | None = None):  # fmt: skip
+                 inter_block: int | None = None, condition_blocks: Sequence[int] = ()):  # fmt: skip
         super().__init__()
         from nemo_pc.modules.aed_decoder_ctc import DecoderCTCHead
 
         self.stack, self.frame_dim, self.inter_block = stack, frame_dim, inter_block
+        self.condition_blocks = sorted({*condition_blocks, inter_block}) if condition_blocks else []
         self.decoder = copy.deepcopy(aed.transf_decoder)
         self.decoder._decoder.diagonal = None  # every position sees every other
         self.decoder._embedding.token_embedding.requires_grad_(False)  # it embeds the two prompt tokens alone
@@ -123,6 +131,15 @@ class DecoderHead(nn.Module):
         for mode, ids in prompts.items():
             self.register_buffer(f"prompt_{mode}", torch.tensor(ids))
         self.blank = rows.shape[0]
+        if self.condition_blocks:
+            self.blank_in = nn.Parameter(torch.zeros(out.weight.shape[1]))
+            self.condition_scale = nn.Parameter(torch.tensor(1.0))
+
+    def soft_rows(self, log_probs: torch.Tensor, vocab: torch.Tensor) -> torch.Tensor:
+        """``(B, T, width)``: each query's expected output row under its CTC distribution ``log_probs``."""
+        probs = log_probs.exp()
+        soft = probs[..., :-1] @ self.head.token_out[vocab] + probs[..., -1:] * self.blank_in
+        return soft * self.condition_scale
 
     def param_groups(self, lr: float, decoder_lr: float) -> list[dict]:
         """The copied decoder and cross-projection at ``decoder_lr``, the new parts and token rows at ``lr``."""
@@ -145,16 +162,21 @@ class DecoderHead(nn.Module):
         vocab = torch.arange(self.blank, device=x.device)
         if self.inter_block is not None:
             prompt = self.prompt_punctuated[None].expand(batch, -1)
-            inter, last = decoder_ctc_hidden(
-                self.decoder,
-                prompt,
-                queries,
-                lengths,
-                memory,
-                memory_mask,
-                blocks=[self.inter_block, len(self.decoder._decoder.layers)],
+            last_block = len(self.decoder._decoder.layers)
+            normalized = {}
+
+            def condition(block: int, hidden: torch.Tensor) -> torch.Tensor | None:
+                normalized[block] = self.head.log_probs(hidden, vocab)
+                return self.soft_rows(normalized[block], vocab) if block in self.condition_blocks else None
+
+            blocks = sorted({*self.condition_blocks, self.inter_block, last_block})
+            *_, last = decoder_ctc_hidden(
+                self.decoder, prompt, queries, lengths, memory, memory_mask, blocks=blocks, condition=condition
             )
-            return {"normalized": self.head.log_probs(inter, vocab), "punctuated": self.head.log_probs(last, vocab)}
+            punctuated = self.head.log_probs(last, vocab)
+            out = {"normalized": normalized.get(self.inter_block, punctuated), "punctuated": punctuated}
+            out |= {f"normalized@{block}": normalized[block] for block in normalized if block != self.inter_block}
+            return out
         out = {}
         for mode in MODES:
             prompt = getattr(self, f"prompt_{mode}")[None].expand(batch, -1)
@@ -204,11 +226,26 @@ def pad_batch(items: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
 greedy_ids = greedy_ctc  # greedy CTC of the model's decoder head: best piece per frame, repeats merged, blanks dropped
 
 
+def mask_time(x: torch.Tensor, lengths: torch.Tensor, masks: int, width: int, rng: random.Random) -> torch.Tensor:
+    """``x`` ``(B, T, F)`` with ``masks`` spans of up to ``width`` steps of each row set to zero (SpecAugment's time
+    masks on the cached frames; a zero frame is padding to the decoder head's cross-attention), each span shorter
+    than its row so that something stays seen."""
+    x = x.clone()
+    for row, length in enumerate(lengths.tolist()):
+        for _ in range(masks):
+            span = rng.randint(0, min(width, length - 1))
+            start = rng.randint(0, length - span)
+            x[row, start : start + span] = 0.0
+    return x
+
+
 def train_heads(heads: CachedHeads, feats: list, targets: dict, steps: int, batch_size: int, lr: float,
-                seed: int = 0, every: int = 0, on_point=None, decoder_lr: float = 1e-4) -> list[dict]:  # fmt: skip
-    """AdamW on the sum of both modes' CTC losses over random batches of ``feats`` (cosine decay, 5% warm-up);
+                seed: int = 0, every: int = 0, on_point=None, decoder_lr: float = 1e-4,
+                time_masks: int = 0, time_mask_width: int = 0) -> list[dict]:  # fmt: skip
+    """AdamW on the sum of both modes' CTC losses over random batches of ``feats`` (cosine decay, 5% warm-up),
+    with ``time_masks`` spans of up to ``time_mask_width`` steps of each utterance masked (:func:`mask_time`);
     ``on_point(step)`` after every ``every`` steps and at the end. Returns the loss every 100 steps."""
-    rng = random.Random(seed)
+    rng, mask_rng = random.Random(seed), random.Random(seed + 1)  # the batches as without masks
     groups = heads.param_groups(lr, decoder_lr) if hasattr(heads, "param_groups") else heads.parameters()
     optimizer = torch.optim.AdamW(groups, lr=lr, weight_decay=0.01)
     warmup = max(1, steps // 20)
@@ -222,16 +259,21 @@ def train_heads(heads: CachedHeads, feats: list, targets: dict, steps: int, batc
     for step in range(1, steps + 1):
         index = rng.sample(range(len(feats)), min(batch_size, len(feats)))
         x, lengths = pad_batch([feats[i] for i in index])
+        if time_masks and time_mask_width:
+            x = mask_time(x, lengths, time_masks, time_mask_width, mask_rng)
         outputs = heads(x, lengths)
-        loss = sum(
-            ctc(
-                outputs[mode].transpose(0, 1),
-                torch.cat([torch.tensor(targets[mode][i]) for i in index]),
-                lengths,
-                torch.tensor([len(targets[mode][i]) for i in index]),
+        losses_of = {mode: [] for mode in MODES}  # a mode's CTCs: its output, and intermediate ones ("mode@block")
+        for key, log_probs in outputs.items():
+            mode = key.split("@")[0]
+            losses_of[mode].append(
+                ctc(
+                    log_probs.transpose(0, 1),
+                    torch.cat([torch.tensor(targets[mode][i]) for i in index]),
+                    lengths,
+                    torch.tensor([len(targets[mode][i]) for i in index]),
+                )
             )
-            for mode in MODES
-        )
+        loss = sum(sum(terms) / len(terms) for terms in losses_of.values())
         optimizer.zero_grad()
         loss.backward()
         nn.utils.clip_grad_norm_(heads.parameters(), 1.0)
@@ -252,6 +294,8 @@ def transcribe(heads: CachedHeads, feats: list, detokenize, batch_size: int = 32
         for start in range(0, len(feats), batch_size):
             x, lengths = pad_batch(feats[start : start + batch_size])
             for mode, log_probs in heads(x, lengths).items():
+                if mode not in out:  # an intermediate CTC ("normalized@2") is trained, not scored
+                    continue
                 out[mode].extend(detokenize(ids) for ids in greedy_ids(log_probs, lengths))
     out["normalized"] = [normalize(text) for text in out["normalized"]]
     return out
@@ -471,6 +515,13 @@ def main(argv: list[str] | None = None) -> int:
         "the last block's (papers/004's intermediate CTC); default: a pass per mode, after its prompt",
     )
     parser.add_argument(
+        "--condition-blocks",
+        type=lambda v: [int(b) for b in v.split(",")],
+        default=[],
+        help="with --inter-block: self-conditioned CTC, a normalized CTC on each of these blocks (and the "
+        "--inter-block) whose expected output row is added to the states the next block reads, e.g. 2,3",
+    )
+    parser.add_argument(
         "--pieces-from",
         default=None,
         help="a CTC model (.nemo, e.g. the demo's models/ctc_inter.nemo) whose SentencePiece pieces the heads write "
@@ -484,12 +535,25 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--lm-alphas", type=lambda v: [float(a) for a in v.split(",")], default=[0.2, 0.4, 0.8])
     parser.add_argument("--beam-size", type=int, default=8)
+    parser.add_argument(
+        "--time-masks",
+        type=int,
+        default=0,
+        help="time masks per training utterance on its cached frames (SpecAugment's, a step being --stack frames)",
+    )
+    parser.add_argument("--time-mask-width", type=int, default=5, help="the widest time mask, in steps")
     parser.add_argument("--save", default=None, help="write the trained head's state dict here (torch.save)")
     parser.add_argument(
         "--load", default=None, help="a head --save wrote (the same settings): scored as it is, no steps trained"
     )
     parser.add_argument("--json", required=True)
     args = parser.parse_args(argv)
+    if args.condition_blocks and (args.head != "decoder" or args.inter_block is None):
+        parser.error("--condition-blocks needs --head decoder and --inter-block")
+    if args.condition_blocks and args.inter_block is not None and max(args.condition_blocks) > args.inter_block:
+        parser.error(f"--condition-blocks {args.condition_blocks}: each at most --inter-block {args.inter_block}")
+    if args.time_masks < 0 or args.time_mask_width < 0:
+        parser.error(f"--time-masks and --time-mask-width must be >= 0, got {args.time_masks}, {args.time_mask_width}")
     if args.lm and not args.pieces_from:
         parser.error("--lm needs --pieces-from: the LM is over that model's pieces")
     if args.pieces_from and (args.whisper_tokens or args.vocab_size):
@@ -548,7 +612,7 @@ def main(argv: list[str] | None = None) -> int:
         rows_start = (
             piece_rows(model, tokenizer) if pieces_model is not None else out_rows[torch.tensor(tokenizer.kept)]
         )
-        heads = DecoderHead(model, rows_start, frame_dim, args.stack, prompts, args.inter_block)
+        heads = DecoderHead(model, rows_start, frame_dim, args.stack, prompts, args.inter_block, args.condition_blocks)
     else:
         heads = CachedHeads(
             feats["train"][0].shape[1], tokenizer.vocab_size, layers=args.layers, norm=bool(args.whisper_tokens)
@@ -575,7 +639,8 @@ def main(argv: list[str] | None = None) -> int:
         on_point(args.steps)  # the loaded head, after the steps it was trained for
     else:
         losses = train_heads(heads, feats["train"], targets, args.steps, args.batch_size, args.lr, every=args.every,
-                             on_point=on_point, decoder_lr=args.decoder_lr)  # fmt: skip
+                             on_point=on_point, decoder_lr=args.decoder_lr, time_masks=args.time_masks,
+                             time_mask_width=args.time_mask_width)  # fmt: skip
     if args.save:
         torch.save(heads.state_dict(), args.save)
     scores, aux_scores, greedy_punctuated = {}, {}, {}

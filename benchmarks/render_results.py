@@ -1350,9 +1350,16 @@ def _extra_train(item: str) -> str:
 
 
 def _decoder_layers(settings: dict) -> str:
-    """The layers cell of ``--head decoder``: a pass per mode, or one with the normalized CTC on ``--inter-block``."""
-    block = settings.get("inter_block")
-    return "the AED's decoder" + (f", one pass, normalized at block {block}" if block else "")
+    """The layers cell of ``--head decoder``: a pass per mode, or one with the normalized CTC on ``--inter-block``,
+    self-conditioned on ``--condition-blocks``, with ``--time-masks`` of its training frames."""
+    block, conditioned = settings.get("inter_block"), settings.get("condition_blocks")
+    cell = "the AED's decoder" + (f", one pass, normalized at block {block}" if block else "")
+    if conditioned:
+        cell += ", self-conditioned after block" + ("s " if len(conditioned) > 1 else " ")
+        cell += ", ".join(map(str, sorted(conditioned)))
+    if settings.get("time_masks"):
+        cell += f", {settings['time_masks']} time masks of up to {settings['time_mask_width']} steps"
+    return cell
 
 
 def render_cached_heads(*sources: Path) -> str:

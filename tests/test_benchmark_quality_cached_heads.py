@@ -171,6 +171,12 @@ def test_the_decoder_head_is_named_and_a_batch_column_where_the_files_differ_in_
         {"whisper_tokens": "init", "pieces": 5312, "head": "decoder", "layers": 1, "batch_size": 16, "inter_block": 2},
     )
     assert "| the AED's decoder, one pass, normalized at block 2 |" in render.render_cached_heads(inter)
+    settings = {"whisper_tokens": "init", "pieces": 5312, "head": "decoder", "layers": 1, "inter_block": 3}
+    conditioned = _write_report(tmp_path / "sc.json", settings | {"condition_blocks": [3, 2]})
+    masked = _write_report(tmp_path / "tm.json", settings | {"time_masks": 2, "time_mask_width": 5})
+    text = render.render_cached_heads(conditioned, masked)
+    assert "| the AED's decoder, one pass, normalized at block 3, self-conditioned after blocks 2, 3 |" in text
+    assert "| the AED's decoder, one pass, normalized at block 3, 2 time masks of up to 5 steps |" in text
 
 
 def test_encode_reads_the_output_of_the_block_asked(tmp_path):
@@ -272,11 +278,12 @@ def _tiny_aed(vocab: int = 16, hidden: int = 16, layers: int = 1):
     )
 
 
-def _decoder_head(bench, kept=(2, 5, 7, 9), stack=2, layers=1, inter_block=None):
+def _decoder_head(bench, kept=(2, 5, 7, 9), stack=2, layers=1, inter_block=None, condition_blocks=()):
     aed = _tiny_aed(layers=layers)
     prompts = {mode: aed.mode_prompt(mode, 1, None)[0].tolist() for mode in bench.MODES}
     rows = aed.log_softmax.mlp.layer0.weight.detach()[list(kept)]
-    return aed, bench.DecoderHead(aed, rows, frame_dim=16, stack=stack, prompts=prompts, inter_block=inter_block)
+    head = bench.DecoderHead(aed, rows, 16, stack, prompts, inter_block=inter_block, condition_blocks=condition_blocks)
+    return aed, head
 
 
 def test_the_decoder_head_starts_from_the_aeds_rows_and_reads_every_frame():
@@ -315,6 +322,55 @@ def test_the_decoder_head_memorizes_two_utterances_in_both_modes(inter_block):
     out = bench.transcribe(head, feats, detokenize=lambda ids: " ".join(map(str, ids)))
     assert out["punctuated"] == ["0 1 2 3", "3 2"]
     assert out["normalized"] == ["0 1 2", "3 3 1"]
+
+
+def test_a_self_conditioned_head_feeds_its_intermediate_ctcs_to_the_blocks_above():
+    """--condition-blocks 1 --inter-block 2 over three blocks: the block-1 CTC is trained (its own output key), not
+    scored, and what it writes reaches the blocks above; the first two blocks do not see it."""
+    bench = load_benchmark("quality_cached_heads")
+    torch.manual_seed(0)
+    _, head = _decoder_head(bench, layers=3, inter_block=2, condition_blocks=[1])
+    assert head.condition_blocks == [1, 2]
+    head.eval()
+    x = bench.stack_frames(torch.randn(10, 16), 2)[None]
+    out = head(x, torch.tensor([5]))
+    assert set(out) == {"normalized", "punctuated", "normalized@1"}
+    with torch.no_grad():
+        head.condition_scale.fill_(0.0)
+    plain = head(x, torch.tensor([5]))
+    torch.testing.assert_close(plain["normalized@1"], out["normalized@1"])  # block 1 reads nothing conditioned
+    assert not torch.allclose(plain["normalized"], out["normalized"])  # block 2 reads block 1's CTC
+    assert not torch.allclose(plain["punctuated"], out["punctuated"])
+    soft = head.soft_rows(out["normalized@1"], torch.arange(head.blank))
+    assert soft.shape == (1, 5, 16) and not soft.any()  # the scale is 0 now
+
+
+def test_a_self_conditioned_head_memorizes_two_utterances_and_transcribes_its_two_outputs():
+    bench = load_benchmark("quality_cached_heads")
+    torch.manual_seed(0)
+    _, head = _decoder_head(bench, layers=3, inter_block=2, condition_blocks=[1])
+    feats = [bench.stack_frames(torch.randn(16, 16), 2), bench.stack_frames(torch.randn(12, 16), 2)]
+    targets = {"normalized": [[0, 1, 2], [3, 3, 1]], "punctuated": [[0, 1, 2, 3], [3, 2]]}
+    losses = bench.train_heads(head, feats, targets, 300, batch_size=2, lr=1e-2, decoder_lr=3e-3)
+    assert losses[-1]["loss"] < losses[0]["loss"]
+    out = bench.transcribe(head, feats, detokenize=lambda ids: " ".join(map(str, ids)))
+    assert out == {"punctuated": ["0 1 2 3", "3 2"], "normalized": ["0 1 2", "3 3 1"]}
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--condition-blocks", "1"], "--condition-blocks needs --head decoder and --inter-block"),
+        (["--head", "decoder", "--condition-blocks", "1"], "--condition-blocks needs --head decoder and --inter-block"),
+        (["--head", "decoder", "--inter-block", "2", "--condition-blocks", "3"], "each at most --inter-block 2"),
+    ],
+)
+def test_self_conditioning_without_its_decoder_blocks_is_refused(argv, message, capsys):
+    bench = load_benchmark("quality_cached_heads")
+    with pytest.raises(SystemExit) as exit_info:
+        bench.main(["--model", "m.nemo", "--demo-dir", "d", "--json", "o.json", *argv])
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
 
 
 def _pieces(tmp_path, vocab_size=30):
@@ -486,3 +542,26 @@ def test_the_lm_table_sets_greedy_beside_the_lm_for_a_head_over_a_ctc_models_pie
     assert "| LM | 0.4: 33.0%, 0.8: 30.0% | 0.8 | 37.0% | 48.0% | 58.0% |" in lm
     assert "`punctuated_order6_bpe_v512.nemo`" in table
     assert "| 512 pieces of `ctc_inter` |" in render.render_cached_heads(path)
+
+
+def test_time_masks_zero_spans_inside_each_row_and_leave_the_rest():
+    import random
+
+    bench = load_benchmark("quality_cached_heads")
+    x = torch.ones(3, 8, 4)
+    lengths = torch.tensor([8, 3, 1])
+    masked = bench.mask_time(x, lengths, masks=2, width=3, rng=random.Random(0))
+    assert torch.equal(x, torch.ones(3, 8, 4))  # the input is not changed
+    zero = (masked.abs().sum(-1) == 0).int()
+    assert 0 < int(zero[0].sum()) <= 6 and int(zero[1].sum()) <= 2 and int(zero[2].sum()) == 0
+    assert bool((masked[zero.bool()] == 0).all()) and bool((masked[~zero.bool()] == 1).all())
+    for row, length in enumerate(lengths.tolist()):
+        assert int(zero[row, :length].sum()) < length  # something of every row stays seen
+
+
+def test_negative_time_masks_are_refused(capsys):
+    bench = load_benchmark("quality_cached_heads")
+    with pytest.raises(SystemExit) as exit_info:
+        bench.main(["--model", "m.nemo", "--demo-dir", "d", "--json", "o.json", "--time-masks", "-1"])
+    assert exit_info.value.code == 2
+    assert "--time-masks and --time-mask-width must be >= 0" in capsys.readouterr().err

@@ -14,7 +14,7 @@ and decoding read those the head may write (``token_counts``, counted over its t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from torch import nn
@@ -77,11 +77,16 @@ def decoder_ctc_hidden(
     states: torch.Tensor,
     mask: torch.Tensor,
     blocks: Sequence[int] | None = None,
+    condition: Callable[[int, torch.Tensor], torch.Tensor | None] | None = None,
 ) -> list[torch.Tensor]:
     """The decoder's output ``(B, T, width)`` at each query after each of ``blocks`` (1-based; default: the last),
     each through the decoder's final layer norm as its output is: ``prompts`` ``(B, P)`` token ids, then ``queries``
     ``(B, T, width)`` (``lengths`` valid), every position seeing every other, attending to ``states``
     ``(B, T_enc, D)`` under ``mask``. ``decoder`` is NeMo's ``TransformerDecoderNM`` (``_embedding``, ``_decoder``).
+
+    ``condition(block, output)``, where given, is called with each of ``blocks`` but the last and its output; a
+    ``(B, T, width)`` tensor it returns is added to the queries' states before the next block (self-conditioned CTC:
+    the next blocks read what an intermediate CTC wrote), ``None`` adds nothing.
 
     Raises:
         ValueError: more positions than the decoder has (the message says how to fit), or a block out of range.
@@ -111,6 +116,9 @@ def decoder_ctc_hidden(
         hidden, _ = layer(hidden, self_mask, hidden, states, cross_mask)
         if index in blocks:
             out[index] = final(hidden)[:, width:]
+            added = condition(index, out[index]) if condition is not None and index < max(blocks) else None
+            if added is not None:
+                hidden = torch.cat([hidden[:, :width], hidden[:, width:] + added], dim=1)
     return [out[block] for block in blocks]
 
 

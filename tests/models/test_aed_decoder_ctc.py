@@ -107,6 +107,38 @@ def test_the_blocks_run_as_the_decoders_own_forward_and_any_block_is_read():
         decoder_ctc_hidden(decoder, prompts, queries, lengths, states, mask, blocks=[4])
 
 
+def test_a_condition_adds_to_the_queries_states_before_the_next_block_alone():
+    """decoder_ctc_hidden's ``condition`` (self-conditioned CTC): what it returns for block 1 reaches blocks 2 and 3
+    and neither block 1's output nor the prompt's positions; ``None`` adds nothing, and the last block is not
+    offered."""
+    from nemo_pc.modules.whisper_decoder import WhisperTransformerDecoderNM
+
+    torch.manual_seed(0)
+    decoder = WhisperTransformerDecoderNM(
+        vocab_size=16, hidden_size=16, num_layers=3, inner_size=32, num_attention_heads=2, max_sequence_length=32
+    )
+    decoder = _nar(decoder).eval()
+    prompts = torch.tensor([[BOS, MODE_TOKENS[1]]])
+    queries, states = torch.randn(1, 5, 16), torch.randn(1, 9, 16)
+    args = (decoder, prompts, queries, torch.tensor([5]), states, torch.ones(1, 9))
+    plain = decoder_ctc_hidden(*args, blocks=[1, 2, 3])
+    offered, added = [], torch.randn(1, 5, 16)  # not a constant row: a layer norm would take that away
+
+    def shift(block, output):
+        offered.append((block, output.shape))
+        return added if block == 1 else None
+
+    shifted = decoder_ctc_hidden(*args, blocks=[1, 2, 3], condition=shift)
+    assert offered == [(1, (1, 5, 16)), (2, (1, 5, 16))]
+    torch.testing.assert_close(shifted[0], plain[0])
+    assert not torch.allclose(shifted[1], plain[1]) and not torch.allclose(shifted[2], plain[2])
+    by_hand = decoder_ctc_hidden(*args[:2], queries, torch.tensor([5]), states, torch.ones(1, 9), blocks=[1])
+    torch.testing.assert_close(by_hand[0], plain[0])
+    nothing = decoder_ctc_hidden(*args, blocks=[1, 2, 3], condition=lambda block, output: None)
+    for a, b in zip(nothing, plain, strict=True):
+        torch.testing.assert_close(a, b)
+
+
 def test_the_modules_memorize_two_utterances_in_both_modes():
     torch.manual_seed(0)
     decoder, out = tiny_whisper_decoder()
