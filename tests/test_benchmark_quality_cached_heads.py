@@ -361,7 +361,7 @@ def test_a_self_conditioned_head_memorizes_two_utterances_and_transcribes_its_tw
     ("argv", "message"),
     [
         (["--condition-blocks", "1"], "--condition-blocks needs --head decoder and --inter-block"),
-        (["--head", "decoder", "--condition-blocks", "1"], "--condition-blocks needs --head decoder and --inter-block"),
+        (["--head", "decoder", "--condition-blocks", "1"], "--condition-blocks needs --head decoder"),
         (["--head", "decoder", "--inter-block", "2", "--condition-blocks", "3"], "each at most --inter-block 2"),
     ],
 )
