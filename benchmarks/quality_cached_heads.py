@@ -550,8 +550,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.condition_blocks and (args.head != "decoder" or args.inter_block is None):
         parser.error("--condition-blocks needs --head decoder and --inter-block")
-    if args.condition_blocks and args.inter_block is not None and max(args.condition_blocks) > args.inter_block:
-        parser.error(f"--condition-blocks {args.condition_blocks}: each at most --inter-block {args.inter_block}")
+    if args.condition_blocks and not all(1 <= b <= args.inter_block for b in args.condition_blocks):
+        parser.error(f"--condition-blocks {args.condition_blocks}: each in [1, --inter-block {args.inter_block}]")
     if args.time_masks < 0 or args.time_mask_width < 0:
         parser.error(f"--time-masks and --time-mask-width must be >= 0, got {args.time_masks}, {args.time_mask_width}")
     if args.lm and not args.pieces_from:
