@@ -114,7 +114,8 @@ class DecoderHead(nn.Module):
     """
 
     def __init__(self, aed, rows: torch.Tensor, frame_dim: int, stack: int, prompts: dict[str, list[int]],
-                 inter_block: int | None = None, condition_blocks: Sequence[int] = ()):  # fmt: skip
+                 inter_block: int | None = None, condition_blocks: Sequence[int] = (),
+                 negatives: int | None = None):  # fmt: skip
         super().__init__()
         from nemo_pc.modules.aed_decoder_ctc import DecoderCTCHead
 
@@ -131,9 +132,27 @@ class DecoderHead(nn.Module):
         for mode, ids in prompts.items():
             self.register_buffer(f"prompt_{mode}", torch.tensor(ids))
         self.blank = rows.shape[0]
+        self.negatives = negatives
+        self.register_buffer("target_rows", torch.zeros(self.blank, dtype=torch.bool))
         if self.condition_blocks:
             self.blank_in = nn.Parameter(torch.zeros(out.weight.shape[1]))
             self.condition_scale = nn.Parameter(torch.tensor(1.0))
+
+    def set_target_rows(self, targets: Sequence[Sequence[int]]) -> None:
+        """The rows the training targets use: with ``negatives``, every step's loss reads them."""
+        self.target_rows.zero_()
+        flat = [token for row in targets for token in row]
+        if flat:
+            self.target_rows[torch.tensor(flat)] = True
+
+    def step_vocab(self, generator: torch.Generator) -> torch.Tensor | None:
+        """The rows one training step's loss reads, sorted: None (all of them) without ``negatives``; else the
+        targets' rows and ``negatives`` others drawn at random from the rest."""
+        if self.negatives is None:
+            return None
+        rest = torch.nonzero(~self.target_rows).squeeze(1)
+        drawn = rest[torch.randperm(len(rest), generator=generator)[: self.negatives]]
+        return torch.cat([torch.nonzero(self.target_rows).squeeze(1), drawn]).sort().values
 
     def soft_rows(self, log_probs: torch.Tensor, vocab: torch.Tensor) -> torch.Tensor:
         """``(B, T, width)``: each query's expected output row under its CTC distribution ``log_probs``."""
@@ -141,17 +160,29 @@ class DecoderHead(nn.Module):
         soft = probs[..., :-1] @ self.head.token_out[vocab] + probs[..., -1:] * self.blank_in
         return soft * self.condition_scale
 
-    def param_groups(self, lr: float, decoder_lr: float) -> list[dict]:
-        """The copied decoder and cross-projection at ``decoder_lr``, the new parts and token rows at ``lr``."""
+    def param_groups(self, lr: float, decoder_lr: float, rows_lr: float | None = None) -> list[dict]:
+        """The copied decoder and cross-projection at ``decoder_lr``, the new parts at ``lr``, the token rows and
+        their biases at ``rows_lr`` (None: ``lr``; 0: frozen at the AED's, so that a token no training target uses
+        keeps the AED's row instead of being pushed down as a negative alone)."""
         pretrained = [p for p in [*self.decoder.parameters(), *self.cross_proj.parameters()] if p.requires_grad]
-        ids = {id(p) for p in pretrained}
-        return [
+        rows = [self.head.token_out, self.head.token_bias]
+        if rows_lr == 0:
+            for row in rows:
+                row.requires_grad_(False)
+        ids = {id(p) for p in [*pretrained, *rows]}
+        groups = [
             {"params": pretrained, "lr": decoder_lr},
             {"params": [p for p in self.parameters() if p.requires_grad and id(p) not in ids], "lr": lr},
         ]
+        if rows_lr != 0:
+            groups.append({"params": rows, "lr": lr if rows_lr is None else rows_lr})
+        return groups
 
-    def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> dict[str, torch.Tensor]:
-        """Log-probabilities ``(B, T, V + 1)`` per mode over ``x``, stacked frames ``(B, T, stack * D)``."""
+    def forward(
+        self, x: torch.Tensor, lengths: torch.Tensor, vocab: torch.Tensor | None = None
+    ) -> dict[str, torch.Tensor]:
+        """Log-probabilities ``(B, T, V + 1)`` per mode over ``x``, stacked frames ``(B, T, stack * D)``: over the
+        rows ``vocab`` (default all) and the blank, last."""
         from nemo_pc.modules.aed_decoder_ctc import decoder_ctc_hidden
 
         batch, steps = x.shape[:2]
@@ -159,7 +190,7 @@ class DecoderHead(nn.Module):
         memory = self.cross_proj(frames)
         memory_mask = (frames.abs().sum(-1) > 0).to(memory.dtype)  # a frame of zeros is padding
         queries, _ = self.head.queries(frames, lengths * self.stack)
-        vocab = torch.arange(self.blank, device=x.device)
+        vocab = torch.arange(self.blank, device=x.device) if vocab is None else vocab
         if self.inter_block is not None:
             prompt = self.prompt_punctuated[None].expand(batch, -1)
             last_block = len(self.decoder._decoder.layers)
@@ -240,13 +271,13 @@ def mask_time(x: torch.Tensor, lengths: torch.Tensor, masks: int, width: int, rn
 
 
 def train_heads(heads: CachedHeads, feats: list, targets: dict, steps: int, batch_size: int, lr: float,
-                seed: int = 0, every: int = 0, on_point=None, decoder_lr: float = 1e-4,
+                seed: int = 0, every: int = 0, on_point=None, decoder_lr: float = 1e-4, rows_lr: float | None = None,
                 time_masks: int = 0, time_mask_width: int = 0) -> list[dict]:  # fmt: skip
     """AdamW on the sum of both modes' CTC losses over random batches of ``feats`` (cosine decay, 5% warm-up),
     with ``time_masks`` spans of up to ``time_mask_width`` steps of each utterance masked (:func:`mask_time`);
     ``on_point(step)`` after every ``every`` steps and at the end. Returns the loss every 100 steps."""
     rng, mask_rng = random.Random(seed), random.Random(seed + 1)  # the batches as without masks
-    groups = heads.param_groups(lr, decoder_lr) if hasattr(heads, "param_groups") else heads.parameters()
+    groups = heads.param_groups(lr, decoder_lr, rows_lr) if hasattr(heads, "param_groups") else heads.parameters()
     optimizer = torch.optim.AdamW(groups, lr=lr, weight_decay=0.01)
     warmup = max(1, steps // 20)
     schedule = torch.optim.lr_scheduler.LambdaLR(
@@ -254,23 +285,34 @@ def train_heads(heads: CachedHeads, feats: list, targets: dict, steps: int, batc
         lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (1 + torch.cos(torch.tensor(torch.pi * s / steps)).item()),
     )
     blank = heads.blank if hasattr(heads, "blank") else heads.out[MODES[0]].out_features - 1
-    ctc, losses = nn.CTCLoss(blank=blank, zero_infinity=True), []
+    losses, draws = [], torch.Generator().manual_seed(seed + 2)
+    if hasattr(heads, "set_target_rows"):
+        heads.set_target_rows([row for mode in MODES for row in targets[mode]])
     heads.train()
     for step in range(1, steps + 1):
         index = rng.sample(range(len(feats)), min(batch_size, len(feats)))
         x, lengths = pad_batch([feats[i] for i in index])
         if time_masks and time_mask_width:
             x = mask_time(x, lengths, time_masks, time_mask_width, mask_rng)
-        outputs = heads(x, lengths)
+        vocab = heads.step_vocab(draws) if hasattr(heads, "step_vocab") else None
+        position, step_blank = None, blank
+        if vocab is not None:  # the targets as positions among the rows this step reads; the blank after them
+            position = torch.full((blank,), -1, dtype=torch.long)
+            position[vocab] = torch.arange(len(vocab))
+            step_blank = len(vocab)
+        outputs = heads(x, lengths) if vocab is None else heads(x, lengths, vocab)
         losses_of = {mode: [] for mode in MODES}  # a mode's CTCs: its output, and intermediate ones ("mode@block")
         for key, log_probs in outputs.items():
             mode = key.split("@")[0]
+            labels = torch.cat([torch.tensor(targets[mode][i], dtype=torch.long) for i in index])
             losses_of[mode].append(
-                ctc(
+                nn.functional.ctc_loss(
                     log_probs.transpose(0, 1),
-                    torch.cat([torch.tensor(targets[mode][i]) for i in index]),
+                    labels if position is None else position[labels],
                     lengths,
                     torch.tensor([len(targets[mode][i]) for i in index]),
+                    blank=step_blank,
+                    zero_infinity=True,
                 )
             )
         loss = sum(sum(terms) / len(terms) for terms in losses_of.values())
@@ -508,6 +550,19 @@ def main(argv: list[str] | None = None) -> int:
         "--decoder-lr", type=float, default=1e-4, help="with --head decoder: the copied decoder's learning rate"
     )
     parser.add_argument(
+        "--rows-lr",
+        type=float,
+        default=None,
+        help="with --head decoder: the token rows' and biases' learning rate (default --lr; 0: frozen at the AED's)",
+    )
+    parser.add_argument(
+        "--negatives",
+        type=int,
+        default=None,
+        help="with --head decoder: each step's loss reads the rows the training targets use and this many others "
+        "drawn at random from those the head may write (default: every row)",
+    )
+    parser.add_argument(
         "--inter-block",
         type=int,
         default=None,
@@ -552,6 +607,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--condition-blocks needs --head decoder and --inter-block")
     if args.condition_blocks and not all(1 <= b <= args.inter_block for b in args.condition_blocks):
         parser.error(f"--condition-blocks {args.condition_blocks}: each in [1, --inter-block {args.inter_block}]")
+    if args.rows_lr is not None and (args.head != "decoder" or args.rows_lr < 0):
+        parser.error(f"--rows-lr {args.rows_lr}: needs --head decoder and a value >= 0")
+    if args.negatives is not None and (args.head != "decoder" or args.negatives < 0):
+        parser.error(f"--negatives {args.negatives}: needs --head decoder and a value >= 0")
     if args.time_masks < 0 or args.time_mask_width < 0:
         parser.error(f"--time-masks and --time-mask-width must be >= 0, got {args.time_masks}, {args.time_mask_width}")
     if args.lm and not args.pieces_from:
@@ -612,7 +671,9 @@ def main(argv: list[str] | None = None) -> int:
         rows_start = (
             piece_rows(model, tokenizer) if pieces_model is not None else out_rows[torch.tensor(tokenizer.kept)]
         )
-        heads = DecoderHead(model, rows_start, frame_dim, args.stack, prompts, args.inter_block, args.condition_blocks)
+        heads = DecoderHead(
+            model, rows_start, frame_dim, args.stack, prompts, args.inter_block, args.condition_blocks, args.negatives
+        )
     else:
         heads = CachedHeads(
             feats["train"][0].shape[1], tokenizer.vocab_size, layers=args.layers, norm=bool(args.whisper_tokens)
@@ -639,8 +700,8 @@ def main(argv: list[str] | None = None) -> int:
         on_point(args.steps)  # the loaded head, after the steps it was trained for
     else:
         losses = train_heads(heads, feats["train"], targets, args.steps, args.batch_size, args.lr, every=args.every,
-                             on_point=on_point, decoder_lr=args.decoder_lr, time_masks=args.time_masks,
-                             time_mask_width=args.time_mask_width)  # fmt: skip
+                             on_point=on_point, decoder_lr=args.decoder_lr, rows_lr=args.rows_lr,
+                             time_masks=args.time_masks, time_mask_width=args.time_mask_width)  # fmt: skip
     if args.save:
         torch.save(heads.state_dict(), args.save)
     scores, aux_scores, greedy_punctuated = {}, {}, {}

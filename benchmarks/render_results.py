@@ -1337,7 +1337,17 @@ def _cached_vocabulary(settings: dict) -> str:
     if settings.get("pieces_from"):
         return f"{settings['pieces']} pieces of `{Path(settings['pieces_from']).stem}`"
     if rows:
-        return f"{settings['pieces']} Whisper tokens, " + ("the AED's rows" if rows == "init" else "random rows")
+        cell = f"{settings['pieces']} Whisper tokens"
+        if settings.get("vocab_text"):
+            cell += f" (those of the training targets and of `{Path(settings['vocab_text']).name}`)"
+        cell += ", " + ("the AED's rows" if rows == "init" else "random rows")
+        if settings.get("rows_lr") == 0:
+            cell += ", frozen"
+        elif settings.get("rows_lr") is not None:
+            cell += f" at learning rate {settings['rows_lr']:g}"
+        if settings.get("negatives") is not None:
+            cell += f"; a step's loss over the targets' rows and {settings['negatives']:,} others"
+        return cell
     return str(settings["vocab_size"] or "the AED's aux_ctc")
 
 

@@ -177,6 +177,15 @@ def test_the_decoder_head_is_named_and_a_batch_column_where_the_files_differ_in_
     text = render.render_cached_heads(conditioned, masked)
     assert "| the AED's decoder, one pass, normalized at block 3, self-conditioned after blocks 2, 3 |" in text
     assert "| the AED's decoder, one pass, normalized at block 3, 2 time masks of up to 5 steps |" in text
+    wide = settings | {"pieces": 32609, "vocab_text": "demo_out/lm/text.json"}
+    frozen = _write_report(tmp_path / "frozen.json", wide | {"rows_lr": 0.0})
+    sampled = _write_report(tmp_path / "sampled.json", wide | {"rows_lr": 0.0, "negatives": 2048})
+    slow = _write_report(tmp_path / "slow.json", wide | {"rows_lr": 1e-4})
+    text = render.render_cached_heads(frozen, sampled, slow)
+    named = "32609 Whisper tokens (those of the training targets and of `text.json`), the AED's rows"
+    assert f"| {named}, frozen | the AED's decoder" in text
+    assert f"| {named}, frozen; a step's loss over the targets' rows and 2,048 others |" in text
+    assert f"| {named} at learning rate 0.0001 |" in text
 
 
 def test_encode_reads_the_output_of_the_block_asked(tmp_path):
@@ -324,6 +333,59 @@ def test_the_decoder_head_memorizes_two_utterances_in_both_modes(inter_block):
     assert out["normalized"] == ["0 1 2", "3 3 1"]
 
 
+def test_frozen_rows_keep_the_aeds_rows_while_the_head_learns_and_rows_of_their_own_rate_move():
+    """--rows-lr 0: the token rows and biases stay the AED's (a token no target uses keeps its row) and the head still
+    memorizes two utterances; a rows rate of its own puts them in a group of their own."""
+    bench = load_benchmark("quality_cached_heads")
+    torch.manual_seed(0)
+    aed, head = _decoder_head(bench, kept=(2, 5, 7, 9, 11), layers=2, inter_block=1)
+    start = head.head.token_out.detach().clone()
+    feats = [bench.stack_frames(torch.randn(16, 16), 2), bench.stack_frames(torch.randn(12, 16), 2)]
+    targets = {"normalized": [[0, 1, 2], [3, 3, 1]], "punctuated": [[0, 1, 2, 3], [3, 2]]}  # row 4: no target
+    losses = bench.train_heads(head, feats, targets, 300, batch_size=2, lr=1e-2, decoder_lr=3e-3, rows_lr=0.0)
+    assert losses[-1]["loss"] < losses[0]["loss"]
+    assert torch.equal(head.head.token_out, start) and not head.head.token_bias.any()
+    assert torch.equal(head.head.token_out, aed.log_softmax.mlp.layer0.weight[[2, 5, 7, 9, 11]])
+    out = bench.transcribe(head, feats, detokenize=lambda ids: " ".join(map(str, ids)))
+    assert out == {"punctuated": ["0 1 2 3", "3 2"], "normalized": ["0 1 2", "3 3 1"]}
+    _, other = _decoder_head(bench)
+    groups = other.param_groups(1e-3, 1e-4, rows_lr=3e-4)
+    assert [group["lr"] for group in groups] == [1e-4, 1e-3, 3e-4]
+    assert groups[-1]["params"] == [other.head.token_out, other.head.token_bias]
+    rows = {id(other.head.token_out), id(other.head.token_bias)}
+    assert not rows & {id(p) for group in groups[:2] for p in group["params"]}
+    assert [group["lr"] for group in other.param_groups(1e-3, 1e-4)] == [1e-4, 1e-3, 1e-3]  # default: --lr
+
+
+def test_with_negatives_a_step_reads_the_targets_rows_and_some_others_and_the_head_still_learns():
+    bench = load_benchmark("quality_cached_heads")
+    torch.manual_seed(0)
+    aed, head = _decoder_head(bench, kept=(2, 3, 4, 5, 6, 7, 8, 9), layers=2, inter_block=1)
+    head.negatives = 2
+    head.set_target_rows([[0, 1], [3], []])
+    draws = torch.Generator().manual_seed(0)
+    vocabs = [head.step_vocab(draws).tolist() for _ in range(20)]
+    assert all(len(v) == 5 and {0, 1, 3} <= set(v) and v == sorted(v) for v in vocabs)
+    assert len({tuple(v) for v in vocabs}) > 1  # the others are drawn afresh
+    head.eval()
+    x = bench.stack_frames(torch.randn(10, 16), 2)[None]
+    full, part = head(x, torch.tensor([5])), head(x, torch.tensor([5]), torch.tensor([0, 3, 6]))
+    assert part["punctuated"].shape == (1, 5, 4)
+    torch.testing.assert_close(  # the same logits, normalized over fewer rows
+        part["punctuated"].exp().sum(-1), torch.ones(1, 5)
+    )
+    assert not torch.allclose(part["punctuated"][..., 0], full["punctuated"][..., 0])
+    feats = [bench.stack_frames(torch.randn(16, 16), 2), bench.stack_frames(torch.randn(12, 16), 2)]
+    targets = {"normalized": [[0, 1, 2], [3, 3, 1]], "punctuated": [[0, 1, 2, 3], [3, 2]]}  # rows 4-7: no target
+    losses = bench.train_heads(head, feats, targets, 300, batch_size=2, lr=1e-2, decoder_lr=3e-3, rows_lr=0.0)
+    assert losses[-1]["loss"] < losses[0]["loss"]
+    assert head.target_rows.tolist() == [True] * 4 + [False] * 4
+    out = bench.transcribe(head, feats, detokenize=lambda ids: " ".join(map(str, ids)))  # decoded over every row
+    assert out == {"punctuated": ["0 1 2 3", "3 2"], "normalized": ["0 1 2", "3 3 1"]}
+    _, plain = _decoder_head(bench)
+    assert plain.step_vocab(draws) is None  # without negatives: every row
+
+
 def test_a_self_conditioned_head_feeds_its_intermediate_ctcs_to_the_blocks_above():
     """--condition-blocks 1 --inter-block 2 over three blocks: the block-1 CTC is trained (its own output key), not
     scored, and what it writes reaches the blocks above; the first two blocks do not see it."""
@@ -366,6 +428,10 @@ def test_a_self_conditioned_head_memorizes_two_utterances_and_transcribes_its_tw
         (["--head", "decoder", "--inter-block", "2", "--condition-blocks", "0,1"], "each in [1, --inter-block 2]"),
         (["--time-masks", "-1"], "--time-masks and --time-mask-width must be >= 0"),
         (["--time-mask-width", "-2"], "--time-masks and --time-mask-width must be >= 0"),
+        (["--rows-lr", "0"], "--rows-lr 0.0: needs --head decoder"),
+        (["--negatives", "8"], "--negatives 8: needs --head decoder"),
+        (["--head", "decoder", "--negatives=-1"], "--negatives -1: needs --head decoder and a value >= 0"),
+        (["--head", "decoder", "--rows-lr=-1e-3"], "--rows-lr -0.001: needs --head decoder and a value >= 0"),
     ],
 )
 def test_bad_self_conditioning_or_time_masks_are_refused(argv, message, capsys):

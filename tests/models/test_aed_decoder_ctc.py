@@ -404,3 +404,60 @@ def test_the_training_manifests_read_for_the_token_set(tmp_path):
     assert _train_manifests(OmegaConf.create({"manifest_filepath": [str(a), str(tmp_path / "gone.json")]})) == [str(a)]
     assert _train_manifests(OmegaConf.create({"manifest_filepath": None})) == []  # lhotse shards or none: no files
     assert _train_manifests(None) == []
+
+
+def test_frozen_rows_and_negatives_train_the_head_over_the_targets_tokens_and_a_draw_of_the_others(trained, tmp_path):
+    """``freeze_rows``: the output rows stay the AED's through training; ``negatives``: a step's loss reads the
+    training targets' tokens (read from the manifests when built) and that many others; decoding reads every token."""
+    from lightning.pytorch.callbacks import Callback
+
+    from nemo_pc.pipelines.train import train_model
+    from nemo_pc.testing.whisper import tiny_aed_overrides
+
+    corpus, losses = trained["corpus"], []
+
+    class Losses(Callback):
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+            losses.append(float(outputs["loss"]))
+
+    overrides = tiny_aed_overrides(
+        corpus["weights"],
+        corpus["tokenizer"],
+        corpus["manifest"],
+        "decoder_ctc=conditioned",
+        f"+init_from_nemo_model={trained['aed']}",
+        f"model.decoder_ctc.vocab_text={trained['text']}",
+        "model.decoder_ctc.stack=2",
+        "model.decoder_ctc.freeze_rows=true",
+        "model.decoder_ctc.negatives=2",
+        "model.optim.lr=0.01",
+        "model.optim_param_groups.decoder_ctc_decoder.lr=0.003",
+    )
+    path = tmp_path / "frozen.nemo"
+    train_model("aed", overrides, path, 30, callbacks=[Losses()])
+    assert sum(losses[-10:]) / 10 < sum(losses[:10]) / 10
+    aed, restored = _restore(trained["aed"]), _restore(path)
+    torch.testing.assert_close(restored.decoder_ctc_head.token_out, aed.log_softmax.mlp.layer0.weight)
+    assert not restored.decoder_ctc_head.token_bias.any()
+    from nemo_pc.models import EncDecAEDPCModel
+    from nemo_pc.parts.configs import compose_config
+
+    model = EncDecAEDPCModel(cfg=compose_config("aed", overrides).model)  # as built before training
+    trainable = {name for name, p in model.named_parameters() if p.requires_grad and "token_" in name}
+    assert not trainable  # the rows and biases: frozen
+    head = model.decoder_ctc_head
+    targets = _manifest_tokens(model, corpus["manifest"])
+    assert set(torch.nonzero(head.target_rows).squeeze(1).tolist()) == targets
+    extra = set(torch.nonzero(head.kept() & ~head.target_rows).squeeze(1).tolist())
+    assert extra, "the extra text gives tokens no target uses"
+    model.train()
+    vocab = model.decoder_ctc_step_vocab(head.kept()).tolist()
+    assert vocab == sorted(vocab) and targets <= set(vocab) and len(set(vocab) - targets) == min(2, len(extra))
+    with pytest.raises(ValueError, match="negatives must be null or an integer >= 0"):
+        EncDecAEDPCModel(cfg=compose_config("aed", [*overrides, "model.decoder_ctc.negatives=-1"]).model)
+
+
+def _manifest_tokens(model, manifest) -> set[int]:
+    from nemo_pc.modules.token_rows import text_token_ids
+
+    return text_token_ids(model.tokenizer, "".join(model.cfg.pc.marks), str(manifest))[0]

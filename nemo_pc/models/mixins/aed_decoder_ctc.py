@@ -15,6 +15,12 @@ as a CTC head").
     vocab_from_train: the tokens of the training manifests' transcripts, in both modes, are those it may write from
         the first step (read when the model is built; a ``.nemo`` keeps the token set).
     vocab_text: JSON-lines files (``text`` per line) whose tokens, in both modes, it may write as well.
+    freeze_rows: the output rows and their biases stay the AED's (false: they train with the queries), so that a token
+        of ``vocab_text`` that no training target uses keeps the AED's row instead of being pushed down as a negative
+        alone (docs/pc_stage.md, "The tokens the decoder head may write").
+    negatives: null: each step's loss reads every token the head may write; N: the tokens of the training targets
+        (those of ``vocab_from_train``'s manifests, and those counted so far) and N others drawn at random from the
+        rest, a step costing little more than one over the targets' tokens alone. Decoding reads every token.
     transcribe: ``transcribe`` and validation decode with this head (true) or with the AED's decoder (false);
         :meth:`~nemo_pc.models.mixins.aed_transducer.AEDTransducerMixin.decode_with` switches it.
     cache_states_gb: the encoder is frozen, so its states of an utterance are kept (in memory, up to this many GB)
@@ -49,6 +55,8 @@ DEFAULTS = {
     "train_modes": None,
     "vocab_from_train": True,
     "vocab_text": None,
+    "freeze_rows": False,
+    "negatives": None,
     "transcribe": True,
     "cache_states_gb": 2.0,
 }
@@ -87,6 +95,9 @@ class AEDDecoderCTCMixin:
         inter, blocks = options["inter_block"], len(self.transf_decoder._decoder.layers)
         if inter is not None and (isinstance(inter, bool) or not isinstance(inter, int) or not 1 <= inter < blocks):
             raise ValueError(f"decoder_ctc.inter_block must be null or in [1, {blocks - 1}], got {inter!r}")
+        negatives = options["negatives"]
+        if negatives is not None and (isinstance(negatives, bool) or not isinstance(negatives, int) or negatives < 0):
+            raise ValueError(f"decoder_ctc.negatives must be null or an integer >= 0, got {negatives!r}")
         if self.cfg.get("transducer"):
             raise ValueError("decoder_ctc and transducer are alternatives: configure one head on the AED")
         self.decoder_ctc_decoder = copy.deepcopy(self.transf_decoder)
@@ -94,15 +105,20 @@ class AEDDecoderCTCMixin:
         width = self.transf_decoder.hidden_size
         vocab_size = self.log_softmax.mlp.layer0.weight.shape[0]
         self.decoder_ctc_head = DecoderCTCHead(width, width, vocab_size, int(options["stack"]))
+        # the training targets' tokens, read from the manifests when the model is built (not saved: a restored model
+        # reads the tokens it has counted)
+        self.decoder_ctc_head.register_buffer("target_rows", torch.zeros(vocab_size, dtype=torch.bool), False)
+        self._decoder_ctc_draws = torch.Generator().manual_seed(0)
         if not self._is_model_being_restored():
             self.decoder_ctc_from_aed()
-            texts = as_paths(options["vocab_text"])
-            if options["vocab_from_train"]:
-                texts += _train_manifests(self.cfg.get("train_ds"))
-            for path in texts:
+            for path in as_paths(options["vocab_text"]):
                 self.add_decoder_ctc_text(path)
+            if options["vocab_from_train"]:
+                for path in _train_manifests(self.cfg.get("train_ds")):
+                    self.add_decoder_ctc_text(path, targets=True)
+        frozen = {"decoder_ctc_head.token_out", "decoder_ctc_head.token_bias"} if options["freeze_rows"] else set()
         for name, parameter in self.named_parameters():
-            trains = name.startswith(("decoder_ctc_decoder.", "decoder_ctc_head."))
+            trains = name.startswith(("decoder_ctc_decoder.", "decoder_ctc_head.")) and name not in frozen
             parameter.requires_grad_(trains and not name.startswith("decoder_ctc_decoder._embedding.token_embedding"))
 
     @property
@@ -116,12 +132,27 @@ class AEDDecoderCTCMixin:
         embedding = self.transf_decoder._embedding.token_embedding.weight.detach()
         self.decoder_ctc_head.start_from(embedding, self.log_softmax.mlp.layer0.weight.detach())
 
-    def add_decoder_ctc_text(self, path: str) -> int:
-        """The tokens of a JSON-lines text (``text`` per line, in both modes) join those the head may write; returns
-        how many lines were read."""
+    def add_decoder_ctc_text(self, path: str, targets: bool = False) -> int:
+        """The tokens of a JSON-lines text (``text`` per line, in both modes) join those the head may write (and,
+        ``targets``, the training targets' tokens that ``negatives`` keeps in every step); returns how many lines were
+        read."""
         ids, count = text_token_ids(self.tokenizer, "".join(self.cfg.pc.marks), path)
         self.decoder_ctc_head.allow(ids)
+        if targets and ids:
+            self.decoder_ctc_head.target_rows[torch.tensor(sorted(ids))] = True
         return count
+
+    def decoder_ctc_step_vocab(self, kept: torch.Tensor) -> torch.Tensor:
+        """The token ids one training step's loss reads, sorted: every one of ``kept`` (``(V,)`` bool) without
+        ``negatives``; else the training targets' tokens (``kept`` holds the batch's) and ``negatives`` more of the
+        rest of ``kept``, drawn at random."""
+        negatives, head = self.decoder_ctc_options.get("negatives"), self.decoder_ctc_head
+        if negatives is None:
+            return torch.nonzero(kept).squeeze(1)
+        targets = head.target_rows | (head.token_counts > 0)
+        rest = torch.nonzero(kept & ~targets).squeeze(1)
+        drawn = rest[torch.randperm(len(rest), generator=self._decoder_ctc_draws)[:negatives].to(rest.device)]
+        return torch.cat([torch.nonzero(kept & targets).squeeze(1), drawn]).sort().values
 
     def maybe_init_from_pretrained_checkpoint(self, cfg, map_location: str = "cpu"):
         """NeMo's initialisation from another checkpoint; an AED loaded without a trained head (no token counted)
@@ -187,7 +218,7 @@ class AEDDecoderCTCMixin:
         kept = head.kept()
         for _, _, ids in rows:
             kept[torch.tensor(ids, dtype=torch.long, device=kept.device)] = True
-        vocab = torch.nonzero(kept).squeeze(1)
+        vocab = self.decoder_ctc_step_vocab(kept) if self.training else torch.nonzero(kept).squeeze(1)
         index = torch.full((kept.shape[0],), -1, dtype=torch.long, device=kept.device)
         index[vocab] = torch.arange(len(vocab), device=kept.device)
         log_probs, out_len = self.decoder_ctc_log_probs(
