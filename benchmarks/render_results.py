@@ -1792,7 +1792,32 @@ def render_demo_repeat(source: Path) -> str:
     return "\n".join([head, "", *_table(columns, table), "", verdict]) + "\n"
 
 
+def render_token_coverage(source: Path) -> str:
+    """``data_token_coverage.py``: per split and mode, the share of words a head can write only with tokens no
+    training transcript uses, and with the ``--vocab-text`` tokens allowed too."""
+    report = _read_json(source)
+    tokens, with_text = report["tokens"], "train_and_text" in report["tokens"]
+    columns = ["split", "utterances:", "mode", "words:", f"outside the {tokens['train']:,} training tokens:"]
+    if with_text:
+        columns.append(f"outside those and the text's ({tokens['train_and_text']:,} tokens):")
+    table = []
+    for split, cells in report["splits"].items():
+        for mode in ("normalized", "punctuated"):
+            cell = cells[mode]
+            row = [f"`{split}`", str(cells["utterances"]), mode, str(cell["words"])]
+            row.append(f"{cell['outside_train']} ({_pct(cell['outside_train_share'])})")
+            if with_text:
+                row.append(f"{cell['outside_train_and_text']} ({_pct(cell['outside_train_and_text_share'])})")
+            table.append(row)
+    head = (
+        "Words that a head over Whisper's tokens writes only with a token outside its token set (each word spelled as "
+        "in its utterance):"
+    )
+    return "\n".join([head, "", *_table(columns, table)])
+
+
 RENDERERS: dict[str, Callable[[Path], str]] = {
+    "token_coverage": render_token_coverage,
     "pc_stage": render_pc_stage,
     "encoder_interpolation": render_encoder_interpolation,
     "cached_heads": render_cached_heads,
