@@ -49,12 +49,14 @@ def test_ctc_inter_is_the_aeds_decoder_normalized_at_block_3(config, tmp_path):
     assert not any(o.startswith(("finetune=", "transducer=", "model.encoder.stack")) for o in overrides)
     cfg = compose_config("aed", overrides)
     assert cfg.model.decoder_ctc.inter_block == 3 and cfg.model.decoder_ctc.train_modes is None
+    assert cfg.model.decoder_ctc.freeze_rows is True and cfg.model.decoder_ctc.negatives == 2048  # both systems
     assert cfg.model.compute_eval_loss is False  # the learning curves read the WERs only
     assert cfg.model.pc.variant == "prompt" and cfg.init_from_nemo_model == str(finetuned)
     assert cfg.model.optim_param_groups.decoder_ctc_decoder.lr == pytest.approx(1e-4)
     punctuated = compose_config("aed", demo.asr_overrides("ctc_punctuated"))
     assert list(punctuated.model.decoder_ctc.train_modes) == ["punctuated"]
     assert punctuated.model.decoder_ctc.inter_block is None
+    assert punctuated.model.decoder_ctc.freeze_rows is True and punctuated.model.decoder_ctc.negatives == 2048
     # the heads write Whisper's tokens: no n-gram LM over the CTC pieces
     assert demo.lm_systems() == []
     assert set(DECODER_CTC_SYSTEMS) == {"ctc_inter", "ctc_punctuated"}
