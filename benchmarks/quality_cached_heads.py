@@ -46,6 +46,7 @@ from torch import nn
 
 from nemo_pc.data.tokenizers.extension import WORD_START
 from nemo_pc.modules.aed_decoder_ctc import greedy_ctc
+from nemo_pc.modules.aed_transducer import sample_vocabulary
 from nemo_pc.parts.manifest import read_manifest, write_manifest
 from nemo_pc.parts.text import normalize, preprocess_punctuated
 
@@ -150,9 +151,9 @@ class DecoderHead(nn.Module):
         targets' rows and ``negatives`` others drawn at random from the rest."""
         if self.negatives is None:
             return None
-        rest = torch.nonzero(~self.target_rows).squeeze(1)
-        drawn = rest[torch.randperm(len(rest), generator=generator)[: self.negatives]]
-        return torch.cat([torch.nonzero(self.target_rows).squeeze(1), drawn]).sort().values
+        targets = torch.nonzero(self.target_rows).squeeze(1).tolist()
+        rows = torch.arange(self.blank)
+        return sample_vocabulary([targets], torch.zeros(0, dtype=torch.long), rows, self.negatives, generator)
 
     def soft_rows(self, log_probs: torch.Tensor, vocab: torch.Tensor) -> torch.Tensor:
         """``(B, T, width)``: each query's expected output row under its CTC distribution ``log_probs``."""

@@ -46,6 +46,7 @@ from omegaconf import DictConfig
 
 from nemo_pc.data.datasets.pc_batch import PCBatch
 from nemo_pc.modules.aed_decoder_ctc import DecoderCTCHead, decoder_ctc_hidden, greedy_ctc
+from nemo_pc.modules.aed_transducer import sample_vocabulary
 from nemo_pc.modules.token_rows import as_paths, head_options, text_token_ids
 from nemo_pc.parts.modes import MODES, NORMALIZED_ID, PUNCTUATED_ID
 
@@ -149,10 +150,11 @@ class AEDDecoderCTCMixin:
         negatives, head = self.decoder_ctc_options.get("negatives"), self.decoder_ctc_head
         if negatives is None:
             return torch.nonzero(kept).squeeze(1)
-        targets = head.target_rows | (head.token_counts > 0)
-        rest = torch.nonzero(kept & ~targets).squeeze(1)
-        drawn = rest[torch.randperm(len(rest), generator=self._decoder_ctc_draws)[:negatives].to(rest.device)]
-        return torch.cat([torch.nonzero(kept & targets).squeeze(1), drawn]).sort().values
+        targets = torch.nonzero(kept & (head.target_rows | (head.token_counts > 0))).squeeze(1)
+        none = torch.zeros(0, dtype=torch.long)
+        pool = torch.nonzero(kept).squeeze(1).cpu()
+        drawn = sample_vocabulary([targets.tolist()], none, pool, negatives, self._decoder_ctc_draws)
+        return drawn.to(kept.device)
 
     def maybe_init_from_pretrained_checkpoint(self, cfg, map_location: str = "cpu"):
         """NeMo's initialisation from another checkpoint; an AED loaded without a trained head (no token counted)
