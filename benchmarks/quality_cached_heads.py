@@ -116,7 +116,7 @@ class DecoderHead(nn.Module):
 
     def __init__(self, aed, rows: torch.Tensor, frame_dim: int, stack: int, prompts: dict[str, list[int]],
                  inter_block: int | None = None, condition_blocks: Sequence[int] = (),
-                 negatives: int | None = None):  # fmt: skip
+                 negatives: int | None = None, kept_targets: int | None = None):  # fmt: skip
         super().__init__()
         from nemo_pc.modules.aed_decoder_ctc import DecoderCTCHead
 
@@ -133,27 +133,34 @@ class DecoderHead(nn.Module):
         for mode, ids in prompts.items():
             self.register_buffer(f"prompt_{mode}", torch.tensor(ids))
         self.blank = rows.shape[0]
-        self.negatives = negatives
+        self.negatives, self.kept_targets = negatives, kept_targets
+        self.register_buffer("frequent_rows", torch.zeros(0, dtype=torch.long), persistent=False)
         self.register_buffer("target_rows", torch.zeros(self.blank, dtype=torch.bool))
         if self.condition_blocks:
             self.blank_in = nn.Parameter(torch.zeros(out.weight.shape[1]))
             self.condition_scale = nn.Parameter(torch.tensor(1.0))
 
     def set_target_rows(self, targets: Sequence[Sequence[int]]) -> None:
-        """The rows the training targets use: with ``negatives``, every step's loss reads them."""
+        """The rows the training targets use (with ``negatives``, every step's loss reads them), and the same rows by
+        falling count (``kept_targets`` reads the first of them)."""
         self.target_rows.zero_()
-        flat = [token for row in targets for token in row]
-        if flat:
-            self.target_rows[torch.tensor(flat)] = True
+        flat = torch.tensor([token for row in targets for token in row], dtype=torch.long)
+        if len(flat):
+            self.target_rows[flat] = True
+            counts = torch.bincount(flat, minlength=self.blank)
+            self.frequent_rows = torch.argsort(-counts, stable=True)[: int((counts > 0).sum())]
 
-    def step_vocab(self, generator: torch.Generator) -> torch.Tensor | None:
-        """The rows one training step's loss reads, sorted: None (all of them) without ``negatives``; else the
-        targets' rows and ``negatives`` others drawn at random from the rest."""
+    def step_vocab(self, generator: torch.Generator, batch: Sequence[Sequence[int]] = ()) -> torch.Tensor | None:
+        """The rows one training step's loss reads, sorted: None (all of them) without ``negatives``; else the rows
+        of every training target (or, with ``kept_targets`` K, those of the ``batch``'s targets and the K most
+        frequent ones) and ``negatives`` others drawn at random from the rest."""
         if self.negatives is None:
             return None
-        targets = torch.nonzero(self.target_rows).squeeze(1).tolist()
-        rows = torch.arange(self.blank)
-        return sample_vocabulary([targets], torch.zeros(0, dtype=torch.long), rows, self.negatives, generator)
+        if self.kept_targets is None:
+            targets, frequent = [torch.nonzero(self.target_rows).squeeze(1).tolist()], torch.zeros(0, dtype=torch.long)
+        else:
+            targets, frequent = batch, self.frequent_rows[: self.kept_targets]
+        return sample_vocabulary(targets, frequent, torch.arange(self.blank), self.negatives, generator)
 
     def soft_rows(self, log_probs: torch.Tensor, vocab: torch.Tensor) -> torch.Tensor:
         """``(B, T, width)``: each query's expected output row under its CTC distribution ``log_probs``."""
@@ -295,7 +302,8 @@ def train_heads(heads: CachedHeads, feats: list, targets: dict, steps: int, batc
         x, lengths = pad_batch([feats[i] for i in index])
         if time_masks and time_mask_width:
             x = mask_time(x, lengths, time_masks, time_mask_width, mask_rng)
-        vocab = heads.step_vocab(draws) if hasattr(heads, "step_vocab") else None
+        batch = [targets[mode][i] for mode in MODES for i in index]
+        vocab = heads.step_vocab(draws, batch) if hasattr(heads, "step_vocab") else None
         position, step_blank = None, blank
         if vocab is not None:  # the targets as positions among the rows this step reads; the blank after them
             position = torch.full((blank,), -1, dtype=torch.long)
@@ -564,6 +572,13 @@ def main(argv: list[str] | None = None) -> int:
         "drawn at random from those the head may write (default: every row)",
     )
     parser.add_argument(
+        "--kept-targets",
+        type=int,
+        default=None,
+        help="with --negatives: a step's loss reads the rows of its batch's targets and this many of the most "
+        "frequent training-target rows, instead of every training-target row (a cheaper step)",
+    )
+    parser.add_argument(
         "--inter-block",
         type=int,
         default=None,
@@ -612,6 +627,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--rows-lr {args.rows_lr}: needs --head decoder and a value >= 0")
     if args.negatives is not None and (args.head != "decoder" or args.negatives < 0):
         parser.error(f"--negatives {args.negatives}: needs --head decoder and a value >= 0")
+    if args.kept_targets is not None and (args.negatives is None or args.kept_targets < 0):
+        parser.error(f"--kept-targets {args.kept_targets}: needs --negatives and a value >= 0")
     if args.time_masks < 0 or args.time_mask_width < 0:
         parser.error(f"--time-masks and --time-mask-width must be >= 0, got {args.time_masks}, {args.time_mask_width}")
     if args.lm and not args.pieces_from:
@@ -673,7 +690,15 @@ def main(argv: list[str] | None = None) -> int:
             piece_rows(model, tokenizer) if pieces_model is not None else out_rows[torch.tensor(tokenizer.kept)]
         )
         heads = DecoderHead(
-            model, rows_start, frame_dim, args.stack, prompts, args.inter_block, args.condition_blocks, args.negatives
+            model,
+            rows_start,
+            frame_dim,
+            args.stack,
+            prompts,
+            args.inter_block,
+            args.condition_blocks,
+            args.negatives,
+            args.kept_targets,
         )
     else:
         heads = CachedHeads(

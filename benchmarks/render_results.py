@@ -1345,7 +1345,12 @@ def _cached_vocabulary(settings: dict) -> str:
             cell += ", frozen"
         elif settings.get("rows_lr") is not None:
             cell += f" at learning rate {settings['rows_lr']:g}"
-        if settings.get("negatives") is not None:
+        if settings.get("negatives") is not None and settings.get("kept_targets") is not None:
+            cell += (
+                f"; a step's loss over its batch's target rows, the {settings['kept_targets']:,} most frequent target "
+                f"rows and {settings['negatives']:,} others"
+            )
+        elif settings.get("negatives") is not None:
             cell += f"; a step's loss over the targets' rows and {settings['negatives']:,} others"
         return cell
     return str(settings["vocab_size"] or "the AED's aux_ctc")

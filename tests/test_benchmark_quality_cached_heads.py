@@ -186,6 +186,11 @@ def test_the_decoder_head_is_named_and_a_batch_column_where_the_files_differ_in_
     assert f"| {named}, frozen | the AED's decoder" in text
     assert f"| {named}, frozen; a step's loss over the targets' rows and 2,048 others |" in text
     assert f"| {named} at learning rate 0.0001 |" in text
+    kept = _write_report(tmp_path / "kept.json", wide | {"rows_lr": 0.0, "negatives": 2048, "kept_targets": 512})
+    assert (
+        "frozen; a step's loss over its batch's target rows, the 512 most frequent target rows and 2,048 others |"
+        in (render.render_cached_heads(kept))
+    )
 
 
 def test_encode_reads_the_output_of_the_block_asked(tmp_path):
@@ -386,6 +391,25 @@ def test_with_negatives_a_step_reads_the_targets_rows_and_some_others_and_the_he
     assert plain.step_vocab(draws) is None  # without negatives: every row
 
 
+def test_with_kept_targets_a_step_reads_its_batch_the_most_frequent_targets_and_some_others():
+    bench = load_benchmark("quality_cached_heads")
+    torch.manual_seed(0)
+    _, head = _decoder_head(bench, kept=(2, 3, 4, 5, 6, 7, 8, 9), layers=2, inter_block=1)
+    head.negatives, head.kept_targets = 2, 1
+    head.set_target_rows([[0, 1, 1], [3, 1], [0]])
+    assert head.frequent_rows.tolist() == [1, 0, 3]  # by falling count, ties by row
+    draws = torch.Generator().manual_seed(0)
+    vocabs = [head.step_vocab(draws, [[5], [5, 6]]).tolist() for _ in range(20)]
+    assert all(len(v) == 5 and {1, 5, 6} <= set(v) and v == sorted(v) for v in vocabs)
+    assert len({tuple(v) for v in vocabs}) > 1
+    feats = [bench.stack_frames(torch.randn(16, 16), 2), bench.stack_frames(torch.randn(12, 16), 2)]
+    targets = {"normalized": [[0, 1, 2], [3, 3, 1]], "punctuated": [[0, 1, 2, 3], [3, 2]]}
+    losses = bench.train_heads(head, feats, targets, 300, batch_size=2, lr=1e-2, decoder_lr=3e-3, rows_lr=0.0)
+    assert losses[-1]["loss"] < losses[0]["loss"]
+    out = bench.transcribe(head, feats, detokenize=lambda ids: " ".join(map(str, ids)))
+    assert out == {"punctuated": ["0 1 2 3", "3 2"], "normalized": ["0 1 2", "3 3 1"]}
+
+
 def test_a_self_conditioned_head_feeds_its_intermediate_ctcs_to_the_blocks_above():
     """--condition-blocks 1 --inter-block 2 over three blocks: the block-1 CTC is trained (its own output key), not
     scored, and what it writes reaches the blocks above; the first two blocks do not see it."""
@@ -431,6 +455,8 @@ def test_a_self_conditioned_head_memorizes_two_utterances_and_transcribes_its_tw
         (["--rows-lr", "0"], "--rows-lr 0.0: needs --head decoder"),
         (["--negatives", "8"], "--negatives 8: needs --head decoder"),
         (["--head", "decoder", "--negatives=-1"], "--negatives -1: needs --head decoder and a value >= 0"),
+        (["--head", "decoder", "--kept-targets", "4"], "--kept-targets 4: needs --negatives"),
+        (["--head", "decoder", "--negatives", "8", "--kept-targets=-1"], "--kept-targets -1: needs --negatives"),
         (["--head", "decoder", "--rows-lr=-1e-3"], "--rows-lr -0.001: needs --head decoder and a value >= 0"),
     ],
 )
