@@ -133,3 +133,37 @@ def greedy_ctc(log_probs: torch.Tensor, lengths: torch.Tensor) -> list[list[int]
             previous = index
         out.append(ids)
     return out
+
+
+class BeamCTC:
+    """Batched CTC beam search (NeMo's ``BeamBatchedCTCInfer``) over log-probabilities whose last index is the blank,
+    with an optional n-gram LM over the other indices (an NGPU-LM ``.nemo`` or ARPA file whose token ids are those
+    indices) at weight ``alpha`` and ``beta`` added per emitted token (NeMo's ``beam_beta``)."""
+
+    def __init__(self, vocab_size: int, beam_size: int, lm: str | None = None, alpha: float = 0.0, beta: float = 1.0):
+        if beam_size < 1 or alpha < 0:
+            raise ValueError(f"the beam size must be >= 1 and the LM weight >= 0, got {beam_size} and {alpha}")
+        self.key = (vocab_size, beam_size, str(lm) if lm and alpha else None, float(alpha), float(beta))
+        self.search = None  # built on the first call (the LM loaded then)
+
+    def _build(self):
+        from nemo.collections.asr.parts.submodules.ctc_beam_decoding import BeamBatchedCTCInfer
+
+        vocab_size, beam_size, lm, alpha, beta = self.key
+        return BeamBatchedCTCInfer(
+            blank_index=vocab_size,
+            beam_size=beam_size,
+            ngram_lm_model=lm,
+            ngram_lm_alpha=alpha,
+            beam_beta=beta,
+            allow_cuda_graphs=False,
+        )
+
+    def __call__(self, log_probs: torch.Tensor, lengths: torch.Tensor) -> list[list[int]]:
+        """The best path's indices per utterance, blanks and repeats removed (as :func:`greedy_ctc` returns them)."""
+        if log_probs.shape[-1] != self.key[0] + 1:
+            raise ValueError(f"log_probs: {log_probs.shape[-1]} outputs; the search reads {self.key[0]} and a blank")
+        if self.search is None:
+            self.search = self._build()
+        (hyps,) = self.search(decoder_output=log_probs.float(), decoder_lengths=lengths)
+        return [[int(t) for t in torch.as_tensor(hyp.y_sequence).tolist()] for hyp in hyps]

@@ -110,6 +110,10 @@ def ngram_lm_decoding(
             search (:func:`fusion_decoding_cfg`).
     """
     mode_id(mode, "mode")
+    if getattr(model, "decoder_ctc_decodes", False):
+        with _decoder_ctc_lm_decoding(model, mode, lm, alpha, strategy, beam_size, beta):
+            yield
+        return
     decoding = OmegaConf.create(OmegaConf.to_container(model.cfg.decoding))
     fused = fusion_decoding_cfg(decoding, hasattr(model, "joint"), strategy, lm, alpha, beam_size, beta)
     before = model.cfg.pc.ngram_lm_mode  # every nemo_pc ASR model's pc section has it (PCConfig)
@@ -123,3 +127,33 @@ def ngram_lm_decoding(
             model.cfg.pc.ngram_lm_mode = before
             model.cfg.decoding = decoding
         model.change_decoding_strategy(decoding, verbose=False)
+
+
+@contextlib.contextmanager
+def _decoder_ctc_lm_decoding(
+    model, mode: str, lm, alpha: float, strategy: str, beam_size: int, beta: float | None
+) -> Iterator[None]:
+    """:func:`ngram_lm_decoding` for an AED that transcribes with its decoder CTC head: its ``decoder_ctc.decoding``
+    (:mod:`nemo_pc.models.mixins.aed_decoder_ctc`) for the block, an LM joining beam search only."""
+    from nemo_pc.models.mixins.aed_decoder_ctc import decoder_ctc_decoding
+
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
+    if alpha < 0 or beam_size < 1:
+        raise ValueError(f"the LM weight must be >= 0 and the beam size >= 1, got {alpha} and {beam_size}")
+    fused = bool(lm is not None and alpha)
+    if strategy == "greedy" and (fused or beta is not None):
+        raise ValueError("the decoder CTC head reads an n-gram LM and beta in beam search only (strategy 'beam')")
+    before, before_mode = model.cfg.decoder_ctc.get("decoding"), model.cfg.pc.ngram_lm_mode
+    beta = decoder_ctc_decoding(before)["beam_beta"] if beta is None else float(beta)
+    decoding = {"strategy": strategy, "beam_size": int(beam_size), "beam_beta": beta}
+    decoding |= {"ngram_lm_model": str(lm) if fused else None, "ngram_lm_alpha": float(alpha)}
+    try:
+        with open_dict(model.cfg):
+            model.cfg.decoder_ctc.decoding = decoding
+            model.cfg.pc.ngram_lm_mode = mode
+        yield
+    finally:
+        with open_dict(model.cfg):
+            model.cfg.decoder_ctc.decoding = before
+            model.cfg.pc.ngram_lm_mode = before_mode

@@ -461,3 +461,82 @@ def _manifest_tokens(model, manifest) -> set[int]:
     from nemo_pc.modules.token_rows import text_token_ids
 
     return text_token_ids(model.tokenizer, "".join(model.cfg.pc.marks), str(manifest))[0]
+
+
+def test_beam_search_follows_the_best_path_without_an_lm_and_an_lm_moves_a_close_call(tmp_path):
+    """Five tokens: the audio says 0, then 1 or 2 (1 a little likelier), then 3; an LM that has seen "0 2 3" alone
+    turns the close call to 2 at a high weight and leaves the sure tokens as they are."""
+    from nemo_pc.modules.aed_decoder_ctc import BeamCTC
+    from nemo_pc.parts.ngram_lm import estimate, write_arpa
+
+    probs = torch.full((1, 5, 6), 0.01)
+    for frame, best in enumerate([0, 5, 1, 5, 3]):
+        probs[0, frame, best] = 0.95
+    probs[0, 2, 1], probs[0, 2, 2] = 0.50, 0.45
+    log_probs = (probs / probs.sum(-1, keepdim=True)).log()
+    lengths = torch.tensor([5])
+    assert greedy_ctc(log_probs, lengths) == [[0, 1, 3]]
+    assert BeamCTC(5, 4, beta=0.0)(log_probs, lengths) == [[0, 1, 3]]
+    lm = tmp_path / "lm.arpa"
+    with lm.open("w") as handle:
+        write_arpa(estimate([[0, 2, 3]] * 20 + [[4]], vocab_size=5, order=3), handle)
+    assert BeamCTC(5, 4, lm, alpha=2.0, beta=0.0)(log_probs, lengths) == [[0, 2, 3]]
+    assert BeamCTC(5, 4, lm, alpha=0.0, beta=0.0).key[2] is None  # weight 0: no LM read
+    with pytest.raises(ValueError, match="6 outputs; the search reads 4 and a blank"):
+        BeamCTC(4, 4)(log_probs, lengths)
+    with pytest.raises(ValueError, match="beam size must be >= 1"):
+        BeamCTC(5, 0)
+
+
+def test_an_lm_over_the_heads_tokens_is_built_and_fused_in_beam_search(trained, tmp_path):
+    from nemo_pc.data.tokenizers.token_encoder import HeadTokensEncoder, load_token_encoder
+    from nemo_pc.modules.aed_decoder_ctc import BeamCTC
+    from nemo_pc.parts.lm_fusion import ngram_lm_decoding
+    from nemo_pc.parts.manifest import read_manifest
+    from nemo_pc.parts.ngram_lm import build_token_lm
+    from nemo_pc.pipelines.lm import tune_lm_weight
+    from nemo_pc.testing.asr import audio_paths
+
+    model = _restore(trained["path"])
+    ids = model.decoder_ctc_token_ids()
+    encoder = load_token_encoder(model.write_decoder_ctc_tokens(tmp_path / "tokens"))
+    assert isinstance(encoder, HeadTokensEncoder) and encoder.get_piece_size() == len(ids)
+    for line in read_manifest(trained["corpus"]["manifest"]):
+        assert [ids[k] for k in encoder.encode(line["text"])] == model.tokenizer.text_to_ids(line["text"])
+    with pytest.raises(ValueError, match=r"head_tokens.json: the head does not write token"):
+        encoder.encode("Quixotic xylophones")
+    lm = tmp_path / "punctuated.arpa"
+    built = build_token_lm(trained["corpus"]["manifest"], encoder, lm, order=3, progress=False)
+    assert built.vocab_size == len(ids) and built.sentences > 0
+    paths = audio_paths(trained["corpus"]["manifest"])[:3]
+    greedy = model.transcribe(paths, batch_size=2, mode="both", verbose=False)
+    with ngram_lm_decoding(model, "normalized", lm, 0.5, "beam", beam_size=4, beta=0.0):
+        assert model.cfg.decoder_ctc.decoding.ngram_lm_model == str(lm)
+        fused = model.decoder_ctc_search(len(ids), True)
+        assert isinstance(fused, BeamCTC) and fused.key == (len(ids), 4, str(lm), 0.5, 0.0)
+        assert model.decoder_ctc_search(len(ids), False).key[2] is None  # the other mode: no LM
+    assert model.cfg.decoder_ctc.get("decoding") is None and model.cfg.pc.ngram_lm_mode == "punctuated"
+    with ngram_lm_decoding(model, "punctuated", None, 0.0, "beam", beam_size=4, beta=0.0):
+        beam = model.transcribe(paths, batch_size=2, mode="both", verbose=False)
+    assert beam == greedy  # the memorized utterances: one path holds nearly all the mass
+    choice = tune_lm_weight(model, "punctuated", lm, trained["corpus"]["manifest"], [0.0, 0.5], beam_size=4)
+    assert set(choice.grid) == {"0", "0.5"} and all(0 <= v <= 1 for v in choice.grid.values())
+    with pytest.raises(ValueError, match="beam search only"):
+        with ngram_lm_decoding(model, "punctuated", lm, 0.5, "greedy"):
+            pass
+    assert model.transcribe(paths, batch_size=2, mode="both", verbose=False) == greedy  # restored after
+
+
+def test_bad_decoder_ctc_decoding_settings_are_refused():
+    from nemo_pc.models.mixins.aed_decoder_ctc import decoder_ctc_decoding
+
+    assert decoder_ctc_decoding(None)["strategy"] == "greedy"
+    for bad, message in (
+        ({"strategy": "beams"}, "strategy must be one of"),
+        ({"strategy": "beam", "beam_size": 0}, "beam_size must be an integer >= 1"),
+        ({"strategy": "beam", "ngram_lm_alpha": -1}, "ngram_lm_alpha must be a number >= 0"),
+        ({"ngram_lm_model": "lm.nemo"}, "beam search only"),
+        ({"beam": 4}, r"unknown key\(s\) \['beam'\]"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            decoder_ctc_decoding(bad)

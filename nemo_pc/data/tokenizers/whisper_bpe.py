@@ -99,7 +99,8 @@ class WhisperPCTokenizer(TokenizerSpec):
 
     def __init__(self, tokenizer_file: str | Path) -> None:
         self.tokenizer_file = Path(tokenizer_file)
-        whisper = json.loads(self.tokenizer_file.read_text(encoding="utf-8"))
+        self.source_json = self.tokenizer_file.read_text(encoding="utf-8")  # kept: a restored model's file goes
+        whisper = json.loads(self.source_json)
         self.tokenizer = Tokenizer.from_str(json.dumps(_pc_tokenizer_json(whisper, self.tokenizer_file)))
         self.eos_id, self.bos_id = self.token_to_id(EOS_TOKEN), self.token_to_id(BOS_TOKEN)
         self.pad_id = self.token_to_id(PAD_TOKEN)

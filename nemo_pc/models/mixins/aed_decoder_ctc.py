@@ -25,6 +25,11 @@ as a CTC head").
         :meth:`~nemo_pc.models.mixins.aed_transducer.AEDTransducerMixin.decode_with` switches it.
     cache_states_gb: the encoder is frozen, so its states of an utterance are kept (in memory, up to this many GB)
         and read again when the utterance comes back; 0: none.
+    decoding: how ``transcribe`` decodes with this head (null: greedy): ``strategy`` (``greedy`` or ``beam``),
+        ``beam_size`` (8), ``beam_beta`` (1.0, added per written token), ``ngram_lm_model`` (an n-gram LM over the
+        head's tokens, ``nemo-pc build-lm --tokenizer`` on the folder :meth:`write_decoder_ctc_tokens` writes) and
+        ``ngram_lm_alpha``; the LM joins the beam search of the mode ``pc.ngram_lm_mode`` names (the other mode is
+        searched without it). :func:`nemo_pc.parts.lm_fusion.ngram_lm_decoding` sets it for a block.
 
 While a model has this head, training trains it alone: the encoder, the AED's decoder and its CTC heads are frozen,
 the features take no SpecAugment, and the loss is the sum over modes of each mode's CTC loss (per target token,
@@ -38,6 +43,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -45,9 +51,10 @@ from nemo.collections.asr.parts.utils.rnnt_utils import Hypothesis
 from omegaconf import DictConfig
 
 from nemo_pc.data.datasets.pc_batch import PCBatch
-from nemo_pc.modules.aed_decoder_ctc import DecoderCTCHead, decoder_ctc_hidden, greedy_ctc
+from nemo_pc.modules.aed_decoder_ctc import BeamCTC, DecoderCTCHead, decoder_ctc_hidden, greedy_ctc
 from nemo_pc.modules.aed_transducer import sample_vocabulary
 from nemo_pc.modules.token_rows import as_paths, head_options, text_token_ids
+from nemo_pc.parts.lm_fusion import ngram_lm_mode
 from nemo_pc.parts.modes import MODES, NORMALIZED_ID, PUNCTUATED_ID
 
 DEFAULTS = {
@@ -60,7 +67,16 @@ DEFAULTS = {
     "negatives": None,
     "transcribe": True,
     "cache_states_gb": 2.0,
+    "decoding": None,
 }
+DECODING_DEFAULTS = {
+    "strategy": "greedy",
+    "beam_size": 8,
+    "beam_beta": 1.0,
+    "ngram_lm_model": None,
+    "ngram_lm_alpha": 0.0,
+}
+DECODING_STRATEGIES = ("greedy", "beam")
 
 
 def decoder_ctc_options(cfg: DictConfig | dict | None) -> dict | None:
@@ -70,6 +86,26 @@ def decoder_ctc_options(cfg: DictConfig | dict | None) -> dict | None:
         ValueError: an unknown key (the message lists the known ones).
     """
     return head_options("decoder_ctc", cfg, DEFAULTS)
+
+
+def decoder_ctc_decoding(cfg: DictConfig | dict | None) -> dict:
+    """``decoder_ctc.decoding`` with its defaults filled in (null: greedy).
+
+    Raises:
+        ValueError: an unknown key or strategy, a beam size below 1, a negative LM weight, or an LM with greedy
+            decoding (each named in the message).
+    """
+    options = head_options("decoder_ctc.decoding", cfg, DECODING_DEFAULTS) or dict(DECODING_DEFAULTS)
+    strategy, beam, alpha = options["strategy"], options["beam_size"], options["ngram_lm_alpha"]
+    if strategy not in DECODING_STRATEGIES:
+        raise ValueError(f"decoder_ctc.decoding.strategy must be one of {DECODING_STRATEGIES}, got {strategy!r}")
+    if isinstance(beam, bool) or not isinstance(beam, int) or beam < 1:
+        raise ValueError(f"decoder_ctc.decoding.beam_size must be an integer >= 1, got {beam!r}")
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or alpha < 0:
+        raise ValueError(f"decoder_ctc.decoding.ngram_lm_alpha must be a number >= 0, got {alpha!r}")
+    if options["ngram_lm_model"] and strategy != "beam":
+        raise ValueError("decoder_ctc.decoding.ngram_lm_model: an n-gram LM joins beam search only (strategy: beam)")
+    return options
 
 
 class AEDDecoderCTCMixin:
@@ -101,6 +137,8 @@ class AEDDecoderCTCMixin:
             raise ValueError(f"decoder_ctc.negatives must be null or an integer >= 0, got {negatives!r}")
         if self.cfg.get("transducer"):
             raise ValueError("decoder_ctc and transducer are alternatives: configure one head on the AED")
+        decoder_ctc_decoding(options["decoding"])
+        self._decoder_ctc_search = None  # the last beam search built (its LM loaded once)
         self.decoder_ctc_decoder = copy.deepcopy(self.transf_decoder)
         self.decoder_ctc_decoder._decoder.diagonal = None  # every position sees every other
         width = self.transf_decoder.hidden_size
@@ -142,6 +180,32 @@ class AEDDecoderCTCMixin:
         if targets and ids:
             self.decoder_ctc_head.target_rows[torch.tensor(sorted(ids))] = True
         return count
+
+    def decoder_ctc_token_ids(self) -> list[int]:
+        """The Whisper ids the head may write, ascending: output ``k`` of its CTC is token ``ids[k]`` (the blank
+        after them), as an n-gram LM over its outputs numbers them."""
+        return torch.nonzero(self.decoder_ctc_head.kept()).squeeze(1).tolist()
+
+    def write_decoder_ctc_tokens(self, folder: str | Path) -> Path:
+        """``folder`` with the head's tokens (:meth:`decoder_ctc_token_ids`) and the AED's tokenizer, the
+        tokenizer that ``nemo-pc build-lm --tokenizer folder`` builds an LM over the head's outputs with
+        (:class:`nemo_pc.data.tokenizers.token_encoder.HeadTokensEncoder`)."""
+        from nemo_pc.data.tokenizers.token_encoder import write_head_tokens
+
+        return write_head_tokens(folder, self.tokenizer.source_json, self.decoder_ctc_token_ids())
+
+    def decoder_ctc_search(self, vocab_size: int, with_lm: bool) -> Callable:
+        """How a mode's log-probabilities over ``vocab_size`` tokens and the blank become token indices, as
+        ``decoder_ctc.decoding`` says: :func:`greedy_ctc`, or a :class:`BeamCTC` (with the LM when ``with_lm``),
+        kept for the next call with the same settings."""
+        options = decoder_ctc_decoding(self.decoder_ctc_options["decoding"])
+        if options["strategy"] == "greedy":
+            return greedy_ctc
+        lm, alpha = (options["ngram_lm_model"], options["ngram_lm_alpha"]) if with_lm else (None, 0.0)
+        search = BeamCTC(vocab_size, options["beam_size"], lm, alpha, options["beam_beta"])
+        if self._decoder_ctc_search is None or self._decoder_ctc_search.key != search.key:
+            self._decoder_ctc_search = search
+        return self._decoder_ctc_search
 
     def decoder_ctc_step_vocab(self, kept: torch.Tensor) -> torch.Tensor:
         """The token ids one training step's loss reads, sorted: every one of ``kept`` (``(V,)`` bool) without
@@ -250,7 +314,8 @@ class AEDDecoderCTCMixin:
     def decoder_ctc_decode_modes(
         self, states: torch.Tensor, mask: torch.Tensor, modes: list[int], return_hypotheses: bool = False
     ) -> dict[int, list]:
-        """Greedy CTC decoding of each mode, as :meth:`decode_modes` returns it.
+        """CTC decoding of each mode (``decoding``: greedy, or beam search with the LM in ``pc.ngram_lm_mode``), as
+        :meth:`decode_modes` returns it.
 
         Raises:
             ValueError: the punctuated mode of a normalized-only head.
@@ -263,7 +328,8 @@ class AEDDecoderCTCMixin:
         sources = {mode: mode if mode in learned else PUNCTUATED_ID for mode in modes}
         lengths = mask.sum(dim=1).long()
         states = states * mask[..., None].to(states.dtype)
-        vocab = torch.nonzero(self.decoder_ctc_head.kept()).squeeze(1).to(states.device)
+        vocab = torch.tensor(self.decoder_ctc_token_ids(), dtype=torch.long, device=states.device)
+        lm_mode = ngram_lm_mode(self.cfg.pc)
         training, out = self.training, {}
         self.eval()
         try:
@@ -272,10 +338,10 @@ class AEDDecoderCTCMixin:
                 utts = list(range(size)) * len(decoded)
                 rows = [mode for mode in decoded for _ in range(size)]
                 log_probs, out_len = self.decoder_ctc_log_probs(utts, rows, states, lengths, vocab)
-                best = greedy_ctc(log_probs, out_len)
                 for k, mode in enumerate(decoded):
-                    out[mode] = []
-                    for row in best[k * size : (k + 1) * size]:
+                    out[mode], part = [], slice(k * size, (k + 1) * size)
+                    search = self.decoder_ctc_search(len(vocab), mode == lm_mode)
+                    for row in search(log_probs[part], out_len[part]):
                         ids = vocab[torch.tensor(row, dtype=torch.long)].cpu() if row else torch.zeros(0).long()
                         text = self.tokenizer.ids_to_text(ids.tolist()).strip() if row else ""
                         out[mode].append(Hypothesis(score=0.0, y_sequence=ids, text=text))
