@@ -57,8 +57,7 @@ def test_ctc_inter_is_the_aeds_decoder_normalized_at_block_3(config, tmp_path):
     assert list(punctuated.model.decoder_ctc.train_modes) == ["punctuated"]
     assert punctuated.model.decoder_ctc.inter_block is None
     assert punctuated.model.decoder_ctc.freeze_rows is True and punctuated.model.decoder_ctc.negatives == 2048
-    # the heads write Whisper's tokens: no n-gram LM over the CTC pieces
-    assert demo.lm_systems() == []
+    assert demo.lm_systems() == ["ctc_inter"]  # with LMs over the Whisper tokens the head writes
     assert set(DECODER_CTC_SYSTEMS) == {"ctc_inter", "ctc_punctuated"}
 
 
@@ -146,3 +145,40 @@ def test_the_results_block_says_the_ctc_systems_are_decoder_heads():
     )
     assert "RNN-Ts transducer heads on `aed_prompt`" in render._demo_starts(heads)
     assert render._ctc_steps(heads) == 700
+
+
+def test_a_decoder_heads_lms_are_over_its_own_tokens_in_a_folder_named_for_them(config, tmp_path, monkeypatch):
+    import json
+
+    from nemo_pc.data.tokenizers.token_encoder import HEAD_TOKENS_FILE
+
+    written = []
+
+    class Head:  # what the demo reads of the trained head
+        def __init__(self, ids):
+            self.ids = ids
+
+        def decoder_ctc_token_ids(self):
+            return list(self.ids)
+
+        def write_decoder_ctc_tokens(self, folder):
+            written.append(folder)
+            folder.mkdir(parents=True)
+            (folder / HEAD_TOKENS_FILE).write_text(json.dumps(self.ids))
+            return folder
+
+    heads = iter([Head([5, 9, 11]), Head([5, 9, 12])])
+    monkeypatch.setattr("nemo_pc.pipelines.inference.load_asr_model", lambda path: next(heads))
+    demo = _kinds(Demo(config), tmp_path)
+    monkeypatch.setattr(demo, "lm_text", lambda: demo.path("lm", "text.json"))
+    assert demo.lm_kind("ctc_inter") == "ctc_inter" and demo.lm_tokenizer("plain") == tmp_path / "p"
+    folder = demo.lm_tokenizer("ctc_inter")
+    assert folder.parent == demo.path("lm") and folder.name.startswith("ctc_inter_tokens_") and written == [folder]
+    assert demo.lm_tokenizer("ctc_inter") == folder and len(written) == 1  # the model loads once in a run
+    lms = demo.language_models()
+    assert set(lms) == {"ctc_inter"}
+    assert lms["ctc_inter"]["punctuated"] == demo.path("lm", f"punctuated_order{config.lm_order}_{folder.name}.nemo")
+    job = demo.lm_job("ctc_inter", "normalized", lms["ctc_inter"]["normalized"])
+    assert job.tokenizer == folder and job.field_name == "text_normalized"
+    other = _kinds(Demo(config), tmp_path).lm_tokenizer("ctc_inter")  # a head that writes other tokens
+    assert other != folder and other.name.startswith("ctc_inter_tokens_") and written == [folder, other]

@@ -234,6 +234,12 @@ class AEDDecoderCTCMixin:
         return (NORMALIZED_ID, PUNCTUATED_ID) if modes is None else tuple(MODES.index(mode) for mode in modes)
 
     @property
+    def normalized_by_rules(self) -> bool:
+        """Whether the model transcribes with a head that writes punctuated text alone, its normalized output being
+        that text normalized (``train_modes: [punctuated]``), as the CTC model's property says."""
+        return self.decoder_ctc_decodes and NORMALIZED_ID not in self.decoder_ctc_modes
+
+    @property
     def decoder_ctc_decodes(self) -> bool:
         return self.decoder_ctc_head is not None and bool(self.decoder_ctc_options["transcribe"])
 

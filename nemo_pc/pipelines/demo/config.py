@@ -253,12 +253,12 @@ class DemoConfig:
             class, its heads on the AED's fine-tuned encoder over the ``vocab_size`` pieces) or ``aed_decoder`` (each
             CTC system of :data:`DECODER_CTC_SYSTEMS` is the AED's decoder read as a CTC head over Whisper's tokens, on
             the AED's frozen encoder, for ``ctc_head_steps``, saved in one ``.nemo`` with the AED; the other CTC
-            systems stay the CTC model). The decoder head writes Whisper's tokens, so it has no n-gram LM decoding.
+            systems stay the CTC model). Its LM decoding reads n-gram LMs over the Whisper tokens it writes
+            (:meth:`~nemo_pc.pipelines.demo.lm_steps.LmSteps.lm_tokenizer`) in beam search.
             On the default run's AED, ``ctc_inter`` as the decoder head (its rows frozen, :data:`DECODER_CTC_ROWS`)
             read test N-WER 43.0%, PER 41.1%, F1 65.5%, ``real_test`` 40.6%, against the CTC model's 62.3%, 37.4%,
             61.1%, 82.7%, in 16.8 training minutes against 4.9 (``benchmarks/results/demo_ctc_head_frozen_2d86ed8/``,
-            docs/pc_stage.md): better words, PER 3.7 points worse; not the default yet (past the issue's minutes,
-            and C7 reads the CTC model's LM rows).
+            docs/pc_stage.md): better words, PER 3.7 points worse; not the default yet (past the issue's minutes).
         ctc_head_steps: optimizer steps per CTC system trained as a decoder CTC head (batches of ``batch_size``).
         ctc_init_encoder_lr: the encoder's peak rate in a CTC system that starts from ``ctc_init``'s encoder (the
             heads keep 2e-3); 3e-4, the pretrained encoders' rate. At 1e-4 ``ctc_inter`` wrote better words on every

@@ -10,7 +10,7 @@ from pathlib import Path
 from nemo_pc.data.recipes.synth import SEEN_TEST_SPLIT
 from nemo_pc.parts.manifest import iter_manifest, write_text_atomic
 from nemo_pc.parts.modes import MODES
-from nemo_pc.pipelines.demo.config import ASR_SYSTEMS
+from nemo_pc.pipelines.demo.config import ASR_SYSTEMS, DECODER_CTC_SYSTEMS
 from nemo_pc.pipelines.demo.layout import step_done as _done
 from nemo_pc.pipelines.lm_build import LMJob, build_lms
 
@@ -22,17 +22,17 @@ LM_FIELDS = {"normalized": "text_normalized", "punctuated": "text"}
 
 class LmSteps:
     """The LM steps of :class:`~nemo_pc.pipelines.demo.pipeline.Demo`, which gives them ``cfg``, ``path``,
-    ``manifest``, ``model_path``, ``dev_subset``, ``tokenizers``, ``tokenizer_kind``, ``head_on_aed``,
-    ``_synth_sources`` and ``_write_predictions``."""
+    ``manifest``, ``model_path``, ``dev_subset``, ``tokenizers``, ``tokenizer_kind``, ``transducer_on_aed``,
+    ``decoder_ctc_on_aed``, ``_synth_sources`` and ``_write_predictions``."""
 
     def lm_dev(self) -> Path:
         """The ``dev`` the LM weights are tuned on (:meth:`dev_subset`, ``lm_dev_utterances``)."""
         return self.dev_subset(self.cfg.lm_dev_utterances, LM_DEV)
 
     def lm_systems(self) -> list[str]:
-        """The systems also decoded with the LMs (those of ``lm_systems`` that are trained and write plain pieces:
-        not the AEDs nor the heads on an AED (transducer or decoder CTC), which write Whisper's tokens, nor ``ctc_m2``
-        with its style tags)."""
+        """The systems also decoded with the LMs (those of ``lm_systems`` that are trained and decode by CTC or RNN-T
+        search: not the AEDs nor the transducer heads on an AED, nor ``ctc_m2`` with its style tags). A decoder CTC
+        head on the AED gets LMs over the Whisper tokens it writes (:meth:`lm_kind`)."""
         if not self.cfg.lm_order:
             return []
         return [
@@ -41,8 +41,39 @@ class LmSteps:
             if name in self.cfg.systems
             and name != "ctc_m2"
             and ASR_SYSTEMS[name][0] != "aed"
-            and not self.head_on_aed(name)
+            and not self.transducer_on_aed(name)
         ]
+
+    def lm_kind(self, name: str) -> str:
+        """Which LMs a system of :meth:`lm_systems` reads: those over its tokenizer's pieces (its
+        :meth:`tokenizer_kind`), or, for a decoder CTC head on the AED, those over its own tokens (the system's
+        name; :meth:`lm_tokenizer`)."""
+        return name if self.decoder_ctc_on_aed(name) else self.tokenizer_kind(name)
+
+    def lm_tokenizer(self, kind: str) -> Path:
+        """The tokenizer folder the LMs of ``kind`` (:meth:`lm_kind`) are over: one of :meth:`tokenizers`, or a
+        decoder CTC head's tokens, ``lm/<system>_tokens_<digest>/`` (the trained head writes it; the digest is of its
+        token ids, so a head that writes other tokens gets its own folder and LMs)."""
+        if kind not in DECODER_CTC_SYSTEMS:
+            return self.tokenizers()[kind]
+        folders = self.__dict__.setdefault("_head_token_folders", {})  # a model loads once per run
+        if kind not in folders:
+            folders[kind] = self._head_tokens(kind)
+        return folders[kind]
+
+    def _head_tokens(self, kind: str) -> Path:
+        import hashlib
+
+        from nemo_pc.data.tokenizers.token_encoder import HEAD_TOKENS_FILE
+        from nemo_pc.pipelines.inference import load_asr_model
+
+        model = load_asr_model(self.model_path(kind))
+        ids = model.decoder_ctc_token_ids()
+        digest = hashlib.sha256(json.dumps(ids).encode()).hexdigest()[:12]
+        folder = self.path("lm", f"{kind}_tokens_{digest}")
+        if not (folder / HEAD_TOKENS_FILE).is_file():
+            model.write_decoder_ctc_tokens(folder)
+        return folder
 
     def language_models(self) -> dict[str, dict[str, Path]]:
         """The LM text from the source books, and the file of one LM per output mode (NGPU-LM ``.nemo``) over the
@@ -57,10 +88,11 @@ class LmSteps:
         those utterances (:func:`nemo_pc.data.recipes.lm_text.write_lm_text`); ``lm/text.report.json`` counts both.
         """
         folder = self.lm_text().parent
-        tokenizers = self.tokenizers()
+        kinds = dict.fromkeys(self.lm_kind(name) for name in self.lm_systems())
+        tokenizers = {kind: self.lm_tokenizer(kind) for kind in kinds}
         return {
             kind: {mode: lm_file(folder, mode, self.cfg.lm_order, tokenizers[kind]) for mode in MODES}
-            for kind in dict.fromkeys(self.tokenizer_kind(name) for name in self.lm_systems())
+            for kind in kinds
         }
 
     def lm_text(self) -> Path:
@@ -85,7 +117,7 @@ class LmSteps:
     def lm_job(self, kind: str, mode: str, target: Path) -> LMJob:
         """The build of ``target``, the LM of ``mode`` over the pieces of the tokenizer ``kind``
         (:meth:`language_models`), from the LM text."""
-        return LMJob(self.path("lm", "text.json"), self.tokenizers()[kind], target, self.cfg.lm_order, LM_FIELDS[mode])
+        return LMJob(self.path("lm", "text.json"), self.lm_tokenizer(kind), target, self.cfg.lm_order, LM_FIELDS[mode])
 
     def built_lm(self, kind: str, mode: str, target: Path) -> Path:
         """``target`` (:meth:`lm_job`), built unless done."""
@@ -103,7 +135,7 @@ class LmSteps:
         for name in self.lm_systems():
             if self.path("predictions", f"{name}_lm.json").is_file():  # decoded (transcribe_lm)
                 continue
-            kind = self.tokenizer_kind(name)
+            kind = self.lm_kind(name)
             for mode in lm_modes(load_asr_model(self.model_path(name))):
                 target = lms[kind][mode]
                 if not _done(target):
@@ -124,7 +156,7 @@ class LmSteps:
         beam, batch = self.cfg.lm_beam_size, self.cfg.batch_size
         modes = lm_modes(model)
         derived = modes != MODES
-        kind = self.tokenizer_kind(name)
+        kind = self.lm_kind(name)
         lms = {mode: self.built_lm(kind, mode, lms[kind][mode]) for mode in modes}
         dev = self.lm_dev()
         choices = {
