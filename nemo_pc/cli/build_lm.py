@@ -14,8 +14,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("manifest", help="nemo_pc manifest (JSON lines) whose text the LM is trained on")
     parser.add_argument(
         "tokenizer",
-        help="the ASR model's tokenizer folder (SentencePiece, or a Whisper subset with kept.json), its "
-        "tokenizer.model, or the model .nemo",
+        help="the ASR model's tokenizer folder (SentencePiece, a Whisper subset with kept.json, or a decoder CTC "
+        "head's tokens with head_tokens.json), its tokenizer.model, or the model .nemo",
     )
     parser.add_argument(
         "output",

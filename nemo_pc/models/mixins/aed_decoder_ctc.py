@@ -27,7 +27,7 @@ as a CTC head").
         and read again when the utterance comes back; 0: none.
     decoding: how ``transcribe`` decodes with this head (null: greedy): ``strategy`` (``greedy`` or ``beam``),
         ``beam_size`` (8), ``beam_beta`` (1.0, added per written token), ``ngram_lm_model`` (an n-gram LM over the
-        head's tokens, ``nemo-pc build-lm --tokenizer`` on the folder :meth:`write_decoder_ctc_tokens` writes) and
+        head's tokens: ``nemo-pc build-lm`` over the folder :meth:`write_decoder_ctc_tokens` writes) and
         ``ngram_lm_alpha``; the LM joins the beam search of the mode ``pc.ngram_lm_mode`` names (the other mode is
         searched without it). :func:`nemo_pc.parts.lm_fusion.ngram_lm_decoding` sets it for a block.
 
@@ -188,7 +188,7 @@ class AEDDecoderCTCMixin:
 
     def write_decoder_ctc_tokens(self, folder: str | Path) -> Path:
         """``folder`` with the head's tokens (:meth:`decoder_ctc_token_ids`) and the AED's tokenizer, the
-        tokenizer that ``nemo-pc build-lm --tokenizer folder`` builds an LM over the head's outputs with
+        tokenizer with which ``nemo-pc build-lm`` builds an LM over the head's outputs
         (:class:`nemo_pc.data.tokenizers.token_encoder.HeadTokensEncoder`)."""
         from nemo_pc.data.tokenizers.token_encoder import write_head_tokens
 
