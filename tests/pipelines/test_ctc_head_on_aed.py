@@ -52,11 +52,12 @@ def test_ctc_inter_is_the_aeds_decoder_normalized_at_block_3(config, tmp_path):
     assert cfg.model.decoder_ctc.freeze_rows is True and cfg.model.decoder_ctc.negatives == 2048  # both systems
     assert cfg.model.compute_eval_loss is False  # the learning curves read the WERs only
     assert cfg.model.pc.variant == "prompt" and cfg.init_from_nemo_model == str(finetuned)
-    assert cfg.model.optim_param_groups.decoder_ctc_decoder.lr == pytest.approx(1e-4)
+    assert cfg.model.optim_param_groups.decoder_ctc_decoder.lr == pytest.approx(3e-4)  # the rows frozen
     punctuated = compose_config("aed", demo.asr_overrides("ctc_punctuated"))
     assert list(punctuated.model.decoder_ctc.train_modes) == ["punctuated"]
     assert punctuated.model.decoder_ctc.inter_block is None
     assert punctuated.model.decoder_ctc.freeze_rows is True and punctuated.model.decoder_ctc.negatives == 2048
+    assert punctuated.model.optim_param_groups.decoder_ctc_decoder.lr == pytest.approx(3e-4)
     assert demo.lm_systems() == ["ctc_inter"]  # with LMs over the Whisper tokens the head writes
     assert set(DECODER_CTC_SYSTEMS) == {"ctc_inter", "ctc_punctuated"}
 
