@@ -64,9 +64,10 @@ class DecoderCTCHead(TokenRows):
         return self.query(grouped) * self.query_scale, -(-lengths // self.stack)
 
     def log_probs(self, hidden: torch.Tensor, vocab: torch.Tensor) -> torch.Tensor:
-        """CTC log-probabilities ``(B, T, len(vocab) + 1)`` over the token ids ``vocab`` and the blank (last)."""
+        """CTC log-probabilities ``(B, T, len(vocab) + 1)`` over the token ids ``vocab`` and the blank (last), in
+        float32 under bfloat16 autocast too (the products may run in bfloat16; the softmax's normalizer does not)."""
         tokens = hidden @ self.token_out[vocab].T + self.token_bias[vocab]
-        return torch.cat([tokens, self.blank_out(hidden)], dim=-1).log_softmax(-1)
+        return torch.cat([tokens, self.blank_out(hidden)], dim=-1).float().log_softmax(-1)
 
 
 def decoder_ctc_hidden(

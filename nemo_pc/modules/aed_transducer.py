@@ -84,9 +84,9 @@ class TransducerJoint(TokenRows):
         batch, width_u, frames = g.shape[0], g.shape[1], f.shape[1]
         rowwise = self._rowwise(g, lm_head, vocab)
         z = torch.tanh(self.pred(g)[:, :, None] + f[:, None])  # (B, U + 1, T, width)
-        tokens = (z.reshape(-1, z.shape[-1]) @ self.token_out[vocab].T).view(batch, width_u, frames, -1)
-        tokens = tokens.add_(rowwise[:, :, None])
-        blank = self.blank_out(z)[..., 0]  # (B, U + 1, T)
+        tokens = (z.reshape(-1, z.shape[-1]) @ self.token_out[vocab].T).float().view(batch, width_u, frames, -1)
+        tokens = tokens.add_(rowwise[:, :, None])  # float32 from here under bfloat16 autocast too
+        blank = self.blank_out(z)[..., 0].float()  # (B, U + 1, T)
         norm = torch.logaddexp(torch.logsumexp(tokens, dim=-1), blank)
         index = labels[:, : width_u - 1, None, None].expand(batch, width_u - 1, frames, 1)
         emit = tokens[:, : width_u - 1].gather(-1, index)[..., 0] - norm[:, : width_u - 1]
@@ -111,7 +111,7 @@ class TransducerJoint(TokenRows):
         am = torch.cat([f @ token_out.T, (f @ blank_w)[..., None] + self.blank_out.bias], dim=-1)
         p = self.pred(g)
         lm_tokens = p @ token_out.T + self._rowwise(g, lm_head, vocab)
-        return am, torch.cat([lm_tokens, (p @ blank_w)[..., None]], dim=-1)
+        return am.float(), torch.cat([lm_tokens, (p @ blank_w)[..., None]], dim=-1).float()
 
     def window_lattice(
         self,
@@ -134,10 +134,10 @@ class TransducerJoint(TokenRows):
         p = self.pred(g)
         p_win = p.gather(1, flat[..., None].expand(-1, -1, p.shape[-1])).view(batch, frames, size, -1)
         z = torch.tanh(f[:, :, None] + p_win)  # (B, T, S, width)
-        tokens = (z.reshape(-1, z.shape[-1]) @ self.token_out[vocab].T).view(batch, frames, size, -1)
+        tokens = (z.reshape(-1, z.shape[-1]) @ self.token_out[vocab].T).float().view(batch, frames, size, -1)
         row_win = rowwise.gather(1, flat[..., None].expand(-1, -1, rowwise.shape[-1]))
-        tokens = tokens.add_(row_win.view(batch, frames, size, -1))
-        blank = self.blank_out(z)[..., 0]
+        tokens = tokens.add_(row_win.view(batch, frames, size, -1))  # float32 under bfloat16 autocast too
+        blank = self.blank_out(z)[..., 0].float()
         norm = torch.logaddexp(torch.logsumexp(tokens, dim=-1), blank)
         label = labels.gather(1, flat.clamp(max=max(labels.shape[1] - 1, 0))).view(batch, frames, size)
         emit = tokens.gather(-1, label[..., None])[..., 0] - norm

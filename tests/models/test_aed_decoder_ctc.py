@@ -59,6 +59,19 @@ def test_the_queries_start_as_the_mean_of_their_frames_at_the_embeddings_size():
         DecoderCTCHead(4, 4, 10, stack=0)
 
 
+def test_under_bfloat16_autocast_the_log_probabilities_are_float32_and_close_to_them():
+    torch.manual_seed(0)
+    head = DecoderCTCHead(frame_dim=4, width=8, vocab_size=10, stack=2)
+    head.start_from(torch.randn(10, 8), torch.randn(10, 8))
+    hidden, vocab = torch.randn(2, 3, 8), torch.tensor([1, 4, 7])
+    exact = head.log_probs(hidden, vocab)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        mixed = head.log_probs(hidden, vocab)
+    assert mixed.dtype == torch.float32
+    torch.testing.assert_close(mixed, exact, atol=0.1, rtol=0.05)
+    torch.testing.assert_close(mixed.exp().sum(-1), torch.ones(2, 3))
+
+
 def test_every_query_sees_every_other_and_padding_is_masked():
     torch.manual_seed(0)
     decoder = _nar(tiny_whisper_decoder()[0]).eval()

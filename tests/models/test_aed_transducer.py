@@ -334,6 +334,25 @@ def test_the_lattice_equals_the_log_softmax_of_the_joints_whole_output():
     torch.testing.assert_close(loss, reference)
 
 
+def test_under_bfloat16_autocast_the_lattice_and_the_pruned_parts_are_float32_and_close_to_it():
+    """The products may run in bfloat16 (trainer.precision=bf16-mixed); normalizers and log-probabilities do not."""
+    torch.manual_seed(0)
+    _, head = tiny_whisper_decoder()
+    joint = TransducerJoint(frame_dim=6, width=16, vocab_size=16, stack=1, lm_scale=0.7)
+    f, g = torch.randn(2, 5, 16), torch.randn(2, 4, 16)
+    vocab, labels = torch.tensor([1, 3, 6, 9]), torch.tensor([[0, 2, 3], [1, 1, 0]])
+    exact = joint.lattice(f, g, head, vocab, labels)
+    starts = torch.zeros(2, 5, dtype=torch.long)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        mixed = joint.lattice(f, g, head, vocab, labels)
+        windows = joint.window_lattice(f, g, head, vocab, labels, starts, 2)
+        am, lm = joint.simple_logits(f, g, head, vocab)
+    for value, reference in zip(mixed, exact, strict=True):
+        assert value.dtype == torch.float32
+        torch.testing.assert_close(value, reference, atol=0.1, rtol=0.05)
+    assert {t.dtype for t in (*windows, am, lm)} == {torch.float32}
+
+
 def test_the_encoder_states_are_read_back_from_the_cache(trained, monkeypatch):
     from nemo_pc.data.datasets.pc_batch import PCBatch
 
