@@ -283,11 +283,11 @@ class EncDecAEDPCModel(
         """Each mode's decoding of encoder states ``(B, T, D)`` with the current strategy; the mixed variant decodes
         once and parses both modes out of the tagged output; a model whose transducer decodes
         (:meth:`~nemo_pc.models.mixins.aed_transducer.AEDTransducerMixin.decode_with`) decodes with it. The model's
-        train/eval mode is kept."""
-        if self.transducer_decodes:
-            return self.transducer_decode_modes(states, mask, modes, return_hypotheses)
-        if self.decoder_ctc_decodes:
-            return self.decoder_ctc_decode_modes(states, mask, modes, return_hypotheses)
+        train/eval mode is kept. The heads on the AED decode in float32, under bf16 autocast (``bf16-mixed``) too."""
+        if self.transducer_decodes or self.decoder_ctc_decodes:
+            decode = self.transducer_decode_modes if self.transducer_decodes else self.decoder_ctc_decode_modes
+            with torch.autocast(states.device.type, enabled=False):
+                return decode(states.float(), mask, modes, return_hypotheses)
         training = self.training
         mixed = self.cfg.pc.variant == "mixed"
         passes = [PUNCTUATED_ID] if mixed else modes
