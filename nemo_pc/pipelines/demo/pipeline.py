@@ -133,7 +133,7 @@ class Demo(AedSteps, AsrOverrides, FormatterSteps, LmSteps, RealSpeechSteps):
             )
         if config.ctc_head not in CTC_HEADS:
             raise ValueError(f"ctc_head must be one of {CTC_HEADS}, got {config.ctc_head!r}")
-        if config.ctc_head == "aed_decoder" and config.rnnt_init in DECODER_CTC_SYSTEMS:
+        if config.ctc_head == "aed_decoder" and config.rnnt_init in DECODER_CTC_SYSTEMS and self._ctc_init():
             raise ValueError(
                 f"rnnt_init {config.rnnt_init!r} is a decoder CTC head with ctc_head=aed_decoder, not an encoder to "
                 "start an RNN-T from: start the RNN-Ts from the AED (rnnt_init=aed_prompt) or use ctc_head=encoder"
