@@ -264,7 +264,7 @@ class DemoConfig:
             (:meth:`~nemo_pc.pipelines.demo.lm_steps.LmSteps.lm_tokenizer`) in beam search.
             The default: on the c9b4569 run's AED, ``ctc_inter`` as the decoder head (:data:`DECODER_CTC_RECIPE`,
             bf16 autocast) read test N-WER 38.7%, PER 39.0%, F1 68.5% in 10.7 training minutes, against the CTC
-            model's 62.3%, 37.4%, 61.1% in 4.9 (``benchmarks/results/demo_heads_bf16_*/``, docs/pc_stage.md, "The
+            model's 62.3%, 37.4%, 61.1% in 4.9 (``benchmarks/results/demo_heads_bf16_bfb0a24/``, docs/pc_stage.md, "The
             decoder CTC head as the default").
         ctc_head_steps: optimizer steps per CTC system trained as a decoder CTC head (batches of ``batch_size``).
         ctc_init_encoder_lr: the encoder's peak rate in a CTC system that starts from ``ctc_init``'s encoder (the
