@@ -135,8 +135,6 @@ def _decoder_ctc_lm_decoding(
 ) -> Iterator[None]:
     """:func:`ngram_lm_decoding` for an AED that transcribes with its decoder CTC head: its ``decoder_ctc.decoding``
     (:mod:`nemo_pc.models.mixins.aed_decoder_ctc`) for the block, an LM joining beam search only."""
-    from nemo_pc.models.mixins.aed_decoder_ctc import decoder_ctc_decoding
-
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
     if alpha < 0 or beam_size < 1:
@@ -145,7 +143,7 @@ def _decoder_ctc_lm_decoding(
     if strategy == "greedy" and (fused or beta is not None):
         raise ValueError("the decoder CTC head reads an n-gram LM and beta in beam search only (strategy 'beam')")
     before, before_mode = model.cfg.decoder_ctc.get("decoding"), model.cfg.pc.ngram_lm_mode
-    beta = decoder_ctc_decoding(before)["beam_beta"] if beta is None else float(beta)
+    beta = float((before or {}).get("beam_beta", 1.0)) if beta is None else float(beta)  # 1.0: the head's default
     decoding = {"strategy": strategy, "beam_size": int(beam_size), "beam_beta": beta}
     decoding |= {"ngram_lm_model": str(lm) if fused else None, "ngram_lm_alpha": float(alpha)}
     try:
