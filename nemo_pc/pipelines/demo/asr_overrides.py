@@ -116,9 +116,8 @@ class AsrOverrides:
     def _decoder_ctc_overrides(self, name: str) -> list[str]:
         """A decoder CTC head's overrides: the ``ctc_init`` AED's recipe, the system's ``decoder_ctc`` keys
         (:data:`DECODER_CTC_SYSTEMS`), the AED's fine-tune as the start, the LM text's tokens among those it may
-        write, batches of ``batch_size``, and ``precision`` (bf16 autocast: the decoder's blocks are matrix products,
-        1.6 times faster a step in bfloat16 on AVX-512 cores; the transducer heads stay float32, their joint's
-        normalizers dominating a step)."""
+        write, batches of ``batch_size``, and ``precision`` (bf16 autocast: its steps 1.6 times faster than float32's
+        in the demo, docs/pc_stage.md; the transducer heads gained no minutes in bfloat16 and stay float32)."""
         return [
             *self._head_overrides(self._ctc_init(), self.cfg.batch_size, self.cfg.precision),
             *DECODER_CTC_SYSTEMS[name],
