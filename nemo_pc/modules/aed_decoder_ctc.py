@@ -136,35 +136,78 @@ def greedy_ctc(log_probs: torch.Tensor, lengths: torch.Tensor) -> list[list[int]
     return out
 
 
+def frame_candidates(log_probs: torch.Tensor, lengths: torch.Tensor, top_k: int) -> torch.Tensor:
+    """The sorted indices (blank excluded, the last index) that are among the ``top_k`` most likely of some frame
+    within ``lengths`` of ``log_probs`` ``(B, T, V + 1)``: the tokens a pruned beam search may write."""
+    if top_k < 1:
+        raise ValueError(f"top_k must be >= 1, got {top_k}")
+    tokens = log_probs[..., :-1]
+    best = tokens.topk(min(top_k, tokens.shape[-1]), dim=-1).indices  # (B, T, k)
+    inside = torch.arange(log_probs.shape[1], device=lengths.device)[None] < lengths[:, None]
+    return torch.unique(best[inside.to(best.device)])
+
+
 class BeamCTC:
-    """Batched CTC beam search (NeMo's ``BeamBatchedCTCInfer``) over log-probabilities whose last index is the blank,
-    with an optional n-gram LM over the other indices (an NGPU-LM ``.nemo`` or ARPA file whose token ids are those
-    indices) at weight ``alpha`` and ``beta`` added per emitted token (NeMo's ``beam_beta``)."""
+    """Batched CTC beam search (NeMo's ``BatchedBeamCTCComputer``, the search of ``BeamBatchedCTCInfer``) over
+    log-probabilities whose last index is the blank, with an optional n-gram LM over the other indices (an NGPU-LM
+    ``.nemo`` or ARPA file whose token ids are those indices) at weight ``alpha`` and ``beta`` added per emitted token
+    (NeMo's ``beam_beta``).
 
-    def __init__(self, vocab_size: int, beam_size: int, lm: str | None = None, alpha: float = 0.0, beta: float = 1.0):
-        if beam_size < 1 or alpha < 0:
-            raise ValueError(f"the beam size must be >= 1 and the LM weight >= 0, got {beam_size} and {alpha}")
-        self.key = (vocab_size, beam_size, str(lm) if lm and alpha else None, float(alpha), float(beta))
-        self.search = None  # built on the first call (the LM loaded then)
+    ``top_k``: the search of a batch reads only the tokens among the ``top_k`` most likely of one of its frames
+    (:func:`frame_candidates`), and the LM scores only those (:class:`~nemo_pc.parts.ngram_lm_subset.SubsetNgramLM`):
+    over the head's 32k tokens this is what makes LM fusion affordable on CPU. None reads every token.
+    """
 
-    def _build(self):
-        from nemo.collections.asr.parts.submodules.ctc_beam_decoding import BeamBatchedCTCInfer
+    def __init__(
+        self,
+        vocab_size: int,
+        beam_size: int,
+        lm: str | None = None,
+        alpha: float = 0.0,
+        beta: float = 1.0,
+        top_k: int | None = None,
+    ):
+        if beam_size < 1 or alpha < 0 or (top_k is not None and top_k < 1):
+            raise ValueError(
+                f"the beam size and top_k must be >= 1 and the LM weight >= 0, got {beam_size}, {top_k} and {alpha}"
+            )
+        self.key = (vocab_size, beam_size, str(lm) if lm and alpha else None, float(alpha), float(beta), top_k)
+        self.lm = None  # the NGPU-LM, loaded on the first call
 
-        vocab_size, beam_size, lm, alpha, beta = self.key
-        return BeamBatchedCTCInfer(
-            blank_index=vocab_size,
-            beam_size=beam_size,
-            ngram_lm_model=lm,
-            ngram_lm_alpha=alpha,
-            beam_beta=beta,
-            allow_cuda_graphs=False,
-        )
+    def _language_model(self):
+        if self.lm is None:
+            from nemo.collections.asr.parts.submodules.ngram_lm import NGramGPULanguageModel
+
+            self.lm = NGramGPULanguageModel.from_file(lm_path=self.key[2], vocab_size=self.key[0])
+        return self.lm
 
     def __call__(self, log_probs: torch.Tensor, lengths: torch.Tensor) -> list[list[int]]:
         """The best path's indices per utterance, blanks and repeats removed (as :func:`greedy_ctc` returns them)."""
-        if log_probs.shape[-1] != self.key[0] + 1:
-            raise ValueError(f"log_probs: {log_probs.shape[-1]} outputs; the search reads {self.key[0]} and a blank")
-        if self.search is None:
-            self.search = self._build()
-        (hyps,) = self.search(decoder_output=log_probs.float(), decoder_lengths=lengths)
-        return [[int(t) for t in torch.as_tensor(hyp.y_sequence).tolist()] for hyp in hyps]
+        from nemo.collections.asr.parts.submodules.ctc_batched_beam_decoding import BatchedBeamCTCComputer
+
+        from nemo_pc.parts.ngram_lm_subset import SubsetNgramLM
+
+        vocab_size, beam_size, lm, alpha, beta, top_k = self.key
+        if log_probs.shape[-1] != vocab_size + 1:
+            raise ValueError(f"log_probs: {log_probs.shape[-1]} outputs; the search reads {vocab_size} and a blank")
+        log_probs, tokens = log_probs.float(), None
+        if top_k is not None:
+            tokens = frame_candidates(log_probs, lengths, top_k)
+            log_probs = torch.cat([log_probs[..., tokens], log_probs[..., -1:]], dim=-1)
+        fusion = None
+        if lm is not None:
+            fusion = [self._language_model() if tokens is None else SubsetNgramLM(self._language_model(), tokens)]
+        search = BatchedBeamCTCComputer(
+            blank_index=log_probs.shape[-1] - 1,
+            beam_size=beam_size,
+            fusion_models=fusion,
+            fusion_models_alpha=[alpha] if fusion else None,
+            beam_beta=beta,
+            allow_cuda_graphs=False,
+        )
+        with torch.inference_mode():
+            hyps = search(log_probs, lengths).to_hyps_list(score_norm=False)[: len(lengths)]
+        out = [torch.as_tensor(hyp.y_sequence, dtype=torch.long).cpu() for hyp in hyps]
+        if tokens is not None:
+            out = [tokens.cpu()[ids] for ids in out]
+        return [ids.tolist() for ids in out]

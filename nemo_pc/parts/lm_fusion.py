@@ -57,6 +57,14 @@ def decoding_cfg_for_mode(decoding_cfg: DictConfig, mode: int, lm_mode: int) -> 
 STRATEGIES = ("greedy", "beam")
 
 
+def check_fusion(strategy: str, alpha: float, beam_size: int) -> None:
+    """Refuses an unknown strategy, a negative LM weight or a beam size below 1 (each named in the message)."""
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
+    if alpha < 0 or beam_size < 1:
+        raise ValueError(f"the LM weight must be >= 0 and the beam size >= 1, got {alpha} and {beam_size}")
+
+
 def fusion_decoding_cfg(
     decoding_cfg: DictConfig,
     transducer: bool,
@@ -76,10 +84,7 @@ def fusion_decoding_cfg(
         ValueError: an unknown strategy, a negative weight, a beam size below 1, or a ``beta`` outside CTC beam
             search.
     """
-    if strategy not in STRATEGIES:
-        raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
-    if alpha < 0 or beam_size < 1:
-        raise ValueError(f"the LM weight must be >= 0 and the beam size >= 1, got {alpha} and {beam_size}")
+    check_fusion(strategy, alpha, beam_size)
     if beta is not None and (transducer or strategy != "beam"):
         raise ValueError(f"beta (beam_beta) is a setting of CTC beam search, not of {strategy} decoding here")
     cfg = OmegaConf.create(OmegaConf.to_container(decoding_cfg))
@@ -135,16 +140,14 @@ def _decoder_ctc_lm_decoding(
 ) -> Iterator[None]:
     """:func:`ngram_lm_decoding` for an AED that transcribes with its decoder CTC head: its ``decoder_ctc.decoding``
     (:mod:`nemo_pc.models.mixins.aed_decoder_ctc`) for the block, an LM joining beam search only."""
-    if strategy not in STRATEGIES:
-        raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
-    if alpha < 0 or beam_size < 1:
-        raise ValueError(f"the LM weight must be >= 0 and the beam size >= 1, got {alpha} and {beam_size}")
+    check_fusion(strategy, alpha, beam_size)
     fused = bool(lm is not None and alpha)
     if strategy == "greedy" and (fused or beta is not None):
         raise ValueError("the decoder CTC head reads an n-gram LM and beta in beam search only (strategy 'beam')")
     before, before_mode = model.cfg.decoder_ctc.get("decoding"), model.cfg.pc.ngram_lm_mode
     beta = float((before or {}).get("beam_beta", 1.0)) if beta is None else float(beta)  # 1.0: the head's default
-    decoding = {"strategy": strategy, "beam_size": int(beam_size), "beam_beta": beta}
+    kept = OmegaConf.to_container(before) if isinstance(before, DictConfig) else dict(before or {})
+    decoding = kept | {"strategy": strategy, "beam_size": int(beam_size), "beam_beta": beta}
     decoding |= {"ngram_lm_model": str(lm) if fused else None, "ngram_lm_alpha": float(alpha)}
     try:
         with open_dict(model.cfg):

@@ -322,3 +322,18 @@ def tiny_streaming_config(tokenizer_dir: str | Path, manifest: str | Path, *extr
         *extra,
     ]
     return compose_config("rnnt", overrides).model
+
+
+def assert_head_decodes_under_bf16_autocast(model, blank_bias, manifest: str | Path) -> None:
+    """What a bf16-mixed run's training-batch WER does to a head on the AED: the encoder's states come in bfloat16
+    under autocast. With the head's blank made impossible (``blank_bias``, the blank output's bias, set to -50, so
+    every step writes a token), two utterances transcribe in both modes, each to a text."""
+    import torch
+
+    with torch.no_grad():
+        blank_bias.fill_(-50.0)
+    paths = audio_paths(manifest)[:2]
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        mixed = model.transcribe(paths, batch_size=2, mode="both", verbose=False)
+    assert set(mixed) == {"normalized", "punctuated"}
+    assert all(text for texts in mixed.values() for text in texts) and all(len(t) == 2 for t in mixed.values())

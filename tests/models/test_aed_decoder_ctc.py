@@ -380,9 +380,18 @@ def test_inter_block_reads_both_modes_from_one_pass(trained):
     torch.testing.assert_close(rows[0], head.log_probs(inter, vocab)[0])  # normalized: block 1 of 2
     torch.testing.assert_close(rows[1], head.log_probs(last, vocab)[0])  # punctuated: the last block
     torch.testing.assert_close(rows[2, : query_len[1]], head.log_probs(inter, vocab)[1, : query_len[1]])
+    from nemo_pc.parts.text import normalize
     from nemo_pc.testing.asr import audio_paths
 
     paths = audio_paths(trained["corpus"]["manifest"])[:3]
+    assert not _restore(trained["path"]).normalized_by_rules  # without inter_block each mode has its own CTC
+    assert model.normalized_by_rules  # papers/004: the last block's punctuated text, normalized
+    both = model.transcribe(paths, batch_size=2, mode="both", verbose=False)
+    assert both["normalized"] == [normalize(text) for text in both["punctuated"]]
+    assert both["normalized"] == model.transcribe(paths, batch_size=3, mode="normalized", verbose=False)
+    with open_dict(model.cfg):
+        model.cfg.decoder_ctc.inter_transcribe = True
+    assert not model.normalized_by_rules
     both = model.transcribe(paths, batch_size=2, mode="both", verbose=False)  # both modes from one pass
     for mode in ("normalized", "punctuated"):
         assert both[mode] == model.transcribe(paths, batch_size=3, mode=mode, verbose=False)
@@ -486,6 +495,7 @@ def test_beam_search_follows_the_best_path_without_an_lm_and_an_lm_moves_a_close
     for frame, best in enumerate([0, 5, 1, 5, 3]):
         probs[0, frame, best] = 0.95
     probs[0, 2, 1], probs[0, 2, 2] = 0.50, 0.45
+    probs[0, 1, 0], probs[0, 3, 3] = 0.02, 0.02  # each blank frame's likeliest token: the one before it
     log_probs = (probs / probs.sum(-1, keepdim=True)).log()
     lengths = torch.tensor([5])
     assert greedy_ctc(log_probs, lengths) == [[0, 1, 3]]
@@ -495,10 +505,31 @@ def test_beam_search_follows_the_best_path_without_an_lm_and_an_lm_moves_a_close
         write_arpa(estimate([[0, 2, 3]] * 20 + [[4]], vocab_size=5, order=3), handle)
     assert BeamCTC(5, 4, lm, alpha=2.0, beta=0.0)(log_probs, lengths) == [[0, 2, 3]]
     assert BeamCTC(5, 4, lm, alpha=0.0, beta=0.0).key[2] is None  # weight 0: no LM read
+    # pruned to each frame's 2 likeliest tokens, 2 stays a candidate at frame 2; pruned to 1, no frame offers it
+    # (the LM, which never saw 1 after 0, then drops the 1 instead)
+    assert BeamCTC(5, 4, lm, alpha=2.0, beta=0.0, top_k=2)(log_probs, lengths) == [[0, 2, 3]]
+    assert BeamCTC(5, 4, lm, alpha=2.0, beta=0.0, top_k=1)(log_probs, lengths) == [[0, 3]]
     with pytest.raises(ValueError, match="6 outputs; the search reads 4 and a blank"):
         BeamCTC(4, 4)(log_probs, lengths)
-    with pytest.raises(ValueError, match="beam size must be >= 1"):
+    with pytest.raises(ValueError, match="beam size and top_k must be >= 1"):
         BeamCTC(5, 0)
+    with pytest.raises(ValueError, match="beam size and top_k must be >= 1"):
+        BeamCTC(5, 4, top_k=0)
+
+
+def test_frame_candidates_are_each_frames_best_tokens_within_the_lengths():
+    from nemo_pc.modules.aed_decoder_ctc import frame_candidates
+
+    log_probs = torch.arange(6.0).expand(2, 3, 6) * -1.0 - 9.0  # below every best: 0 likelier than 1, ...
+    log_probs = log_probs.clone()
+    log_probs[0, 0, 1], log_probs[0, 1, 5], log_probs[0, 1, 4], log_probs[0, 2, 4] = -0.1, 0.0, -1.0, -0.2
+    log_probs[1, 0, 2], log_probs[1, 1, 3], log_probs[1, 2, 0] = -0.1, -0.1, -0.1  # frame 2: past the length
+    lengths = torch.tensor([3, 2])
+    assert frame_candidates(log_probs, lengths, 1).tolist() == [1, 2, 3, 4]  # the blank (index 5) is never one
+    assert frame_candidates(log_probs, lengths, 2).tolist() == [0, 1, 2, 3, 4]
+    assert frame_candidates(log_probs, torch.tensor([1, 1]), 1).tolist() == [1, 2]  # the first frames only
+    with pytest.raises(ValueError, match="top_k must be >= 1"):
+        frame_candidates(log_probs, lengths, 0)
 
 
 def test_an_lm_over_the_heads_tokens_is_built_and_fused_in_beam_search(trained, tmp_path):
@@ -526,7 +557,7 @@ def test_an_lm_over_the_heads_tokens_is_built_and_fused_in_beam_search(trained, 
     with ngram_lm_decoding(model, "normalized", lm, 0.5, "beam", beam_size=4, beta=0.0):
         assert model.cfg.decoder_ctc.decoding.ngram_lm_model == str(lm)
         fused = model.decoder_ctc_search(len(ids), True)
-        assert isinstance(fused, BeamCTC) and fused.key == (len(ids), 4, str(lm), 0.5, 0.0)
+        assert isinstance(fused, BeamCTC) and fused.key == (len(ids), 4, str(lm), 0.5, 0.0, 16)
         assert model.decoder_ctc_search(len(ids), False).key[2] is None  # the other mode: no LM
     assert model.cfg.decoder_ctc.get("decoding") is None and model.cfg.pc.ngram_lm_mode == "punctuated"
     with ngram_lm_decoding(model, "punctuated", None, 0.0, "beam", beam_size=4, beta=0.0):
@@ -550,21 +581,16 @@ def test_bad_decoder_ctc_decoding_settings_are_refused():
         ({"strategy": "beam", "ngram_lm_alpha": -1}, "ngram_lm_alpha must be a number >= 0"),
         ({"ngram_lm_model": "lm.nemo"}, "beam search only"),
         ({"beam": 4}, r"unknown key\(s\) \['beam'\]"),
+        ({"strategy": "beam", "top_k": 0}, "top_k must be an integer >= 1 or null"),
     ):
         with pytest.raises(ValueError, match=message):
             decoder_ctc_decoding(bad)
 
 
 def test_the_head_decodes_in_float32_when_the_states_come_in_bfloat16(trained):
-    """What a bf16-mixed run's training-batch WER does: the encoder's states come in bfloat16 under autocast, the
-    head's decoding runs in float32 (its caches and rows are float32)."""
-    from nemo_pc.testing.asr import audio_paths
+    """The head's decoding runs in float32 (its caches and rows are float32) when the states come in bfloat16."""
+    from nemo_pc.testing.asr import assert_head_decodes_under_bf16_autocast
 
     model = _restore(trained["path"])
-    with torch.no_grad():
-        model.decoder_ctc_head.blank_out.bias.fill_(-50.0)  # no blank: every step writes a token
-    paths = audio_paths(trained["corpus"]["manifest"])[:2]
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        mixed = model.transcribe(paths, batch_size=2, mode="both", verbose=False)
-    assert set(mixed) == {"normalized", "punctuated"}
-    assert all(text for texts in mixed.values() for text in texts) and all(len(t) == 2 for t in mixed.values())
+    bias = model.decoder_ctc_head.blank_out.bias
+    assert_head_decodes_under_bf16_autocast(model, bias, trained["corpus"]["manifest"])

@@ -10,6 +10,10 @@ as a CTC head").
     inter_block: null: a pass per mode, after its prompt; a block number: one pass after the punctuated prompt, the
         normalized CTC on that block's output and the punctuated CTC on the last block's (papers/004's intermediate
         normalized CTC, inside the decoder; half the decoder's work).
+    inter_transcribe: with ``inter_block``, whether ``transcribe``'s normalized mode reads the intermediate block
+        (true) or, as papers/004 reads its model and the CTC model's ``pc.inter.transcribe`` defaults, the last
+        block's punctuated text normalized by the text rules (false, the default): the intermediate normalized CTC
+        then trains the head alone (docs/pc_stage.md, "The normalized output of the decoder head").
     train_modes: the modes it learns (null: both; ``[punctuated]``: its normalized output is its punctuated output
         normalized by the text rules).
     vocab_from_train: the tokens of the training manifests' transcripts, in both modes, are those it may write from
@@ -60,6 +64,7 @@ from nemo_pc.parts.modes import MODES, NORMALIZED_ID, PUNCTUATED_ID
 DEFAULTS = {
     "stack": 4,
     "inter_block": None,
+    "inter_transcribe": False,
     "train_modes": None,
     "vocab_from_train": True,
     "vocab_text": None,
@@ -75,6 +80,7 @@ DECODING_DEFAULTS = {
     "beam_beta": 1.0,
     "ngram_lm_model": None,
     "ngram_lm_alpha": 0.0,
+    "top_k": 16,
 }
 DECODING_STRATEGIES = ("greedy", "beam")
 
@@ -103,6 +109,9 @@ def decoder_ctc_decoding(cfg: DictConfig | dict | None) -> dict:
         raise ValueError(f"decoder_ctc.decoding.beam_size must be an integer >= 1, got {beam!r}")
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or alpha < 0:
         raise ValueError(f"decoder_ctc.decoding.ngram_lm_alpha must be a number >= 0, got {alpha!r}")
+    top_k = options["top_k"]
+    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
+        raise ValueError(f"decoder_ctc.decoding.top_k must be an integer >= 1 or null (every token), got {top_k!r}")
     if options["ngram_lm_model"] and strategy != "beam":
         raise ValueError("decoder_ctc.decoding.ngram_lm_model: an n-gram LM joins beam search only (strategy: beam)")
     return options
@@ -202,7 +211,7 @@ class AEDDecoderCTCMixin:
         if options["strategy"] == "greedy":
             return greedy_ctc
         lm, alpha = (options["ngram_lm_model"], options["ngram_lm_alpha"]) if with_lm else (None, 0.0)
-        search = BeamCTC(vocab_size, options["beam_size"], lm, alpha, options["beam_beta"])
+        search = BeamCTC(vocab_size, options["beam_size"], lm, alpha, options["beam_beta"], options["top_k"])
         if self._decoder_ctc_search is None or self._decoder_ctc_search.key != search.key:
             self._decoder_ctc_search = search
         return self._decoder_ctc_search
@@ -234,10 +243,20 @@ class AEDDecoderCTCMixin:
         return (NORMALIZED_ID, PUNCTUATED_ID) if modes is None else tuple(MODES.index(mode) for mode in modes)
 
     @property
+    def decoder_ctc_transcribed_modes(self) -> tuple[int, ...]:
+        """The modes ``transcribe`` reads from the head's own CTC: those it learns, without the normalized mode of an
+        intermediate block unless ``inter_transcribe``."""
+        options = self.decoder_ctc_options
+        by_rules = options.get("inter_block") is not None and not options.get("inter_transcribe")
+        by_rules = by_rules and PUNCTUATED_ID in self.decoder_ctc_modes
+        return tuple(mode for mode in self.decoder_ctc_modes if not (by_rules and mode == NORMALIZED_ID))
+
+    @property
     def normalized_by_rules(self) -> bool:
-        """Whether the model transcribes with a head that writes punctuated text alone, its normalized output being
-        that text normalized (``train_modes: [punctuated]``), as the CTC model's property says."""
-        return self.decoder_ctc_decodes and NORMALIZED_ID not in self.decoder_ctc_modes
+        """Whether the model transcribes with a head whose normalized output is its punctuated output normalized by
+        the text rules (``train_modes: [punctuated]``, or ``inter_block`` without ``inter_transcribe``), as the CTC
+        model's property says."""
+        return self.decoder_ctc_decodes and NORMALIZED_ID not in self.decoder_ctc_transcribed_modes
 
     @property
     def decoder_ctc_decodes(self) -> bool:
@@ -328,10 +347,10 @@ class AEDDecoderCTCMixin:
         """
         from nemo_pc.parts.text import normalize
 
-        learned = self.decoder_ctc_modes
-        if PUNCTUATED_ID in modes and PUNCTUATED_ID not in learned:
+        if PUNCTUATED_ID in modes and PUNCTUATED_ID not in self.decoder_ctc_modes:
             raise ValueError("mode: this model's decoder_ctc head writes only normalized text, not punctuated")
-        sources = {mode: mode if mode in learned else PUNCTUATED_ID for mode in modes}
+        read = self.decoder_ctc_transcribed_modes
+        sources = {mode: mode if mode in read else PUNCTUATED_ID for mode in modes}
         lengths = mask.sum(dim=1).long()
         states = states * mask[..., None].to(states.dtype)
         vocab = torch.tensor(self.decoder_ctc_token_ids(), dtype=torch.long, device=states.device)
