@@ -1597,6 +1597,14 @@ def render_lm_decoding(source: Path) -> str:
     return markdown(_read_json(source)) + "\n"
 
 
+def render_ctc_lm_top_k(source: Path) -> str:
+    """``speed_ctc_lm_top_k.py``: a decoder CTC head's LM beam search at each ``top_k`` beside every token and greedy:
+    seconds, the speed-up, the error rate and the share of outputs the same as the unpruned search's."""
+    from speed_ctc_lm_top_k import markdown
+
+    return markdown(_read_json(source)) + "\n"
+
+
 def render_encoder_interpolation(source: Path) -> str:
     """``quality_encoder_interpolation.py``: a system's encoder at each weight between its start (0) and its fine-tune
     (1), heads as trained: N-WER, PER and punctuation F1 of each split (a real recorded set: N-WER), the weight chosen
@@ -1832,6 +1840,7 @@ RENDERERS: dict[str, Callable[[Path], str]] = {
     "demo_validation": render_demo_validation,
     "rnnt_validation": render_rnnt_validation,
     "lm_decoding": render_lm_decoding,
+    "ctc_lm_top_k": render_ctc_lm_top_k,
     "aed_minutes": render_aed_minutes,
     "real_speech": render_real_speech,
     "real_speech_sets": render_real_speech_sets,

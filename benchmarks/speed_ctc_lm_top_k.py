@@ -24,8 +24,10 @@ from suite import num, pct, write_results
 
 
 def head_lm(demo_dir: Path, system: str, mode: str) -> Path:
-    """The folder's LM of ``mode`` over the head's tokens (``lm/<mode>_order<n>_<system>_tokens_<digest>.nemo``)."""
-    found = sorted((demo_dir / "lm").glob(f"{mode}_order*_{system}_tokens_*.nemo"))
+    """The folder's LM of ``mode`` over the head's tokens (``lm/<mode>_order<n>_<system>_tokens_<digest>.nemo``, or
+    ``.arpa``)."""
+    pattern = f"{mode}_order*_{system}_tokens_*"
+    found = sorted(path for path in (demo_dir / "lm").glob(pattern) if path.suffix in (".nemo", ".arpa"))
     if len(found) != 1:
         raise ValueError(f"{demo_dir / 'lm'}: {len(found)} LMs of {mode} over {system}'s tokens, expected one")
     return found[0]
