@@ -11,6 +11,7 @@ from nemo_pc.pipelines.demo.config import (
     BASE_OVERRIDES,
     BASE_SYSTEM,
     DECODER_CTC_SYSTEMS,
+    HEAD_VALIDATION_BATCH_SIZE,
     PC_FROM_START,
     PRETRAINED_ENCODER,
     RNNT_FINETUNE_OVERRIDES,
@@ -143,6 +144,7 @@ class AsrOverrides:
             f"model.validation_ds.num_workers={workers}",
             f"trainer.precision={precision}",
             "model.compute_eval_loss=false",  # the learning curves read the WERs only (RNNT_VALIDATION)
+            f"model.validation_ds.batch_size={HEAD_VALIDATION_BATCH_SIZE}",
             *([] if self.cfg.backbone == "whisper_tiny" else [f"backbone={self.cfg.backbone}", *SMALL_ENCODER]),
         ]
 
