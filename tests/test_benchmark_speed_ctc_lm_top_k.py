@@ -18,22 +18,14 @@ def folder(tmp_path_factory):
     from nemo_pc.parts.ngram_lm import build_token_lm
     from nemo_pc.pipelines.inference import load_asr_model
     from nemo_pc.pipelines.train import train_model
-    from nemo_pc.testing.whisper import tiny_aed_overrides, train_tiny_aed
+    from nemo_pc.testing.whisper import tiny_decoder_ctc_overrides, train_tiny_aed
 
     root = tmp_path_factory.mktemp("top_k_demo")
     corpus, aed = train_tiny_aed(root / "work")
     for name in ("manifests", "models", "lm"):
         (root / name).mkdir()
     (root / "manifests" / "dev_lm.json").write_text(corpus["manifest"].read_text())
-    overrides = tiny_aed_overrides(
-        corpus["weights"],
-        corpus["tokenizer"],
-        corpus["manifest"],
-        "decoder_ctc=conditioned",
-        f"+init_from_nemo_model={aed}",
-        "model.decoder_ctc.stack=2",
-        "model.decoder_ctc.inter_block=1",
-    )
+    overrides = tiny_decoder_ctc_overrides(corpus, aed, "model.decoder_ctc.stack=2", "model.decoder_ctc.inter_block=1")
     path = root / "models" / f"{SYSTEM}.nemo"
     train_model("aed", overrides, path, 4)
     tokens = load_asr_model(path).write_decoder_ctc_tokens(root / "lm" / f"{SYSTEM}_tokens_x")

@@ -158,6 +158,16 @@ def tiny_aed_overrides(weights: str | Path, tokenizer_dir: str | Path, manifest:
     ]
 
 
+def tiny_decoder_ctc_overrides(corpus: dict, aed: str | Path | None, *extra: str) -> list[str]:
+    """The Hydra overrides of a decoder CTC head (``decoder_ctc=conditioned``) on a tiny AED of
+    :func:`train_tiny_aed`: its corpus, the AED's ``.nemo`` as the start (none: built from the tiny Whisper alone) and
+    ``extra`` last, e.g. ``model.decoder_ctc.stack=2``."""
+    start = [] if aed is None else [f"+init_from_nemo_model={aed}"]
+    return tiny_aed_overrides(
+        corpus["weights"], corpus["tokenizer"], corpus["manifest"], "decoder_ctc=conditioned", *start, *extra
+    )
+
+
 def tiny_ctc_overrides(corpus: dict, *extra: str) -> list[str]:
     """The Hydra overrides of a P&C CTC model (``variant=inter``) on the tiny Whisper backbone of
     :func:`tiny_aed_corpus` (d=32, 2 blocks, 16 mel bins), for :func:`nemo_pc.pipelines.train.train_model`; e.g. one

@@ -203,7 +203,7 @@ def trained(tmp_path_factory):
     from lightning.pytorch.callbacks import Callback
 
     from nemo_pc.pipelines.train import train_model
-    from nemo_pc.testing.whisper import tiny_aed_overrides, train_tiny_aed
+    from nemo_pc.testing.whisper import tiny_decoder_ctc_overrides, train_tiny_aed
 
     folder = tmp_path_factory.mktemp("aed_decoder_ctc")
     corpus, aed = train_tiny_aed(folder)
@@ -215,12 +215,9 @@ def trained(tmp_path_factory):
 
     text = folder / "extra.json"
     text.write_text('{"text": "Zebras graze."}\n')
-    overrides = tiny_aed_overrides(
-        corpus["weights"],
-        corpus["tokenizer"],
-        corpus["manifest"],
-        "decoder_ctc=conditioned",
-        f"+init_from_nemo_model={aed}",
+    overrides = tiny_decoder_ctc_overrides(
+        corpus,
+        aed,
         f"model.decoder_ctc.vocab_text={text}",
         "model.decoder_ctc.stack=2",
         "model.optim.lr=0.01",
@@ -263,22 +260,12 @@ def test_the_head_trains_alone_from_the_aed(trained):
 def test_the_head_starts_as_the_aeds_decoder(trained):
     from nemo_pc.models import EncDecAEDPCModel
     from nemo_pc.parts.configs import compose_config
-    from nemo_pc.testing.whisper import tiny_aed_overrides
+    from nemo_pc.testing.whisper import tiny_decoder_ctc_overrides
 
     corpus = trained["corpus"]
 
     def built(source, *extra):
-        cfg = compose_config(
-            "aed",
-            tiny_aed_overrides(
-                corpus["weights"],
-                corpus["tokenizer"],
-                corpus["manifest"],
-                "decoder_ctc=conditioned",
-                f"+init_from_nemo_model={source}",
-                *extra,
-            ),
-        )
+        cfg = compose_config("aed", tiny_decoder_ctc_overrides(corpus, source, *extra))
         model = EncDecAEDPCModel(cfg=cfg.model)
         model.maybe_init_from_pretrained_checkpoint(cfg)
         return model, cfg
@@ -400,16 +387,11 @@ def test_inter_block_reads_both_modes_from_one_pass(trained):
 def test_bad_decoder_ctc_settings_are_refused_when_built(trained):
     from nemo_pc.models import EncDecAEDPCModel
     from nemo_pc.parts.configs import compose_config
-    from nemo_pc.testing.whisper import tiny_aed_overrides
+    from nemo_pc.testing.whisper import tiny_decoder_ctc_overrides
 
     corpus = trained["corpus"]
     for extra, message in (("model.decoder_ctc.inter_block=2", "inter_block"), ("variant=mixed", "pc.variant")):
-        cfg = compose_config(
-            "aed",
-            tiny_aed_overrides(
-                corpus["weights"], corpus["tokenizer"], corpus["manifest"], "decoder_ctc=conditioned", extra
-            ),
-        )
+        cfg = compose_config("aed", tiny_decoder_ctc_overrides(corpus, None, extra))
         with pytest.raises(ValueError, match=message):
             EncDecAEDPCModel(cfg=cfg.model)
 
@@ -434,7 +416,7 @@ def test_frozen_rows_and_negatives_train_the_head_over_the_targets_tokens_and_a_
     from lightning.pytorch.callbacks import Callback
 
     from nemo_pc.pipelines.train import train_model
-    from nemo_pc.testing.whisper import tiny_aed_overrides
+    from nemo_pc.testing.whisper import tiny_decoder_ctc_overrides
 
     corpus, losses = trained["corpus"], []
 
@@ -442,12 +424,9 @@ def test_frozen_rows_and_negatives_train_the_head_over_the_targets_tokens_and_a_
         def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
             losses.append(float(outputs["loss"]))
 
-    overrides = tiny_aed_overrides(
-        corpus["weights"],
-        corpus["tokenizer"],
-        corpus["manifest"],
-        "decoder_ctc=conditioned",
-        f"+init_from_nemo_model={trained['aed']}",
+    overrides = tiny_decoder_ctc_overrides(
+        corpus,
+        trained["aed"],
         f"model.decoder_ctc.vocab_text={trained['text']}",
         "model.decoder_ctc.stack=2",
         "model.decoder_ctc.freeze_rows=true",

@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 import torch
 
-from nemo_pc.pipelines.demo.config import DEFAULT_RNNT_INIT, DemoConfig
+from nemo_pc.pipelines.demo.config import DEFAULT_RNNT_INIT, HEAD_VALIDATION_BATCH_SIZE, DemoConfig
 from nemo_pc.pipelines.demo.pipeline import Demo
 
 
@@ -106,7 +106,7 @@ def test_the_default_rnnts_are_transducer_heads_on_the_aed(config, tmp_path):
         assert f"model.aux_ctc.tokenizer.dir={tmp_path / 'a'}" in overrides  # the AED's CTC head's pieces
         assert "model.train_ds.batch_size=8" in overrides
         assert "model.compute_eval_loss=false" in overrides  # the curves read the WERs only
-        assert "model.validation_ds.batch_size=32" in overrides  # not the AED's 8: a head decodes cheaply
+        assert f"model.validation_ds.batch_size={HEAD_VALIDATION_BATCH_SIZE}" in overrides
         assert not any(o.startswith(("finetune=", "model.encoder.frozen_layers")) for o in overrides)
     assert not demo.transducer_on_aed("ctc_inter") and not demo.transducer_on_aed("aed_prompt")
     assert demo.lm_systems() == ["ctc_inter"]  # the heads write Whisper's tokens: no n-gram LM over the pieces

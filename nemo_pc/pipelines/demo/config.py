@@ -113,12 +113,11 @@ RNNT_VALIDATION_BATCH_SIZE = 4
 # loss was 23% of a validation of the sixth clean run's `rnnt_conditioned` on its validation sets, whose WERs it does
 # not change (benchmarks/speed_rnnt_validation.py, docs/experiments.md).
 RNNT_VALIDATION = [f"model.validation_ds.batch_size={RNNT_VALIDATION_BATCH_SIZE}", "model.compute_eval_loss=false"]
-# The heads on the AED (transducer and decoder CTC heads) validate in batches of 32, not the AED's 8 (the batches do
-# not touch the trained weights, ``isolate_validation_rng``). Not yet a saving: in the bec82e0 clean run the transducer
-# heads' validations took 104 and 108 s (109 and 112 at 8 in c9b4569's) and the decoder head's 77 s (32 at 8 in
-# demo_heads_bf16_bfb0a24's), ``validation_seconds`` of benchmarks/results/demo_clean_bec82e0/models/; to be measured
-# side by side.
-HEAD_VALIDATION_BATCH_SIZE = 32
+# The heads on the AED (transducer and decoder CTC heads) validate in batches of 8, the AED's (the batches do not touch
+# the trained weights, ``isolate_validation_rng``). Batches of 32 saved nothing in the bec82e0 clean run: the
+# transducer heads' validations took 104 and 108 s (109 and 112 at 8 in c9b4569's) and the decoder head's 77 s (32 at 8
+# in demo_heads_bf16_bfb0a24's), ``validation_seconds`` of benchmarks/results/demo_clean_bec82e0/models/.
+HEAD_VALIDATION_BATCH_SIZE = 8
 # On a pretrained encoder (Whisper tiny.en) there is no normalized base: each CTC system learns its own targets, marks
 # included, from the first step, under the base's schedule (cosine from a peak of 2e-3 on the heads, 100 warm-up
 # steps, no SpecAugment) with the encoder at 3e-4, batches of ``ctc_batch_size`` and speed perturbation
