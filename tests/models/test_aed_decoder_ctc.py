@@ -280,6 +280,7 @@ def test_the_head_starts_as_the_aeds_decoder(trained):
     assert trainable == {"decoder_ctc_decoder", "decoder_ctc_head"}
     model.setup_optimization(cfg.model.optim)  # the copy at its own rate (optim_param_groups)
     assert {group["lr"] for group in model._optimizer.param_groups} == {1e-3, 1e-4}
+    assert model._optimizer.defaults["fused"] is True  # torch's fused AdamW
     # a trained head is kept when its checkpoint is loaded again
     again, _ = built(trained["path"], "model.decoder_ctc.stack=2")
     torch.testing.assert_close(

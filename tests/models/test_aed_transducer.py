@@ -222,9 +222,9 @@ def test_the_transducer_starts_as_the_aeds_decoder(trained):
     torch.testing.assert_close(model.transducer_joint.token_out, aed.log_softmax.mlp.layer0.weight)
     trainable = {name.split(".")[0] for name, p in model.named_parameters() if p.requires_grad}
     assert trainable == {"transducer_predictor", "transducer_joint"}
-    model.setup_optimization(cfg.model.optim)  # the copies at their own rate (optim_param_groups), multi-tensor AdamW
+    model.setup_optimization(cfg.model.optim)  # the copies at their own rate (optim_param_groups), fused AdamW
     rates = {group["lr"] for group in model._optimizer.param_groups}
-    assert rates == {1e-3, 1e-4} and model._optimizer.defaults["foreach"] is True
+    assert rates == {1e-3, 1e-4} and model._optimizer.defaults["fused"] is True
     # a trained transducer is kept when its checkpoint is loaded again
     cond = compose_config(
         "aed",
