@@ -1,6 +1,7 @@
 """A training step of the AED's transducer head (``model.transducer``) with the whole lattice and with the pruned
 RNN-T loss (``transducer.prune``), or under other ``transducer`` settings (``--settings``: the copies' embeddings or
-lower blocks frozen), side by side on the same batches of a training manifest.
+lower blocks frozen, or torch's AdamW implementation, ``adamw=foreach`` or ``adamw=fused``), side by side on the same
+batches of a training manifest.
 
 Each batch runs once per setting, in turn: the transducer's loss forward, its backward and an AdamW step (learning
 rate 0, so the weights every setting sees stay the same; the moments still update, as in training), each timed. The
@@ -15,6 +16,9 @@ demo's later epochs. Data loading and Lightning are not timed.
         --manifest demo_out/manifests/train.json \\
         --settings "prune=0;freeze_embedding=true;freeze_embedding=true,frozen_layers=2" \\
         --json benchmarks/results/transducer_frozen_speed.json
+    .venv/bin/python benchmarks/speed_transducer_prune.py --model demo_out/models/aed_prompt_finetuned.nemo \\
+        --head conditioned --manifest demo_out/manifests/train.json --settings "adamw=foreach;adamw=fused" \\
+        --json benchmarks/results/transducer_adamw_speed.json
 """
 
 from __future__ import annotations
@@ -28,13 +32,16 @@ import torch
 from suite import write_results
 
 PARTS = ("forward", "backward", "optimizer")
+# The one setting that is not a ``transducer`` key: the AdamW implementation of the step (``foreach`` unless given).
+ADAMW_KEY, ADAMW_KINDS = "adamw", ("foreach", "fused")
 
 
 def parse_settings(text: str) -> list[dict]:
-    """``key=value[,key=value];...`` as one dict of ``transducer`` keys per setting (integers, floats, true/false).
+    """``key=value[,key=value];...`` as one dict of ``transducer`` keys per setting (integers, floats, true/false),
+    and ``adamw`` (one of :data:`ADAMW_KINDS`).
 
     Raises:
-        ValueError: an empty setting, an item without ``=``, or a key the transducer does not have.
+        ValueError: an empty setting, an item without ``=``, a key the transducer does not have, or another AdamW.
     """
     import yaml
 
@@ -45,6 +52,11 @@ def parse_settings(text: str) -> list[dict]:
         setting = {}
         for item in filter(None, part.split(",")):
             key, sep, value = item.partition("=")
+            if key == ADAMW_KEY and sep:
+                if value not in ADAMW_KINDS:
+                    raise ValueError(f"{item!r}: {ADAMW_KEY} must be one of {ADAMW_KINDS}")
+                setting[key] = value
+                continue
             if not sep or key not in DEFAULTS:
                 raise ValueError(f"{item!r}: expected KEY=VALUE with KEY among {sorted(DEFAULTS)}")
             setting[key] = yaml.safe_load(value)  # integers, floats, true/false as a Hydra override reads them
@@ -67,7 +79,8 @@ def apply(model, setting: dict, base: dict) -> None:
 
     with open_dict(model.cfg):
         for key, value in (base | setting).items():
-            model.cfg.transducer[key] = value
+            if key != ADAMW_KEY:
+                model.cfg.transducer[key] = value
     model._freeze_all_but_transducer()
 
 
@@ -120,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
         "--settings",
         default=None,
         help="';'-separated settings of comma-separated transducer KEY=VALUE items, instead of --prune (the first: "
-        "the ratios' base; keys a setting leaves out keep the model's values)",
+        "the ratios' base; keys a setting leaves out keep the model's values), and adamw=foreach or adamw=fused "
+        "(torch's AdamW of the step; foreach unless given)",
     )
     parser.add_argument("--batches", type=int, default=12, help="batches timed per setting")
     parser.add_argument("--batch-size", type=int, default=0, help="0: the model's own train_ds.batch_size")
@@ -161,12 +175,14 @@ def main(argv: list[str] | None = None) -> int:
         cfg.pop("speed_perturb", None)
     model.setup_training_data(cfg)
     model.train()
-    base = {key: model.cfg.transducer.get(key) for key in {key for setting in settings for key in setting}}
+    keys = {key for setting in settings for key in setting} - {ADAMW_KEY}
+    base = {key: model.cfg.transducer.get(key) for key in keys}
     optimizers = []  # one per setting, over the weights it trains
     for setting in settings:
         apply(model, setting, base)
         trainable = [p for p in model.parameters() if p.requires_grad]
-        optimizers.append(torch.optim.AdamW(trainable, lr=0.0, weight_decay=0.01, foreach=True))
+        kind = setting.get(ADAMW_KEY, "foreach")
+        optimizers.append(torch.optim.AdamW(trainable, lr=0.0, weight_decay=0.01, **{kind: True}))
     batches = []
     for batch in model._train_dl:
         batches.append(batch)

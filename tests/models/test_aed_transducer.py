@@ -538,7 +538,13 @@ def test_the_prune_speed_benchmark_times_each_setting_on_the_same_batches(traine
     assert bench.main([*aed_args, "--settings", "prune=0;freeze_embedding=true"]) == 0
     rows = json.loads(out.read_text())["seconds"]
     assert rows["freeze_embedding=True"]["trainable_weights"] < rows["0"]["trainable_weights"]
-    for bad in ("prune=0;", "frozen=1", "prune"):
+    # torch's AdamW implementations: the same weights to the optimizer and the same loss
+    assert bench.main([*args, "--settings", "adamw=foreach;adamw=fused", "--batches", "2", "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["seconds"]
+    assert list(rows) == ["adamw=foreach", "adamw=fused"]
+    assert len({row["trainable_weights"] for row in rows.values()}) == 1
+    assert len({row["mean_loss"] for row in rows.values()}) == 1
+    for bad in ("prune=0;", "frozen=1", "prune", "adamw=sgd"):
         with pytest.raises(SystemExit) as exit_info:
             bench.main([*args, "--settings", bad, "--json", str(out)])
         assert exit_info.value.code == 2
