@@ -280,7 +280,7 @@ def test_the_head_starts_as_the_aeds_decoder(trained):
     assert trainable == {"decoder_ctc_decoder", "decoder_ctc_head"}
     model.setup_optimization(cfg.model.optim)  # the copy at its own rate (optim_param_groups)
     assert {group["lr"] for group in model._optimizer.param_groups} == {1e-3, 1e-4}
-    assert model._optimizer.defaults["fused"] is True  # torch's fused AdamW
+    assert model._optimizer.defaults["foreach"] is True  # multi-tensor AdamW: bf16 autocast clips gradients
     # a trained head is kept when its checkpoint is loaded again
     again, _ = built(trained["path"], "model.decoder_ctc.stack=2")
     torch.testing.assert_close(
@@ -383,6 +383,22 @@ def test_inter_block_reads_both_modes_from_one_pass(trained):
     both = model.transcribe(paths, batch_size=2, mode="both", verbose=False)  # both modes from one pass
     for mode in ("normalized", "punctuated"):
         assert both[mode] == model.transcribe(paths, batch_size=3, mode=mode, verbose=False)
+
+
+def test_the_head_trains_in_bf16_autocast_with_the_recipes_gradient_clipping(trained, tmp_path):
+    """The demo trains the head under ``trainer.precision=bf16-mixed``, where Lightning clips gradients itself and
+    refuses an optimizer that unscales them (a fused AdamW): the packaged recipe's optimizer trains there."""
+    from nemo_pc.parts.configs import compose_config
+    from nemo_pc.pipelines.train import train_model
+    from nemo_pc.testing.whisper import tiny_decoder_ctc_overrides
+
+    overrides = tiny_decoder_ctc_overrides(
+        trained["corpus"], trained["aed"], "model.decoder_ctc.stack=2", "trainer.precision=bf16-mixed"
+    )
+    assert compose_config("aed", overrides).trainer.gradient_clip_val > 0
+    path = tmp_path / "bf16.nemo"
+    train_model("aed", overrides, path, 2)
+    assert path.is_file()
 
 
 def test_bad_decoder_ctc_settings_are_refused_when_built(trained):
