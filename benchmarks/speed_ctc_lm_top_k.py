@@ -9,7 +9,7 @@ each output mode the system decodes with an LM, at one LM weight and beam, once 
 token, NeMo's search as it is) in one process: seconds, the mode's error rate (WER of the normalized output, WER-PC
 of the punctuated one) and the share of utterances whose output equals the unpruned search's; greedy beside them.
 
-    .venv/bin/python benchmarks/speed_ctc_lm_top_k.py --demo-dir demo_out --top-k none,8,16,32 \\
+    .venv/bin/python benchmarks/speed_ctc_lm_top_k.py --demo-dir demo_out --top-k none,8,16,32 --utterances 24 \\
         --json benchmarks/results/speed_ctc_lm_top_k.json
 """
 
@@ -50,6 +50,13 @@ def decode(model, audio, mode: str, decoding: dict, batch_size: int) -> tuple[li
             model.cfg.decoder_ctc.decoding = before
 
 
+def spread(total: int, count: int) -> list[int]:
+    """``count`` indices spread evenly over ``range(total)`` (all of them when ``count`` is 0 or ``total`` or more)."""
+    if count <= 0 or count >= total:
+        return list(range(total))
+    return [index * total // count for index in range(count)]
+
+
 def measure(args, top_ks: list[int | None]) -> dict:
     from nemo_pc.pipelines.demo.lm_steps import lm_modes
     from nemo_pc.pipelines.inference import load_asr_model
@@ -60,6 +67,8 @@ def measure(args, top_ks: list[int | None]) -> dict:
         raise ValueError(f"{args.system}: not a model that transcribes with its decoder CTC head")
     manifest = args.demo_dir / "manifests" / f"{args.manifest}.json"
     audio, refs = _audio_and_refs(manifest)
+    kept = spread(len(refs), args.utterances)
+    audio, refs = [audio[index] for index in kept], [refs[index] for index in kept]
     modes = []
     for mode in lm_modes(model):
         lm = head_lm(args.demo_dir, args.system, mode)
@@ -130,6 +139,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--beam", type=int, default=8)
     parser.add_argument("--alpha", type=float, default=0.4)
     parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--utterances", type=int, default=0, help="this many, spread over the manifest (0: all)")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     try:
@@ -137,8 +147,12 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError:
         print(f"error: --top-k must be 'none' or integers of 1 or more, got {args.top_k!r}", file=sys.stderr)
         sys.exit(2)
-    if args.beam < 1 or args.alpha < 0:
-        print(f"error: --beam must be >= 1 and --alpha >= 0, got {args.beam} and {args.alpha}", file=sys.stderr)
+    if args.beam < 1 or args.alpha < 0 or args.utterances < 0:
+        print(
+            f"error: --beam must be >= 1, --alpha >= 0 and --utterances >= 0, got {args.beam}, {args.alpha} and "
+            f"{args.utterances}",
+            file=sys.stderr,
+        )
         sys.exit(2)
     try:
         results = measure(args, top_ks)

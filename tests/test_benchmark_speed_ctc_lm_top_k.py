@@ -61,6 +61,7 @@ def test_bad_input_exits_2_with_a_message(folder, tmp_path, capsys):
     for argv, message in (
         (["--top-k", "0"], "--top-k must be 'none' or integers of 1 or more"),
         (["--beam", "0"], "--beam must be >= 1"),
+        (["--utterances", "-1"], "--utterances >= 0"),
         (["--system", "ctc_punctuated"], "ctc_punctuated.nemo"),
     ):
         with pytest.raises(SystemExit) as raised:
@@ -74,3 +75,9 @@ def test_bad_input_exits_2_with_a_message(folder, tmp_path, capsys):
     with pytest.raises(SystemExit) as raised:
         bench.main(["--demo-dir", str(empty)])
     assert raised.value.code == 2 and "0 LMs of punctuated over ctc_inter's tokens" in capsys.readouterr().err
+
+
+def test_the_utterances_are_spread_over_the_manifest():
+    spread = load_benchmark("speed_ctc_lm_top_k").spread
+    assert spread(10, 0) == list(range(10)) and spread(3, 5) == [0, 1, 2]
+    assert spread(10, 3) == [0, 3, 6] and spread(80, 24)[-1] < 80 and len(set(spread(80, 24))) == 24

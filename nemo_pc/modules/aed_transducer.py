@@ -281,10 +281,11 @@ def greedy(
     states: torch.Tensor,
     length: int,
     max_symbols: int = 5,
+    max_repeats: int = 0,
 ) -> list[int]:
     """:func:`greedy_batch` of one utterance's states ``(T, D)``, ``length`` of them valid."""
     lengths = torch.tensor([length], device=states.device)
-    return greedy_batch(predictor, joint, lm_head, mode, prompt, states[None], lengths, max_symbols)[0]
+    return greedy_batch(predictor, joint, lm_head, mode, prompt, states[None], lengths, max_symbols, max_repeats)[0]
 
 
 @torch.no_grad()
@@ -297,9 +298,12 @@ def greedy_batch(
     states: torch.Tensor,
     lengths: torch.Tensor,
     max_symbols: int = 5,
+    max_repeats: int = 0,
 ) -> list[list[int]]:
     """Greedy transducer decoding of a batch's states ``(B, T, D)``: each utterance's token ids, at most
     ``max_symbols`` per joint frame and two per joint frame in all, over the tokens of :meth:`TransducerJoint.kept`.
+    With ``max_repeats`` > 0 a token that would follow that many copies of itself ends the frame as a blank would: a
+    joint led by the decoder's logits can otherwise write one token over and over until the limit (0: no such rule).
 
     Each utterance walks its own frames; every step scores one (frame, state) pair per unfinished utterance in one
     matrix product over the kept tokens' rows (gathered once), so the weights are read once per step for the whole
@@ -338,10 +342,12 @@ def greedy_batch(
         writes, written = [], []
         for k, b in enumerate(active):
             stop = emitted[b] >= max_symbols or len(outs[b]) >= limit[b]
+            token = int(kept[best[k]])
+            if max_repeats > 0 and len(outs[b]) >= max_repeats:
+                stop = stop or all(previous == token for previous in outs[b][-max_repeats:])
             if stop or blank[k] > best_value[k]:  # a tie goes to the token
                 frame[b], emitted[b] = frame[b] + 1, 0
                 continue
-            token = int(kept[best[k]])
             outs[b].append(token)
             emitted[b] += 1
             writes.append(b)

@@ -431,6 +431,29 @@ def test_batched_greedy_decoding_equals_plain_greedy_per_utterance(seed):
     assert greedy_batch(predictor, empty, head, 0, [BOS, 14], states, lengths) == [[], [], []]
 
 
+def test_a_token_after_max_repeats_copies_of_itself_ends_the_frame():
+    """A joint whose best token is always the same writes it up to the length limit without the rule, and
+    ``max_repeats`` times with it; the rule leaves a decoding without such a run as it is."""
+    torch.manual_seed(0)
+    decoder, head = tiny_whisper_decoder()
+    predictor = TransducerPredictor(decoder, "conditioned", cross_attention=True).eval()
+    joint = TransducerJoint(16, 16, 16, stack=2, lm_scale=1.0)
+    joint.count([[1, 2, 5]])
+    with torch.no_grad():
+        joint.blank_out.bias.fill_(-100.0)
+        joint.token_bias[5] = 100.0
+    states, lengths, prompt = torch.randn(2, 12, 16), torch.tensor([12, 6]), [BOS, MODE_TOKENS[0]]
+    looping = greedy_batch(predictor, joint, head, 0, prompt, states, lengths, max_symbols=5)
+    assert looping == [[5] * 12, [5] * 6]  # two a joint frame in all
+    assert greedy_batch(predictor, joint, head, 0, prompt, states, lengths, 5, max_repeats=3) == [[5] * 3, [5] * 3]
+    with torch.no_grad():
+        joint.token_bias[5] = 0.0
+        joint.blank_out.bias.fill_(1.0)
+    plain = greedy_batch(predictor, joint, head, 0, prompt, states, lengths, max_symbols=3)
+    assert all(len(row) < 4 or len(set(row)) > 1 for row in plain)
+    assert greedy_batch(predictor, joint, head, 0, prompt, states, lengths, 3, max_repeats=3) == plain
+
+
 @pytest.mark.parametrize("eval_loss", [True, False])
 def test_validation_scores_the_transducer_with_or_without_its_loss(trained, eval_loss):
     from nemo_pc.data.datasets.pc_batch import PCBatch
@@ -627,6 +650,11 @@ def test_a_decoding_weight_of_the_decoders_logits_applies_to_decoding_only(train
         model.cfg.transducer.decode_lm_scale = float("nan")  # would decode garbage without a word
     with pytest.raises(ValueError, match="transducer.decode_lm_scale must be null or a weight of 0 or more"):
         model.setup_transducer()
+    for bad in (-1, 1.5, True):
+        with open_dict(model.cfg):
+            model.cfg.transducer.decode_lm_scale, model.cfg.transducer.max_repeats = None, bad
+        with pytest.raises(ValueError, match="transducer.max_repeats must be an integer of 0 or more"):
+            model.setup_transducer()
 
 
 def test_the_head_decodes_in_float32_when_the_states_come_in_bfloat16(trained):

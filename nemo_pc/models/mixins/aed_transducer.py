@@ -16,6 +16,9 @@ the AED stays as it is, so that one ``.nemo`` writes with either head.
     vocab_text: JSON-lines files (``text`` per line) whose tokens, in both modes, the head may write beside those of
         its training targets (read when the model is built; a ``.nemo`` keeps the token set).
     max_symbols: tokens per joint frame in decoding (5).
+    max_repeats: in decoding, a token that would follow this many copies of itself ends its frame as a blank would
+        (0: no such rule). 3 since a head decoded at ``decode_lm_scale`` 4 wrote one token 140 times on a 3-s real clip
+        (docs/pc_stage.md, "A repeated token in the transducer heads' decoding").
     transcribe: ``transcribe`` and validation decode with the transducer (true) or with the AED's decoder (false);
         :meth:`AEDTransducerMixin.decode_with` switches it.
     seed: the seed of the sampled vocabularies.
@@ -68,6 +71,7 @@ DEFAULTS = {
     "random": 256,
     "vocab_text": None,
     "max_symbols": 5,
+    "max_repeats": 3,
     "transcribe": True,
     "seed": 0,
     "train_modes": None,
@@ -108,6 +112,9 @@ class AEDTransducerMixin:
             isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale) or scale < 0
         ):
             raise ValueError(f"transducer.decode_lm_scale must be null or a weight of 0 or more, got {scale!r}")
+        repeats = options["max_repeats"]
+        if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 0:
+            raise ValueError(f"transducer.max_repeats must be an integer of 0 or more, got {repeats!r}")
         modes = options["train_modes"]
         if modes is not None and (not modes or any(mode not in MODES for mode in modes)):
             raise ValueError(f"transducer.train_modes must be a non-empty list of {MODES}, got {modes!r}")
@@ -337,6 +344,7 @@ class AEDTransducerMixin:
                     states,
                     lengths,
                     int(self.transducer_options["max_symbols"]),
+                    int(self.transducer_options["max_repeats"]),
                 )
                 out[mode] = [
                     Hypothesis(
