@@ -16,6 +16,7 @@ of the punctuated one) and the share of utterances whose output equals the unpru
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -68,7 +69,9 @@ def measure(args, top_ks: list[int | None]) -> dict:
     manifest = args.demo_dir / "manifests" / f"{args.manifest}.json"
     audio, refs = _audio_and_refs(manifest)
     kept = spread(len(refs), args.utterances)
-    audio, refs = [audio[index] for index in kept], [refs[index] for index in kept]
+    texts = [[column[index] for index in kept] for column in audio.texts]
+    audio = dataclasses.replace(audio, paths=[audio.paths[index] for index in kept], texts=texts)
+    refs = texts[0]
     modes = []
     for mode in lm_modes(model):
         lm = head_lm(args.demo_dir, args.system, mode)

@@ -41,9 +41,10 @@ def test_each_top_k_is_timed_and_scored_beside_every_token_and_greedy(folder, tm
     out = tmp_path / "top_k.json"
     bench.main(
         ["--demo-dir", str(folder), "--top-k", "2,none", "--beam", "2", "--batch-size", "2", "--json", str(out)]
+        + ["--utterances", "3"]  # of the manifest's 4
     )
     result = json.loads(out.read_text())
-    assert result["utterances"] > 0 and result["beam"] == 2
+    assert result["utterances"] == 3 and result["beam"] == 2
     (mode,) = result["modes"]  # inter_block: the normalized output is the punctuated one normalized, one LM
     assert mode["mode"] == "punctuated" and mode["lm"].endswith(".arpa")
     assert [row["top_k"] for row in mode["rows"]] == ["greedy", None, 2]

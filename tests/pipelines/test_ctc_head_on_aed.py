@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from nemo_pc.parts.configs import compose_config
-from nemo_pc.pipelines.demo.config import DECODER_CTC_SYSTEMS, DemoConfig
+from nemo_pc.pipelines.demo.config import DECODER_CTC_SYSTEMS, HEAD_VALIDATION_BATCH_SIZE, DemoConfig
 from nemo_pc.pipelines.demo.pipeline import Demo
 
 
@@ -52,7 +52,7 @@ def test_ctc_inter_is_the_aeds_decoder_normalized_at_block_3(config, tmp_path):
     assert cfg.model.decoder_ctc.inter_block == 3 and cfg.model.decoder_ctc.train_modes is None
     assert cfg.model.decoder_ctc.freeze_rows is True and cfg.model.decoder_ctc.negatives == 2048  # both systems
     assert cfg.model.compute_eval_loss is False  # the learning curves read the WERs only
-    assert cfg.model.validation_ds.batch_size == 32  # the AED validates in 8
+    assert cfg.model.validation_ds.batch_size == HEAD_VALIDATION_BATCH_SIZE
     assert cfg.model.decoder_ctc.inter_transcribe is False  # papers/004: the normalized output by the text rules
     assert cfg.trainer.precision == config.precision == "bf16-mixed"  # the decoder head's blocks: bf16 autocast
     assert "trainer.precision=32" in demo.asr_overrides("rnnt_conditioned")  # the transducer heads: float32

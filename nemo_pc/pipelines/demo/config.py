@@ -116,7 +116,9 @@ RNNT_VALIDATION = [f"model.validation_ds.batch_size={RNNT_VALIDATION_BATCH_SIZE}
 # The heads on the AED (transducer and decoder CTC heads) validate in batches of 8, the AED's (the batches do not touch
 # the trained weights, ``isolate_validation_rng``). Batches of 32 saved nothing in the bec82e0 clean run: the
 # transducer heads' validations took 104 and 108 s (109 and 112 at 8 in c9b4569's) and the decoder head's 77 s (32 at 8
-# in demo_heads_bf16_bfb0a24's), ``validation_seconds`` of benchmarks/results/demo_clean_bec82e0/models/.
+# in demo_heads_bf16_bfb0a24's), ``validation_seconds`` of benchmarks/results/demo_clean_bec82e0/models/; back at 8,
+# the decoder head's took 22 s and the transducer heads' 88 and 77 s (benchmarks/results/demo_fused_f580cf3/models/,
+# another machine).
 HEAD_VALIDATION_BATCH_SIZE = 8
 # On a pretrained encoder (Whisper tiny.en) there is no normalized base: each CTC system learns its own targets, marks
 # included, from the first step, under the base's schedule (cosine from a peak of 2e-3 on the heads, 100 warm-up
