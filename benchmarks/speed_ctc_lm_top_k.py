@@ -51,14 +51,8 @@ def decode(model, audio, mode: str, decoding: dict, batch_size: int) -> tuple[li
             model.cfg.decoder_ctc.decoding = before
 
 
-def spread(total: int, count: int) -> list[int]:
-    """``count`` indices spread evenly over ``range(total)`` (all of them when ``count`` is 0 or ``total`` or more)."""
-    if count <= 0 or count >= total:
-        return list(range(total))
-    return [index * total // count for index in range(count)]
-
-
 def measure(args, top_ks: list[int | None]) -> dict:
+    from nemo_pc.parts.manifest import spread_subset
     from nemo_pc.pipelines.demo.lm_steps import lm_modes
     from nemo_pc.pipelines.inference import load_asr_model
     from nemo_pc.pipelines.lm import _audio_and_refs, _marks, error_rate
@@ -68,7 +62,7 @@ def measure(args, top_ks: list[int | None]) -> dict:
         raise ValueError(f"{args.system}: not a model that transcribes with its decoder CTC head")
     manifest = args.demo_dir / "manifests" / f"{args.manifest}.json"
     audio, refs = _audio_and_refs(manifest)
-    kept = spread(len(refs), args.utterances)
+    kept = spread_subset(range(len(refs)), args.utterances)
     texts = [[column[index] for index in kept] for column in audio.texts]
     audio = dataclasses.replace(audio, paths=[audio.paths[index] for index in kept], texts=texts)
     refs = texts[0]

@@ -79,6 +79,11 @@ def test_bad_input_exits_2_with_a_message(folder, tmp_path, capsys):
 
 
 def test_the_utterances_are_spread_over_the_manifest():
-    spread = load_benchmark("speed_ctc_lm_top_k").spread
+    """--utterances picks its lines with nemo_pc's ``spread_subset`` over the manifest's line numbers."""
+    from nemo_pc.parts.manifest import spread_subset
+
+    def spread(total, count):
+        return spread_subset(range(total), count)
+
     assert spread(10, 0) == list(range(10)) and spread(3, 5) == [0, 1, 2]
     assert spread(10, 3) == [0, 3, 6] and spread(80, 24)[-1] < 80 and len(set(spread(80, 24))) == 24

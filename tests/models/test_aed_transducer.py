@@ -433,7 +433,8 @@ def test_batched_greedy_decoding_equals_plain_greedy_per_utterance(seed):
 
 def test_a_token_after_max_repeats_copies_of_itself_ends_the_frame():
     """A joint whose best token is always the same writes it up to the length limit without the rule, and
-    ``max_repeats`` times with it; the rule leaves a decoding without such a run as it is."""
+    ``max_repeats`` times with it; the rule leaves a decoding without a longer run as it is, and cuts every longer
+    run to ``max_repeats``."""
     torch.manual_seed(0)
     decoder, head = tiny_whisper_decoder()
     predictor = TransducerPredictor(decoder, "conditioned", cross_attention=True).eval()
@@ -446,12 +447,24 @@ def test_a_token_after_max_repeats_copies_of_itself_ends_the_frame():
     looping = greedy_batch(predictor, joint, head, 0, prompt, states, lengths, max_symbols=5)
     assert looping == [[5] * 12, [5] * 6]  # two a joint frame in all
     assert greedy_batch(predictor, joint, head, 0, prompt, states, lengths, 5, max_repeats=3) == [[5] * 3, [5] * 3]
-    with torch.no_grad():
+    with torch.no_grad():  # blank rarely best: the random joint writes runs of a token, of different lengths
         joint.token_bias[5] = 0.0
-        joint.blank_out.bias.fill_(1.0)
+        joint.blank_out.bias.fill_(-2.0)
     plain = greedy_batch(predictor, joint, head, 0, prompt, states, lengths, max_symbols=3)
-    assert all(len(row) < 4 or len(set(row)) > 1 for row in plain)
-    assert greedy_batch(predictor, joint, head, 0, prompt, states, lengths, 3, max_repeats=3) == plain
+    longest = max(_longest_run(row) for row in plain)
+    assert all(plain) and longest > 3
+    assert greedy_batch(predictor, joint, head, 0, prompt, states, lengths, 3, max_repeats=longest) == plain
+    ruled = greedy_batch(predictor, joint, head, 0, prompt, states, lengths, 3, max_repeats=3)
+    assert all(ruled) and max(_longest_run(row) for row in ruled) == 3 and ruled != plain
+
+
+def _longest_run(row: list[int]) -> int:
+    """The most copies of one token in a row in ``row``."""
+    longest = run = 0
+    for index, token in enumerate(row):
+        run = run + 1 if index and token == row[index - 1] else 1
+        longest = max(longest, run)
+    return longest
 
 
 @pytest.mark.parametrize("eval_loss", [True, False])

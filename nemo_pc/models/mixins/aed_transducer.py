@@ -17,7 +17,7 @@ the AED stays as it is, so that one ``.nemo`` writes with either head.
         its training targets (read when the model is built; a ``.nemo`` keeps the token set).
     max_symbols: tokens per joint frame in decoding (5).
     max_repeats: in decoding, a token that would follow this many copies of itself ends its frame as a blank would
-        (0: no such rule). 3 since a head decoded at ``decode_lm_scale`` 4 wrote one token 140 times on a 3-s real clip
+        (0: no such rule). 3 since a head decoded at ``decode_lm_scale`` 4 wrote one token 144 times on a 3-s real clip
         (docs/pc_stage.md, "A repeated token in the transducer heads' decoding").
     transcribe: ``transcribe`` and validation decode with the transducer (true) or with the AED's decoder (false);
         :meth:`AEDTransducerMixin.decode_with` switches it.
