@@ -677,3 +677,39 @@ def test_the_head_decodes_in_float32_when_the_states_come_in_bfloat16(trained):
     model = _restore(trained["path"])
     bias = model.transducer_joint.blank_out.bias
     assert_head_decodes_under_bf16_autocast(model, bias, trained["corpus"]["manifest"])
+
+
+def test_the_fit_parts_benchmark_cuts_every_step_of_a_real_head_fit(trained, tmp_path):
+    """benchmarks/speed_head_fit.py's meter inside a tiny head's fit: a row per step, the encoder timed on the
+    steps whose utterances are not cached yet (the first epoch) and not after, the parts inside the fit's time."""
+    from benchmark_loader import load_benchmark
+
+    from nemo_pc.pipelines.train import train_model
+    from nemo_pc.testing.whisper import tiny_aed_overrides
+
+    bench = load_benchmark("speed_head_fit")
+    corpus = trained["corpus"]
+    overrides = tiny_aed_overrides(
+        corpus["weights"],
+        corpus["tokenizer"],
+        corpus["manifest"],
+        "transducer=conditioned",
+        f"+init_from_nemo_model={trained['aed']}",
+        "model.train_ds.shuffle=false",
+        "trainer.log_every_n_steps=2",
+    )
+    utterances = sum(1 for _ in open(corpus["manifest"]))
+    per_epoch = -(-utterances // 4)  # batches of 4
+    meter = bench.PartMeter()
+    stats = train_model("aed", overrides, tmp_path / "head.nemo", per_epoch + 2, callbacks=[meter.callback()])
+    steps = meter.steps
+    assert len(steps) == per_epoch + 2 and steps[0]["loader"] is None
+    assert all(step["loader"] is not None and step["loader"] >= 0 for step in steps[1:])
+    assert all(step["encoder"] > 0 for step in steps[:per_epoch])  # the first epoch encodes its batches
+    assert all(step["encoder"] == 0 for step in steps[per_epoch:])  # the cache serves the second
+    assert [step["training_wer"] > 0 for step in steps[:3]] == [False, True, False]  # every 2nd step
+    assert all(step[part] > 0 for step in steps for part in ("forward", "backward", "optimizer"))
+    parts = sum(value for step in steps for value in step.values() if value is not None)
+    assert parts <= stats["seconds"]
+    summary = bench.summarize(steps, per_epoch)
+    assert summary["windows"][1]["encoder"] == 0 and summary["windows"][0]["encoder"] > 0
