@@ -39,6 +39,15 @@ VARIANTS = {
     "default": [],
     # the audio read in the training process (no loader worker beside the two threads)
     "workers0": ["model.train_ds.num_workers=0", "model.validation_ds.num_workers=0"],
+    # the map-style loader's batches of similar durations (sorted within windows of 20 batches), in place of NeMo's
+    # lhotse loader's random ones: less padding in the joint's frames x labels lattice
+    "bucketed": ["model.train_ds.use_lhotse=false", "+model.train_ds.bucketing_window=20"],
+    "bucketed_workers0": [
+        "model.train_ds.use_lhotse=false",
+        "+model.train_ds.bucketing_window=20",
+        "model.train_ds.num_workers=0",
+        "model.validation_ds.num_workers=0",
+    ],
     # no states cache: every step encodes its batch, as the first epoch does ({head}: the system's head key)
     "no_cache": ["model.{head}.cache_states_gb=0"],
 }

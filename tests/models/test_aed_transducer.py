@@ -2,6 +2,8 @@
 vocabulary, the joint's language-model term, the cached decoder step, memorization by the modules, and the head
 trained from a tiny AED's .nemo through the AED recipe, saved, restored and transcribing with either head."""
 
+import math
+
 import pytest
 import torch
 from hypothesis import given, settings
@@ -713,3 +715,36 @@ def test_the_fit_parts_benchmark_cuts_every_step_of_a_real_head_fit(trained, tmp
     assert parts <= stats["seconds"]
     summary = bench.summarize(steps, per_epoch)
     assert summary["windows"][1]["encoder"] == 0 and summary["windows"][0]["encoder"] > 0
+
+
+def test_the_head_trains_on_the_map_style_loaders_duration_buckets(trained, tmp_path):
+    """The demo's heads read their training batches with the map-style loader, in batches of similar durations
+    (``use_lhotse: false``, ``bucketing_window``): the AED's recipe takes it, and the head learns from them."""
+    from lightning.pytorch.callbacks import Callback
+
+    from nemo_pc.data.datasets.pc_dataset import DurationBucketSampler
+    from nemo_pc.pipelines.train import train_model
+    from nemo_pc.testing.whisper import tiny_aed_overrides
+
+    corpus, seen = trained["corpus"], {}
+
+    class Batches(Callback):
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+            seen.setdefault("sampler", trainer.train_dataloader.sampler)
+            seen.setdefault("losses", []).append(float(outputs["loss"]))
+
+    overrides = tiny_aed_overrides(
+        corpus["weights"],
+        corpus["tokenizer"],
+        corpus["manifest"],
+        "transducer=conditioned",
+        f"+init_from_nemo_model={trained['aed']}",
+        "model.train_ds.use_lhotse=false",
+        "model.train_ds.bucketing_window=2",
+        "model.train_ds.batch_size=2",
+        "model.optim.lr=0.01",
+    )
+    train_model("aed", overrides, tmp_path / "head.nemo", 6, callbacks=[Batches()])
+    assert isinstance(seen["sampler"], DurationBucketSampler)
+    assert len(seen["losses"]) == 6 and all(math.isfinite(loss) for loss in seen["losses"])
+    assert min(seen["losses"][3:]) < seen["losses"][0]

@@ -559,7 +559,13 @@ def test_aed_systems_start_from_whisper_with_their_own_tokenizer_as_their_ctc_vo
             },
         )
     ]
-    assert f"model.validation_ds.manifest_filepath={curve_dev}" in demo.asr_overrides("rnnt_dual")
+    head = demo.asr_overrides("rnnt_dual")
+    assert f"model.validation_ds.manifest_filepath={curve_dev}" in head
+    # the heads train on the map-style loader's batches of similar durations, read in the training process (the
+    # AED's lhotse setting comes first, so theirs wins)
+    assert head.index("model.train_ds.use_lhotse=false") > head.index("model.train_ds.use_lhotse=true")
+    assert f"model.train_ds.bucketing_window={config.bucketing_window}" in head
+    assert "model.train_ds.num_workers=0" in head and "model.validation_ds.num_workers=0" in head
     whole = Demo(DemoConfig(out_dir=config.out_dir, curve_dev_utterances=0))
     assert whole.curve_dev() == demo.manifest("dev")
     assert "aed_prompt" not in demo.lm_systems()  # the token n-gram LMs are over the CTC/RNN-T vocabulary

@@ -11,6 +11,7 @@ from nemo_pc.pipelines.demo.config import (
     BASE_OVERRIDES,
     BASE_SYSTEM,
     DECODER_CTC_SYSTEMS,
+    HEAD_TRAIN_LOADER,
     HEAD_VALIDATION_BATCH_SIZE,
     PC_FROM_START,
     PRETRAINED_ENCODER,
@@ -128,20 +129,20 @@ class AsrOverrides:
         ]
 
     def _head_overrides(self, init: str, batch_size: int, precision: str = "32") -> list[str]:
-        """What every head on the AED ``init`` shares: the AED's recipe (its variant, tokenizer, data), ``precision``
+        """What every head on the AED ``init`` shares: the AED's recipe (its variant, tokenizer, data), training
+        batches of similar durations read in the training process (:data:`HEAD_TRAIN_LOADER`), ``precision``
         (float32 unless given), and validations that compute WERs without a loss."""
-        workers = max(0, self.cfg.num_jobs - 1)
         variant = ASR_SYSTEMS[init][1]
         return [
             *variant,
             *AED_OVERRIDES,
+            *HEAD_TRAIN_LOADER,  # batches of similar durations, read in the training process
+            f"model.train_ds.bucketing_window={self.cfg.bucketing_window}",
             f"model.aux_ctc.tokenizer.dir={self.tokenizers()[self.aed_ctc_tokenizer_kind(variant)]}",
             f"model.train_ds.manifest_filepath={self.manifest('train')}",
             self.validation_override(self.curve_dev()),
             f"model.train_ds.batch_size={batch_size}",
             f"model.train_ds.max_duration={self.cfg.max_duration}",
-            f"model.train_ds.num_workers={workers}",
-            f"model.validation_ds.num_workers={workers}",
             f"trainer.precision={precision}",
             "model.compute_eval_loss=false",  # the learning curves read the WERs only (RNNT_VALIDATION)
             f"model.validation_ds.batch_size={HEAD_VALIDATION_BATCH_SIZE}",

@@ -120,6 +120,18 @@ RNNT_VALIDATION = [f"model.validation_ds.batch_size={RNNT_VALIDATION_BATCH_SIZE}
 # the decoder head's took 22 s and the transducer heads' 88 and 77 s (benchmarks/results/demo_fused_f580cf3/models/,
 # another machine).
 HEAD_VALIDATION_BATCH_SIZE = 8
+# The heads on the AED read their training batches with the map-style loader in batches of similar durations
+# (``bucketing_window`` batches sorted at a time), not NeMo's lhotse loader's random ones, and in the training process:
+# the transducer's loss lattice is padded to the longest utterance and the longest target of a batch. Inside the
+# demo's own fit of ``rnnt_conditioned``, a step took 0.72 s against 1.04 s with random batches, both without a
+# loader worker, and 1.21 s with random batches and a worker (benchmarks/speed_head_fit.py,
+# benchmarks/results/head_fit_parts.json and head_fit_parts_bucketed.json; docs/pc_stage.md, "Where a head's fit
+# spends its minutes"). Validation keeps the lhotse loader.
+HEAD_TRAIN_LOADER = [
+    "model.train_ds.use_lhotse=false",
+    "model.train_ds.num_workers=0",
+    "model.validation_ds.num_workers=0",
+]
 # On a pretrained encoder (Whisper tiny.en) there is no normalized base: each CTC system learns its own targets, marks
 # included, from the first step, under the base's schedule (cosine from a peak of 2e-3 on the heads, 100 warm-up
 # steps, no SpecAugment) with the encoder at 3e-4, batches of ``ctc_batch_size`` and speed perturbation
