@@ -41,9 +41,9 @@ def rules_manifest(source: Path, target: Path) -> int:
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as error:
-                raise ManifestError(f"{source}:{number}: not JSON ({error.msg})") from None
+                raise ManifestError(source, number, f"not JSON ({error.msg})") from None
             if not isinstance(row, dict) or not isinstance(row.get("pred_text"), str):
-                raise ManifestError(f"{source}:{number}: no pred_text string")
+                raise ManifestError(source, number, "no pred_text string")
             row["pred_text_normalized"] = normalize(row["pred_text"])
             lines.append(json.dumps(row, ensure_ascii=False))
     target.write_text("".join(line + "\n" for line in lines), encoding="utf-8")

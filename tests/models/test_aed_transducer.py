@@ -712,7 +712,7 @@ def test_the_fit_parts_benchmark_cuts_every_step_of_a_real_head_fit(trained, tmp
     assert [step["training_wer"] > 0 for step in steps[:3]] == [False, True, False]  # every 2nd step
     assert all(step[part] > 0 for step in steps for part in ("forward", "backward", "optimizer"))
     parts = sum(value for step in steps for value in step.values() if value is not None)
-    assert parts <= stats["seconds"]
+    assert parts <= stats["seconds"] + 0.05  # the fit's seconds are rounded to 0.1
     summary = bench.summarize(steps, per_epoch)
     assert summary["windows"][1]["encoder"] == 0 and summary["windows"][0]["encoder"] > 0
 
