@@ -15,7 +15,6 @@ minus mode: below zero, the rules read better).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 from pathlib import Path
@@ -31,23 +30,14 @@ def rules_manifest(source: Path, target: Path) -> int:
     Raises:
         ManifestError: a line that is not a JSON object with a ``pred_text`` string (file and line named).
     """
+    from nemo_pc.parts.manifest import iter_manifest, require_text, write_manifest
     from nemo_pc.parts.text import normalize
 
-    lines = []
-    with open(source, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise ManifestError(source, number, f"not JSON ({error.msg})") from None
-            if not isinstance(row, dict) or not isinstance(row.get("pred_text"), str):
-                raise ManifestError(source, number, "no pred_text string")
-            row["pred_text_normalized"] = normalize(row["pred_text"])
-            lines.append(json.dumps(row, ensure_ascii=False))
-    target.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    return len(lines)
+    rows = []
+    for number, row in iter_manifest(source):
+        rows.append({**row, "pred_text_normalized": normalize(require_text(row, "pred_text", source, number))})
+    write_manifest(target, rows)
+    return len(rows)
 
 
 def compare(predictions: Path, num_resamples: int, seed: int) -> dict:

@@ -687,16 +687,11 @@ def test_the_fit_parts_benchmark_cuts_every_step_of_a_real_head_fit(trained, tmp
     from benchmark_loader import load_benchmark
 
     from nemo_pc.pipelines.train import train_model
-    from nemo_pc.testing.whisper import tiny_aed_overrides
 
     bench = load_benchmark("speed_head_fit")
     corpus = trained["corpus"]
-    overrides = tiny_aed_overrides(
-        corpus["weights"],
-        corpus["tokenizer"],
-        corpus["manifest"],
-        "transducer=conditioned",
-        f"+init_from_nemo_model={trained['aed']}",
+    overrides = _new_head_overrides(
+        trained,
         "model.train_ds.shuffle=false",
         "trainer.log_every_n_steps=2",
     )
@@ -724,21 +719,16 @@ def test_the_head_trains_on_the_map_style_loaders_duration_buckets(trained, tmp_
 
     from nemo_pc.data.datasets.pc_dataset import DurationBucketSampler
     from nemo_pc.pipelines.train import train_model
-    from nemo_pc.testing.whisper import tiny_aed_overrides
 
-    corpus, seen = trained["corpus"], {}
+    seen = {}
 
     class Batches(Callback):
         def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
             seen.setdefault("sampler", trainer.train_dataloader.sampler)
             seen.setdefault("losses", []).append(float(outputs["loss"]))
 
-    overrides = tiny_aed_overrides(
-        corpus["weights"],
-        corpus["tokenizer"],
-        corpus["manifest"],
-        "transducer=conditioned",
-        f"+init_from_nemo_model={trained['aed']}",
+    overrides = _new_head_overrides(
+        trained,
         "model.train_ds.use_lhotse=false",
         "model.train_ds.bucketing_window=2",
         "model.train_ds.batch_size=2",
@@ -748,3 +738,18 @@ def test_the_head_trains_on_the_map_style_loaders_duration_buckets(trained, tmp_
     assert isinstance(seen["sampler"], DurationBucketSampler)
     assert len(seen["losses"]) == 6 and all(math.isfinite(loss) for loss in seen["losses"])
     assert min(seen["losses"][3:]) < seen["losses"][0]
+
+
+def _new_head_overrides(trained, *extra: str) -> list[str]:
+    """A new conditioned head on the ``trained`` fixture's tiny AED, through the AED recipe."""
+    from nemo_pc.testing.whisper import tiny_aed_overrides
+
+    corpus = trained["corpus"]
+    return tiny_aed_overrides(
+        corpus["weights"],
+        corpus["tokenizer"],
+        corpus["manifest"],
+        "transducer=conditioned",
+        f"+init_from_nemo_model={trained['aed']}",
+        *extra,
+    )
