@@ -75,5 +75,12 @@ def test_speed_probe_counts_the_products_it_times(monkeypatch):
     assert calls == [(64, 64)] * 4  # one untimed warm-up, then the three timed products of a zero-second probe
     assert rate > 0 and rate == round(rate, 1)
     calls.clear()
-    provenance.speed_probe(seconds=0.05, size=64)
-    assert len(calls) > 4  # a longer probe repeats until its time is spent
+    import time
+
+    clock = iter(i / 100 for i in range(1000))  # a clock that reads 10 ms later at each look, whatever the load
+    monkeypatch.setattr(time, "perf_counter", lambda: next(clock))
+    rate = provenance.speed_probe(seconds=0.05, size=64)
+    # a longer probe repeats until its time is spent: the warm-up, three products, then four more while the clock
+    # reads 0.01-0.04 after the start; the rate counts the seven timed products over the 0.06 s that it read
+    assert len(calls) == 8
+    assert rate == round(2 * 64**3 * 7 / 0.06 / 1e9, 1)
