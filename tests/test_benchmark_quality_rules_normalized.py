@@ -45,4 +45,5 @@ def test_a_missing_or_bad_manifest_exits_2_naming_it(tmp_path, capsys):
     path = _predictions(tmp_path, "rnnt_dual", ROWS[:1])
     path.write_text(path.read_text() + '{"utt_id": "c", "pred_text": 3}\n')
     assert bench.main(["--demo-dir", str(tmp_path), "--systems", "rnnt_dual", "--splits", "test"]) == 2
-    assert "rnnt_dual.json:2: " in (err := capsys.readouterr().err) and "pred_text" in err
+    err = capsys.readouterr().err
+    assert "rnnt_dual.json:2: " in err and "field 'pred_text' must be a string, got int" in err
