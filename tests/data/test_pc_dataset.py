@@ -148,12 +148,49 @@ def test_bucketing_cuts_padding_and_still_shuffles():
     assert first != second
 
 
+@given(
+    durations=st.lists(st.floats(0.5, 20.0), min_size=1, max_size=200),
+    batch_size=st.integers(1, 9),
+    window=st.integers(1, 6),
+)
+def test_unshuffled_bucketed_batches_are_sorted_windows_in_a_fixed_order(durations, batch_size, window):
+    from nemo_pc.data.datasets.pc_dataset import DurationBucketSampler
+
+    sampler = DurationBucketSampler(durations, batch_size, window, seed=1, shuffle=False)
+    first, second = list(sampler), list(sampler)  # two epochs
+    assert first == second
+    flat = [i for batch in first for i in batch]
+    assert sorted(flat) == list(range(len(durations)))
+    span = batch_size * window
+    for start in range(0, len(flat), span):
+        chunk = flat[start : start + span]
+        assert sorted(chunk) == list(range(start, start + len(chunk)))  # each window holds its manifest lines
+        assert [durations[i] for i in chunk] == sorted(durations[i] for i in chunk)
+
+
 def test_dataloader_with_bucketing_window_batches_similar_durations(corpus, tokenizer):
     _, manifest, _ = corpus
     config = {"manifest_filepath": str(manifest), "batch_size": 2, "shuffle": True, "bucketing_window": 4}
     loader = pc_dataloader_from_config(config, tokenizer)
     batches = list(loader)
     assert sum(len(batch.audio_len) for batch in batches) == len(loader.dataset)
+
+
+def test_validation_loader_with_bucketing_window_reads_sorted_batches(corpus, tokenizer, tmp_path):
+    _, manifest, _ = corpus
+    entries = [json.loads(text) for text in manifest.read_text().splitlines()]
+    for index, entry in enumerate(entries):  # the lines read less of their 0.5 s of audio, the first ones the most
+        entry["duration"] = round(0.5 - 0.05 * (index % 8), 2)
+    path = tmp_path / "varied.json"
+    path.write_text("".join(json.dumps(entry) + "\n" for entry in entries))
+    config = {"manifest_filepath": str(path), "batch_size": 2, "shuffle": False, "bucketing_window": 64}
+    loader = pc_dataloader_from_config(config, tokenizer)
+    lengths = [int(length) for batch in loader for length in batch.audio_len]
+    assert len(lengths) == len(entries) and len(set(lengths)) > 1
+    assert lengths == sorted(lengths)  # one window holds the whole manifest: every utterance in duration order
+    assert [int(length) for batch in loader for length in batch.audio_len] == lengths  # the same order again
+    plain = pc_dataloader_from_config({**config, "bucketing_window": 0}, tokenizer)
+    assert [int(length) for batch in plain for length in batch.audio_len] != lengths  # manifest order otherwise
 
 
 def test_nemo_augmentor_speed_perturbation_changes_the_audio_length(corpus, tokenizer):

@@ -11,7 +11,7 @@ from benchmark_loader import load_benchmark
 from nemo_pc.formatter.hybrid import WfstSpans
 from nemo_pc.parts.manifest import read_manifest
 from nemo_pc.parts.text import normalize
-from nemo_pc.pipelines.demo.config import DemoConfig
+from nemo_pc.pipelines.demo.config import HEAD_VALIDATION_BATCH_SIZE, DemoConfig
 from nemo_pc.pipelines.demo.pipeline import Demo
 from nemo_pc.pipelines.demo.runs import read_runs
 from nemo_pc.testing.sdists import real_speech_sdists
@@ -534,7 +534,10 @@ def test_aed_systems_start_from_whisper_with_their_own_tokenizer_as_their_ctc_vo
         "rnnt": tmp_path / "r",
         "aed_ctc": tmp_path / "a",
     }
-    dev = [{"audio_filepath": f"{i}.wav", "duration": 1.0, "text": f"Line {i}.", "speaker": str(i)} for i in range(5)]
+    dev = [
+        {"audio_filepath": f"{i}.wav", "duration": 3.0 - 0.5 * i, "text": f"Line {i}.", "speaker": str(i)}
+        for i in range(5)
+    ]
     write_manifest(demo.manifest("dev"), dev)
     overrides = demo.asr_overrides("aed_prompt")
     assert "variant=prompt" in overrides and f"model.aux_ctc.tokenizer.dir={tmp_path / 'a'}" in overrides
@@ -542,10 +545,15 @@ def test_aed_systems_start_from_whisper_with_their_own_tokenizer_as_their_ctc_vo
     assert not any(
         o.startswith(("model.tokenizer.dir", "backbone=", "model.train_ds.bucketing_window")) for o in overrides
     )
-    # the AED's curve validates on 2 of dev's 5 utterances, spread over it, as every system's does
+    # the AED's curve validates on 2 of dev's 5 utterances, spread over it, as every system's does, read in order of
+    # duration from a copy (the name kept for NeMo's metric names; relative audio paths made absolute)
     curve_dev = demo.path("manifests", "dev_curve.json")
-    assert f"model.validation_ds.manifest_filepath={curve_dev}" in overrides
+    validation = demo.path("manifests", "validation", "dev_curve.json")
+    assert f"model.validation_ds.manifest_filepath={validation}" in overrides
     assert [row["speaker"] for row in read_manifest(curve_dev)] == ["0", "2"]
+    copied = read_manifest(validation)
+    assert [row["speaker"] for row in copied] == ["2", "0"] and [row["duration"] for row in copied] == [2.0, 3.0]
+    assert [row["audio_filepath"] for row in copied] == [str(demo.path("manifests", f"{i}.wav")) for i in (2, 0)]
     calls = []
     monkeypatch.setattr(demo, "_train", lambda *args, **kwargs: calls.append((args, kwargs)))
     demo.train_asr("aed_mixed")
@@ -560,7 +568,8 @@ def test_aed_systems_start_from_whisper_with_their_own_tokenizer_as_their_ctc_vo
         )
     ]
     head = demo.asr_overrides("rnnt_dual")
-    assert f"model.validation_ds.manifest_filepath={curve_dev}" in head
+    assert f"model.validation_ds.manifest_filepath={validation}" in head
+    assert f"model.validation_ds.batch_size={HEAD_VALIDATION_BATCH_SIZE}" in head
     # the heads train on the map-style loader's batches of similar durations, read in the training process (the
     # AED's lhotse setting comes first, so theirs wins)
     assert head.index("model.train_ds.use_lhotse=false") > head.index("model.train_ds.use_lhotse=true")

@@ -174,7 +174,11 @@ def test_every_asr_system_validates_on_dev_then_real_dev_when_the_run_built_it(d
         assert demo.training_family(name) == family
         return compose_config(family, demo.asr_overrides(name)).model.validation_ds.manifest_filepath
 
-    dev, real_dev = str(demo.manifest("dev")), str(demo.manifest("real_dev"))
+    # no dev written yet: its path as it is
+    assert validation_sets("ctc_inter", "aed") == str(demo.manifest("dev"))
+    write_manifest(demo.manifest("dev"), read_manifest(demo.manifest("test"))[::-1])
+    # each set read in order of duration from a copy that keeps its name (manifests/validation/)
+    dev, real_dev = (str(demo.path("manifests", "validation", f"{split}.json")) for split in ("dev", "real_dev"))
     # ctc_inter: the AED's decoder as a CTC head (the default ctc_head), trained through the AED's recipe
     assert validation_sets("ctc_inter", "aed") == dev  # no real_dev built
     write_manifest(demo.manifest("real_dev"), [])
@@ -183,5 +187,9 @@ def test_every_asr_system_validates_on_dev_then_real_dev_when_the_run_built_it(d
     # rnnt_conditioned: a transducer head on the AED (the default rnnt_predictor), trained through the AED's recipe
     for name, family in (("ctc_inter", "aed"), ("rnnt_conditioned", "aed"), ("aed_prompt", "aed")):
         assert list(validation_sets(name, family)) == [dev, real_dev]  # dev first: its metrics keep val_*
+    for split, copy in (("dev", dev), ("real_dev", real_dev)):
+        rows = read_manifest(copy)
+        assert sorted(map(json.dumps, rows)) == sorted(map(json.dumps, read_manifest(demo.manifest(split))))
+        assert [row["duration"] for row in rows] == sorted(row["duration"] for row in rows)
     demo.cfg.real_speech = False
     assert validation_sets("aed_prompt", "aed") == dev

@@ -19,7 +19,8 @@ The data config follows NeMo's ``train_ds`` / ``validation_ds`` keys::
     marks: ".,?"                      # the mark set kept in the P text; those of ! ; : outside it fold into . . ,
     augmentor: null                   # NeMo's augmentor config, e.g. {speed: {prob: 0.5, sr: 16000, ...}}
     bucketing_window: 0               # >0: batches of similar durations, sorted within windows of this many
-                                      # batches (less padding); the batch order is still shuffled every epoch
+                                      # batches (less padding); with shuffle the batch order is still shuffled
+                                      # every epoch, without it (validation) the batches come in a fixed order
     use_lhotse: false                 # true: NeMo's lhotse loader (shar, tarred audio, NeMo manifests) over
                                       # nemo_pc.data.datasets.pc_lhotse.LhotsePCDataset; see docs/scale.md
     tn: nemo                          # a line without text_normalized gets it from its text: NeMo TN (nemo) or
@@ -196,7 +197,9 @@ class PCAudioTextDataset(torch.utils.data.Dataset):
 
 class DurationBucketSampler(torch.utils.data.DistributedSampler):
     """Batches of similar durations, to cut padding: every epoch the utterances are shuffled, sorted by duration
-    within windows of ``window`` batches, cut into batches, and the batches are shuffled.
+    within windows of ``window`` batches, cut into batches, and the batches are shuffled. With ``shuffle=False`` (a
+    validation set) nothing is shuffled: the utterances in manifest order are sorted within the windows, and the
+    batches keep that order every epoch.
 
     Under DDP (an initialized process group) each process takes every ``world_size``-th batch, and every process
     gets the same number of batches. It yields whole batches (lists of indices), so the DataLoader takes it as its
@@ -206,10 +209,13 @@ class DurationBucketSampler(torch.utils.data.DistributedSampler):
     called: the process group is read when the batches are made, not when the sampler is built.
     """
 
-    def __init__(self, durations: Sequence[float], batch_size: int, window: int, seed: int = 0) -> None:
+    def __init__(
+        self, durations: Sequence[float], batch_size: int, window: int, seed: int = 0, shuffle: bool = True
+    ) -> None:
         if batch_size < 1 or window < 1:
             raise ValueError(f"batch_size and bucketing_window must be 1 or more, got {batch_size} and {window}")
         self.durations, self.batch_size, self.window, self.seed = list(durations), batch_size, window, seed
+        self.shuffle = shuffle
         self.epoch = 0
 
     def set_epoch(self, epoch: int) -> None:
@@ -217,14 +223,16 @@ class DurationBucketSampler(torch.utils.data.DistributedSampler):
 
     def _batches(self) -> list[list[int]]:
         generator = torch.Generator().manual_seed(self.seed * 100_003 + self.epoch)
-        order = torch.randperm(len(self.durations), generator=generator).tolist()
+        count = len(self.durations)
+        order = torch.randperm(count, generator=generator).tolist() if self.shuffle else list(range(count))
         span = self.batch_size * self.window
         batches = []
         for start in range(0, len(order), span):
             window = sorted(order[start : start + span], key=self.durations.__getitem__)
             batches += [window[k : k + self.batch_size] for k in range(0, len(window), self.batch_size)]
-        shuffled = torch.randperm(len(batches), generator=generator).tolist()
-        batches = [batches[k] for k in shuffled]
+        if self.shuffle:
+            shuffled = torch.randperm(len(batches), generator=generator).tolist()
+            batches = [batches[k] for k in shuffled]
         if torch.distributed.is_available() and torch.distributed.is_initialized():
             world, rank = torch.distributed.get_world_size(), torch.distributed.get_rank()
             batches = batches[rank : len(batches) - len(batches) % world : world]
@@ -298,12 +306,13 @@ def pc_dataloader_from_config(
     # kept across epochs: a new worker per epoch re-imports and re-reads its state (seconds per epoch on 2 cores)
     persistent = bool(config.get("persistent_workers", False)) and workers > 0
     window = int(config.get("bucketing_window", 0) or 0)
-    if window and config.get("shuffle", False):
+    if window:
         sampler = DurationBucketSampler(
             [item.duration for item in dataset.items],
             config.get("batch_size", 8),
             window,
             seed=int(config.get("pc_seed", 0)),
+            shuffle=bool(config.get("shuffle", False)),
         )
         return torch.utils.data.DataLoader(
             BatchIndexedDataset(dataset),

@@ -113,13 +113,13 @@ RNNT_VALIDATION_BATCH_SIZE = 4
 # loss was 23% of a validation of the sixth clean run's `rnnt_conditioned` on its validation sets, whose WERs it does
 # not change (benchmarks/speed_rnnt_validation.py, docs/experiments.md).
 RNNT_VALIDATION = [f"model.validation_ds.batch_size={RNNT_VALIDATION_BATCH_SIZE}", "model.compute_eval_loss=false"]
-# The heads on the AED (transducer and decoder CTC heads) validate in batches of 8, the AED's (the batches do not touch
-# the trained weights, ``isolate_validation_rng``). Batches of 32 saved nothing in the bec82e0 clean run: the
-# transducer heads' validations took 104 and 108 s (109 and 112 at 8 in c9b4569's) and the decoder head's 77 s (32 at 8
-# in demo_heads_bf16_bfb0a24's), ``validation_seconds`` of benchmarks/results/demo_clean_bec82e0/models/; back at 8,
-# the decoder head's took 22 s and the transducer heads' 88 and 77 s (benchmarks/results/demo_fused_f580cf3/models/,
-# another machine).
-HEAD_VALIDATION_BATCH_SIZE = 8
+# The heads on the AED (transducer and decoder CTC heads) validate in batches of 32, on their validation sets in order
+# of duration (``Demo.validation_copy``; the batches do not touch the trained weights, ``isolate_validation_rng``).
+# In manifest order, batches of 32 had saved nothing over 8 (the bec82e0 clean run's transducer heads validated in
+# 104 and 108 s, against 109 and 112 in c9b4569's at 8): a batch is as long as its longest clip. In order of duration,
+# a validation of the 3bda435 run's `rnnt_dual` took 0.62 the seconds of one in manifest order at 8, with the same
+# WERs (benchmarks/results/speed_head_validation_rnnt_dual.json).
+HEAD_VALIDATION_BATCH_SIZE = 32
 # The heads on the AED read their training batches with the map-style loader in batches of similar durations
 # (``bucketing_window`` batches sorted at a time), not NeMo's lhotse loader's random ones, and in the training process:
 # the transducer's loss lattice is padded to the longest utterance and the longest target of a batch. Inside the

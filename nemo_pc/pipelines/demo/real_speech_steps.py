@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nemo_pc.parts.manifest import iter_manifest
+from nemo_pc.parts.manifest import iter_manifest, read_manifest, write_manifest
 from nemo_pc.pipelines.demo.layout import REAL_DEV, REAL_SPEECH_DIR, REAL_SPLITS
+
+VALIDATION_DIR = "validation"  # manifests/validation/: the validation sets in order of duration
 
 
 class RealSpeechSteps:
@@ -40,10 +42,30 @@ class RealSpeechSteps:
         synthetic set stays the first, so its metrics keep the plain names (``val_wer``, ``val_wer_normalized``) that
         the report's targets read, and ``real_dev``'s are ``real_dev_val_*``
         (:func:`nemo_pc.pipelines.train.curve_point`). A ``real_dev`` without clips is left out (NeMo's epoch end of
-        an empty loader fails)."""
+        an empty loader fails). Each set is read in order of duration (:meth:`validation_copy`)."""
         manifests = [dev or self.manifest("dev")]
         real_dev = self.manifest(REAL_DEV)
         if REAL_DEV in self.real_splits() and real_dev.is_file() and next(iter_manifest(real_dev), None) is not None:
             manifests.append(real_dev)
+        manifests = [self.validation_copy(path) for path in manifests]
         value = str(manifests[0]) if len(manifests) == 1 else "[" + ",".join(f"'{path}'" for path in manifests) + "]"
         return f"model.validation_ds.manifest_filepath={value}"
+
+    def validation_copy(self, manifest: Path) -> Path:
+        """``manifests/validation/<name>``: the lines of ``manifest`` sorted by duration (ties in its order), audio
+        paths made absolute, for the ASR trainings' validations. A validation loader reads its manifest in order
+        (NeMo's lhotse loader), and a batch is as long as its longest clip: ``real_dev``'s run from 1 to 27 s. In
+        order of duration, in batches of 32, a transducer head validated in 0.62 the seconds of batches of 8 in
+        manifest order (benchmarks/speed_head_validation.py), with the same WERs; the trained weights do not move
+        (the validations are kept out of the training's random streams, and each set goes through the same
+        loader). The name is kept: NeMo names a validation set's metrics by it. Written each time from
+        ``manifest``, so it follows an edited one; ``manifest`` itself when it is not written yet."""
+        if not manifest.is_file():
+            return manifest
+        rows = read_manifest(manifest)
+        for row in rows:
+            audio = Path(row["audio_filepath"])
+            if not audio.is_absolute():
+                row["audio_filepath"] = str(manifest.parent / audio)
+        rows.sort(key=lambda row: float(row.get("duration") or 0.0))  # the loader names a line without one
+        return write_manifest(self.path("manifests", VALIDATION_DIR, manifest.name), rows)
