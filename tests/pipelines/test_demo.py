@@ -677,3 +677,25 @@ def test_the_lm_text_leaves_out_every_chapter_that_dev_test_and_test_seen_read(t
     demo.language_models()
     kept = [row["text"] for row in read_manifest(demo.path("lm", "text.json"))]
     assert kept == ["The light faded.", "Lamps were lit.", "Stars came out.", "The town slept."]
+
+
+def test_a_validation_copy_sorts_by_duration_and_keeps_every_line(tmp_path):
+    from nemo_pc.parts.manifest import read_manifest, write_manifest
+
+    demo = Demo(DemoConfig(out_dir=str(tmp_path / "out")))
+    source = tmp_path / "sets" / "real_dev.json"
+    rows = [
+        {"audio_filepath": "b.wav", "duration": 2.0, "text": "b"},
+        {"audio_filepath": "/abs/a.wav", "duration": "unknown", "text": "a"},  # the loader names it, not this step
+        {"audio_filepath": "c.wav", "duration": 1.0, "text": "c"},
+        {"audio_filepath": "d.wav", "duration": 1.0, "text": "d"},
+    ]
+    write_manifest(source, rows)
+    copy = demo.validation_copy(source)
+    assert copy == demo.path("manifests", "validation", "real_dev.json")  # the name kept: NeMo's metric names
+    assert [row["text"] for row in read_manifest(copy)] == ["a", "c", "d", "b"]  # ties in manifest order
+    assert read_manifest(copy)[1]["audio_filepath"] == str(tmp_path / "sets" / "c.wav")
+    write_manifest(source, rows[:1])  # an edited set is copied again
+    assert [row["text"] for row in read_manifest(demo.validation_copy(source))] == ["b"]
+    missing = tmp_path / "sets" / "none.json"
+    assert demo.validation_copy(missing) == missing  # not written yet: its own path

@@ -64,8 +64,16 @@ class RealSpeechSteps:
             return manifest
         rows = read_manifest(manifest)
         for row in rows:
-            audio = Path(row["audio_filepath"])
-            if not audio.is_absolute():
+            audio = row.get("audio_filepath")
+            if isinstance(audio, str) and not Path(audio).is_absolute():
                 row["audio_filepath"] = str(manifest.parent / audio)
-        rows.sort(key=lambda row: float(row.get("duration") or 0.0))  # the loader names a line without one
+        rows.sort(key=_duration)
         return write_manifest(self.path("manifests", VALIDATION_DIR, manifest.name), rows)
+
+
+def _duration(row: dict) -> float:
+    """A manifest line's duration for sorting; 0 where it has none or not a number (the loader names such a line)."""
+    try:
+        return float(row.get("duration") or 0.0)
+    except (TypeError, ValueError):
+        return 0.0
