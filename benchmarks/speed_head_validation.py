@@ -18,14 +18,14 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from speed_rnnt_validation import validation_sets, wer_metrics
+from speed_rnnt_validation import checked_inputs, wer_metrics
 from suite import num, write_results
 
 from nemo_pc.pipelines.demo.config import HEAD_VALIDATION_BATCH_SIZE, DemoConfig
+from nemo_pc.pipelines.demo.pipeline import Demo
 
 BEFORE_BATCH_SIZE = 8  # the heads' validation batches before they read the sets in order of duration
 
@@ -50,16 +50,6 @@ def settings(batch_sizes: list[int]) -> dict[str, dict]:
     return rows
 
 
-def sorted_copies(manifests: list[Path], folder: Path) -> list[Path]:
-    """Copies of ``manifests`` in ``folder``, each sorted by duration (ties in its order), names kept."""
-    from nemo_pc.parts.manifest import read_manifest, write_manifest
-
-    return [
-        write_manifest(folder / path.name, sorted(read_manifest(path), key=lambda row: float(row["duration"])))
-        for path in manifests
-    ]
-
-
 def padded_share(manifests: list[Path], batch_size: int, window: int) -> float:
     """The padded share of the audio of ``manifests`` read in batches of ``batch_size`` in manifest order
     (``window`` 0) or sorted within windows of ``window`` batches."""
@@ -80,13 +70,15 @@ def padded_share(manifests: list[Path], batch_size: int, window: int) -> float:
     return round(1 - real / padded, 4) if padded else 0.0
 
 
-def measure(model_path: Path, manifests: list[Path], rounds: int, batch_sizes: list[int]) -> list[dict]:
+def measure(
+    model_path: Path, manifests: list[Path], by_duration: list[Path], rounds: int, batch_sizes: list[int]
+) -> list[dict]:
+    """Each way's validation seconds over ``rounds``, padded share and WERs: ``manifests`` as they are and
+    ``by_duration``, the same sets in order of duration."""
     import lightning.pytorch as pl
     from omegaconf import open_dict
 
     from nemo_pc.pipelines.inference import load_asr_model
-
-    by_duration = sorted_copies(manifests, Path(tempfile.mkdtemp(prefix="head_validation_")))
 
     model = load_asr_model(model_path)
     with open_dict(model.cfg):
@@ -169,13 +161,6 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
-    model_path = args.demo_dir / "models" / f"{args.system}.nemo"
-    if not model_path.is_file():
-        print(f"error: {model_path}: no such model", file=sys.stderr)
-        sys.exit(2)
-    if args.rounds < 1:
-        print(f"error: --rounds must be 1 or more, got {args.rounds}", file=sys.stderr)
-        sys.exit(2)
     try:
         batch_sizes = [int(part) for part in args.batch_sizes.split(",") if part.strip()]
     except ValueError:
@@ -183,16 +168,15 @@ def main(argv: list[str] | None = None) -> None:
     if not batch_sizes or min(batch_sizes) < 1:
         print(f"error: --batch-sizes must be positive integers, got {args.batch_sizes!r}", file=sys.stderr)
         sys.exit(2)
-    manifests = validation_sets(args.demo_dir)
-    if not manifests[0].is_file():
-        print(f"error: {manifests[0]}: no such manifest (not a finished demo folder?)", file=sys.stderr)
-        sys.exit(2)
+    model_path, manifests = checked_inputs(args.demo_dir, args.system, args.rounds)
+    demo = Demo(DemoConfig(out_dir=str(args.demo_dir)), log=lambda _: None)
+    by_duration = [demo.validation_copy(path) for path in manifests]  # what the demo's trainings validate on
     results = {
         "system": args.system,
         "manifests": [path.name for path in manifests],
         "rounds": args.rounds,
         "demo_config": {"bucketing_window": DemoConfig.bucketing_window},
-        "rows": measure(model_path, manifests, args.rounds, batch_sizes),
+        "rows": measure(model_path, manifests, by_duration, args.rounds, batch_sizes),
     }
     print(markdown(results))
     if args.json:

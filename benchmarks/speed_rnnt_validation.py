@@ -40,6 +40,23 @@ def validation_sets(demo_dir: Path) -> list[Path]:
     return manifests
 
 
+def checked_inputs(demo_dir: Path, system: str, rounds: int) -> tuple[Path, list[Path]]:
+    """``models/<system>.nemo`` of ``demo_dir`` and its validation sets (:func:`validation_sets`); exits 2 with one
+    line naming what is missing or wrong."""
+    model_path = demo_dir / "models" / f"{system}.nemo"
+    if not model_path.is_file():
+        print(f"error: {model_path}: no such model", file=sys.stderr)
+        sys.exit(2)
+    if rounds < 1:
+        print(f"error: --rounds must be 1 or more, got {rounds}", file=sys.stderr)
+        sys.exit(2)
+    manifests = validation_sets(demo_dir)
+    if not manifests[0].is_file():
+        print(f"error: {manifests[0]}: no such manifest (not a finished demo folder?)", file=sys.stderr)
+        sys.exit(2)
+    return model_path, manifests
+
+
 def wer_metrics(results: list[dict]) -> dict[str, float]:
     """The WERs of ``trainer.validate``'s results, one dict per validation loader."""
     return {key: round(float(value), 6) for result in results for key, value in result.items() if "wer" in key}
@@ -121,17 +138,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--precision", default=DemoConfig.precision)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
-    model_path = args.demo_dir / "models" / f"{args.system}.nemo"
-    if not model_path.is_file():
-        print(f"error: {model_path}: no such model", file=sys.stderr)
-        sys.exit(2)
-    if args.rounds < 1:
-        print(f"error: --rounds must be 1 or more, got {args.rounds}", file=sys.stderr)
-        sys.exit(2)
-    manifests = validation_sets(args.demo_dir)
-    if not manifests[0].is_file():
-        print(f"error: {manifests[0]}: no such manifest (not a finished demo folder?)", file=sys.stderr)
-        sys.exit(2)
+    model_path, manifests = checked_inputs(args.demo_dir, args.system, args.rounds)
     results = {
         "system": args.system,
         "manifests": [path.name for path in manifests],
